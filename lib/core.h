@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libgpuconform core: subtests, fixtures, assert / skip / fail / abort,
+ * the IGT-compatible command line and output protocol, and metrics.
+ *
+ * A test binary is a table of subtests handed to gc_main():
+ *
+ *     static void test_basic(void *fx) { gc_assert_eq_int(1 + 1, 2); }
+ *     static const struct gc_subtest subtests[] = {
+ *         { "basic", test_basic, "one plus one" },
+ *         { 0 }
+ *     };
+ *     GC_MAIN(.name = "host_example", .subtests = subtests)
+ *
+ * Protocol (igt_core's, so igt_runner can drive our binaries):
+ *   --list-subtests           one subtest name a line, exit 0
+ *   --run-subtest GLOB[,GLOB] run the matching subtests ("sub@dyn" also
+ *                             selects dynamic subtests)
+ *   --dynamic-subtest GLOB    run only matching dynamic subtests
+ *   --describe[=GLOB]         print subtest descriptions
+ *   --help                    usage, exit 0
+ *   no argument               run every subtest
+ * Lines on stdout, exactly as igt_core prints them:
+ *   "Starting subtest: NAME"
+ *   "Subtest NAME: SUCCESS|FAIL|SKIP|CRASH (1.234s)"
+ *   "Starting dynamic subtest: NAME"
+ *   "Dynamic subtest NAME: SUCCESS|FAIL|SKIP|CRASH (1.234s)"
+ * and, ours, right before a SKIP result line: "Skip reason: TEXT".
+ * Exit status: GC_EXIT_* below (igt_core's IGT_EXIT_* values).
+ */
+#ifndef GPUCONFORM_CORE_H
+#define GPUCONFORM_CORE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* igt_core.h values; igt_runner depends on them. */
+#define GC_EXIT_SUCCESS 0
+#define GC_EXIT_SKIP 77
+#define GC_EXIT_TIMEOUT 78
+#define GC_EXIT_INVALID 79
+#define GC_EXIT_FAILURE 98
+#define GC_EXIT_ABORT 112
+
+/* Environment variable naming the file metrics are appended to (JSON lines). */
+#define GC_METRICS_ENV "GPUCONFORM_METRICS_FILE"
+
+struct gc_subtest {
+	const char *name;
+	void (*fn)(void *fixture_data);
+	const char *description;
+};
+
+/*
+ * Binary-wide fixture. setup() runs once, before the first selected subtest
+ * (never for --list-subtests); a gc_skip() there skips every selected subtest
+ * with that reason, a failure fails them. before_each()/after_each() bracket
+ * every subtest (leak snapshots and checks); after_each() may fail it.
+ */
+struct gc_fixture {
+	void *(*setup)(void);
+	void (*teardown)(void *data);
+	void (*before_each)(void *data);
+	void (*after_each)(void *data);
+};
+
+struct gc_test {
+	const char *name;
+	const char *description;
+	const struct gc_subtest *subtests; /* terminated by an entry with name NULL */
+	const struct gc_fixture *fixture;  /* optional */
+};
+
+int gc_main(const struct gc_test *test, int argc, char **argv);
+
+#define GC_MAIN(...)                                                      \
+	int main(int argc, char **argv)                                   \
+	{                                                                 \
+		static const struct gc_test gc_test_def__ = { __VA_ARGS__ }; \
+		return gc_main(&gc_test_def__, argc, argv);               \
+	}
+
+/* Dynamic subtests (per device, per pair...): call from a subtest body. */
+void gc_dynamic(const char *name, void (*fn)(void *arg), void *arg);
+void gc_dynamic_f(void (*fn)(void *arg), void *arg, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Name of the running subtest / dynamic subtest (NULL outside). */
+const char *gc_current_subtest(void);
+const char *gc_current_dynamic(void);
+
+/* Logging: info to stdout, warnings to stderr; both prefixed and flushed. */
+void gc_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void gc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Leave the current subtest (or, in a fixture, every selected subtest). */
+#define gc_skip(...) gc__skip(__FILE__, __LINE__, __func__, __VA_ARGS__)
+#define gc_fail(...) gc__fail(__FILE__, __LINE__, __func__, __VA_ARGS__)
+/* Stop the whole binary at once: the system is in a state no further test should see. */
+#define gc_abort(...) gc__abort(__FILE__, __LINE__, __func__, __VA_ARGS__)
+
+#define gc_require(expr)                                                          \
+	do {                                                                      \
+		if (!(expr))                                                      \
+			gc__skip(__FILE__, __LINE__, __func__, "requirement not met: %s", #expr); \
+	} while (0)
+#define gc_require_f(expr, ...)                                           \
+	do {                                                              \
+		if (!(expr))                                              \
+			gc__skip(__FILE__, __LINE__, __func__, __VA_ARGS__); \
+	} while (0)
+
+#define gc_assert(expr)                                                             \
+	do {                                                                        \
+		if (!(expr))                                                        \
+			gc__assert_fail(__FILE__, __LINE__, __func__, #expr, NULL); \
+	} while (0)
+#define gc_assert_f(expr, ...)                                                            \
+	do {                                                                              \
+		if (!(expr))                                                              \
+			gc__assert_fail(__FILE__, __LINE__, __func__, #expr, __VA_ARGS__); \
+	} while (0)
+
+/* Comparisons that print both operands: gc_assert_cmpint(got, ==, 4). */
+#define gc_assert_cmpint(a, op, b)                                                   \
+	do {                                                                         \
+		intmax_t gc_a__ = (intmax_t)(a), gc_b__ = (intmax_t)(b);             \
+		if (!(gc_a__ op gc_b__))                                             \
+			gc__cmp_fail_i(__FILE__, __LINE__, __func__, #a, #op, #b,   \
+				       gc_a__, gc_b__);                              \
+	} while (0)
+#define gc_assert_cmpuint(a, op, b)                                                  \
+	do {                                                                         \
+		uintmax_t gc_a__ = (uintmax_t)(a), gc_b__ = (uintmax_t)(b);          \
+		if (!(gc_a__ op gc_b__))                                             \
+			gc__cmp_fail_u(__FILE__, __LINE__, __func__, #a, #op, #b,   \
+				       gc_a__, gc_b__);                              \
+	} while (0)
+#define gc_assert_cmpdouble(a, op, b)                                                \
+	do {                                                                         \
+		double gc_a__ = (double)(a), gc_b__ = (double)(b);                   \
+		if (!(gc_a__ op gc_b__))                                             \
+			gc__cmp_fail_d(__FILE__, __LINE__, __func__, #a, #op, #b,   \
+				       gc_a__, gc_b__);                              \
+	} while (0)
+#define gc_assert_eq_int(a, b) gc_assert_cmpint(a, ==, b)
+#define gc_assert_eq_uint(a, b) gc_assert_cmpuint(a, ==, b)
+#define gc_assert_eq_str(a, b)                                                       \
+	do {                                                                         \
+		const char *gc_a__ = (a), *gc_b__ = (b);                             \
+		if (!gc__streq(gc_a__, gc_b__))                                      \
+			gc__cmp_fail_s(__FILE__, __LINE__, __func__, #a, #b, gc_a__, gc_b__); \
+	} while (0)
+
+/* A call returning -errno (lib/ convention): must be 0. Prints the errno name. */
+#define gc_assert_ok(expr)                                                           \
+	do {                                                                         \
+		int gc_r__ = (int)(expr);                                            \
+		if (gc_r__ != 0)                                                     \
+			gc__errno_fail(__FILE__, __LINE__, __func__, #expr, 0, gc_r__); \
+	} while (0)
+/* A call returning -errno must give exactly -err (err > 0) or 0 for err == 0. */
+#define gc_assert_errno(expr, err)                                                   \
+	do {                                                                         \
+		int gc_r__ = (int)(expr), gc_e__ = (err);                            \
+		if (gc_r__ != -gc_e__)                                               \
+			gc__errno_fail(__FILE__, __LINE__, __func__, #expr, gc_e__, gc_r__); \
+	} while (0)
+/* A libc-style call (-1 + errno on failure): must not return -1. */
+#define gc_assert_syscall(expr)                                                      \
+	do {                                                                         \
+		if ((expr) == -1)                                                    \
+			gc__syscall_fail(__FILE__, __LINE__, __func__, #expr);      \
+	} while (0)
+
+/*
+ * Run fn(arg) in a forked child (crash handlers reset, no core dump) and wait
+ * up to timeout_ms. Never longjmps the parent: the parent's GPU context stays
+ * untouched whatever the child does.
+ */
+enum gc_child_fate { GC_CHILD_EXITED, GC_CHILD_SIGNALED, GC_CHILD_TIMED_OUT };
+struct gc_child_status {
+	enum gc_child_fate fate;
+	int code; /* exit status, or signal number */
+};
+int gc_fork_run(void (*fn)(void *arg), void *arg, unsigned timeout_ms,
+		struct gc_child_status *st);
+/* Fails the current subtest unless the child died of signal sig. */
+#define gc_expect_child_signal(fn, arg, sig, timeout_ms) \
+	gc__expect_child_signal(__FILE__, __LINE__, __func__, fn, arg, sig, timeout_ms)
+/* Fails the current subtest unless the child exited with status code. */
+#define gc_expect_child_exit(fn, arg, code, timeout_ms) \
+	gc__expect_child_exit(__FILE__, __LINE__, __func__, fn, arg, code, timeout_ms)
+/* True in a child started by gc_fork_run(). */
+bool gc_in_child(void);
+
+/*
+ * Metrics: a named sample set. Printed for humans, and appended as one JSON
+ * line to the file named by $GPUCONFORM_METRICS_FILE when it is set. A name
+ * outside [A-Za-z0-9._-], a non-finite sample or an unwritable file fails the
+ * subtest (with the path and errno): data is never dropped silently.
+ */
+enum gc_better { GC_LOWER_IS_BETTER, GC_HIGHER_IS_BETTER };
+void gc_metric(const char *name, const char *unit, enum gc_better better,
+	       const double *samples, size_t n);
+
+/* Implementation entry points of the macros above. */
+void gc__skip(const char *file, int line, const char *func, const char *fmt, ...)
+	__attribute__((noreturn, format(printf, 4, 5)));
+void gc__fail(const char *file, int line, const char *func, const char *fmt, ...)
+	__attribute__((noreturn, format(printf, 4, 5)));
+void gc__abort(const char *file, int line, const char *func, const char *fmt, ...)
+	__attribute__((noreturn, format(printf, 4, 5)));
+void gc__assert_fail(const char *file, int line, const char *func, const char *expr,
+		     const char *fmt, ...) __attribute__((noreturn, format(printf, 5, 6)));
+void gc__cmp_fail_i(const char *file, int line, const char *func, const char *a,
+		    const char *op, const char *b, intmax_t va, intmax_t vb)
+	__attribute__((noreturn));
+void gc__cmp_fail_u(const char *file, int line, const char *func, const char *a,
+		    const char *op, const char *b, uintmax_t va, uintmax_t vb)
+	__attribute__((noreturn));
+void gc__cmp_fail_d(const char *file, int line, const char *func, const char *a,
+		    const char *op, const char *b, double va, double vb)
+	__attribute__((noreturn));
+void gc__cmp_fail_s(const char *file, int line, const char *func, const char *a,
+		    const char *b, const char *va, const char *vb) __attribute__((noreturn));
+void gc__errno_fail(const char *file, int line, const char *func, const char *expr,
+		    int want, int got) __attribute__((noreturn));
+void gc__syscall_fail(const char *file, int line, const char *func, const char *expr)
+	__attribute__((noreturn));
+bool gc__streq(const char *a, const char *b);
+void gc__expect_child_signal(const char *file, int line, const char *func,
+			     void (*fn)(void *), void *arg, int sig, unsigned timeout_ms);
+void gc__expect_child_exit(const char *file, int line, const char *func,
+			   void (*fn)(void *), void *arg, int code, unsigned timeout_ms);
+
+#endif
