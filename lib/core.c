@@ -1,0 +1,868 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The test framework: command line, subtest loop, results, crash reporting.
+ * All mutable state lives in the one struct below, owned by the framework.
+ */
+#include "core.h"
+#include "core_private.h"
+#include "measure.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+enum gc_result { GC_SUCCESS, GC_SKIP, GC_FAIL };
+
+static const char *const result_names[] = { "SUCCESS", "SKIP", "FAIL" };
+
+struct gc_filter {
+	char *sub;  /* glob on the subtest name */
+	char *dyn;  /* glob on dynamic subtest names, NULL: all */
+};
+
+struct gc_state {
+	const struct gc_test *test;
+	const char *name;
+	/* selection */
+	struct gc_filter *filters;
+	size_t n_filters;
+	const char *dyn_glob;
+	/* fixture */
+	bool fixture_ran;
+	enum gc_result fixture_result;
+	char fixture_reason[512];
+	void *fixture_data;
+	/* running subtest / dynamic subtest */
+	const char *subtest;
+	uint64_t subtest_start;
+	char dynamic[256];
+	bool in_dynamic;
+	uint64_t dynamic_start;
+	int dyn_counts[3];
+	bool dyn_seen; /* gc_dynamic() was called, even if its name was filtered out */
+	enum gc_result jump_result;
+	int jump_target; /* enum jump_target */
+	sigjmp_buf subtest_jmp;
+	sigjmp_buf dynamic_jmp;
+	sigjmp_buf fixture_jmp;
+	/* totals */
+	int counts[3];
+	bool in_child;
+};
+
+enum jump_target { JUMP_NONE, JUMP_FIXTURE, JUMP_SUBTEST, JUMP_DYNAMIC };
+
+static struct gc_state gc;
+
+/* ---------------------------------------------------------------- output */
+
+void gc_info(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	if (fmt[0] && fmt[strlen(fmt) - 1] != '\n')
+		putchar('\n');
+	fflush(stdout);
+}
+
+void gc_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("WARNING: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (fmt[0] && fmt[strlen(fmt) - 1] != '\n')
+		fputc('\n', stderr);
+	fflush(stderr);
+}
+
+static double seconds_since(uint64_t start_ns)
+{
+	return (double)(gc_now_ns() - start_ns) / 1e9;
+}
+
+const char *gc_current_subtest(void)
+{
+	return gc.subtest;
+}
+
+const char *gc_current_dynamic(void)
+{
+	return gc.in_dynamic ? gc.dynamic : NULL;
+}
+
+bool gc_in_child(void)
+{
+	return gc.in_child;
+}
+
+const char *gc__test_name(void)
+{
+	return gc.name;
+}
+
+/* --------------------------------------------------- leaving a test body */
+
+static enum jump_target current_target(void)
+{
+	if (gc.in_dynamic)
+		return JUMP_DYNAMIC;
+	if (gc.subtest)
+		return gc.jump_target == JUMP_FIXTURE ? JUMP_FIXTURE : JUMP_SUBTEST;
+	return (enum jump_target)gc.jump_target;
+}
+
+static void print_skip_reason(const char *fmt, va_list ap)
+{
+	char reason[512];
+
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	/* A fixture's reason is printed by every subtest it skips. */
+	if (current_target() == JUMP_FIXTURE) {
+		snprintf(gc.fixture_reason, sizeof(gc.fixture_reason), "%s", reason);
+		return;
+	}
+	printf("Skip reason: %s\n", reason);
+	fflush(stdout);
+}
+
+static void __attribute__((noreturn)) leave(enum gc_result r)
+{
+	fflush(stdout);
+	fflush(stderr);
+	if (gc.in_child)
+		_exit(r == GC_SKIP ? GC_EXIT_SKIP : GC_EXIT_FAILURE);
+	gc.jump_result = r;
+	switch (current_target()) {
+	case JUMP_DYNAMIC:
+		siglongjmp(gc.dynamic_jmp, 1);
+	case JUMP_SUBTEST:
+		siglongjmp(gc.subtest_jmp, 1);
+	case JUMP_FIXTURE:
+		siglongjmp(gc.fixture_jmp, 1);
+	case JUMP_NONE:
+		break;
+	}
+	exit(r == GC_SKIP ? GC_EXIT_SKIP : GC_EXIT_FAILURE);
+}
+
+void gc__skip(const char *file, int line, const char *func, const char *fmt, ...)
+{
+	va_list ap;
+
+	(void)file;
+	(void)line;
+	(void)func;
+	va_start(ap, fmt);
+	print_skip_reason(fmt, ap);
+	va_end(ap);
+	leave(GC_SKIP);
+}
+
+static void print_location(const char *file, int line, const char *func)
+{
+	fflush(stdout);
+	fprintf(stderr, "%s:%d: %s(): ", file, line, func);
+}
+
+static void print_errno_hint(int saved)
+{
+	if (saved)
+		fprintf(stderr, "  (last errno: %d, %s)\n", saved, strerror(saved));
+}
+
+void gc__fail(const char *file, int line, const char *func, const char *fmt, ...)
+{
+	va_list ap;
+
+	print_location(file, line, func);
+	fputs("FAIL: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	leave(GC_FAIL);
+}
+
+void gc__abort(const char *file, int line, const char *func, const char *fmt, ...)
+{
+	va_list ap;
+
+	print_location(file, line, func);
+	fprintf(stderr, "Test abort in %s: ", gc.subtest ? gc.subtest : "fixture");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(stderr);
+	fflush(stdout);
+	if (gc.in_child)
+		_exit(GC_EXIT_ABORT);
+	exit(GC_EXIT_ABORT);
+}
+
+void gc__assert_fail(const char *file, int line, const char *func, const char *expr,
+		     const char *fmt, ...)
+{
+	int saved = errno;
+	va_list ap;
+
+	print_location(file, line, func);
+	fprintf(stderr, "Failed assertion: %s\n", expr);
+	if (fmt) {
+		fputs("  ", stderr);
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fputc('\n', stderr);
+	}
+	print_errno_hint(saved);
+	leave(GC_FAIL);
+}
+
+void gc__cmp_fail_i(const char *file, int line, const char *func, const char *a,
+		    const char *op, const char *b, intmax_t va, intmax_t vb)
+{
+	print_location(file, line, func);
+	fprintf(stderr, "Failed assertion: %s %s %s\n  %s = %jd\n  %s = %jd\n",
+		a, op, b, a, va, b, vb);
+	leave(GC_FAIL);
+}
+
+void gc__cmp_fail_u(const char *file, int line, const char *func, const char *a,
+		    const char *op, const char *b, uintmax_t va, uintmax_t vb)
+{
+	print_location(file, line, func);
+	fprintf(stderr, "Failed assertion: %s %s %s\n  %s = %ju (0x%jx)\n  %s = %ju (0x%jx)\n",
+		a, op, b, a, va, va, b, vb, vb);
+	leave(GC_FAIL);
+}
+
+void gc__cmp_fail_d(const char *file, int line, const char *func, const char *a,
+		    const char *op, const char *b, double va, double vb)
+{
+	print_location(file, line, func);
+	fprintf(stderr, "Failed assertion: %s %s %s\n  %s = %.17g\n  %s = %.17g\n",
+		a, op, b, a, va, b, vb);
+	leave(GC_FAIL);
+}
+
+bool gc__streq(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+void gc__cmp_fail_s(const char *file, int line, const char *func, const char *a,
+		    const char *b, const char *va, const char *vb)
+{
+	print_location(file, line, func);
+	fprintf(stderr, "Failed assertion: %s == %s\n  %s = \"%s\"\n  %s = \"%s\"\n",
+		a, b, a, va ? va : "(null)", b, vb ? vb : "(null)");
+	leave(GC_FAIL);
+}
+
+static const char *errno_text(int e)
+{
+	return e ? strerror(e) : "success";
+}
+
+void gc__errno_fail(const char *file, int line, const char *func, const char *expr,
+		    int want, int got)
+{
+	const char *name_want = want ? strerrorname_np(want) : "0";
+	const char *name_got = got < 0 ? strerrorname_np(-got) : NULL;
+
+	print_location(file, line, func);
+	fprintf(stderr, "Failed assertion: %s == %s%s\n", expr, want ? "-" : "",
+		name_want ? name_want : "?");
+	fprintf(stderr, "  expected %d (%s), got %d", -want, errno_text(want), got);
+	if (got < 0)
+		fprintf(stderr, " (%s, %s)", name_got ? name_got : "?", strerror(-got));
+	fputc('\n', stderr);
+	leave(GC_FAIL);
+}
+
+void gc__syscall_fail(const char *file, int line, const char *func, const char *expr)
+{
+	int saved = errno;
+	const char *name = strerrorname_np(saved);
+
+	print_location(file, line, func);
+	fprintf(stderr, "Failed call: %s returned -1: errno %d (%s, %s)\n", expr, saved,
+		name ? name : "?", strerror(saved));
+	leave(GC_FAIL);
+}
+
+/* ------------------------------------------------------ crash reporting */
+
+static const int crash_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP };
+
+static void write_str(int fd, const char *s)
+{
+	ssize_t r = write(fd, s, strlen(s));
+
+	(void)r;
+}
+
+/* Async-signal context: only write(2) and stack buffers. */
+static void crash_line(const char *kind, const char *name, uint64_t start)
+{
+	char line[400];
+	uint64_t ns = gc_now_ns() - start;
+
+	snprintf(line, sizeof(line), "%s %s: CRASH (%llu.%03llus)\n", kind, name,
+		 (unsigned long long)(ns / 1000000000u),
+		 (unsigned long long)(ns / 1000000u % 1000u));
+	write_str(STDOUT_FILENO, line);
+}
+
+static void crash_handler(int sig)
+{
+	const char *abbrev = sigabbrev_np(sig);
+
+	write_str(STDERR_FILENO, "Received signal SIG");
+	write_str(STDERR_FILENO, abbrev ? abbrev : "?");
+	write_str(STDERR_FILENO, ".\n");
+	if (gc.in_dynamic)
+		crash_line("Dynamic subtest", gc.dynamic, gc.dynamic_start);
+	if (gc.subtest)
+		crash_line("Subtest", gc.subtest, gc.subtest_start);
+	/* SA_RESETHAND restored the default action: die of the same signal. */
+	raise(sig);
+}
+
+static void set_crash_handlers(bool install)
+{
+	static char altstack[64 * 1024];
+	struct sigaction sa = { .sa_handler = SIG_DFL };
+	stack_t ss = { .ss_sp = altstack, .ss_size = sizeof(altstack) };
+
+	if (install) {
+		sigaltstack(&ss, NULL);
+		sa.sa_handler = crash_handler;
+		sa.sa_flags = SA_RESETHAND | SA_ONSTACK | SA_NODEFER;
+	}
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(crash_signals) / sizeof(crash_signals[0]); i++)
+		sigaction(crash_signals[i], &sa, NULL);
+}
+
+/* ---------------------------------------------------- forked children */
+
+static void child_main(void (*fn)(void *), void *arg)
+{
+	struct rlimit no_core = { 0, 0 };
+
+	gc.in_child = true;
+	set_crash_handlers(false);
+	setrlimit(RLIMIT_CORE, &no_core);
+	fn(arg);
+	fflush(stdout);
+	fflush(stderr);
+	_exit(0);
+}
+
+static int wait_child(pid_t pid, unsigned timeout_ms, int *status)
+{
+	uint64_t deadline = gc_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	struct timespec nap = { 0, 1000000 };
+
+	for (;;) {
+		pid_t r = waitpid(pid, status, WNOHANG);
+
+		if (r == pid)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (gc_now_ns() >= deadline)
+			return -ETIMEDOUT;
+		nanosleep(&nap, NULL);
+	}
+}
+
+int gc_fork_run(void (*fn)(void *arg), void *arg, unsigned timeout_ms,
+		struct gc_child_status *st)
+{
+	int status = 0, r;
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0)
+		child_main(fn, arg);
+	r = wait_child(pid, timeout_ms, &status);
+	if (r == -ETIMEDOUT) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		*st = (struct gc_child_status){ GC_CHILD_TIMED_OUT, 0 };
+		return 0;
+	}
+	if (r)
+		return r;
+	if (WIFSIGNALED(status))
+		*st = (struct gc_child_status){ GC_CHILD_SIGNALED, WTERMSIG(status) };
+	else
+		*st = (struct gc_child_status){ GC_CHILD_EXITED, WEXITSTATUS(status) };
+	return 0;
+}
+
+const char *gc__child_fate(const struct gc_child_status *st, char *buf, size_t len)
+{
+	const char *abbrev;
+
+	switch (st->fate) {
+	case GC_CHILD_EXITED:
+		snprintf(buf, len, "exited with status %d", st->code);
+		break;
+	case GC_CHILD_SIGNALED:
+		abbrev = sigabbrev_np(st->code);
+		snprintf(buf, len, "died of signal %d (SIG%s)", st->code, abbrev ? abbrev : "?");
+		break;
+	case GC_CHILD_TIMED_OUT:
+		snprintf(buf, len, "was still running at the timeout and was killed");
+		break;
+	}
+	return buf;
+}
+
+static void run_child_or_fail(const char *file, int line, const char *func,
+			      void (*fn)(void *), void *arg, unsigned timeout_ms,
+			      struct gc_child_status *st)
+{
+	int r = gc_fork_run(fn, arg, timeout_ms, st);
+
+	if (r)
+		gc__fail(file, line, func, "could not run a child: %s", strerror(-r));
+}
+
+void gc__expect_child_signal(const char *file, int line, const char *func,
+			     void (*fn)(void *), void *arg, int sig, unsigned timeout_ms)
+{
+	struct gc_child_status st;
+	char fate[128];
+	const char *abbrev = sigabbrev_np(sig);
+
+	run_child_or_fail(file, line, func, fn, arg, timeout_ms, &st);
+	if (st.fate != GC_CHILD_SIGNALED || st.code != sig)
+		gc__fail(file, line, func, "child %s, expected death by signal %d (SIG%s)",
+			 gc__child_fate(&st, fate, sizeof(fate)), sig, abbrev ? abbrev : "?");
+}
+
+void gc__expect_child_exit(const char *file, int line, const char *func,
+			   void (*fn)(void *), void *arg, int code, unsigned timeout_ms)
+{
+	struct gc_child_status st;
+	char fate[128];
+
+	run_child_or_fail(file, line, func, fn, arg, timeout_ms, &st);
+	if (st.fate != GC_CHILD_EXITED || st.code != code)
+		gc__fail(file, line, func, "child %s, expected exit status %d",
+			 gc__child_fate(&st, fate, sizeof(fate)), code);
+}
+
+/* ------------------------------------------------------------ selection */
+
+static bool name_is_valid(const char *name)
+{
+	if (!name || !*name)
+		return false;
+	for (const char *p = name; *p; p++)
+		if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
+		    !(*p >= '0' && *p <= '9') && *p != '-' && *p != '_')
+			return false;
+	return true;
+}
+
+static int add_filter(char *glob)
+{
+	struct gc_filter *f = realloc(gc.filters, (gc.n_filters + 1) * sizeof(*f));
+	char *at = strchr(glob, '@');
+
+	if (!f)
+		return -ENOMEM;
+	gc.filters = f;
+	if (at)
+		*at = '\0';
+	f[gc.n_filters++] = (struct gc_filter){ glob, at ? at + 1 : NULL };
+	return 0;
+}
+
+/* "a,b@x,c*" -> filters; the string is kept (strdup) for the run's lifetime. */
+static int parse_run_subtest(const char *arg)
+{
+	char *copy = strdup(arg), *save = NULL;
+
+	if (!copy)
+		return -ENOMEM;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int r = add_filter(tok);
+
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static bool subtest_selected(const char *name)
+{
+	if (!gc.n_filters)
+		return true;
+	for (size_t i = 0; i < gc.n_filters; i++)
+		if (fnmatch(gc.filters[i].sub, name, 0) == 0)
+			return true;
+	return false;
+}
+
+static bool dynamic_selected(const char *name)
+{
+	bool any = !gc.n_filters;
+
+	if (gc.dyn_glob && fnmatch(gc.dyn_glob, name, 0) != 0)
+		return false;
+	for (size_t i = 0; i < gc.n_filters && !any; i++)
+		if (fnmatch(gc.filters[i].sub, gc.subtest, 0) == 0)
+			any = !gc.filters[i].dyn || fnmatch(gc.filters[i].dyn, name, 0) == 0;
+	return any;
+}
+
+/* ------------------------------------------------------ dynamic subtests */
+
+static void end_dynamic(enum gc_result r)
+{
+	printf("Dynamic subtest %s: %s (%.3fs)\n", gc.dynamic, result_names[r],
+	       seconds_since(gc.dynamic_start));
+	fflush(stdout);
+	gc.dyn_counts[r]++;
+	gc.in_dynamic = false;
+}
+
+void gc_dynamic(const char *name, void (*fn)(void *arg), void *arg)
+{
+	if (!gc.subtest || gc.in_dynamic)
+		gc_fail("gc_dynamic(\"%s\") called outside a subtest or inside another dynamic "
+			"subtest", name);
+	if (!name_is_valid(name) || strlen(name) >= sizeof(gc.dynamic))
+		gc_fail("invalid dynamic subtest name \"%s\" (use [A-Za-z0-9_-])", name);
+	gc.dyn_seen = true;
+	if (!dynamic_selected(name))
+		return;
+	snprintf(gc.dynamic, sizeof(gc.dynamic), "%s", name);
+	printf("Starting dynamic subtest: %s\n", name);
+	fflush(stdout);
+	gc.dynamic_start = gc_now_ns();
+	gc.in_dynamic = true;
+	if (sigsetjmp(gc.dynamic_jmp, 1) == 0) {
+		fn(arg);
+		end_dynamic(GC_SUCCESS);
+	} else {
+		end_dynamic(gc.jump_result);
+	}
+}
+
+void gc_dynamic_f(void (*fn)(void *arg), void *arg, const char *fmt, ...)
+{
+	char name[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	gc_dynamic(name, fn, arg);
+}
+
+/* A subtest that ran dynamic subtests takes its result from them. */
+static enum gc_result dynamic_verdict(void)
+{
+	if (gc.dyn_counts[GC_FAIL])
+		return GC_FAIL;
+	if (gc.dyn_counts[GC_SUCCESS])
+		return GC_SUCCESS;
+	printf("Skip reason: %s\n", gc.dyn_counts[GC_SKIP] ? "every dynamic subtest skipped"
+							   : "no dynamic subtest matched the filter");
+	return GC_SKIP;
+}
+
+/* -------------------------------------------------------------- fixture */
+
+static void run_fixture_setup(void)
+{
+	const struct gc_fixture *fx = gc.test->fixture;
+
+	gc.fixture_ran = true;
+	gc.fixture_result = GC_SUCCESS;
+	if (!fx || !fx->setup)
+		return;
+	gc.jump_target = JUMP_FIXTURE;
+	if (sigsetjmp(gc.fixture_jmp, 1) == 0)
+		gc.fixture_data = fx->setup();
+	else
+		gc.fixture_result = gc.jump_result;
+	gc.jump_target = JUMP_NONE;
+}
+
+static void run_fixture_teardown(void)
+{
+	const struct gc_fixture *fx = gc.test->fixture;
+
+	if (!gc.fixture_ran || gc.fixture_result != GC_SUCCESS || !fx || !fx->teardown)
+		return;
+	gc.jump_target = JUMP_FIXTURE;
+	if (sigsetjmp(gc.fixture_jmp, 1) == 0)
+		fx->teardown(gc.fixture_data);
+	else if (gc.jump_result == GC_FAIL)
+		gc.counts[GC_FAIL]++; /* a teardown failure fails the run */
+	gc.jump_target = JUMP_NONE;
+}
+
+/* A fixture that skipped or failed decides every subtest after it. */
+static bool fixture_decides(enum gc_result *r)
+{
+	if (gc.fixture_result == GC_SUCCESS)
+		return false;
+	if (gc.fixture_result == GC_SKIP)
+		printf("Skip reason: %s\n", gc.fixture_reason);
+	else
+		fprintf(stderr, "fixture setup failed; subtest not run\n");
+	*r = gc.fixture_result;
+	return true;
+}
+
+/* ------------------------------------------------------------- subtests */
+
+static enum gc_result worse(enum gc_result a, enum gc_result b)
+{
+	return a > b ? a : b;
+}
+
+static enum gc_result run_hook(void (*hook)(void *))
+{
+	if (!hook)
+		return GC_SUCCESS;
+	if (sigsetjmp(gc.subtest_jmp, 1) == 0) {
+		hook(gc.fixture_data);
+		return GC_SUCCESS;
+	}
+	return gc.jump_result;
+}
+
+static enum gc_result run_body(const struct gc_subtest *st)
+{
+	memset(gc.dyn_counts, 0, sizeof(gc.dyn_counts));
+	gc.dyn_seen = false;
+	if (sigsetjmp(gc.subtest_jmp, 1) == 0) {
+		st->fn(gc.fixture_data);
+		if (gc.dyn_seen)
+			return dynamic_verdict();
+		return GC_SUCCESS;
+	}
+	return gc.jump_result;
+}
+
+static void run_subtest(const struct gc_subtest *st)
+{
+	const struct gc_fixture *fx = gc.test->fixture;
+	enum gc_result r;
+
+	printf("Starting subtest: %s\n", st->name);
+	fflush(stdout);
+	gc.subtest = st->name;
+	gc.subtest_start = gc_now_ns();
+	if (!gc.fixture_ran)
+		run_fixture_setup();
+	if (!fixture_decides(&r)) {
+		r = run_hook(fx ? fx->before_each : NULL);
+		if (r == GC_SUCCESS)
+			r = run_body(st);
+		r = worse(r, run_hook(fx ? fx->after_each : NULL));
+	}
+	fflush(stderr);
+	printf("Subtest %s: %s (%.3fs)\n", st->name, result_names[r],
+	       seconds_since(gc.subtest_start));
+	fflush(stdout);
+	gc.counts[r]++;
+	gc.subtest = NULL;
+}
+
+/* --------------------------------------------------------- command line */
+
+static void usage(FILE *f, const char *argv0)
+{
+	fprintf(f,
+		"Usage: %s [OPTIONS]\n"
+		"  --list-subtests           list the subtests, one a line\n"
+		"  --run-subtest GLOB[,GLOB] run matching subtests (SUB@DYN selects dynamic ones)\n"
+		"  --dynamic-subtest GLOB    run only matching dynamic subtests\n"
+		"  --describe[=GLOB]         print subtest descriptions\n"
+		"  --help                    this text\n"
+		"Without options every subtest runs. Exit status: 0 success, 77 skip,\n"
+		"79 invalid option or subtest, 98 failure, 112 abort.\n"
+		"Metrics are appended as JSON lines to $%s when it is set.\n",
+		argv0, GC_METRICS_ENV);
+}
+
+static void list_subtests(void)
+{
+	for (const struct gc_subtest *st = gc.test->subtests; st->name; st++)
+		printf("%s\n", st->name);
+}
+
+static void describe(const char *glob)
+{
+	if (!glob && gc.test->description)
+		printf("%s\n\n", gc.test->description);
+	for (const struct gc_subtest *st = gc.test->subtests; st->name; st++) {
+		if (glob && fnmatch(glob, st->name, 0) != 0)
+			continue;
+		printf("SUB %s:\n  %s\n\n", st->name,
+		       st->description ? st->description : "(no description)");
+	}
+}
+
+/* Every --run-subtest glob must name at least one subtest (igt: "Unknown subtest"). */
+static int check_filters(void)
+{
+	for (size_t i = 0; i < gc.n_filters; i++) {
+		bool hit = false;
+
+		for (const struct gc_subtest *st = gc.test->subtests; st->name && !hit; st++)
+			hit = fnmatch(gc.filters[i].sub, st->name, 0) == 0;
+		if (!hit) {
+			fprintf(stderr, "%s: Unknown subtest: %s\n", gc.name, gc.filters[i].sub);
+			return -ENOENT;
+		}
+	}
+	return 0;
+}
+
+static int check_table(void)
+{
+	for (const struct gc_subtest *st = gc.test->subtests; st->name; st++) {
+		if (!name_is_valid(st->name) || !st->fn) {
+			fprintf(stderr, "%s: invalid subtest \"%s\" in the test table\n", gc.name,
+				st->name);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+enum action { ACT_RUN, ACT_LIST, ACT_DESCRIBE, ACT_HELP, ACT_INVALID };
+
+static enum action parse_args(int argc, char **argv, const char **describe_glob)
+{
+	enum { OPT_LIST = 256, OPT_RUN, OPT_DYN, OPT_DESCRIBE, OPT_HELP };
+	static const struct option opts[] = {
+		{ "list-subtests", no_argument, NULL, OPT_LIST },
+		{ "run-subtest", required_argument, NULL, OPT_RUN },
+		{ "dynamic-subtest", required_argument, NULL, OPT_DYN },
+		{ "describe", optional_argument, NULL, OPT_DESCRIBE },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ 0 }
+	};
+	enum action act = ACT_RUN;
+	int c;
+
+	opterr = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == OPT_LIST && act == ACT_RUN)
+			act = ACT_LIST;
+		else if (c == OPT_RUN && parse_run_subtest(optarg))
+			return ACT_INVALID;
+		else if (c == OPT_DYN)
+			gc.dyn_glob = optarg;
+		else if (c == OPT_DESCRIBE)
+			act = ACT_DESCRIBE, *describe_glob = optarg;
+		else if (c == OPT_HELP || c == 'h')
+			return ACT_HELP;
+		else if (c == '?')
+			return ACT_INVALID;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "%s: unexpected argument: %s\n", gc.name, argv[optind]);
+		return ACT_INVALID;
+	}
+	return act;
+}
+
+static void print_banner(void)
+{
+	struct utsname u;
+
+	if (uname(&u) == 0)
+		printf("gpuconform-Version: %s (%s) (Linux: %s %s)\n", GPUCONFORM_VERSION,
+		       u.machine, u.release, u.machine);
+	fflush(stdout);
+}
+
+static int exit_status(void)
+{
+	if (gc.counts[GC_FAIL])
+		return GC_EXIT_FAILURE;
+	if (gc.counts[GC_SUCCESS])
+		return GC_EXIT_SUCCESS;
+	return GC_EXIT_SKIP;
+}
+
+static int run_selected(void)
+{
+	set_crash_handlers(true);
+	print_banner();
+	for (const struct gc_subtest *st = gc.test->subtests; st->name; st++)
+		if (subtest_selected(st->name))
+			run_subtest(st);
+	run_fixture_teardown();
+	return exit_status();
+}
+
+int gc_main(const struct gc_test *test, int argc, char **argv)
+{
+	const char *describe_glob = NULL;
+	enum action act;
+
+	gc.test = test;
+	gc.name = test->name ? test->name : program_invocation_short_name;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (check_table())
+		return GC_EXIT_INVALID;
+	act = parse_args(argc, argv, &describe_glob);
+	switch (act) {
+	case ACT_HELP:
+		usage(stdout, gc.name);
+		return GC_EXIT_SUCCESS;
+	case ACT_INVALID:
+		usage(stderr, gc.name);
+		return GC_EXIT_INVALID;
+	case ACT_LIST:
+		list_subtests();
+		return GC_EXIT_SUCCESS;
+	case ACT_DESCRIBE:
+		describe(describe_glob);
+		return GC_EXIT_SUCCESS;
+	case ACT_RUN:
+		break;
+	}
+	if (check_filters())
+		return GC_EXIT_INVALID;
+	return run_selected();
+}
