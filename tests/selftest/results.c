@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static void pass(void *fx)
 {
@@ -43,6 +44,41 @@ static void do_abort(void *fx)
 	gc_abort("selftest: the system is in no state to go on");
 }
 
+static void segv_now(void *arg)
+{
+	(void)arg;
+	raise(SIGSEGV);
+}
+
+static void return_quietly(void *arg)
+{
+	(void)arg;
+}
+
+static void sleep_long(void *arg)
+{
+	(void)arg;
+	pause();
+}
+
+static void child_segv(void *fx)
+{
+	(void)fx;
+	gc_expect_child_signal(segv_now, NULL, SIGSEGV, 10000);
+}
+
+static void child_survives(void *fx)
+{
+	(void)fx;
+	gc_expect_child_signal(return_quietly, NULL, SIGSEGV, 10000);
+}
+
+static void child_hangs(void *fx)
+{
+	(void)fx;
+	gc_expect_child_signal(sleep_long, NULL, SIGSEGV, 100);
+}
+
 static const struct gc_subtest subtests[] = {
 	{ "pass", pass, "asserts a truth" },
 	{ "fail", fail, "asserts 5 == 4: fails, printing both values" },
@@ -50,6 +86,9 @@ static const struct gc_subtest subtests[] = {
 	{ "crash-segv", crash_segv, "dies of SIGSEGV" },
 	{ "crash-abort", crash_abort, "dies of SIGABRT" },
 	{ "abort", do_abort, "aborts the whole binary (exit 112)" },
+	{ "child-segv", child_segv, "a forked child dies of SIGSEGV as required: success" },
+	{ "child-survives", child_survives, "a child required to die of SIGSEGV exits 0: fails" },
+	{ "child-hangs", child_hangs, "a child required to die of SIGSEGV hangs: killed, fails" },
 	{ 0 }
 };
 

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The framework checked from outside: each subtest runs a selftest binary
+ * and compares its exit status, its exact protocol lines and its metrics
+ * JSON with what igt_core's protocol and lib/core.h promise.
+ * $GPUCONFORM_SELFTEST_DIR names the directory of the selftest binaries.
+ */
+#include "core.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct run {
+	int status;     /* as waitpid gives it */
+	char out[8192]; /* stdout, banner removed, "(1.234s)" -> "(T)" */
+	char err[8192];
+};
+
+static void read_fd(int fd, char *buf, size_t len)
+{
+	ssize_t n = pread(fd, buf, len - 1, 0);
+
+	gc_assert_f(n >= 0, "reading captured output: %s", strerror(errno));
+	buf[n] = '\0';
+	close(fd);
+}
+
+/* Replace every "(D.DDDs)" with "(T)" and drop the version banner line. */
+static void normalise(char *s)
+{
+	regex_t re;
+	regmatch_t m;
+	char *p = s;
+
+	if (strncmp(s, "gpuconform-Version: ", 20) == 0) {
+		char *nl = strchr(s, '\n');
+
+		memmove(s, nl + 1, strlen(nl + 1) + 1);
+	}
+	gc_assert_eq_int(regcomp(&re, "\\([0-9]+\\.[0-9]{3}s\\)", REG_EXTENDED), 0);
+	while (regexec(&re, p, 1, &m, 0) == 0) {
+		memcpy(p + m.rm_so, "(T)", 3);
+		memmove(p + m.rm_so + 3, p + m.rm_eo, strlen(p + m.rm_eo) + 1);
+		p += m.rm_so + 3;
+	}
+	regfree(&re);
+}
+
+static void exec_selftest(const char *bin, char *const argv[], int out, int err)
+{
+	const char *dir = getenv("GPUCONFORM_SELFTEST_DIR");
+	char path[4096];
+
+	dup2(out, STDOUT_FILENO);
+	dup2(err, STDERR_FILENO);
+	snprintf(path, sizeof(path), "%s/%s", dir, bin);
+	execv(path, argv);
+	_exit(127);
+}
+
+/* Runs SELFTEST_DIR/bin with the arguments (NULL-terminated) and captures everything. */
+static void run_selftest(struct run *r, const char *bin, char *const argv[])
+{
+	int out = memfd_create("stdout", 0), err = memfd_create("stderr", 0);
+	pid_t pid;
+
+	gc_require_f(getenv("GPUCONFORM_SELFTEST_DIR"),
+		     "GPUCONFORM_SELFTEST_DIR is not set (run through `meson test`)");
+	gc_assert_syscall(out);
+	gc_assert_syscall(err);
+	fflush(stdout);
+	pid = fork();
+	gc_assert_syscall(pid);
+	if (pid == 0)
+		exec_selftest(bin, argv, out, err);
+	gc_assert_syscall(waitpid(pid, &r->status, 0));
+	read_fd(out, r->out, sizeof(r->out));
+	read_fd(err, r->err, sizeof(r->err));
+	normalise(r->out);
+}
+
+#define RUN(r, bin, ...) run_selftest(r, bin, (char *const[]){ bin, __VA_ARGS__, NULL })
+
+static void assert_exit(const struct run *r, int code)
+{
+	gc_assert_f(WIFEXITED(r->status), "status 0x%x, stdout:\n%s\nstderr:\n%s", r->status,
+		    r->out, r->err);
+	gc_assert_f(WEXITSTATUS(r->status) == code, "exit %d, expected %d; stdout:\n%s",
+		    WEXITSTATUS(r->status), code, r->out);
+}
+
+static void assert_contains(const char *haystack, const char *needle)
+{
+	gc_assert_f(strstr(haystack, needle), "\"%s\" not found in:\n%s", needle, haystack);
+}
+
+static void list(void *fx)
+{
+	struct run r;
+
+	(void)fx;
+	RUN(&r, "selftest_results", "--list-subtests");
+	assert_exit(&r, 0);
+	gc_assert_eq_str(r.out, "pass\nfail\nskip\ncrash-segv\ncrash-abort\nabort\n"
+				"child-segv\nchild-survives\nchild-hangs\n");
+}
+
+static void pass(void *fx)
+{
+	struct run r;
+
+	(void)fx;
+	RUN(&r, "selftest_results", "--run-subtest", "pass");
+	assert_exit(&r, GC_EXIT_SUCCESS);
+	gc_assert_eq_str(r.out, "Starting subtest: pass\nSubtest pass: SUCCESS (T)\n");
+}
+
+static void fail(void *fx)
+{
+	struct run r;
+
+	(void)fx;
+	RUN(&r, "selftest_results", "--run-subtest", "fail");
+	assert_exit(&r, GC_EXIT_FAILURE);
+	gc_assert_eq_str(r.out, "Starting subtest: fail\nSubtest fail: FAIL (T)\n");
+	assert_contains(r.err, "results.c:");
+	assert_contains(r.err, "Failed assertion: got == 4\n  got = 5\n");
+}
+
+static void skip(void *fx)
+{
+	struct run r;
+
+	(void)fx;
+	RUN(&r, "selftest_results", "--run-subtest", "skip");
+	assert_exit(&r, GC_EXIT_SKIP);
+	gc_assert_eq_str(r.out, "Starting subtest: skip\n"
+				"Skip reason: selftest: skipped on purpose (42)\n"
+				"Subtest skip: SKIP (T)\n");
+}
+
+static void crash_with(const char *subtest, int sig)
+{
+	char want[128];
+	struct run r;
+
+	RUN(&r, "selftest_results", "--run-subtest", (char *)subtest);
+	gc_assert_f(WIFSIGNALED(r.status), "status 0x%x: expected death by signal", r.status);
+	gc_assert_eq_int(WTERMSIG(r.status), sig);
+	snprintf(want, sizeof(want), "Starting subtest: %s\nSubtest %s: CRASH (T)\n", subtest,
+		 subtest);
+	gc_assert_eq_str(r.out, want);
+	snprintf(want, sizeof(want), "Received signal SIG%s.", sigabbrev_np(sig));
+	assert_contains(r.err, want);
+}
+
+static void crash(void *fx)
+{
+	(void)fx;
+	crash_with("crash-segv", SIGSEGV);
+	crash_with("crash-abort", SIGABRT);
+}
+
+static void abort_exit(void *fx)
+{
+	struct run r;
+
+	(void)fx;
+	RUN(&r, "selftest_results", "--run-subtest", "abort,child-segv");
+	assert_exit(&r, GC_EXIT_ABORT);
+	gc_assert_eq_str(r.out, "Starting subtest: abort\n");
+	assert_contains(r.err, "Test abort in abort: selftest: the system is in no state to go on");
+}
+
+static void invalid(void *fx)
+{
+	struct run r;
+
+	(void)fx;
+	RUN(&r, "selftest_results", "--run-subtest", "no-such-subtest");
+	assert_exit(&r, GC_EXIT_INVALID);
+	assert_contains(r.err, "Unknown subtest: no-such-subtest");
+	gc_assert_eq_str(r.out, "");
+	RUN(&r, "selftest_results", "--no-such-option");
+	assert_exit(&r, GC_EXIT_INVALID);
+	assert_contains(r.err, "Usage:");
+	RUN(&r, "selftest_results", "stray-argument");
+	assert_exit(&r, GC_EXIT_INVALID);
+	RUN(&r, "selftest_results", "--help");
+	assert_exit(&r, GC_EXIT_SUCCESS);
+	assert_contains(r.out, "--run-subtest");
+}
+
+static void filters(void *fx)
+{
+	struct run r;
+
+	(void)fx;
+	RUN(&r, "selftest_results", "--run-subtest", "sk*,pass");
+	assert_exit(&r, GC_EXIT_SUCCESS); /* a success and a skip: success */
+	gc_assert_eq_str(r.out, "Starting subtest: pass\nSubtest pass: SUCCESS (T)\n"
+				"Starting subtest: skip\n"
+				"Skip reason: selftest: skipped on purpose (42)\n"
+				"Subtest skip: SKIP (T)\n");
+	RUN(&r, "selftest_results", "--run-subtest", "pass,fail");
+	assert_exit(&r, GC_EXIT_FAILURE); /* any failure fails the run */
+}
+
+static void children(void *fx)
+{
+	struct run r;
+
+	(void)fx;
+	RUN(&r, "selftest_results", "--run-subtest", "child-segv");
+	assert_exit(&r, GC_EXIT_SUCCESS);
+	RUN(&r, "selftest_results", "--run-subtest", "child-survives");
+	assert_exit(&r, GC_EXIT_FAILURE);
+	assert_contains(r.err, "child exited with status 0, expected death by signal 11 (SIGSEGV)");
+	RUN(&r, "selftest_results", "--run-subtest", "child-hangs");
+	assert_exit(&r, GC_EXIT_FAILURE);
+	assert_contains(r.err, "child was still running at the timeout and was killed");
+}
+
+static void dynamic(void *fx)
+{
+	struct run r;
+
+	(void)fx;
+	RUN(&r, "selftest_dynamic", "--run-subtest", "mixed");
+	assert_exit(&r, GC_EXIT_FAILURE);
+	gc_assert_eq_str(r.out, "Starting subtest: mixed\n"
+				"Starting dynamic subtest: pass-0\n"
+				"Dynamic subtest pass-0: SUCCESS (T)\n"
+				"Starting dynamic subtest: fail-1\n"
+				"Dynamic subtest fail-1: FAIL (T)\n"
+				"Starting dynamic subtest: skip-2\n"
+				"Skip reason: dynamic skip 2\n"
+				"Dynamic subtest skip-2: SKIP (T)\n"
+				"Subtest mixed: FAIL (T)\n");
+	RUN(&r, "selftest_dynamic", "--run-subtest", "mixed@pass-*");
+	assert_exit(&r, GC_EXIT_SUCCESS);
+	gc_assert_eq_str(r.out, "Starting subtest: mixed\n"
+				"Starting dynamic subtest: pass-0\n"
+				"Dynamic subtest pass-0: SUCCESS (T)\n"
+				"Subtest mixed: SUCCESS (T)\n");
+	RUN(&r, "selftest_dynamic", "--run-subtest", "filtered", "--dynamic-subtest", "zzz");
+	assert_exit(&r, GC_EXIT_SKIP);
+	assert_contains(r.out, "Skip reason: no dynamic subtest matched the filter\n");
+	RUN(&r, "selftest_dynamic", "--run-subtest", "bad-name");
+	assert_exit(&r, GC_EXIT_FAILURE);
+	assert_contains(r.err, "invalid dynamic subtest name \"has space\"");
+}
+
+static void fixture(void *fx)
+{
+	struct run r;
+
+	(void)fx;
+	RUN(&r, "selftest_fixture", "--run-subtest", "*");
+	assert_exit(&r, GC_EXIT_FAILURE);
+	gc_assert_eq_str(r.out, "Starting subtest: clean\nSubtest clean: SUCCESS (T)\n"
+				"Starting subtest: leaky\nSubtest leaky: FAIL (T)\n");
+	assert_contains(r.err, "leak: 1 resource(s) open after the subtest, 0 before");
+	gc_assert_syscall(setenv("GPUCONFORM_SELFTEST_FIXTURE_SKIP", "1", 1));
+	RUN(&r, "selftest_fixture", "--run-subtest", "*");
+	unsetenv("GPUCONFORM_SELFTEST_FIXTURE_SKIP");
+	assert_exit(&r, GC_EXIT_SKIP);
+	gc_assert_eq_str(r.out, "Starting subtest: clean\n"
+				"Skip reason: fixture: no device (GPUCONFORM_SELFTEST_FIXTURE_SKIP=1)\n"
+				"Subtest clean: SKIP (T)\n"
+				"Starting subtest: leaky\n"
+				"Skip reason: fixture: no device (GPUCONFORM_SELFTEST_FIXTURE_SKIP=1)\n"
+				"Subtest leaky: SKIP (T)\n");
+}
+
+static void metrics_json(void *fx)
+{
+	char path[] = "/tmp/gpuconform-metrics-XXXXXX", json[2048];
+	int fd = mkstemp(path);
+	struct run r;
+
+	(void)fx;
+	gc_assert_syscall(fd);
+	gc_assert_syscall(setenv(GC_METRICS_ENV, path, 1));
+	RUN(&r, "selftest_metrics", "--run-subtest", "metrics");
+	unsetenv(GC_METRICS_ENV);
+	unlink(path);
+	read_fd(fd, json, sizeof(json));
+	assert_exit(&r, GC_EXIT_SUCCESS);
+	gc_assert_eq_str(json,
+		"{\"test\":\"selftest_metrics\",\"subtest\":\"metrics\",\"dynamic\":null,"
+		"\"name\":\"latency\",\"unit\":\"ns\",\"better\":\"lower\","
+		"\"samples\":[1200,1100,1150,1300,1125]}\n"
+		"{\"test\":\"selftest_metrics\",\"subtest\":\"metrics\",\"dynamic\":null,"
+		"\"name\":\"bandwidth\",\"unit\":\"MB/s\",\"better\":\"higher\","
+		"\"samples\":[810.5,799.25,805]}\n");
+	assert_contains(r.out, "Metric latency: n=5 median=1150 ");
+}
+
+static void metrics_errors(void *fx)
+{
+	struct run r;
+
+	(void)fx;
+	gc_assert_syscall(setenv(GC_METRICS_ENV, "/nonexistent-dir/metrics.jsonl", 1));
+	RUN(&r, "selftest_metrics", "--run-subtest", "metrics");
+	unsetenv(GC_METRICS_ENV);
+	assert_exit(&r, GC_EXIT_FAILURE);
+	assert_contains(r.err, "/nonexistent-dir/metrics.jsonl: No such file or directory");
+	RUN(&r, "selftest_metrics", "--run-subtest", "bad-name");
+	assert_exit(&r, GC_EXIT_FAILURE);
+	RUN(&r, "selftest_metrics", "--run-subtest", "not-finite");
+	assert_exit(&r, GC_EXIT_FAILURE);
+	assert_contains(r.err, "sample 1 is not finite");
+}
+
+static const struct gc_subtest subtests[] = {
+	{ "list", list, "--list-subtests prints every subtest, nothing else" },
+	{ "pass", pass, "exact lines and exit 0" },
+	{ "fail", fail, "exit 98, both operands and file:line on stderr" },
+	{ "skip", skip, "exit 77 and the formatted reason" },
+	{ "crash", crash, "CRASH line, then death by the same signal" },
+	{ "abort", abort_exit, "exit 112 at once; later subtests never start" },
+	{ "invalid", invalid, "unknown subtest / option / argument: exit 79; --help: 0" },
+	{ "filters", filters, "comma lists and globs; exit status over several subtests" },
+	{ "children", children, "gc_expect_child_signal: pass, survived, hung" },
+	{ "dynamic", dynamic, "dynamic lines, parent verdict, SUB@DYN and --dynamic-subtest" },
+	{ "fixture", fixture, "after-each leak check fails; a skipping setup skips all" },
+	{ "metrics-json", metrics_json, "the exact JSON lines appended to the metrics file" },
+	{ "metrics-errors", metrics_errors, "unwritable file, bad name, NaN: the subtest fails" },
+	{ 0 }
+};
+
+GC_MAIN(.name = "unit_core", .description = "lib/core through the selftest binaries",
+	.subtests = subtests)
