@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of lib/interrupt's pure logic: the sigiter delay schedule, pass
+ * classification and stop rule, and the restart bookkeeping (gc_progress).
+ * The storm lifecycle checks arm timers far in the future: no signal fires.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core.h"
+#include "interrupt.h"
+
+static struct gc_sigiter_cfg normalized(const struct gc_sigiter_cfg *in)
+{
+	struct gc_sigiter_cfg out;
+
+	gc_assert_ok(gc_sigiter_cfg_normalize(in, &out));
+	return out;
+}
+
+static void test_sigiter_cfg(void *fx)
+{
+	struct gc_sigiter_cfg c = normalized(NULL), out;
+
+	(void)fx;
+	gc_assert_eq_int(c.signo, SIGRTMIN + 2);
+	gc_assert_eq_uint(c.first_delay_ns, GC_SIGITER_DEFAULT_FIRST_NS);
+	gc_assert_eq_uint(c.growth, 2);
+	gc_assert_eq_uint(c.max_delay_ns, GC_SIGITER_DEFAULT_MAX_NS);
+	gc_assert_eq_uint(c.max_passes, GC_SIGITER_DEFAULT_PASSES);
+	/* A first delay above the default cap raises the cap rather than failing. */
+	c = normalized(&(struct gc_sigiter_cfg){ .first_delay_ns = 3000000000ull });
+	gc_assert_eq_uint(c.max_delay_ns, 3000000000ull);
+	c = normalized(&(struct gc_sigiter_cfg){ .signo = SIGUSR1, .growth = 3, .max_passes = 5 });
+	gc_assert_eq_int(c.signo, SIGUSR1);
+	gc_assert_eq_uint(c.growth, 3);
+	gc_assert_eq_uint(c.max_passes, 5);
+	gc_assert_errno(gc_sigiter_cfg_normalize(&(struct gc_sigiter_cfg){ .growth = 1 }, &out),
+			EINVAL);
+	gc_assert_errno(gc_sigiter_cfg_normalize(&(struct gc_sigiter_cfg){ .growth = 1025 }, &out),
+			EINVAL);
+	gc_assert_errno(gc_sigiter_cfg_normalize(&(struct gc_sigiter_cfg){
+				.first_delay_ns = 2000, .max_delay_ns = 1000 }, &out), EINVAL);
+	gc_assert_errno(gc_sigiter_cfg_normalize(&(struct gc_sigiter_cfg){ .signo = SIGKILL },
+						 &out), EINVAL);
+	gc_assert_errno(gc_sigiter_cfg_normalize(&(struct gc_sigiter_cfg){ .signo = -1 }, &out),
+			EINVAL);
+	gc_assert_errno(gc_sigiter_cfg_normalize(&(struct gc_sigiter_cfg){
+				.signo = SIGRTMAX + 1 }, &out), EINVAL);
+}
+
+static void test_sigiter_delays(void *fx)
+{
+	struct gc_sigiter_cfg c = normalized(&(struct gc_sigiter_cfg){
+		.first_delay_ns = 1000, .max_delay_ns = 1000000 });
+	struct gc_sigiter_cfg big = normalized(&(struct gc_sigiter_cfg){
+		.first_delay_ns = 1, .growth = 1024, .max_delay_ns = UINT64_MAX });
+
+	(void)fx;
+	gc_assert_eq_uint(gc_sigiter_delay_ns(&c, 0), 1000);
+	gc_assert_eq_uint(gc_sigiter_delay_ns(&c, 1), 2000);
+	gc_assert_eq_uint(gc_sigiter_delay_ns(&c, 9), 512000);
+	gc_assert_eq_uint(gc_sigiter_delay_ns(&c, 10), 1000000); /* 1024000, capped */
+	gc_assert_eq_uint(gc_sigiter_delay_ns(&c, 11), 1000000);
+	gc_assert_eq_uint(gc_sigiter_delay_ns(&c, UINT32_MAX), 1000000);
+	/* 1024^6 = 2^60 fits; 2^70 would overflow: saturates at the cap. */
+	gc_assert_eq_uint(gc_sigiter_delay_ns(&big, 6), 1ull << 60);
+	gc_assert_eq_uint(gc_sigiter_delay_ns(&big, 7), UINT64_MAX);
+	gc_assert_eq_uint(gc_sigiter_delay_ns(&big, 1000), UINT64_MAX);
+	/* The schedule never shrinks. */
+	for (unsigned s = 0; s < 40; s++)
+		gc_assert_cmpuint(gc_sigiter_delay_ns(&c, s + 1), >=, gc_sigiter_delay_ns(&c, s));
+}
+
+static void test_sigiter_decide(void *fx)
+{
+	struct gc_sigiter_cfg c = normalized(&(struct gc_sigiter_cfg){ .max_passes = 3 });
+
+	(void)fx;
+	gc_assert_eq_int(gc_sigiter_decide(&c, 0, GC_SIGITER_NONE), GC_SIGITER_AGAIN);
+	gc_assert_eq_int(gc_sigiter_decide(&c, 1, GC_SIGITER_HIT), GC_SIGITER_AGAIN);
+	gc_assert_eq_int(gc_sigiter_decide(&c, 1, GC_SIGITER_EARLY), GC_SIGITER_AGAIN);
+	gc_assert_eq_int(gc_sigiter_decide(&c, 1, GC_SIGITER_MISS), GC_SIGITER_COMPLETED);
+	gc_assert_eq_int(gc_sigiter_decide(&c, 2, GC_SIGITER_HIT), GC_SIGITER_AGAIN);
+	gc_assert_eq_int(gc_sigiter_decide(&c, 3, GC_SIGITER_HIT), GC_SIGITER_EXHAUSTED);
+	gc_assert_eq_int(gc_sigiter_decide(&c, 3, GC_SIGITER_EARLY), GC_SIGITER_EXHAUSTED);
+	/* An uninterrupted last pass completes the iteration even at the limit. */
+	gc_assert_eq_int(gc_sigiter_decide(&c, 3, GC_SIGITER_MISS), GC_SIGITER_COMPLETED);
+}
+
+static void test_sigiter_classify(void *fx)
+{
+	(void)fx;
+	gc_assert_eq_int(gc_sigiter_classify(1, 5, 6), GC_SIGITER_HIT);
+	gc_assert_eq_int(gc_sigiter_classify(2, 5, 5), GC_SIGITER_HIT);
+	gc_assert_eq_int(gc_sigiter_classify(0, 5, 6), GC_SIGITER_EARLY);
+	gc_assert_eq_int(gc_sigiter_classify(0, 5, 5), GC_SIGITER_MISS);
+}
+
+static void assert_progress(const struct gc_progress *p, uint64_t done, unsigned calls,
+			    unsigned restarts, unsigned partials, unsigned eintrs)
+{
+	gc_assert_eq_uint(p->done, done);
+	gc_assert_eq_uint(p->calls, calls);
+	gc_assert_eq_uint(p->restarts, restarts);
+	gc_assert_eq_uint(p->partials, partials);
+	gc_assert_eq_uint(p->eintrs, eintrs);
+}
+
+/* write(2) style: each call returns what it did of the remaining request. */
+static void test_progress_advance(void *fx)
+{
+	struct gc_progress p;
+
+	(void)fx;
+	gc_progress_init(&p, 10);
+	gc_assert(!gc_progress_finished(&p));
+	gc_assert_ok(gc_progress_advance(&p, 4));
+	assert_progress(&p, 4, 1, 1, 1, 0);
+	gc_assert_eq_uint(gc_progress_remaining(&p), 6);
+	gc_assert_ok(gc_progress_advance(&p, -EINTR));
+	assert_progress(&p, 4, 2, 2, 1, 1);
+	/* Impossible reports are refused and change nothing. */
+	gc_assert_errno(gc_progress_advance(&p, 7), EPROTO);
+	gc_assert_errno(gc_progress_advance(&p, 0), EPROTO);
+	gc_assert_errno(gc_progress_advance(&p, -5000), EPROTO);
+	gc_assert_errno(gc_progress_advance(&p, INT64_MIN), EPROTO);
+	/* A real error is handed back, unrecorded. */
+	gc_assert_errno(gc_progress_advance(&p, -EIO), EIO);
+	assert_progress(&p, 4, 2, 2, 1, 1);
+	gc_assert_ok(gc_progress_advance(&p, 6));
+	assert_progress(&p, 10, 3, 2, 1, 1);
+	gc_assert(gc_progress_finished(&p));
+	gc_assert_errno(gc_progress_advance(&p, 1), EPROTO);
+	gc_assert_ok(gc_progress_advance(&p, 0)); /* an empty request may return 0 */
+	gc_progress_init(&p, 0);
+	gc_assert(gc_progress_finished(&p));
+	gc_assert_ok(gc_progress_advance(&p, 0));
+}
+
+/* KFD n_success style: each call reports the cumulative total done. */
+static void test_progress_report(void *fx)
+{
+	struct gc_progress p;
+
+	(void)fx;
+	gc_progress_init(&p, 4);
+	gc_assert_errno(gc_progress_report(&p, -EINTR, 1), EINTR);
+	assert_progress(&p, 1, 1, 1, 1, 0);
+	gc_assert_errno(gc_progress_report(&p, -EINTR, 1), EINTR);
+	assert_progress(&p, 1, 2, 2, 1, 1);
+	gc_assert_errno(gc_progress_report(&p, -EINTR, 0), EPROTO); /* backwards */
+	gc_assert_errno(gc_progress_report(&p, -EINTR, 5), EPROTO); /* beyond total */
+	gc_assert_errno(gc_progress_report(&p, 0, 3), EPROTO);      /* success, work left */
+	gc_assert_errno(gc_progress_report(&p, 1, 4), EPROTO);      /* not 0 or -errno */
+	assert_progress(&p, 1, 2, 2, 1, 1);
+	gc_assert_errno(gc_progress_report(&p, -ENOMEM, 2), ENOMEM);
+	assert_progress(&p, 2, 3, 3, 2, 1);
+	gc_assert_ok(gc_progress_report(&p, 0, 4));
+	assert_progress(&p, 4, 4, 3, 2, 1);
+	gc_assert(gc_progress_finished(&p));
+}
+
+static bool sig_blocked(int signo)
+{
+	sigset_t cur;
+
+	gc_assert_eq_int(pthread_sigmask(SIG_BLOCK, NULL, &cur), 0);
+	return sigismember(&cur, signo);
+}
+
+static void set_mask(int how, int signo)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, signo);
+	gc_assert_eq_int(pthread_sigmask(how, &set, NULL), 0);
+}
+
+/* Start/stop bookkeeping: EBUSY, bad cfgs, the old action and mask restored. */
+static void test_storm_lifecycle(void *fx)
+{
+	static const struct gc_storm_cfg far = { .interval_ns = 3600000000000ull };
+	static struct gc_storm s, s2; /* static: still valid if an assert leaves early */
+	static struct gc_sigiter it;
+	const int sig = SIGRTMIN + 2;
+	struct sigaction old;
+
+	(void)fx;
+	gc_assert_errno(gc_storm_start(&s, &(struct gc_storm_cfg){ .signo = SIGKILL }), EINVAL);
+	gc_assert_errno(gc_storm_start(&s, &(struct gc_storm_cfg){ .interval_ns = 999 }), EINVAL);
+	gc_assert(gc_storm_current() == NULL);
+	gc_assert_syscall(sigaction(sig, &(struct sigaction){ .sa_handler = SIG_IGN }, NULL));
+	set_mask(SIG_BLOCK, sig);
+
+	gc_assert_ok(gc_storm_start(&s, &far));
+	gc_assert(gc_storm_current() == &s);
+	gc_assert(!sig_blocked(sig));
+	gc_assert_errno(gc_storm_start(&s2, &far), EBUSY);
+	gc_assert_errno(gc_sigiter_begin(&it, NULL), EBUSY);
+	gc_assert_syscall(sigaction(sig, NULL, &old));
+	gc_assert(old.sa_flags & SA_SIGINFO);
+	gc_assert_f(!(old.sa_flags & SA_RESTART), "the storm's handler must not restart calls");
+	gc_assert_ok(gc_storm_stop(&s));
+	gc_assert_ok(gc_storm_stop(&s)); /* twice is harmless */
+
+	gc_assert(gc_storm_current() == NULL);
+	gc_assert_f(sig_blocked(sig), "the signal was blocked before start: stop must re-block");
+	gc_assert_syscall(sigaction(sig, NULL, &old));
+	gc_assert_f(old.sa_handler == SIG_IGN, "stop must restore the action found at start");
+	gc_assert_eq_uint(gc_storm_counts(&s).delivered, 0);
+	set_mask(SIG_UNBLOCK, sig);
+	gc_assert_syscall(sigaction(sig, &(struct sigaction){ .sa_handler = SIG_DFL }, NULL));
+}
+
+static void after_each(void *fx)
+{
+	struct gc_storm *s = gc_storm_current();
+
+	(void)fx;
+	if (s)
+		gc_storm_stop(s);
+}
+
+static const struct gc_subtest subtests[] = {
+	{ "sigiter-cfg", test_sigiter_cfg, "defaults filled in; impossible cfgs are EINVAL" },
+	{ "sigiter-delays", test_sigiter_delays, "first x growth^step, capped, saturating" },
+	{ "sigiter-decide", test_sigiter_decide, "stop on an uninterrupted pass or max passes" },
+	{ "sigiter-classify", test_sigiter_classify, "HIT / MISS / EARLY from a pass's counters" },
+	{ "progress-advance", test_progress_advance, "write(2)-style deltas; impossible: EPROTO" },
+	{ "progress-report", test_progress_report, "n_success-style totals; backwards: EPROTO" },
+	{ "storm-lifecycle", test_storm_lifecycle, "EBUSY, EINVAL, old action and mask restored" },
+	{ 0 }
+};
+
+static const struct gc_fixture fixture = { .after_each = after_each };
+
+GC_MAIN(.name = "unit_interrupt", .description = "lib/interrupt pure logic",
+	.subtests = subtests, .fixture = &fixture)
