@@ -1,0 +1,14 @@
+"""gpuconform runner: runs the suite's test binaries under pytest.
+
+Modules, from the bottom up:
+  protocol  pure parsing of a binary's output (igt_core's line protocol)
+  states    result states and the pure classify() of one subtest run
+  metrics   validation of the metrics JSON lines a binary appends
+  manifest  the manifest files meson writes (one binary a line)
+  execute   running one binary: process group, timeout, temp-file output, stray processes
+  results   per-test records, results.json and the summary
+  plugin    the pytest plugin (collection, items, recording)
+  cli       the `gpuconform` command
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,162 @@
+"""Metrics a binary appends to $GPUCONFORM_METRICS_FILE, one JSON object a line:
+
+    {"test":"host_io","subtest":"throughput","dynamic":null,"name":"direct-read-16MiB",
+     "unit":"MB/s","better":"higher","samples":[812.5, ...]}
+
+parse_metrics() validates every line and never raises on bad input: each
+problem becomes one message naming the line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["Metric", "parse_metrics", "METRICS_ENV"]
+
+METRICS_ENV = "GPUCONFORM_METRICS_FILE"
+_NAME_RE = re.compile(r"[A-Za-z0-9._-]+\Z")
+
+Better = Literal["lower", "higher"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    test: str
+    subtest: str
+    dynamic: str | None
+    name: str
+    unit: str
+    better: Better
+    samples: tuple[float, ...]
+
+    @property
+    def key(self) -> str:
+        """test@subtest[@dynamic]:name, the identity a baseline is kept under."""
+        dyn = f"@{self.dynamic}" if self.dynamic else ""
+        return f"{self.test}@{self.subtest}{dyn}:{self.name}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "test": self.test,
+            "subtest": self.subtest,
+            "dynamic": self.dynamic,
+            "name": self.name,
+            "unit": self.unit,
+            "better": self.better,
+            "samples": list(self.samples),
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "Metric":
+        return cls(
+            test=obj["test"],
+            subtest=obj["subtest"],
+            dynamic=obj.get("dynamic"),
+            name=obj["name"],
+            unit=obj["unit"],
+            better=obj["better"],
+            samples=tuple(float(x) for x in obj["samples"]),
+        )
+
+
+def _check(obj: Any) -> tuple[Metric | None, str]:
+    if not isinstance(obj, dict):
+        return None, f"not a JSON object but {type(obj).__name__}"
+    for key in ("test", "subtest", "name", "unit"):
+        v = obj.get(key)
+        if not isinstance(v, str) or not v:
+            return None, f"{key!r} missing or not a non-empty string"
+    dyn = obj.get("dynamic")
+    if dyn is not None and (not isinstance(dyn, str) or not dyn):
+        return None, "'dynamic' is neither null nor a non-empty string"
+    if not _NAME_RE.match(obj["name"]):
+        return None, f"metric name {obj['name']!r} is not [A-Za-z0-9._-]+"
+    better = obj.get("better")
+    if better not in ("lower", "higher"):
+        return None, f"'better' is {better!r}, not \"lower\" or \"higher\""
+    samples = obj.get("samples")
+    if not isinstance(samples, list) or not samples:
+        return None, "'samples' missing, empty or not a list"
+    for i, x in enumerate(samples):
+        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            return None, f"sample {i} is not a number: {x!r}"
+        if not math.isfinite(x):
+            return None, f"sample {i} is not finite: {x!r}"
+    return (
+        Metric(
+            test=obj["test"],
+            subtest=obj["subtest"],
+            dynamic=dyn,
+            name=obj["name"],
+            unit=obj["unit"],
+            better=better,
+            samples=tuple(float(x) for x in samples),
+        ),
+        "",
+    )
+
+
+def _reject_constant(token: str) -> Any:
+    raise ValueError(f"{token} is not valid JSON")
+
+
+def parse_metrics(
+    data: bytes | str,
+    *,
+    source: str = "metrics",
+    test: str | None = None,
+    subtest: str | None = None,
+    max_errors: int = 20,
+) -> tuple[list[Metric], list[str]]:
+    """Metrics of data (JSON lines) and one message per bad line.
+
+    test / subtest, when given, are what the runner ran: a metric naming
+    another is reported (it would be filed under the wrong baseline).
+    """
+    text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+    metrics: list[Metric] = []
+    errors: list[str] = []
+    seen: set[str] = set()
+    dropped = 0
+
+    def err(msg: str) -> None:
+        nonlocal dropped
+        if len(errors) < max_errors:
+            errors.append(msg)
+        else:
+            dropped += 1
+
+    lines = text.split("\n")
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{source} line {lineno}"
+        try:
+            obj = json.loads(line, parse_constant=_reject_constant)
+        except (ValueError, RecursionError) as e:
+            unterminated = lineno == len(lines) and not text.endswith("\n")
+            hint = " (last line, unterminated: the writer died mid-line?)" if unterminated else ""
+            err(f"{where}: malformed JSON{hint}: {e}: {line[:120]!r}")
+            continue
+        metric, why = _check(obj)
+        if metric is None:
+            err(f"{where}: {why}")
+            continue
+        if test is not None and metric.test != test:
+            err(f"{where}: metric {metric.name} names test {metric.test!r}, ran {test!r}")
+            continue
+        if subtest is not None and metric.subtest != subtest:
+            err(f"{where}: metric {metric.name} names subtest {metric.subtest!r}, ran {subtest!r}")
+            continue
+        if metric.key in seen:
+            err(f"{where}: metric {metric.key} recorded twice")
+            continue
+        seen.add(metric.key)
+        metrics.append(metric)
+    if dropped:
+        errors.append(f"{source}: {dropped} more bad lines not listed")
+    return metrics, errors

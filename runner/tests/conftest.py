@@ -1,0 +1,52 @@
+"""Fixtures of the runner's own tests.
+
+Unit tests need nothing. Integration tests run the REAL selftest binaries of a
+build directory: $GPUCONFORM_BUILD_DIR, default `build` at the repository
+root; without its gpuconform-selftest.txt they skip, saying so.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+_HERE = str(Path(__file__).resolve().parent)
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+from gc_testutil import MARKER_ENV, Selftests, build_dir, processes_with  # noqa: E402
+from gpuconform.manifest import SELFTEST_MANIFEST, read_manifest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def selftests() -> Selftests:
+    build = build_dir()
+    manifest = build / SELFTEST_MANIFEST
+    if not manifest.is_file():
+        pytest.skip(
+            f"no selftest manifest {manifest}: build the selftest binaries "
+            "(meson setup DIR && ninja -C DIR) and set GPUCONFORM_BUILD_DIR=DIR"
+        )
+    m = read_manifest(manifest)
+    return Selftests(build, manifest, {e.name: e.path for e in m.entries})
+
+
+@pytest.fixture
+def marker_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[bytes]:
+    """Marks every process this test starts; fails the test if one outlives it."""
+    value = uuid.uuid4().hex
+    monkeypatch.setenv(MARKER_ENV, value)
+    needle = f"{MARKER_ENV}={value}".encode()
+    yield needle
+    left = processes_with(needle)
+    for pid, _cmd in left:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+    assert not left, f"processes left behind: {left}"
