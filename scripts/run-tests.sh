@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The project's own tests: build with warnings as errors, the C unit tests
+# (meson test), then the runner's and the contract-mutation pytest suites.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh test
+if [ -f build/build.ninja ]; then
+	meson configure build -Dwerror=true
+else
+	meson setup build --werror
+fi
+ninja -C build
+meson test -C build --print-errorlogs
+export GPUCONFORM_BUILD_DIR="$PWD/build"
+# Debian's interpreter, deliberately: a pyenv python3 on PATH lacks Debian's pytest.
+exec /usr/bin/python3 -m pytest -q -p no:cacheprovider runner/tests tests/mutation
