@@ -58,6 +58,7 @@ struct gc_state {
 	/* totals */
 	int counts[3];
 	bool in_child;
+	pid_t main_tid; /* the thread whose stack the jump buffers belong to */
 };
 
 enum jump_target { JUMP_NONE, JUMP_FIXTURE, JUMP_SUBTEST, JUMP_DYNAMIC };
@@ -142,12 +143,36 @@ static void print_skip_reason(const char *fmt, va_list ap)
 	fflush(stdout);
 }
 
+/*
+ * A failure in a helper thread cannot jump to the main thread's stack: end
+ * the (dynamic) subtest with its result line and the process with its status.
+ */
+static void __attribute__((noreturn)) leave_from_thread(enum gc_result r)
+{
+	const char *what = gc.in_dynamic ? "Dynamic subtest" : "Subtest";
+	const char *name = gc.in_dynamic ? gc.dynamic : gc.subtest;
+	uint64_t start = gc.in_dynamic ? gc.dynamic_start : gc.subtest_start;
+
+	fprintf(stderr, "(the %s above happened in a helper thread: ending the process)\n",
+		r == GC_SKIP ? "skip" : "failure");
+	if (name)
+		printf("%s %s: %s (%.3fs)\n", what, name, result_names[r], seconds_since(start));
+	if (gc.in_dynamic && gc.subtest)
+		printf("Subtest %s: %s (%.3fs)\n", gc.subtest, result_names[r],
+		       seconds_since(gc.subtest_start));
+	fflush(stdout);
+	fflush(stderr);
+	_exit(r == GC_SKIP ? GC_EXIT_SKIP : GC_EXIT_FAILURE);
+}
+
 static void __attribute__((noreturn)) leave(enum gc_result r)
 {
 	fflush(stdout);
 	fflush(stderr);
 	if (gc.in_child)
 		_exit(r == GC_SKIP ? GC_EXIT_SKIP : GC_EXIT_FAILURE);
+	if (gettid() != gc.main_tid)
+		leave_from_thread(r);
 	gc.jump_result = r;
 	switch (current_target()) {
 	case JUMP_DYNAMIC:
@@ -842,6 +867,7 @@ int gc_main(const struct gc_test *test, int argc, char **argv)
 
 	gc.test = test;
 	gc.name = test->name ? test->name : program_invocation_short_name;
+	gc.main_tid = gettid();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (check_table())
 		return GC_EXIT_INVALID;

@@ -80,6 +80,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "selftest_results@child-segv": ("pass", ""),
     "selftest_results@child-survives": ("fail", "expected death by signal 11"),
     "selftest_results@child-hangs": ("fail", "still running at the timeout"),
+    "selftest_results@thread-fail": ("fail", "a helper thread's assertion failed"),
     "selftest_hang@sleep-forever": ("timeout", "timed out after 2s"),
     "selftest_hang@ignore-sigterm": ("timeout", "timed out after 2s"),
     "selftest_flood@stdout-flood": ("pass", ""),
@@ -190,13 +191,13 @@ def test_full_run_dynamic(full_run: tuple[CliRun, list[Any]]) -> None:
 def test_full_run_summary_and_junit(full_run: tuple[CliRun, list[Any]]) -> None:
     run, _ = full_run
     summary = (run.results / "summary.txt").read_text()
-    assert summary.startswith("gpuconform: 26 tests: ")
+    assert summary.startswith(f"gpuconform: {len(EXPECTED)} tests: ")
     assert "skip reasons:\n  selftest: skipped on purpose (42) [1]: selftest_results@skip" in summary
     assert "crash:\n  selftest_results@crash-segv: killed by SIGSEGV" in summary
     assert "gpuconform summary" in run.stdout and "skip reasons:" in run.stdout
     cases = ET.parse(run.results / "junit.xml").getroot().iter("testcase")
     names = {c.get("name") for c in cases}
-    assert "selftest_results@crash-segv" in names and len(names) == 26
+    assert "selftest_results@crash-segv" in names and len(names) == len(EXPECTED)
 
 
 def test_failure_report_has_no_python_traceback(full_run: tuple[CliRun, list[Any]]) -> None:

@@ -2,6 +2,7 @@
 /* One subtest per basic outcome, for the runner's and the framework's tests. */
 #include "core.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -79,6 +80,23 @@ static void child_hangs(void *fx)
 	gc_expect_child_signal(sleep_long, NULL, SIGSEGV, 100);
 }
 
+static void *fail_in_thread(void *arg)
+{
+	gc_assert_f(arg == NULL, "selftest: a helper thread's assertion failed");
+	return NULL;
+}
+
+static void thread_fail(void *fx)
+{
+	static int not_null;
+	pthread_t t;
+
+	(void)fx;
+	gc_assert_eq_int(pthread_create(&t, NULL, fail_in_thread, &not_null), 0);
+	pthread_join(t, NULL);
+	gc_fail("unreachable: the thread's failure ends the process");
+}
+
 static const struct gc_subtest subtests[] = {
 	{ "pass", pass, "asserts a truth" },
 	{ "fail", fail, "asserts 5 == 4: fails, printing both values" },
@@ -89,6 +107,7 @@ static const struct gc_subtest subtests[] = {
 	{ "child-segv", child_segv, "a forked child dies of SIGSEGV as required: success" },
 	{ "child-survives", child_survives, "a child required to die of SIGSEGV exits 0: fails" },
 	{ "child-hangs", child_hangs, "a child required to die of SIGSEGV hangs: killed, fails" },
+	{ "thread-fail", thread_fail, "an assertion fails in a helper thread: FAIL, exit 98" },
 	{ 0 }
 };
 

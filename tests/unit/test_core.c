@@ -110,7 +110,7 @@ static void list(void *fx)
 	RUN(&r, "selftest_results", "--list-subtests");
 	assert_exit(&r, 0);
 	gc_assert_eq_str(r.out, "pass\nfail\nskip\ncrash-segv\ncrash-abort\nabort\n"
-				"child-segv\nchild-survives\nchild-hangs\n");
+				"child-segv\nchild-survives\nchild-hangs\nthread-fail\n");
 }
 
 static void pass(void *fx)
@@ -229,6 +229,18 @@ static void children(void *fx)
 	assert_contains(r.err, "child was still running at the timeout and was killed");
 }
 
+static void thread_failure(void *fx)
+{
+	struct run r;
+
+	(void)fx;
+	RUN(&r, "selftest_results", "--run-subtest", "thread-fail");
+	assert_exit(&r, GC_EXIT_FAILURE);
+	gc_assert_eq_str(r.out, "Starting subtest: thread-fail\nSubtest thread-fail: FAIL (T)\n");
+	assert_contains(r.err, "a helper thread's assertion failed");
+	assert_contains(r.err, "happened in a helper thread");
+}
+
 static void dynamic(void *fx)
 {
 	struct run r;
@@ -332,6 +344,7 @@ static const struct gc_subtest subtests[] = {
 	{ "invalid", invalid, "unknown subtest / option / argument: exit 79; --help: 0" },
 	{ "filters", filters, "comma lists and globs; exit status over several subtests" },
 	{ "children", children, "gc_expect_child_signal: pass, survived, hung" },
+	{ "thread-failure", thread_failure, "a failure in a helper thread: FAIL line, exit 98" },
 	{ "dynamic", dynamic, "dynamic lines, parent verdict, SUB@DYN and --dynamic-subtest" },
 	{ "fixture", fixture, "after-each leak check fails; a skipping setup skips all" },
 	{ "metrics-json", metrics_json, "the exact JSON lines appended to the metrics file" },
