@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * NVIDIA CUDA driver API helpers. libcuda.so.1 is opened at run time and
+ * every entry point is resolved with cuGetProcAddress for the CUDA_VERSION of
+ * the headers we were built with, so a binary built with the toolkit starts
+ * on a machine without the driver and skips with the loader's own words.
+ *
+ *     struct gc_cuda *cu;
+ *     gc_cuda_require(&cu);                      // skips with the reason
+ *     gc_cu_assert(cu, cu->cuMemGetInfo(&free_b, &total_b));
+ *
+ * Calls go through the table: cu->cuMemCreate(...), with the exact types of
+ * <cuda.h>. Errors print as "CUDA_ERROR_OUT_OF_MEMORY (out of memory)".
+ */
+#ifndef GPUCONFORM_GC_CUDA_H
+#define GPUCONFORM_GC_CUDA_H
+
+#include <cuda.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core.h"
+
+/* Every driver entry point the suite uses. */
+#define GC_CU_FUNCS(X)                                                          \
+	X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString)   \
+	X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetUuid) \
+	X(cuDeviceGetPCIBusId) X(cuDeviceTotalMem) X(cuDeviceGetAttribute)      \
+	X(cuDeviceCanAccessPeer) X(cuDevicePrimaryCtxRetain)                    \
+	X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent)      \
+	X(cuCtxSynchronize) X(cuCtxEnablePeerAccess) X(cuCtxDisablePeerAccess)  \
+	X(cuMemGetInfo) X(cuMemGetAllocationGranularity) X(cuMemCreate)         \
+	X(cuMemRelease) X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap)  \
+	X(cuMemUnmap) X(cuMemSetAccess) X(cuMemGetAccess)                       \
+	X(cuMemRetainAllocationHandle) X(cuMemAlloc) X(cuMemFree)               \
+	X(cuMemAllocHost) X(cuMemFreeHost) X(cuMemcpyHtoD) X(cuMemcpyDtoH)      \
+	X(cuMemcpyDtoD) X(cuMemcpyPeer) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) \
+	X(cuMemsetD32) X(cuMemsetD8) X(cuModuleLoadData) X(cuModuleUnload)     \
+	X(cuModuleGetFunction) X(cuLaunchKernel) X(cuStreamCreate)              \
+	X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate)              \
+	X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)                \
+	X(cuEventElapsedTime)
+
+struct gc_cuda_device {
+	int ordinal;
+	CUdevice dev;
+	char name[256];
+	char uuid[37];        /* "GPU-" is not prefixed: the 16 bytes as 8-4-4-4-12 hex */
+	char pci_bus_id[32];  /* "0000:19:00.0" */
+	size_t total_mem;
+	bool vmm;             /* CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED */
+	CUcontext ctx;        /* primary context, retained by gc_cuda_open() */
+};
+
+struct gc_cuda {
+	void *lib;
+	int driver_version; /* cuDriverGetVersion: 13000 = 13.0 */
+	int n_devices;
+	struct gc_cuda_device *devices;
+#define GC_CU_MEMBER(name) __typeof__(name) *name;
+	GC_CU_FUNCS(GC_CU_MEMBER)
+#undef GC_CU_MEMBER
+};
+
+/*
+ * dlopen libcuda.so.1, resolve the table, cuInit(0), list devices and retain
+ * each one's primary context (device 0's made current). On failure, a
+ * one-line reason in why[] (the loader's dlerror(), the CUresult name) and
+ * -ENOENT (no library), -ENOSYS (an entry point missing), -ENODEV (no device),
+ * -EIO (another driver error). Never exits.
+ */
+int gc_cuda_open(struct gc_cuda **out, char *why, size_t why_len);
+void gc_cuda_close(struct gc_cuda *cu);
+
+/* gc_cuda_open() or gc_skip() with its reason. */
+struct gc_cuda *gc_cuda_require(void);
+
+/* "CUDA_ERROR_INVALID_VALUE (invalid argument)" into buf. */
+const char *gc_cu_strerror(const struct gc_cuda *cu, CUresult r, char *buf, size_t len);
+
+/* Make device i's primary context current on this thread. */
+CUresult gc_cuda_use(const struct gc_cuda *cu, int i);
+
+#define gc_cu_assert(cu, call)                                                        \
+	do {                                                                          \
+		CUresult gc_r__ = (call);                                             \
+		if (gc_r__ != CUDA_SUCCESS)                                           \
+			gc__cu_fail(cu, __FILE__, __LINE__, __func__, #call, CUDA_SUCCESS, \
+				    gc_r__);                                          \
+	} while (0)
+/* The call must fail with exactly `want`. */
+#define gc_cu_assert_err(cu, call, want)                                                \
+	do {                                                                            \
+		CUresult gc_r__ = (call);                                               \
+		if (gc_r__ != (want))                                                   \
+			gc__cu_fail(cu, __FILE__, __LINE__, __func__, #call, want, gc_r__); \
+	} while (0)
+void gc__cu_fail(const struct gc_cuda *cu, const char *file, int line, const char *func,
+		 const char *expr, CUresult want, CUresult got) __attribute__((noreturn));
+
+/* ---------------------------------------------------------------- VMM */
+
+struct gc_vmm_gran {
+	size_t minimum;     /* CU_MEM_ALLOC_GRANULARITY_MINIMUM */
+	size_t recommended; /* CU_MEM_ALLOC_GRANULARITY_RECOMMENDED */
+};
+
+/* Pinned device memory on device ordinal dev (the props every VMM test uses). */
+CUmemAllocationProp gc_vmm_prop(int dev);
+CUresult gc_vmm_granularity(const struct gc_cuda *cu, int dev, struct gc_vmm_gran *g);
+size_t gc_align_up(size_t x, size_t a);
+
+/* Access descriptors: flags for each device ordinal in devs[0..n). */
+CUresult gc_vmm_set_access(const struct gc_cuda *cu, CUdeviceptr va, size_t size,
+			   const int *devs, size_t n, CUmemAccess_flags flags);
+
+/*
+ * A whole VMM allocation: create (size rounded up to the granularity),
+ * reserve, map, set read-write access for device dev. gc_vmm_free() undoes
+ * what was done, in reverse order, and returns the first error.
+ */
+struct gc_vmm {
+	CUmemGenericAllocationHandle handle;
+	CUdeviceptr va;
+	size_t size;
+	bool created, reserved, mapped;
+};
+CUresult gc_vmm_alloc(const struct gc_cuda *cu, int dev, size_t size, struct gc_vmm *m);
+CUresult gc_vmm_free(const struct gc_cuda *cu, struct gc_vmm *m);
+
+/* ------------------------------------------------------------- kernels */
+
+#define GC_CU_BLOCK 256 /* every gpuconform kernel's fixed block size */
+
+struct gc_cu_kernels {
+	CUmodule module;
+	CUfunction fill_u32;
+	CUfunction check_u32;
+};
+
+/*
+ * Load data/kernels/gpuconform.ptx into the current context. The directory is
+ * $GPUCONFORM_DATA_DIR/kernels, else the source tree's data/kernels.
+ */
+CUresult gc_cu_kernels_load(const struct gc_cuda *cu, struct gc_cu_kernels *k, char *why,
+			    size_t why_len);
+void gc_cu_kernels_unload(const struct gc_cuda *cu, struct gc_cu_kernels *k);
+
+/* The pattern gc_fill_u32 writes: must equal the kernel's gc_pattern_u32(). */
+uint32_t gc_pattern_u32(uint64_t i, uint32_t seed);
+
+/* Launch fill / check over n 32-bit words at p on stream s (0: legacy default). */
+CUresult gc_cu_fill_u32(const struct gc_cuda *cu, const struct gc_cu_kernels *k, CUdeviceptr p,
+			uint64_t n, uint32_t seed, CUstream s);
+/*
+ * Check n words at p against the pattern on the GPU: *bad = mismatching
+ * words, *first = the first one's index (UINT64_MAX when none). Synchronous.
+ */
+CUresult gc_cu_check_u32(const struct gc_cuda *cu, const struct gc_cu_kernels *k, CUdeviceptr p,
+			 uint64_t n, uint32_t seed, uint64_t *bad, uint64_t *first);
+
+/* ------------------------------------------------------- leak checks */
+
+/* What a subtest must give back: device free memory and /dev/nvidia* fds. */
+struct gc_cuda_snapshot {
+	int n_devices;
+	size_t free_mem[16];
+	int nvidia_fds;
+};
+int gc_cuda_snapshot(const struct gc_cuda *cu, struct gc_cuda_snapshot *s);
+/*
+ * Fails the subtest, naming every difference, unless now equals before
+ * (free memory within slack bytes per device).
+ */
+void gc_cuda_leak_check(const struct gc_cuda *cu, const struct gc_cuda_snapshot *before,
+			size_t slack);
+
+#endif
