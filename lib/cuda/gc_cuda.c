@@ -14,37 +14,35 @@
 
 /* ------------------------------------------------------------ loading */
 
-typedef CUresult (*get_proc_fn)(const char *, void **, int, cuuint64_t,
-				CUdriverProcAddressQueryResult *);
+/*
+ * Entry points are looked up by the names the header's macros expand to
+ * (cuMemGetInfo -> cuMemGetInfo_v2), which is what linking against libcuda
+ * would bind: the ABI of the prototype we compile against. cuGetProcAddress
+ * with CUDA_VERSION is not equivalent: it returns the newest ABI of the base
+ * name (cuCtxSynchronize at 13000 is cuCtxSynchronize_v2(CUcontext), while
+ * <cuda.h> declares cuCtxSynchronize(void)).
+ */
+#define GC_STR2(x) #x
+#define GC_STR(x) GC_STR2(x)
 
-static int resolve_one(struct gc_cuda *cu, get_proc_fn gpa, const char *name, void **slot,
-		       char *why, size_t why_len)
+static int resolve_one(void *lib, const char *symbol, void **slot, char *why, size_t why_len)
 {
-	CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
-	CUresult r = gpa(name, slot, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &st);
-
-	(void)cu;
-	if (r == CUDA_SUCCESS && st == CU_GET_PROC_ADDRESS_SUCCESS && *slot)
+	*slot = dlsym(lib, symbol);
+	if (*slot)
 		return 0;
-	snprintf(why, why_len, "libcuda.so.1 has no %s for CUDA %d.%d (status %d, error %d): "
-		 "driver older than the toolkit gpuconform was built with?", name,
-		 CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10, (int)st, (int)r);
+	snprintf(why, why_len, "libcuda.so.1 has no %s: driver older than the CUDA %d.%d headers "
+		 "gpuconform was built with", symbol, CUDA_VERSION / 1000,
+		 CUDA_VERSION % 1000 / 10);
 	return -ENOSYS;
 }
 
 static int resolve_all(struct gc_cuda *cu, char *why, size_t why_len)
 {
-	get_proc_fn gpa = (get_proc_fn)dlsym(cu->lib, "cuGetProcAddress_v2");
 	int r = 0;
 
-	if (!gpa) {
-		snprintf(why, why_len, "libcuda.so.1 has no cuGetProcAddress_v2 (driver before "
-			 "CUDA 12.0)");
-		return -ENOSYS;
-	}
 #define GC_CU_RESOLVE(name) \
 	if (!r)             \
-		r = resolve_one(cu, gpa, #name, (void **)&cu->name, why, why_len);
+		r = resolve_one(cu->lib, GC_STR(name), (void **)&cu->name, why, why_len);
 	GC_CU_FUNCS(GC_CU_RESOLVE)
 #undef GC_CU_RESOLVE
 	return r;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * NVIDIA CUDA driver API helpers. libcuda.so.1 is opened at run time and
- * every entry point is resolved with cuGetProcAddress for the CUDA_VERSION of
- * the headers we were built with, so a binary built with the toolkit starts
- * on a machine without the driver and skips with the loader's own words.
+ * every entry point is resolved by the symbol name <cuda.h>'s macros give it
+ * (the ABI we compile against), so a binary built with the toolkit starts on
+ * a machine without the driver and skips with the loader's own words.
  *
  *     struct gc_cuda *cu;
  *     gc_cuda_require(&cu);                      // skips with the reason
