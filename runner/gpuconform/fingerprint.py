@@ -1,0 +1,286 @@
+"""What a machine is, for choosing the timing baseline its runs compare with.
+
+A Fingerprint names the things that change performance legitimately: the
+GPUs, the driver, the runtime, the kernel series, the CPU architecture and
+model. Runs compare only with a baseline of the same fingerprint; what
+changes between two fingerprints is compared with `gpuconform compare A B`.
+
+Sources, stdlib only, each optional (a missing file is "none", never an error):
+
+  NVIDIA  /proc/driver/nvidia/version                 driver ("nvidia 550.54.15")
+          /proc/driver/nvidia/gpus/*/information      model ("Model: ...")
+          libcuda.so.1 cuDriverGetVersion (ctypes,    runtime ("cuda 12.4"); needs no
+          no cuInit)                                  cuInit, so no context is created
+  AMD     /sys/class/kfd/kfd/topology/nodes/*/        model: gfx target from
+          properties and name                         gfx_target_version, PCI device id
+          /sys/module/amdgpu/version                  driver ("amdgpu 6.7.0"; a kernel's
+                                                      own amdgpu has none: "amdgpu in-tree")
+          /opt/rocm/.info/version                     runtime ("rocm 6.1.0-82")
+  kernel  os.uname().release -> major.minor ("6.1"); the full release is kept
+          in kernel_release, which is NOT part of the key (see key())
+  CPU     os.uname().machine, /proc/cpuinfo "model name" (x86) or "CPU part"
+          / "Processor" (arm)
+
+data/baselines/README.md says why each field is there.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+__all__ = ["Fingerprint", "current_fingerprint", "NONE"]
+
+NONE = "none"
+# Fields that identify a machine for baselines; anything else is information.
+KEY_FIELDS = ("gpu_model", "driver", "runtime", "kernel", "arch", "cpu_model")
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    gpu_model: str = NONE  # "1x NVIDIA H100 80GB HBM3", "2x AMD gfx942 [0x74a1]", "none"
+    driver: str = NONE  # "nvidia 550.54.15", "amdgpu in-tree", comma-joined when several
+    runtime: str = NONE  # "cuda 12.4", "rocm 6.1.0-82", comma-joined when several
+    kernel: str = NONE  # major.minor of the running kernel: "6.1"
+    arch: str = NONE  # os.uname().machine: "x86_64", "aarch64"
+    cpu_model: str = NONE  # "AMD EPYC 7763 64-Core Processor"
+    kernel_release: str = NONE  # full os.uname().release; informational, not in key()
+
+    def key(self) -> str:
+        """A filename-safe stem: readable GPU / driver / runtime / kernel /
+        arch, then 8 hex digits of a hash of every key field (the CPU model
+        is only in the hash; the file's "fingerprint" spells it out).
+        Same key fields, same key; kernel_release does not count."""
+        canon = json.dumps({f: getattr(self, f) for f in KEY_FIELDS}, sort_keys=True)
+        digest = hashlib.sha256(canon.encode("utf-8")).hexdigest()[:8]
+        parts = [
+            _slug(self.gpu_model, 48),
+            _slug(self.driver, 32),
+            _slug(self.runtime, 32),
+            "linux-" + _slug(self.kernel, 16),
+            _slug(self.arch, 16),
+            digest,
+        ]
+        return "__".join(parts)
+
+    def to_json(self) -> dict[str, str]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> "Fingerprint":
+        """Known fields that are strings; anything else is ignored."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in obj.items() if k in names and isinstance(v, str)})
+
+    def describe(self) -> str:
+        return (f"{self.gpu_model}; driver {self.driver}; runtime {self.runtime}; "
+                f"Linux {self.kernel_release or self.kernel} {self.arch}; {self.cpu_model}")
+
+
+def _slug(text: str, limit: int) -> str:
+    s = re.sub(r"[^a-z0-9.+_-]+", "-", text.strip().lower())
+    s = re.sub(r"_+", "_", s).strip("-._")  # "__" separates the parts
+    return s[:limit].rstrip("-._") or "x"
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _counted(models: list[str]) -> str:
+    """Sorted, de-duplicated, with counts: "1x A, 2x B"; "none" for none."""
+    counts: dict[str, int] = {}
+    for m in models:
+        counts[m] = counts.get(m, 0) + 1
+    return ", ".join(f"{n}x {m}" for m, n in sorted(counts.items())) or NONE
+
+
+def kernel_series(release: str) -> str:
+    """"6.1.0-18-amd64" -> "6.1"; a release that does not start with
+    N.N is kept whole."""
+    m = re.match(r"(\d+)\.(\d+)", release)
+    return f"{m.group(1)}.{m.group(2)}" if m else release or NONE
+
+
+# ------------------------------------------------------------------ NVIDIA
+
+
+def _nvidia_driver(root: Path) -> str | None:
+    text = _read(root / "proc/driver/nvidia/version")
+    if text is None:
+        return None
+    # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar ..."
+    # "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  560.35.03  Release Build ..."
+    for line in text.splitlines():
+        if line.startswith("NVRM version:"):
+            m = re.search(r"Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)", line)
+            if m:
+                return f"nvidia {m.group(1)}"
+            m = re.search(r"\s(\d+\.\d+(?:\.\d+)*)\s", line + " ")
+            if m:
+                return f"nvidia {m.group(1)}"
+    return "nvidia unknown"
+
+
+def _nvidia_models(root: Path) -> list[str]:
+    models: list[str] = []
+    gpus = root / "proc/driver/nvidia/gpus"
+    try:
+        entries = sorted(gpus.iterdir())
+    except OSError:
+        return models
+    for d in entries:
+        text = _read(d / "information")
+        if text is None:
+            continue
+        model = "NVIDIA GPU"
+        for line in text.splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "Model" and value.strip():
+                model = " ".join(value.split())
+                break
+        models.append(model)
+    return models
+
+
+def cuda_driver_version() -> str | None:
+    """cuDriverGetVersion() of libcuda.so.1: "12.4"; None without a driver.
+    Needs no cuInit(): no context, no device touched."""
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        fn = lib.cuDriverGetVersion
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.POINTER(ctypes.c_int)]
+    fn.restype = ctypes.c_int
+    v = ctypes.c_int(0)
+    if fn(ctypes.byref(v)) != 0 or v.value <= 0:
+        return None
+    return f"{v.value // 1000}.{(v.value % 1000) // 10}"
+
+
+# --------------------------------------------------------------------- AMD
+
+
+def _kfd_properties(text: str) -> dict[str, int]:
+    props: dict[str, int] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            try:
+                props[parts[0]] = int(parts[1])
+            except ValueError:
+                pass
+    return props
+
+
+def gfx_target(version: int) -> str:
+    """KFD's gfx_target_version (major * 10000 + minor * 100 + stepping) as
+    the LLVM target name: 90010 -> gfx90a, 90402 -> gfx942, 110000 -> gfx1100."""
+    major, rest = divmod(version, 10000)
+    minor, stepping = divmod(rest, 100)
+    return f"gfx{major}{minor:x}{stepping:x}"
+
+
+def _amd_models(root: Path) -> list[str]:
+    models: list[str] = []
+    nodes = root / "sys/class/kfd/kfd/topology/nodes"
+    try:
+        entries = sorted(nodes.iterdir(), key=lambda p: (len(p.name), p.name))
+    except OSError:
+        return models
+    for d in entries:
+        text = _read(d / "properties")
+        if text is None:
+            continue
+        props = _kfd_properties(text)
+        target = props.get("gfx_target_version", 0)
+        if not target or not props.get("simd_count", 0):
+            continue  # a CPU node
+        name = " ".join((_read(d / "name") or "").split())
+        model = f"AMD {gfx_target(target)}"
+        if props.get("device_id"):
+            model += f" [0x{props['device_id']:04x}]"
+        if name and name.lower() not in ("ip discovery",) and not name.startswith("gfx"):
+            model += f" {name}"
+        models.append(model)
+    return models
+
+
+def _amd_driver(root: Path, have_gpu: bool) -> str | None:
+    text = _read(root / "sys/module/amdgpu/version")
+    if text is not None and text.strip():
+        return f"amdgpu {text.strip()}"
+    if have_gpu or (root / "sys/module/amdgpu").is_dir():
+        return "amdgpu in-tree"
+    return None
+
+
+def _rocm_version(root: Path) -> str | None:
+    text = _read(root / "opt/rocm/.info/version")
+    if text is None or not text.strip():
+        return None
+    return f"rocm {text.strip().splitlines()[0].strip()}"
+
+
+# --------------------------------------------------------------------- CPU
+
+
+def _cpu_model(root: Path) -> str:
+    text = _read(root / "proc/cpuinfo")
+    if text is None:
+        return NONE
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key in ("model name", "Processor", "CPU implementer", "CPU part", "uarch", "cpu") \
+                and key not in found and value.strip():
+            found[key] = " ".join(value.split())
+    if "model name" in found:
+        return found["model name"]
+    if "Processor" in found:
+        return found["Processor"]
+    if "CPU part" in found:
+        return f"arm implementer {found.get('CPU implementer', '?')} part {found['CPU part']}"
+    return found.get("uarch") or found.get("cpu") or NONE
+
+
+def current_fingerprint(
+    root: Path = Path("/"),
+    *,
+    release: str | None = None,
+    machine: str | None = None,
+    cuda_version: Callable[[], str | None] | None = None,
+) -> Fingerprint:
+    """This machine's fingerprint. root, release, machine and cuda_version
+    stand in for /, os.uname() and libcuda in the unit tests."""
+    u = os.uname()
+    release = u.release if release is None else release
+    machine = u.machine if machine is None else machine
+    nv_driver = _nvidia_driver(root)
+    nv_models = _nvidia_models(root)
+    amd_models = _amd_models(root)
+    amd_driver = _amd_driver(root, bool(amd_models))
+    cuda = (cuda_version or cuda_driver_version)()
+    rocm = _rocm_version(root)
+    drivers = [d for d in (nv_driver, amd_driver) if d]
+    runtimes = [r for r in (f"cuda {cuda}" if cuda else None, rocm) if r]
+    return Fingerprint(
+        gpu_model=_counted(nv_models + amd_models),
+        driver=", ".join(drivers) or NONE,
+        runtime=", ".join(runtimes) or NONE,
+        kernel=kernel_series(release),
+        arch=machine or NONE,
+        cpu_model=_cpu_model(root),
+        kernel_release=release or NONE,
+    )

@@ -1,0 +1,453 @@
+"""RESULTS/report.html: one self-contained page (no network, no external file).
+
+    write_html(results_dir) -> results_dir/report.html
+
+From results_dir/results.json:
+  - a summary (totals, the run, the fingerprint, the metric verdicts);
+  - per metric an inline SVG strip + box plot: the baseline's samples and this
+    run's, medians marked, with the comparison's verdict and its evidence
+    (results.json "comparisons": a list of baseline.Comparison.to_json(); a
+    run without them plots this run's samples alone);
+  - per test its duration, a bar chart sorted longest first;
+  - the results table, failures first, states in colour, every reason, note
+    and output escaped (test output can contain anything).
+
+Plots are <svg class="plot"> drawn here; a small inline script counts those
+with a non-empty bounding box once laid out and writes the count to
+<body data-plots>, so a headless browser can prove they rendered. A
+Content-Security-Policy forbids every fetch: the page cannot reach out.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+import re
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .baseline import BaselineError, load_results
+from .stats import median, quantile
+from .states import State
+
+__all__ = ["write_html", "render_html", "REPORT_NAME"]
+
+REPORT_NAME = "report.html"
+MAX_POINTS = 1500  # per distribution drawn; more are thinned evenly
+MAX_BARS = 400
+MAX_OUTPUT_CHARS = 64 * 1024  # per stream in the table; the rest is in results.json
+
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_STATE_COLOURS = {
+    "pass": "#2e7d32", "skip": "#757575", "notrun": "#9e9e9e", "fail": "#c62828",
+    "crash": "#8e0000", "timeout": "#ef6c00", "abort": "#6a1b9a", "incomplete": "#f9a825",
+    "error": "#ad1457", "dmesg-warn": "#f9a825", "dmesg-fail": "#c62828",
+}
+_VERDICT_COLOURS = {
+    "regression": "#c62828", "improvement": "#2e7d32", "unchanged": "#1565c0",
+    "new": "#6a1b9a", "missing": "#ef6c00", "insufficient": "#757575",
+}
+_BASE_COLOUR = "#78909c"
+
+
+def _clean(text: Any) -> str:
+    """Any value as text safe to escape: no lone surrogates, control
+    characters shown as \\xNN."""
+    s = str(text).encode("utf-8", "replace").decode("utf-8")
+    return _CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
+
+
+def _e(text: Any) -> str:
+    return html.escape(_clean(text), quote=True)
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"[... {len(text) - limit} characters before, in results.json ...]\n" + text[-limit:]
+
+
+def _num(v: float) -> str:
+    if v == 0:
+        return "0"
+    return f"{v:.4g}"
+
+
+# ------------------------------------------------------------------- units
+
+_TIME_UNITS = [("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0)]
+
+
+def _display_unit(unit: str, values: Sequence[float]) -> tuple[float, str]:
+    """A factor and unit that put time values' median in [1, 1000)."""
+    scales = dict(_TIME_UNITS)
+    if unit not in scales or not values:
+        return 1.0, unit
+    m = abs(median(values)) * scales[unit]  # seconds
+    best = "ns"
+    for name, s in _TIME_UNITS:
+        if m >= s:
+            best = name
+    return scales[unit] / scales[best], best
+
+
+def _nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    if hi <= lo:
+        return [lo]
+    raw = (hi - lo) / count
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    start = math.ceil(lo / step) * step
+    ticks = []
+    t = start
+    while t <= hi + step * 1e-9:
+        ticks.append(0.0 if abs(t) < step * 1e-9 else t)
+        t += step
+    return ticks
+
+
+def _thin(values: Sequence[float], limit: int) -> list[float]:
+    if len(values) <= limit:
+        return list(values)
+    step = len(values) / limit
+    return [values[int(i * step)] for i in range(limit)]
+
+
+# ------------------------------------------------------------------- plots
+
+
+def _distribution_svg(rows: list[tuple[str, Sequence[float], str]], unit: str,
+                      title: str) -> str:
+    """Strip plot with a box (quartiles) and the median per row:
+    rows = [(label, samples, colour)]."""
+    allv = [v for _, s, _ in rows for v in s]
+    factor, shown_unit = _display_unit(unit, allv)
+    allv = [v * factor for v in allv]
+    lo, hi = min(allv), max(allv)
+    if hi == lo:
+        pad = abs(lo) * 0.01 or 1.0
+        lo, hi = lo - pad, hi + pad
+    else:
+        pad = (hi - lo) * 0.05
+        lo, hi = lo - pad, hi + pad
+    width, left, right, row_h, top = 760, 130, 20, 46, 10
+    plot_w = width - left - right
+    height = top + row_h * len(rows) + 38
+
+    def x(v: float) -> float:
+        return left + (v - lo) / (hi - lo) * plot_w
+
+    parts = [f'<svg class="plot" role="img" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}"><title>{_e(title)}</title>']
+    axis_y = top + row_h * len(rows) + 4
+    for t in _nice_ticks(lo, hi):
+        tx = x(t)
+        parts.append(f'<line x1="{tx:.1f}" y1="{top}" x2="{tx:.1f}" y2="{axis_y}" '
+                     f'stroke="#e0e0e0"/>')
+        parts.append(f'<text x="{tx:.1f}" y="{axis_y + 14}" font-size="11" '
+                     f'text-anchor="middle">{_e(_num(t))}</text>')
+    parts.append(f'<line x1="{left}" y1="{axis_y}" x2="{width - right}" y2="{axis_y}" '
+                 f'stroke="#424242"/>')
+    parts.append(f'<text x="{width - right}" y="{axis_y + 30}" font-size="11" '
+                 f'text-anchor="end">{_e(shown_unit)}</text>')
+    for i, (label, samples, colour) in enumerate(rows):
+        cy = top + row_h * i + row_h / 2
+        vals = [v * factor for v in samples]
+        parts.append(f'<text x="{left - 8}" y="{cy + 4:.1f}" font-size="12" '
+                     f'text-anchor="end">{_e(label)}</text>')
+        q1, q2, q3 = quantile(vals, 0.25), median(vals), quantile(vals, 0.75)
+        parts.append(f'<rect x="{x(q1):.1f}" y="{cy - 14:.1f}" '
+                     f'width="{max(x(q3) - x(q1), 1.0):.1f}" height="28" fill="{colour}" '
+                     f'fill-opacity="0.15" stroke="{colour}"/>')
+        parts.append(f'<line x1="{x(min(vals)):.1f}" y1="{cy:.1f}" x2="{x(max(vals)):.1f}" '
+                     f'y2="{cy:.1f}" stroke="{colour}" stroke-opacity="0.5"/>')
+        for j, v in enumerate(_thin(vals, MAX_POINTS)):
+            jitter = ((j * 37) % 23 - 11) * 1.0  # deterministic spread, +-11 px
+            parts.append(f'<circle cx="{x(v):.1f}" cy="{cy + jitter:.1f}" r="2.2" '
+                         f'fill="{colour}" fill-opacity="0.6"/>')
+        parts.append(f'<line class="median" x1="{x(q2):.1f}" y1="{cy - 18:.1f}" '
+                     f'x2="{x(q2):.1f}" y2="{cy + 18:.1f}" stroke="{colour}" '
+                     f'stroke-width="3"><title>median {_e(_num(q2))} {_e(shown_unit)}'
+                     f'</title></line>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _durations_svg(items: list[tuple[str, float, str]]) -> str:
+    """Horizontal bars, longest first: items = [(name, seconds, colour)]."""
+    items = sorted(items, key=lambda t: (-t[1], t[0]))[:MAX_BARS]
+    width, label_w, right, bar_h, top = 900, 380, 90, 16, 6
+    plot_w = width - label_w - right
+    height = top + bar_h * len(items) + 28
+    longest = max((s for _, s, _ in items), default=0.0) or 1.0
+    parts = [f'<svg class="plot" role="img" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}"><title>durations</title>']
+    for i, (name, secs, colour) in enumerate(items):
+        y = top + i * bar_h
+        w = max(secs / longest * plot_w, 1.0)
+        shown = name if len(name) <= 60 else name[:57] + "..."
+        parts.append(f'<text x="{label_w - 6}" y="{y + 12}" font-size="11" '
+                     f'text-anchor="end">{_e(shown)}</text>')
+        parts.append(f'<rect x="{label_w}" y="{y + 2}" width="{w:.1f}" height="{bar_h - 4}" '
+                     f'fill="{colour}"><title>{_e(name)}: {secs:.3f} s</title></rect>')
+        parts.append(f'<text x="{label_w + w + 4:.1f}" y="{y + 12}" font-size="11">'
+                     f'{secs:.3f} s</text>')
+    axis_y = top + bar_h * len(items) + 2
+    parts.append(f'<line x1="{label_w}" y1="{axis_y}" x2="{label_w + plot_w}" y2="{axis_y}" '
+                 f'stroke="#424242"/>')
+    parts.append(f'<text x="{label_w + plot_w}" y="{axis_y + 16}" font-size="11" '
+                 f'text-anchor="end">seconds (longest {longest:.3f} s)</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+# ------------------------------------------------------------------- model
+
+
+def _severity(state: str) -> int:
+    try:
+        return State(state).severity
+    except ValueError:
+        return len(State)  # unknown states are shown first: something to look at
+
+
+def _floats(v: Any) -> list[float]:
+    if not isinstance(v, list):
+        return []
+    return [float(x) for x in v if isinstance(x, (int, float)) and not isinstance(x, bool)
+            and math.isfinite(x)]
+
+
+def _comparisons(data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    raw = data.get("comparisons")
+    if not isinstance(raw, list):
+        return []
+    return [c for c in raw if isinstance(c, dict) and isinstance(c.get("key"), str)]
+
+
+def _run_metrics(tests: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for rec in tests.values():
+        for m in rec.get("metrics") or []:
+            dyn = m.get("dynamic")
+            key = f"{m['test']}@{m['subtest']}" + (f"@{dyn}" if dyn else "") + f":{m['name']}"
+            out[key] = m
+    return out
+
+
+# -------------------------------------------------------------------- page
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#212121;max-width:1200px}
+h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;width:100%;font-size:13px}
+td,th{border:1px solid #ddd;padding:3px 6px;vertical-align:top;text-align:left}
+th{background:#f5f5f5}
+.state{color:#fff;font-weight:bold;border-radius:3px;padding:1px 6px;white-space:nowrap}
+.verdict{color:#fff;font-weight:bold;border-radius:3px;padding:1px 6px}
+.metric{margin:1em 0;padding:.5em;border:1px solid #e0e0e0;border-radius:4px}
+.explain{font-size:13px;margin:.3em 0}
+pre{white-space:pre-wrap;word-break:break-all;background:#fafafa;border:1px solid #eee;
+padding:4px;max-height:30em;overflow:auto;font-size:12px}
+.muted{color:#757575}
+"""
+
+_SCRIPT = """
+(function () {
+  var plots = document.querySelectorAll('svg.plot'), drawn = 0;
+  for (var i = 0; i < plots.length; i++) {
+    var b = plots[i].getBBox();
+    if (b.width > 0 && b.height > 0) drawn++;
+  }
+  document.body.dataset.plots = String(drawn);
+})();
+"""
+
+
+def _verdict_badge(verdict: str) -> str:
+    colour = _VERDICT_COLOURS.get(verdict, "#424242")
+    return f'<span class="verdict" style="background:{colour}">{_e(verdict)}</span>'
+
+
+def _state_badge(state: str) -> str:
+    colour = _STATE_COLOURS.get(state, "#000")
+    return f'<span class="state" style="background:{colour}">{_e(state)}</span>'
+
+
+def _metric_sections(data: Mapping[str, Any]) -> tuple[list[str], int]:
+    tests: Mapping[str, Any] = data.get("tests") or {}
+    comps = {c["key"]: c for c in _comparisons(data)}
+    run = _run_metrics(tests)
+    order = {"regression": 0, "improvement": 1, "missing": 2, "new": 3, "insufficient": 4,
+             "unchanged": 5}
+    keys = sorted(set(comps) | set(run),
+                  key=lambda k: (order.get(str(comps.get(k, {}).get("verdict")), 6), k))
+    out: list[str] = []
+    plots = 0
+    for key in keys:
+        c = comps.get(key)
+        m = run.get(key)
+        unit = str((c or m or {}).get("unit", ""))
+        better = str((c or m or {}).get("better", ""))
+        rows: list[tuple[str, Sequence[float], str]] = []
+        if c is not None:
+            verdict = str(c.get("verdict", ""))
+            base = _floats(c.get("samples_base"))
+            runs = _floats(c.get("samples_run")) or (_floats(m.get("samples")) if m else [])
+            if base:
+                rows.append((f"baseline n={len(base)}", base, _BASE_COLOUR))
+            if runs:
+                rows.append((f"this run n={len(runs)}", runs,
+                             _VERDICT_COLOURS.get(verdict, "#1565c0")))
+            head = f"{_verdict_badge(verdict)} "
+            explain = f'<div class="explain">{_e(c.get("explain", ""))}</div>'
+        else:
+            runs = _floats(m.get("samples")) if m else []
+            if runs:
+                rows.append((f"this run n={len(runs)}", runs, "#1565c0"))
+            head = ""
+            explain = '<div class="explain muted">no baseline comparison in this run</div>'
+        out.append(f'<div class="metric" id="metric-{_e(key)}">')
+        out.append(f"<div>{head}<b>{_e(key)}</b> "
+                   f'<span class="muted">({_e(unit)}, {_e(better)} is better)</span></div>')
+        out.append(explain)
+        if rows:
+            out.append(_distribution_svg(rows, unit, key))
+            plots += 1
+        out.append("</div>")
+    return out, plots
+
+
+def _results_table(tests: Mapping[str, Any]) -> list[str]:
+    names = sorted(tests, key=lambda n: (-_severity(str(tests[n].get("result"))), n))
+    out = ['<table id="results"><tr><th>test</th><th>state</th><th>time</th>'
+           "<th>reason, notes, output</th></tr>"]
+    for name in names:
+        rec = tests[name]
+        state = str(rec.get("result", "?"))
+        dur = rec.get("duration")
+        dur_s = f"{dur:.3f} s" if isinstance(dur, (int, float)) and not isinstance(dur, bool) \
+            else ""
+        cell = []
+        if rec.get("reason"):
+            cell.append(f"<div>{_e(rec['reason'])}</div>")
+        for n in rec.get("notes") or []:
+            cell.append(f'<div class="muted">{_e(n)}</div>')
+        dyn = rec.get("dynamic") or {}
+        if isinstance(dyn, dict) and dyn:
+            items = ", ".join(
+                f"{_e(k)}: "
+                + _state_badge(str(v.get("result", "?")) if isinstance(v, dict) else "?")
+                for k, v in dyn.items())
+            cell.append(f"<div>dynamic: {items}</div>")
+        out_text, err_text = str(rec.get("out", "")), str(rec.get("err", ""))
+        if out_text or err_text:
+            cell.append("<details><summary>output</summary>")
+            if out_text:
+                cell.append(f"<div class='muted'>stdout</div><pre>"
+                            f"{_e(_clip(out_text, MAX_OUTPUT_CHARS))}</pre>")
+            if err_text:
+                cell.append(f"<div class='muted'>stderr</div><pre>"
+                            f"{_e(_clip(err_text, MAX_OUTPUT_CHARS))}</pre>")
+            cell.append("</details>")
+        out.append(f'<tr class="state-{_e(state)}"><td>{_e(name)}</td>'
+                   f"<td>{_state_badge(state)}</td><td>{_e(dur_s)}</td>"
+                   f"<td>{''.join(cell)}</td></tr>")
+    out.append("</table>")
+    return out
+
+
+def render_html(data: Mapping[str, Any], title: str = "gpuconform results") -> str:
+    """The report page of parsed results.json data."""
+    tests: Mapping[str, Any] = data.get("tests") or {}
+    run = data.get("run") if isinstance(data.get("run"), dict) else {}
+    fp = data.get("fingerprint") or (run or {}).get("fingerprint")
+    counts: dict[str, int] = {}
+    for rec in tests.values():
+        s = str(rec.get("result", "?"))
+        counts[s] = counts.get(s, 0) + 1
+    comps = _comparisons(data)
+    vcounts: dict[str, int] = {}
+    for c in comps:
+        vcounts[str(c.get("verdict"))] = vcounts.get(str(c.get("verdict")), 0) + 1
+
+    metric_html, n_metric_plots = _metric_sections(data)
+    durations = [(name, float(rec["duration"]), _STATE_COLOURS.get(str(rec.get("result")), "#000"))
+                 for name, rec in tests.items()
+                 if isinstance(rec.get("duration"), (int, float))
+                 and not isinstance(rec.get("duration"), bool)
+                 and math.isfinite(rec["duration"]) and rec.get("result") != "notrun"]
+    n_plots = n_metric_plots + (1 if durations else 0)
+
+    p: list[str] = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        # no fetch of any kind: scripts and styles only inline
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">",
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head>",
+        f'<body data-plots="0" data-plots-expected="{n_plots}">',
+        f"<h1>{_e(title)}</h1>",
+        "<p>" + ", ".join(f"{_state_badge(s)} {n}" for s, n in
+                          sorted(counts.items(), key=lambda kv: -_severity(kv[0])))
+        + f" &mdash; {len(tests)} tests</p>",
+    ]
+    info = []
+    if run:
+        for k in ("hostname", "kernel", "start", "end", "timeout"):
+            if k in run:
+                v = run[k]
+                if k in ("start", "end") and isinstance(v, (int, float)):
+                    v = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(v))
+                info.append(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>")
+    if isinstance(fp, dict):
+        for k, v in fp.items():
+            info.append(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>")
+    if info:
+        p.append('<table id="run" style="width:auto">' + "".join(info) + "</table>")
+
+    p.append('<h2 id="metrics">Metrics</h2>')
+    if comps:
+        p.append("<p>" + ", ".join(f"{_verdict_badge(v)} {n}" for v, n in sorted(vcounts.items()))
+                 + "</p>")
+    elif not metric_html:
+        p.append('<p class="muted">no metrics in this run</p>')
+    else:
+        p.append('<p class="muted">no baseline comparison in this run</p>')
+    p.extend(metric_html)
+
+    p.append('<h2 id="durations">Durations</h2>')
+    if durations:
+        if len(durations) > MAX_BARS:
+            p.append(f'<p class="muted">the {MAX_BARS} longest of {len(durations)}</p>')
+        p.append(_durations_svg(durations))
+    else:
+        p.append('<p class="muted">no test ran</p>')
+
+    p.append('<h2 id="tests">Tests</h2>')
+    p.extend(_results_table(tests))
+    p.append(f"<script>{_SCRIPT}</script></body></html>")
+    return "\n".join(p) + "\n"
+
+
+def write_html(results_dir: Path) -> Path:
+    """results_dir/report.html from results_dir/results.json; returns its
+    path. BaselineError (one line) when results.json is unusable."""
+    results_dir = Path(results_dir)
+    data = load_results(results_dir / "results.json")
+    page = render_html(data, title=f"gpuconform results: {results_dir.name}")
+    out = results_dir / REPORT_NAME
+    tmp = results_dir / f".{REPORT_NAME}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+    try:
+        tmp.write_text(page, encoding="utf-8")
+        os.replace(tmp, out)
+    except OSError as e:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise BaselineError(f"{out}: cannot write report: {e.strerror or e}") from None
+    return out
