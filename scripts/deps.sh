@@ -6,7 +6,9 @@ set -euo pipefail
 build_pkgs=(meson ninja-build pkg-config gcc libc6-dev python3 python3-pytest
 	# the AMD stack, so its code is built and checked even without an AMD GPU
 	libdrm-dev linux-libc-dev libhsa-runtime-dev libamdhip64-dev librocm-smi-dev)
-test_pkgs=("${build_pkgs[@]}")
+# chromium: the HTML report is checked in a real headless browser;
+# clang-14 + lld-14: the committed device kernels are rebuilt and compared.
+test_pkgs=("${build_pkgs[@]}" chromium clang-14 lld-14)
 
 role=${1:-build}
 case "$role" in

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's own tests: build with warnings as errors, the C unit tests
-# (meson test), then the runner's and the contract-mutation pytest suites.
+# (meson test), the committed device kernels against their source, then the
+# runner's and the contract-mutation pytest suites.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh test
@@ -11,6 +12,7 @@ else
 fi
 ninja -C build
 meson test -C build --print-errorlogs
+bash scripts/build-kernels.sh --check
 export GPUCONFORM_BUILD_DIR="$PWD/build"
 # Debian's interpreter, deliberately: a pyenv python3 on PATH lacks Debian's pytest.
 exec /usr/bin/python3 -m pytest -q -p no:cacheprovider runner/tests tests/mutation

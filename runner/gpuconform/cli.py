@@ -1,13 +1,23 @@
 """The `gpuconform` command.
 
-    gpuconform list [--build DIR] [--selftest]
-    gpuconform run  [--build DIR] [--results DIR] [--timeout S] [--grace S] [-k EXPR]
-                    [--selftest] [-- PYTEST ARGS...]
+    gpuconform run      [--build DIR] [--selftest] [--results DIR] [selection, timeouts,
+                        expectations, kernel log, baseline options] [-- PYTEST ARGS...]
+    gpuconform list     [--build DIR] [--selftest] [--testlist ...] [--include RE] ...
+    gpuconform resume   RESULTS_DIR [-- PYTEST ARGS...]
+    gpuconform compare  A B
+    gpuconform baseline update RESULTS [--out FILE]
+    gpuconform report   RESULTS
+    gpuconform merge    OUT DIR...
 
-`run` is pytest with the plugin and the manifest. It exits 0 when no test
-ended in a failure state (fail, crash, timeout, abort, incomplete, error,
-dmesg-*; skips are fine), 1 otherwise (including a run that selected nothing),
-2 when it cannot start (no build directory, no manifest, bad arguments).
+`run` is pytest with the plugin and the manifest (plugin.py says what a run
+does). Exit status: 0 when nothing was unexpected (expectations.judge: no
+failure without a rule, no unexpected pass or flake, no metric regression
+unless --regressions-expected, no collection error, something ran), 1
+otherwise, 2 when it cannot start (no build directory or manifest, a bad
+option, a malformed test list / expectations / patterns file, a test list
+naming a test that does not exist). Every such error is one line.
+`resume` continues a run whose runner or machine died, with the same exit
+statuses.
 """
 
 from __future__ import annotations
@@ -18,11 +28,31 @@ import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Sequence
+from typing import Any, NoReturn, Sequence
 
 from .execute import DEFAULT_GRACE_S, DEFAULT_TIMEOUT_S, ExecOptions, list_subtests
+from .journal import JOURNAL_NAME, JournalError, is_locked, read_run_json
 from .manifest import Manifest, ManifestError, manifest_path, read_manifest
-from .states import FAILURE_STATES, State
+from .plugin import (
+    DATA_DIR,
+    DEFAULT_PATTERNS,
+    DEFAULT_RETRIES,
+    DEVICE_ENVS,
+    PROGRESS_MODES,
+    InputError,
+    RunControl,
+    RunOptions,
+    _argtype,
+    load_inputs,
+    options_to_args,
+    parse_devices,
+    parse_retries,
+    parse_timeout_override,
+)
+from .kmsg import KMSG_PATH, TAINT_PATH
+from .results import RunNotes, TestRecord, run_outcome
+from .shard import parse_shard, shard
+from .testlist import TestlistError, select_tests
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXIT_OK = 0
@@ -32,6 +62,14 @@ EXIT_CANNOT_START = 2
 
 class CliError(Exception):
     """A one-line reason the command cannot start."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors on one line."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_CANNOT_START, f"{self.prog}: error: {' '.join(message.split())} "
+                  f"(see {self.prog} --help)\n")
 
 
 def _positive(text: str) -> float:
@@ -54,30 +92,104 @@ def _non_negative(text: str) -> float:
     return v
 
 
+def _build_and_selection(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--build", metavar="DIR", type=Path, default=None,
+                    help=f"meson build directory (default: {REPO_ROOT / 'build'})")
+    sp.add_argument("--selftest", action="store_true",
+                    help="use the selftest manifest (the runner's own misbehaving subjects)")
+    sp.add_argument("--testlist", metavar="NAME|FILE", action="append", default=[],
+                    help="run the tests of a test list: a name of data/testlists/NAME.txt or a "
+                    "file (repeatable: their union)")
+    sp.add_argument("--include", metavar="RE", action="append", default=[],
+                    help="keep only tests whose name matches one of these regexes")
+    sp.add_argument("--exclude", metavar="RE", action="append", default=[],
+                    help="drop the tests whose name matches RE (repeatable)")
+    sp.add_argument("--shard", metavar="I/N", type=_argtype(parse_shard, "I/N"), default=None,
+                    help="run only the I-th of N shards of the selection (1-based)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gpuconform", description="GPU driver stack conformance suite")
+    p = _Parser(prog="gpuconform", description="GPU driver stack conformance suite")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--build", metavar="DIR", type=Path, default=None,
-                        help=f"meson build directory (default: {REPO_ROOT / 'build'})")
-        sp.add_argument("--selftest", action="store_true",
-                        help="use the selftest manifest (the runner's own misbehaving subjects)")
+    ls = sub.add_parser("list", help="list BINARY@SUBTEST names (after the selection options)")
+    _build_and_selection(ls)
 
-    ls = sub.add_parser("list", help="list BINARY@SUBTEST names")
-    common(ls)
-    run = sub.add_parser("run", help="run the suite under pytest")
-    common(run)
+    run = sub.add_parser("run", help="run the suite under pytest",
+                         description="Run the suite (plugin.py); exit 0 iff nothing unexpected.")
+    _build_and_selection(run)
     run.add_argument("--results", metavar="DIR", type=Path, default=None,
                      help="results directory (default: results/<UTC timestamp> in the repository)")
     run.add_argument("--timeout", metavar="S", type=_positive, default=DEFAULT_TIMEOUT_S,
                      help=f"per-subtest timeout in seconds (default {DEFAULT_TIMEOUT_S:g})")
+    run.add_argument("--timeout-override", metavar="GLOB=S", action="append", default=[],
+                     type=_argtype(parse_timeout_override, "GLOB=SECONDS"),
+                     help="timeout of the tests matching GLOB (repeatable; the first match wins)")
     run.add_argument("--grace", metavar="S", type=_non_negative, default=DEFAULT_GRACE_S,
                      help=f"SIGTERM to SIGKILL grace in seconds (default {DEFAULT_GRACE_S:g})")
     run.add_argument("-k", metavar="EXPR", dest="keyword", default=None,
                      help="pytest -k expression over BINARY@SUBTEST names")
+    run.add_argument("--devices", metavar="LIST", type=_argtype(parse_devices, "LIST"),
+                     default=None,
+                     help="devices the tests may use (0,1 or UUIDs): exported as "
+                     + ", ".join(DEVICE_ENVS))
+    run.add_argument("--expectations", metavar="FILE", nargs="+", action="extend", default=None,
+                     help="expectation files (default: data/expectations/*.txt for the suite, "
+                     "none for --selftest)")
+    run.add_argument("--platform", metavar="KEY", default=None,
+                     help="platform matched by platform= in expectation rules "
+                     "(default: this machine's fingerprint key)")
+    run.add_argument("--retries", metavar="N", type=_argtype(parse_retries, "N"),
+                     default=DEFAULT_RETRIES,
+                     help=f"run a failing test again up to N times (default {DEFAULT_RETRIES}: "
+                     "tells a flake from a failure that repeats)")
+    run.add_argument("--dmesg-patterns", metavar="FILE", default=str(DEFAULT_PATTERNS),
+                     help="kernel log rules (default data/dmesg/patterns.txt)")
+    run.add_argument("--kmsg", metavar="PATH|off", default=KMSG_PATH,
+                     help=f"kernel log to watch (default {KMSG_PATH})")
+    run.add_argument("--taint-file", metavar="PATH|off", default=TAINT_PATH,
+                     help=f"kernel taint to watch (default {TAINT_PATH})")
+    run.add_argument("--baselines", metavar="DIR", action="append", default=None,
+                     help="where the fingerprint's baseline is looked for (repeatable; "
+                     "default data/baselines)")
+    run.add_argument("--no-baseline", action="store_true", help="no baseline comparison")
+    run.add_argument("--regressions-expected", action="store_true",
+                     help="metric regressions are reported but do not fail the run")
+    run.add_argument("--no-report", action="store_true", help="do not write report.html")
+    run.add_argument("--progress", choices=PROGRESS_MODES, default="auto",
+                     help="progress line on stderr (default auto: redrawn on a terminal, a "
+                     "line every ~10 s otherwise)")
     run.add_argument("pytest_args", nargs="*", metavar="PYTEST_ARGS",
                      help="after --: passed to pytest as they are")
+
+    res = sub.add_parser("resume", help="continue a run whose runner or machine died",
+                         description="Continue the run of RESULTS_DIR: completed tests are "
+                         "kept, the test that was running becomes incomplete (its orphaned "
+                         "processes are killed), the rest run; then the results are written "
+                         "as for a run.")
+    res.add_argument("dir", metavar="RESULTS_DIR", type=Path)
+    res.add_argument("--progress", choices=PROGRESS_MODES, default="auto",
+                     help="progress line on stderr (default auto)")
+    res.add_argument("pytest_args", nargs="*", metavar="PYTEST_ARGS",
+                     help="after --: more pytest arguments")
+
+    cmp_ = sub.add_parser("compare", help="compare two results directories (A is the reference)")
+    cmp_.add_argument("a", metavar="A", type=Path)
+    cmp_.add_argument("b", metavar="B", type=Path)
+
+    bl = sub.add_parser("baseline", help="timing baselines")
+    blsub = bl.add_subparsers(dest="baseline_command", metavar="ACTION", required=True)
+    up = blsub.add_parser("update", help="make or update the baseline of a run's fingerprint")
+    up.add_argument("results", metavar="RESULTS", type=Path)
+    up.add_argument("--out", metavar="FILE", type=Path, default=None,
+                    help="baseline file (default data/baselines/<fingerprint key>.json)")
+
+    rep = sub.add_parser("report", help="write RESULTS/report.html")
+    rep.add_argument("results", metavar="RESULTS", type=Path)
+
+    mg = sub.add_parser("merge", help="merge results directories (shards, re-runs) into OUT")
+    mg.add_argument("out", metavar="OUT", type=Path)
+    mg.add_argument("dirs", metavar="DIR", type=Path, nargs="+")
     return p
 
 
@@ -94,20 +206,41 @@ def _manifest(args: argparse.Namespace) -> Manifest:
         raise CliError(str(e)) from None
 
 
+def _selection_options(args: argparse.Namespace) -> RunOptions:
+    return RunOptions(testlists=list(args.testlist), include=list(args.include),
+                      exclude=list(args.exclude), shard=args.shard)
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     manifest = _manifest(args)
+    opts = _selection_options(args)
+    try:
+        inputs = load_inputs(opts, selftest=args.selftest)
+    except InputError as e:
+        raise CliError(str(e)) from None
     options = ExecOptions()
     status = EXIT_OK
+    names: list[str] = []
     for entry in manifest.entries:
         ls = list_subtests(entry.path, options)
-        for name in ls.names:
-            print(f"{entry.name}@{name}")
+        names.extend(f"{entry.name}@{name}" for name in ls.names)
+        if ls.error is not None or ls.problems:
+            names.append(entry.name)
         for problem in ls.problems:
             print(f"gpuconform: {entry.name}: --list-subtests: {problem}", file=sys.stderr)
             status = EXIT_FAILED
         if ls.error is not None:
             print(f"gpuconform: {entry.name}: {ls.error}", file=sys.stderr)
             status = EXIT_FAILED
+    try:
+        chosen = select_tests(names, inputs.patterns, opts.include, opts.exclude)
+    except TestlistError as e:
+        raise CliError(str(e)) from None
+    if opts.shard:
+        chosen = shard(chosen, *opts.shard)
+    for name in chosen:
+        if "@" in name:
+            print(name)
     return status
 
 
@@ -123,57 +256,196 @@ def _default_results_dir() -> Path:
 
 
 def run_status(results_json: Path, pytest_status: int) -> tuple[int, str]:
-    """The exit status of `gpuconform run` and a one-line verdict."""
+    """The exit status of `gpuconform run` (or resume) and a one-line verdict."""
     try:
         data = json.loads(results_json.read_text(encoding="utf-8"))
-        totals: dict[str, int] = data["totals"]
-        errors: list[str] = data.get("run", {}).get("collection_errors", [])
-    except (OSError, ValueError, KeyError, TypeError) as e:
+        tests: dict[str, Any] = data["tests"]
+        run: dict[str, Any] = data.get("run") or {}
+        errors: list[str] = run.get("collection_errors", [])
+        records = {n: TestRecord.from_json(n, r) for n, r in tests.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         return EXIT_FAILED, f"no usable {results_json} ({e}); pytest exit status {pytest_status}"
-    bad = {s.value: totals.get(s.value, 0) for s in FAILURE_STATES if totals.get(s.value, 0)}
-    ran = sum(n for s, n in totals.items() if s != State.NOTRUN.value)
-    if errors:
-        return EXIT_FAILED, f"{len(errors)} collection error(s): {errors[0]}"
-    if bad:
-        what = ", ".join(f"{n} {s}" for s, n in sorted(bad.items()))
-        return EXIT_FAILED, f"failed: {what}"
-    if ran == 0:
-        return EXIT_FAILED, "no subtest ran (nothing selected? check -k and the manifest)"
-    if pytest_status not in (0, 1):
-        return EXIT_FAILED, f"pytest exit status {pytest_status} (interrupted or internal error)"
-    return EXIT_OK, f"ok: {ran} subtests, no failures"
+    if pytest_status in (3, 4):
+        return EXIT_FAILED, f"pytest exit status {pytest_status} (internal or usage error)"
+    outcome = data.get("outcome")
+    if isinstance(outcome, dict) and outcome.get("status") in (0, 1) and "line" in outcome:
+        return int(outcome["status"]), str(outcome["line"])
+    expected_regr = bool((run.get("options") or {}).get("regressions_expected"))
+    regressions = [c.get("key", "?") for c in data.get("comparisons") or []
+                   if isinstance(c, dict) and c.get("verdict") == "regression"]
+    notes = RunNotes(aborted=run.get("aborted"), regressions=regressions,
+                     regressions_expected=expected_regr)
+    out = run_outcome(records, collection_errors=errors, notes=notes)
+    return out.status, out.line
+
+
+def _check_results_dir(results: Path) -> None:
+    for name in (JOURNAL_NAME, "results.json"):
+        if (results / name).exists():
+            raise CliError(f"{results} already holds a run ({name}): give another --results, "
+                           f"or continue it with: gpuconform resume {results}")
+
+
+def _run_pytest(pytest_args: list[str], control: RunControl, results: Path) -> int:
+    import pytest
+
+    status = int(pytest.main(pytest_args, plugins=[control]))
+    if control.fatal is not None:
+        raise CliError(control.fatal)
+    if status == 4:  # usage error: pytest printed it (ERROR: ...)
+        return EXIT_CANNOT_START
+    code, line = run_status(results / "results.json", status)
+    print(f"gpuconform: {line}; results in {results}", file=sys.stderr if code else sys.stdout)
+    return code
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     manifest = _manifest(args)
     results = (args.results or _default_results_dir()).absolute()
+    _check_results_dir(results)
+    opts = RunOptions(
+        timeout=args.timeout,
+        grace=args.grace,
+        testlists=list(args.testlist),
+        include=list(args.include),
+        exclude=list(args.exclude),
+        timeout_overrides=list(args.timeout_override),
+        devices=args.devices,
+        shard=args.shard,
+        expectations=[str(Path(e).absolute()) for e in args.expectations]
+        if args.expectations is not None else None,
+        platform=args.platform,
+        retries=args.retries,
+        dmesg_patterns=str(Path(args.dmesg_patterns).absolute()),
+        kmsg=args.kmsg,
+        taint_file=args.taint_file,
+        baselines=[str(Path(b).absolute()) for b in args.baselines]
+        if args.baselines is not None else None,
+        no_baseline=args.no_baseline,
+        regressions_expected=args.regressions_expected,
+        report=not args.no_report,
+    )
+    if opts.expectations is None and args.selftest:
+        opts.expectations = []
+    try:
+        load_inputs(opts, selftest=args.selftest)  # every input file's error, before pytest
+    except InputError as e:
+        raise CliError(str(e)) from None
+    # Test lists are stored resolved: resume must not depend on the cwd.
+    opts.testlists = [str(Path(t).absolute()) if ("/" in t or Path(t).is_file()) and
+                      not (DATA_DIR / "testlists" / f"{t}.txt").is_file() else t
+                      for t in opts.testlists]
     pytest_args = [
         "-p", "gpuconform.plugin",
         "--gc-results", str(results),
-        "--gc-timeout", repr(args.timeout),
-        "--gc-grace", repr(args.grace),
+        "--gc-progress", args.progress,
         "--rootdir", str(manifest.path.parent),
+        *options_to_args(opts),
     ]
     if args.keyword is not None:
         pytest_args += ["-k", args.keyword]
     pytest_args += list(args.pytest_args)
     pytest_args.append(str(manifest.path))
+    control = RunControl(pytest_args=list(args.pytest_args), selftest=args.selftest)
+    return _run_pytest(pytest_args, control, results)
 
-    import pytest
 
-    status = int(pytest.main(pytest_args))
-    code, line = run_status(results / "results.json", status)
-    print(f"gpuconform: {line}; results in {results}", file=sys.stderr if code else sys.stdout)
-    return code
+def cmd_resume(args: argparse.Namespace) -> int:
+    results = args.dir.absolute()
+    try:
+        run = read_run_json(results)
+    except JournalError as e:
+        raise CliError(str(e)) from None
+    if is_locked(results / JOURNAL_NAME):
+        raise CliError(f"{results}: the run is still going (a live gpuconform holds "
+                       f"{JOURNAL_NAME}'s lock)")
+    manifest = Path(run["manifest"])
+    if not manifest.is_file():
+        raise CliError(f"{results / 'run.json'}: manifest {manifest} is gone (rebuilt elsewhere?)")
+    try:
+        load_inputs(RunOptions.from_json(run["options"]), selftest=bool(run.get("selftest")))
+    except (TypeError, ValueError) as e:
+        raise CliError(f"{results / 'run.json'}: options: {e}") from None
+    except InputError as e:
+        raise CliError(str(e)) from None
+    stored = [a for a in run.get("pytest_args") or [] if isinstance(a, str)]
+    pytest_args = [
+        "-p", "gpuconform.plugin",
+        "--gc-resume", str(results),
+        "--gc-progress", args.progress,
+        "--rootdir", str(manifest.parent),
+        *stored, *args.pytest_args, str(manifest),
+    ]
+    control = RunControl(pytest_args=stored, selftest=bool(run.get("selftest")))
+    return _run_pytest(pytest_args, control, results)
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def _helper(module: str, name: str) -> Any:
+    """A function of a sibling module; CliError when it cannot be imported."""
+    import importlib
+
+    try:
+        mod = importlib.import_module(f"gpuconform.{module}")
+        return getattr(mod, name)
+    except (ImportError, AttributeError) as e:
+        raise CliError(f"{module}.{name} is not available: {_one_line(e)}") from None
+
+
+def _call(fn: Any, *a: Any) -> Any:
+    try:
+        return fn(*a)
+    except (OSError, ValueError) as e:
+        raise CliError(_one_line(e)) from None
+    except Exception as e:  # noqa: BLE001 - BaselineError, MergeError...: one line, exit 2
+        if type(e).__name__.endswith("Error"):
+            raise CliError(_one_line(e)) from None
+        raise
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    text = _call(_helper("baseline", "compare_results"), args.a, args.b)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return EXIT_OK
+
+
+def cmd_baseline(args: argparse.Namespace) -> int:
+    path = _call(_helper("baseline", "update_baseline"), args.results, args.out)
+    print(f"gpuconform: baseline written: {path}")
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    path = _call(_helper("report", "write_html"), args.results)
+    print(f"gpuconform: report written: {path}")
+    return EXIT_OK
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    report = _call(_helper("merge", "merge_results"), args.dirs, args.out)
+    sys.stdout.write(report.render())
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+COMMANDS = {
+    "list": cmd_list,
+    "run": cmd_run,
+    "resume": cmd_resume,
+    "compare": cmd_compare,
+    "baseline": cmd_baseline,
+    "report": cmd_report,
+    "merge": cmd_merge,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if args.command == "list":
-            return cmd_list(args)
-        return cmd_run(args)
+        return COMMANDS[args.command](args)
     except CliError as e:
         print(f"gpuconform: {e}", file=sys.stderr)
         return EXIT_CANNOT_START

@@ -44,6 +44,7 @@ __all__ = [
     "run_command",
     "run_subtest",
     "list_subtests",
+    "kill_orphans",
 ]
 
 RUN_TOKEN_ENV = "GPUCONFORM_RUN_TOKEN"
@@ -343,6 +344,87 @@ def _clean_up(leader: int, token: str, options: ExecOptions) -> list[StrayProces
     return sorted(strays.values(), key=lambda s: s.pid)
 
 
+def _env_of(pid: int) -> list[bytes]:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return []
+
+
+def kill_orphans(env_items: list[str], groups: list[int], wait_s: float = 10.0) -> list[StrayProcess]:
+    """SIGKILL what a dead runner left running, and wait for it to die.
+
+    A process is an orphan when its environment holds one of env_items
+    ("GPUCONFORM_RUN_ID=..." of the run, "GPUCONFORM_RUN_TOKEN=..." of a test).
+    A process group of `groups` (the pgids of the journal's start lines) is
+    killed as a whole only when one of its members is such an orphan: after
+    a reboot the same number may be a stranger's group. Returns the orphans
+    found (escaped=False: in one of the groups; True: elsewhere).
+    """
+    needles = {e.encode() for e in env_items}
+    me = os.getpid()
+    found: dict[int, StrayProcess] = {}
+    pidfds: dict[int, int | None] = {}
+    try:
+        for _round in range(5):
+            new = 0
+            live_groups: set[int] = set()
+            try:
+                entries = os.listdir("/proc")
+            except OSError:
+                break
+            for entry in entries:
+                if not entry.isdigit() or int(entry) == me or int(entry) in found:
+                    continue
+                pid = int(entry)
+                info = _read_stat(pid)
+                if info is None or info.state in ("Z", "X"):
+                    continue
+                if not needles.intersection(_env_of(pid)):
+                    continue
+                fd = _pidfd_open(pid)
+                if fd is not None and not needles.intersection(_env_of(pid)):
+                    os.close(fd)  # recycled between the two looks
+                    continue
+                pidfds[pid] = fd
+                found[pid] = StrayProcess(pid, _cmdline(pid), info.pgrp not in groups)
+                if info.pgrp in groups:
+                    live_groups.add(info.pgrp)
+                new += 1
+            for group in live_groups:
+                _killpg(group, signal.SIGKILL)
+            for pid, fd in pidfds.items():
+                try:
+                    if fd is not None:
+                        signal.pidfd_send_signal(fd, signal.SIGKILL)
+                    else:
+                        os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError, OSError):
+                    pass
+            if not new:
+                break
+        deadline = time.monotonic() + wait_s
+        for pid, stray in found.items():
+            fd = pidfds.get(pid)
+            while True:
+                left = deadline - time.monotonic()
+                if fd is not None:
+                    stray.dead = _fd_readable(fd, max(left, 0.0))
+                    break
+                if _proc_gone(pid):
+                    stray.dead = True
+                    break
+                if left <= 0:
+                    break
+                time.sleep(0.01)
+    finally:
+        for fd in pidfds.values():
+            if fd is not None:
+                os.close(fd)
+    return sorted(found.values(), key=lambda p: p.pid)
+
+
 # ------------------------------------------------------------ output files
 
 
@@ -383,10 +465,18 @@ def run_command(
     stdout_limit: int | None = None,
     stderr_sink: Sink | None = None,
     scratch: Path | None = None,
+    token: str | None = None,
+    on_spawn: Callable[[int], None] | None = None,
 ) -> CommandResult:
-    """Run argv in its own session, supervised; see the module comment."""
+    """Run argv in its own session, supervised; see the module comment.
+
+    token: the GPUCONFORM_RUN_TOKEN value (default: a fresh uuid).
+    on_spawn(pid): called once the process exists, before waiting for it
+    (the journal's start line: pid = process group id = session id). If it
+    raises, the process group is killed and the exception propagates.
+    """
     timeout = options.timeout_s if timeout_s is None else timeout_s
-    token = uuid.uuid4().hex
+    token = token or uuid.uuid4().hex
     env = dict(os.environ if options.env is None else options.env)
     env.update(env_extra or {})
     env[RUN_TOKEN_ENV] = token
@@ -416,6 +506,8 @@ def run_command(
             pidfd = _pidfd_open(proc.pid)
             reaped = False
             try:
+                if on_spawn is not None:
+                    on_spawn(proc.pid)
                 exited = _wait_leader(proc.pid, pidfd, timeout)
                 if not exited:
                     res.timed_out = True
@@ -473,8 +565,13 @@ def run_subtest(
     options: ExecOptions,
     *,
     env_extra: Mapping[str, str] | None = None,
+    timeout_s: float | None = None,
+    token: str | None = None,
+    on_spawn: Callable[[int], None] | None = None,
 ) -> SubtestRun:
-    """`BINARY --run-subtest SUBTEST`, supervised, its output parsed."""
+    """`BINARY --run-subtest SUBTEST`, supervised, its output parsed.
+
+    timeout_s overrides options.timeout_s; token and on_spawn: run_command's."""
     binary = Path(binary)
     parser = OutputParser()
     scanner = FailureScanner()
@@ -490,6 +587,9 @@ def run_subtest(
             stdout_sink=parser.feed,
             stderr_sink=scanner.feed,
             scratch=Path(tmp),
+            timeout_s=timeout_s,
+            token=token,
+            on_spawn=on_spawn,
         )
         metrics: list[Metric] = []
         errors: list[str] = []

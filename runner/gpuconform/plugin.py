@@ -1,29 +1,60 @@
 """The pytest plugin: each subtest of each binary of a manifest is one item.
 
-    pytest -p gpuconform.plugin BUILD/gpuconform-suite.txt [--gc-timeout S] [--gc-results DIR]
+    pytest -p gpuconform.plugin BUILD/gpuconform-suite.txt [--gc-timeout S] [--gc-results DIR] ...
 
-Items are named BINARY@SUBTEST, so -k, -x, --junitxml and friends work. An
-item runs `BINARY --run-subtest SUBTEST` (execute), classifies the outcome
-(states), and passes, skips with the binary's reason, or fails with a report
-that states the state, the reason and the tail of the output. Every outcome
-is recorded; at the end RESULTS/results.json and RESULTS/summary.txt are
-written and a summary by state is printed.
+Items are named BINARY@SUBTEST, so -k, -x, --junitxml and friends work.
+
+Selection, after pytest's own (-k, -m): the test lists (--gc-testlist), then
+--gc-include / --gc-exclude regexes: that is the run's "selection"; then
+--gc-shard I/N keeps this shard's part. A test list naming a test that does
+not exist stops the run before anything runs (RunControl.fatal, exit 4 under
+plain pytest; `gpuconform run` exits 2).
+
+An item, for each attempt (1 + --gc-retries at most, expectations.should_retry):
+reads the kernel log written since the previous test (a GPU reset there
+aborts the run before the test), runs `BINARY --run-subtest SUBTEST` in its
+own session (execute) with GPUCONFORM_RUN_ID and the device variables in its
+environment, appends the journal's start line as soon as the process
+exists, classifies the outcome (states), reads the kernel log of its window
+(kmsg: pass + warnings -> dmesg-warn, fail + warnings -> dmesg-fail, a GPU
+reset / hang line -> abort) and the kernel taint. Then expectations.judge()
+gives the final state and whether it was expected; the record is appended to
+the journal; the item passes, skips (skips, and skip rules: never run),
+xfails (an expected failure) or fails (anything unexpected). An abort stops
+pytest after the item (session.shouldstop): the rest become notrun.
+
+At the end: RESULTS/results.json and summary.txt, then the comparison with
+the fingerprint's timing baseline, then report.html; each step guarded so
+that a failing one never loses what is already written.
+
+Resume (--gc-resume DIR, `gpuconform resume DIR`): the options and the
+selection come from DIR/run.json; the journal's records are kept; a test that
+was running (start line without a result) becomes incomplete, after the
+processes the dead runner left (found by GPUCONFORM_RUN_ID and the start
+line's token; its process group pgid) are killed; the rest run.
 
 Records travel on the test reports (report.gpuconform), so they reach the
-process that writes the results even when items run elsewhere (xdist).
+process that writes the results even when items run elsewhere (xdist; the
+journal, the kernel log and aborts work only without xdist).
+
+PYTEST_DONT_REWRITE (the CLI imports this module before pytest loads it)
 """
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import os
+import re
 import signal
 import socket
 import sys
 import threading
 import time
+import uuid
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import pytest
 
@@ -31,18 +62,97 @@ from .execute import (
     DEFAULT_GRACE_S,
     DEFAULT_LIST_TIMEOUT_S,
     DEFAULT_TIMEOUT_S,
+    RUN_TOKEN_ENV,
     ExecOptions,
     ListRun,
+    kill_orphans,
     list_subtests,
     run_subtest,
 )
+from .expectations import (
+    FLAKE,
+    ExpectationError,
+    Expectations,
+    Kind,
+    Rule,
+    default_expectation_files,
+    judge,
+    load_expectations,
+    should_retry,
+)
+from .journal import (
+    JOURNAL_NAME,
+    RUN_ID_ENV,
+    Journal,
+    JournalError,
+    boot_id,
+    fsync_dir,
+    read_journal,
+    read_run_json,
+    repair_journal,
+    write_run_json,
+)
+from .kmsg import (
+    KMSG_PATH,
+    TAINT_PATH,
+    DmesgPatternError,
+    DmesgPatterns,
+    KmsgReader,
+    TaintWatch,
+    classify_dmesg,
+    describe_taint,
+    load_patterns,
+)
 from .manifest import MANIFEST_NAMES, ManifestEntry, ManifestError, read_manifest
-from .results import TestRecord, record_of, render_summary, verdict_of, write_results
-from .states import State, signal_name
+from .progress import Progress
+from .results import (
+    RunNotes,
+    TestRecord,
+    record_of,
+    render_summary,
+    run_outcome,
+    verdict_of,
+    write_results,
+)
+from .shard import ShardError, parse_shard, shard
+from .states import State, apply_dmesg, signal_name
+from .testlist import TestlistError, TestPattern, check_test_glob, load_testlist, resolve_testlist
 
-__all__ = ["ManifestFile", "SubtestItem", "BrokenBinaryItem", "GcSession", "SubtestFailure"]
+__all__ = [
+    "ManifestFile",
+    "SubtestItem",
+    "BrokenBinaryItem",
+    "GcSession",
+    "SubtestFailure",
+    "RunControl",
+    "RunOptions",
+    "InputError",
+    "RunInputs",
+    "load_inputs",
+    "options_to_args",
+    "DEFAULT_RETRIES",
+    "DEVICE_ENVS",
+]
 
 _REPORT_ATTR = "gpuconform"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DATA_DIR = REPO_ROOT / "data"
+DEFAULT_PATTERNS = DATA_DIR / "dmesg" / "patterns.txt"
+# One retry: enough to tell a flake from a failure that repeats, for the price
+# of running only the failing tests once more; more would hide intermittent
+# bugs behind passes and multiply the cost of every timeout.
+DEFAULT_RETRIES = 1
+DEVICE_ENVS = ("GPUCONFORM_DEVICES", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+               "HIP_VISIBLE_DEVICES")
+_DEVICES_RE = re.compile(r"[A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*\Z")
+PROGRESS_MODES = ("auto", "tty", "plain", "off")
+
+
+class InputError(Exception):
+    """A bad option value or input file; str() is one line."""
+
+
+# ------------------------------------------------------------ option values
 
 
 def _seconds(text: str) -> float:
@@ -59,8 +169,222 @@ def _seconds_or_zero(text: str) -> float:
     return value
 
 
+def parse_timeout_override(text: str) -> tuple[str, float]:
+    """'host_io@direct-*=120' -> ('host_io@direct-*', 120.0)."""
+    glob, eq, secs = text.rpartition("=")
+    if not eq or not glob:
+        raise InputError(f"--timeout-override {text[:80]!r}: expected GLOB=SECONDS")
+    problem = check_test_glob(glob)
+    if problem is not None:
+        raise InputError(f"--timeout-override {text[:80]!r}: {problem}")
+    try:
+        value = _seconds(secs)
+    except ValueError:
+        raise InputError(
+            f"--timeout-override {text[:80]!r}: {secs[:40]!r} is not a positive number of seconds"
+        ) from None
+    return glob, value
+
+
+def parse_devices(text: str) -> str:
+    if not _DEVICES_RE.match(text):
+        raise InputError(f"--devices {text[:80]!r}: expected a comma-separated list of device "
+                         "indexes or UUIDs (0,1 or GPU-1234...)")
+    return text
+
+
+def parse_retries(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise InputError(f"--retries {text[:40]!r}: not a whole number") from None
+    if not 0 <= n <= 100:
+        raise InputError(f"--retries {n}: must be 0..100")
+    return n
+
+
+def _argtype(fn: Any, name: str) -> Any:
+    """An InputError-raising parser as an argparse type (its message shown)."""
+    import argparse
+
+    def conv(text: str) -> Any:
+        try:
+            return fn(text)
+        except (InputError, ShardError) as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    conv.__name__ = name
+    return conv
+
+
 _seconds.__name__ = "seconds"
 _seconds_or_zero.__name__ = "seconds"
+
+
+# ---------------------------------------------------------------- options
+
+
+@dataclass
+class RunOptions:
+    """Everything that decides what a run does: run.json keeps it for resume."""
+
+    timeout: float = DEFAULT_TIMEOUT_S
+    grace: float = DEFAULT_GRACE_S
+    list_timeout: float = DEFAULT_LIST_TIMEOUT_S
+    testlists: list[str] = field(default_factory=list)  # names or paths, as given
+    include: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    timeout_overrides: list[tuple[str, float]] = field(default_factory=list)
+    devices: str | None = None
+    shard: tuple[int, int] | None = None
+    expectations: list[str] | None = None  # None: data/expectations/*.txt for the suite
+    platform: str | None = None  # None: this machine's fingerprint key
+    retries: int = DEFAULT_RETRIES
+    dmesg_patterns: str = str(DEFAULT_PATTERNS)
+    kmsg: str = KMSG_PATH  # "off": not read
+    taint_file: str = TAINT_PATH  # "off": not watched
+    baselines: list[str] | None = None  # None: data/baselines
+    no_baseline: bool = False
+    regressions_expected: bool = False
+    report: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["timeout_overrides"] = [[g, s] for g, s in self.timeout_overrides]
+        d["shard"] = list(self.shard) if self.shard else None
+        return d
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "RunOptions":
+        known = {k: v for k, v in obj.items() if k in cls.__dataclass_fields__}
+        o = cls(**known)
+        o.timeout_overrides = [(str(g), float(s)) for g, s in o.timeout_overrides]
+        o.shard = (int(o.shard[0]), int(o.shard[1])) if o.shard else None
+        return o
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> "RunOptions":
+        g = config.getoption
+        return cls(
+            timeout=g("gc_timeout"),
+            grace=g("gc_grace"),
+            list_timeout=g("gc_list_timeout"),
+            testlists=list(g("gc_testlist") or []),
+            include=list(g("gc_include") or []),
+            exclude=list(g("gc_exclude") or []),
+            timeout_overrides=list(g("gc_timeout_override") or []),
+            devices=g("gc_devices"),
+            shard=g("gc_shard"),
+            expectations=list(g("gc_expectations")) if g("gc_expectations") is not None else None,
+            platform=g("gc_platform"),
+            retries=g("gc_retries"),
+            dmesg_patterns=g("gc_dmesg_patterns"),
+            kmsg=g("gc_kmsg"),
+            taint_file=g("gc_taint_file"),
+            baselines=list(g("gc_baselines")) if g("gc_baselines") is not None else None,
+            no_baseline=g("gc_no_baseline"),
+            regressions_expected=g("gc_regressions_expected"),
+            report=not g("gc_no_report"),
+        )
+
+    def timeout_for(self, test: str) -> float:
+        """The first --timeout-override whose GLOB matches, else --timeout."""
+        for glob, secs in self.timeout_overrides:
+            if fnmatch.fnmatchcase(test, glob):
+                return secs
+        return self.timeout
+
+
+def options_to_args(o: RunOptions) -> list[str]:
+    """The --gc-* pytest arguments that give RunOptions o."""
+    a = ["--gc-timeout", repr(o.timeout), "--gc-grace", repr(o.grace),
+         "--gc-list-timeout", repr(o.list_timeout), "--gc-retries", str(o.retries),
+         "--gc-dmesg-patterns", o.dmesg_patterns, "--gc-kmsg", o.kmsg,
+         "--gc-taint-file", o.taint_file]
+    for t in o.testlists:
+        a += ["--gc-testlist", t]
+    for r in o.include:
+        a += ["--gc-include", r]
+    for r in o.exclude:
+        a += ["--gc-exclude", r]
+    for g, s in o.timeout_overrides:
+        a += ["--gc-timeout-override", f"{g}={s!r}"]
+    if o.devices is not None:
+        a += ["--gc-devices", o.devices]
+    if o.shard is not None:
+        a += ["--gc-shard", f"{o.shard[0]}/{o.shard[1]}"]
+    for e in o.expectations if o.expectations is not None else []:
+        a += ["--gc-expectations", e]
+    if o.expectations is not None and not o.expectations:
+        a += ["--gc-no-expectations"]
+    if o.platform is not None:
+        a += ["--gc-platform", o.platform]
+    for b in o.baselines or []:
+        a += ["--gc-baselines", b]
+    if o.no_baseline:
+        a.append("--gc-no-baseline")
+    if o.regressions_expected:
+        a.append("--gc-regressions-expected")
+    if not o.report:
+        a.append("--gc-no-report")
+    return a
+
+
+@dataclass
+class RunInputs:
+    """The files the options name, loaded and checked."""
+
+    patterns: list[TestPattern] | None
+    testlist_files: list[Path]
+    expectations: Expectations
+    expectation_files: list[Path]
+    dmesg: DmesgPatterns
+    platform: str
+    fingerprint: dict[str, str] | None
+    fingerprint_error: str | None = None
+
+
+def _fingerprint() -> tuple[dict[str, str] | None, str, str | None]:
+    """(fingerprint json, key, error): never raises."""
+    try:
+        from .fingerprint import current_fingerprint
+
+        fp = current_fingerprint()
+        return fp.to_json(), fp.key(), None
+    except Exception as e:  # noqa: BLE001 - a missing or broken module is reported, not fatal
+        return None, "", f"fingerprint: {type(e).__name__}: {' '.join(str(e).split())[:200]}"
+
+
+def load_inputs(o: RunOptions, *, selftest: bool = False) -> RunInputs:
+    """Read the test lists, expectations and kernel log patterns; InputError
+    (one line, naming the file and line) for anything wrong."""
+    files: list[Path] = []
+    patterns: list[TestPattern] | None = None
+    try:
+        for t in o.testlists:
+            path = resolve_testlist(t, DATA_DIR)
+            files.append(path)
+            patterns = (patterns or []) + load_testlist(path)
+    except TestlistError as e:
+        raise InputError(str(e)) from None
+    fp, key, fp_error = _fingerprint()
+    platform = o.platform if o.platform is not None else key
+    if o.expectations is not None:
+        exp_files = [Path(p) for p in o.expectations]
+    else:
+        exp_files = [] if selftest else default_expectation_files(DATA_DIR)
+    try:
+        exp = load_expectations(exp_files, platform=platform)
+    except ExpectationError as e:
+        raise InputError(str(e)) from None
+    try:
+        dmesg = load_patterns(o.dmesg_patterns)
+    except DmesgPatternError as e:
+        raise InputError(str(e)) from None
+    return RunInputs(patterns, files, exp, exp_files, dmesg, platform, fp, fp_error)
+
+
+# ------------------------------------------------------------ pytest hooks
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -73,7 +397,45 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--gc-list-timeout", type=_seconds, default=DEFAULT_LIST_TIMEOUT_S, metavar="S",
                 help=f"timeout of --list-subtests (default {DEFAULT_LIST_TIMEOUT_S:g})")
     g.addoption("--gc-results", metavar="DIR", default=None,
-                help="write DIR/results.json and DIR/summary.txt")
+                help="write DIR/results.json, summary.txt, journal.jsonl, run.json, report.html")
+    g.addoption("--gc-testlist", action="append", metavar="NAME|FILE",
+                help="select the tests of a test list (repeatable: their union)")
+    g.addoption("--gc-include", action="append", metavar="RE",
+                help="keep only tests whose name matches one of these regexes")
+    g.addoption("--gc-exclude", action="append", metavar="RE", help="drop tests matching RE")
+    g.addoption("--gc-timeout-override", action="append", metavar="GLOB=S",
+                type=_argtype(parse_timeout_override, "GLOB=SECONDS"),
+                help="timeout of the tests matching GLOB (the first matching one wins)")
+    g.addoption("--gc-devices", metavar="LIST", default=None,
+                type=_argtype(parse_devices, "LIST"),
+                help="devices the tests may use: exported as " + ", ".join(DEVICE_ENVS))
+    g.addoption("--gc-shard", metavar="I/N", default=None, type=_argtype(parse_shard, "I/N"),
+                help="run the I-th of N shards of the selection")
+    g.addoption("--gc-expectations", action="append", metavar="FILE",
+                help="expectations file (repeatable; default data/expectations/*.txt)")
+    g.addoption("--gc-no-expectations", action="store_true",
+                help="no expectations file at all")
+    g.addoption("--gc-platform", metavar="KEY", default=None,
+                help="the platform expectation rules are matched with "
+                "(default: this machine's fingerprint key)")
+    g.addoption("--gc-retries", type=_argtype(parse_retries, "N"), default=DEFAULT_RETRIES,
+                metavar="N", help=f"retries of a failing test (default {DEFAULT_RETRIES})")
+    g.addoption("--gc-dmesg-patterns", metavar="FILE", default=str(DEFAULT_PATTERNS),
+                help="kernel log rules (default data/dmesg/patterns.txt)")
+    g.addoption("--gc-kmsg", metavar="PATH|off", default=KMSG_PATH,
+                help=f"kernel log device (default {KMSG_PATH}; off: not read)")
+    g.addoption("--gc-taint-file", metavar="PATH|off", default=TAINT_PATH,
+                help=f"kernel taint file (default {TAINT_PATH}; off: not watched)")
+    g.addoption("--gc-baselines", action="append", metavar="DIR",
+                help="where to look for the fingerprint's baseline (default data/baselines)")
+    g.addoption("--gc-no-baseline", action="store_true", help="no baseline comparison")
+    g.addoption("--gc-regressions-expected", action="store_true",
+                help="metric regressions do not count as unexpected")
+    g.addoption("--gc-no-report", action="store_true", help="do not write report.html")
+    g.addoption("--gc-progress", choices=PROGRESS_MODES, default="off",
+                help="live progress line on stderr (default off; gpuconform run: auto)")
+    g.addoption("--gc-resume", metavar="DIR", default=None,
+                help="continue the run of DIR (its run.json and journal)")
 
 
 _SESSION_KEY = pytest.StashKey["GcSession"]()
@@ -87,6 +449,18 @@ def _terminate(signum: int, frame: Any) -> None:
     # Unwinds like ^C: the running test's process group is killed on the way
     # out (execute.run_command's finally) and the results are still written.
     raise KeyboardInterrupt(f"gpuconform: received {signal_name(signum)}")
+
+
+@dataclass(eq=False)  # a plugin object: hashable by identity
+class RunControl:
+    """Passed by `gpuconform run` / `resume` in pytest.main(plugins=[...]):
+    what the plugin could not express through pytest's exit status."""
+
+    pytest_args: list[str] = field(default_factory=list)  # kept in run.json for resume
+    selftest: bool = False
+    fatal: str | None = None  # one line: why nothing ran
+    results_dir: Path | None = None
+    written: bool = False
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -104,6 +478,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         for sig, handler in sess.saved_handlers.items():
             signal.signal(sig, handler)
         sess.saved_handlers.clear()
+        sess.close()
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> "ManifestFile | None":
@@ -122,9 +497,10 @@ class ManifestFile(pytest.File):
             manifest = read_manifest(self.path)
         except ManifestError as e:
             raise self.CollectError(str(e)) from None
-        options = _session(self.config).options
+        sess = _session(self.config)
+        sess.manifests.append(self.path)
         for entry in manifest.entries:
-            listing = list_subtests(entry.path, options)
+            listing = list_subtests(entry.path, sess.exec_options)
             if listing.error is not None or listing.problems:
                 yield BrokenBinaryItem.from_parent(self, name=entry.name, entry=entry,
                                                    listing=listing)
@@ -136,7 +512,7 @@ class ManifestFile(pytest.File):
 
 
 class SubtestFailure(Exception):
-    """An item that ended in a failure state; repr_failure() prints the record."""
+    """An item that ended unexpectedly; repr_failure() prints the record."""
 
     def __init__(self, record: TestRecord) -> None:
         super().__init__(f"{record.result.value}: {record.reason}")
@@ -155,15 +531,27 @@ def _tail(text: str, lines: int = 30, chars: int = 4000) -> str:
 
 
 def format_failure(rec: TestRecord) -> str:
-    lines = [f"{rec.result.value}: {rec.reason or '(no reason)'}"]
+    if rec.unexpected and not rec.result.is_failure and rec.result is not State.NOTRUN:
+        what = "flake" if rec.final == FLAKE else rec.result.value
+        lines = [f"{what} (unexpected): {rec.judgement or rec.reason or '(no reason)'}"]
+    else:
+        lines = [f"{rec.result.value}: {rec.reason or '(no reason)'}"]
     if rec.dynamic:
         dyn = ", ".join(
             f"{k} {d.result.value}" + (f" ({d.reason})" if d.reason else "")
             for k, d in rec.dynamic.items()
         )
         lines.append(f"dynamic: {dyn}")
+    if len(rec.attempts) > 1:
+        lines.append("attempts: " + ", ".join(str(a.get("result")) for a in rec.attempts))
+    if rec.judgement and rec.expected is not None:
+        lines.append(f"expectation: {rec.judgement}")
     for note in rec.notes:
         lines.append(f"note: {note}")
+    for line in rec.dmesg[:20]:
+        lines.append(f"kernel: {line}")
+    if len(rec.dmesg) > 20:
+        lines.append(f"kernel: ... {len(rec.dmesg) - 20} more lines in results.json")
     if rec.command:
         if rec.returncode is None:
             how = "not reaped"
@@ -190,6 +578,7 @@ def _skip(reason: str) -> BaseException:
 
 class _GcItem(pytest.Item):
     entry: ManifestEntry
+    subtest: str | None
     _gc_record: TestRecord | None
 
     def reportinfo(self) -> tuple[Path, int, str]:
@@ -202,36 +591,42 @@ class _GcItem(pytest.Item):
 
     def _finish(self, rec: TestRecord) -> None:
         self._gc_record = rec
-        if rec.result is State.PASS:
-            return
-        if rec.result is State.SKIP:
+        if rec.unexpected:
+            if rec.result is State.NOTRUN:
+                raise _skip(f"notrun: {rec.reason}")
+            raise SubtestFailure(rec)
+        if rec.result in (State.SKIP, State.NOTRUN):
             raise _skip(rec.reason)
-        raise SubtestFailure(rec)
+        if rec.result.is_failure:
+            pytest.xfail(rec.judgement or rec.reason)
+
+    def runtest(self) -> None:
+        sess = _session(self.config)
+        try:
+            rec = sess.run_item(self)
+        except KeyboardInterrupt as e:
+            # pytest re-raises it without a report: record straight away.
+            rec = sess.new_record(self, State.INCOMPLETE,
+                                  f"interrupted while running ({e or 'KeyboardInterrupt'}); "
+                                  "its process group was killed")
+            sess.finish_record(rec, interrupted=True)
+            raise
+        except (SubtestFailure, pytest.skip.Exception):
+            raise
+        except Exception as e:
+            rec = sess.new_record(self, State.ERROR, f"runner error: {e!r}")
+            sess.finish_record(rec)
+            self._gc_record = rec
+            raise
+        self._finish(rec)
 
 
 class SubtestItem(_GcItem):
     def __init__(self, *, entry: ManifestEntry, subtest: str, **kw: Any) -> None:
         super().__init__(**kw)
         self.entry = entry
-        self.subtest = subtest
+        self.subtest: str | None = subtest
         self._gc_record = None
-
-    def runtest(self) -> None:
-        try:
-            run = run_subtest(self.entry.path, self.subtest, _session(self.config).options)
-            rec = record_of(self.name, run, verdict_of(run))
-        except KeyboardInterrupt as e:
-            # pytest re-raises it without a report: record straight away.
-            _session(self.config).records[self.name] = TestRecord(
-                self.name, str(self.entry.path), self.subtest, State.INCOMPLETE,
-                reason=f"interrupted while running ({e or 'KeyboardInterrupt'}); "
-                "its process group was killed")
-            raise
-        except Exception as e:
-            self._gc_record = TestRecord(self.name, str(self.entry.path), self.subtest,
-                                         State.ERROR, reason=f"runner error: {e!r}")
-            raise
-        self._finish(rec)
 
 
 class BrokenBinaryItem(_GcItem):
@@ -240,10 +635,11 @@ class BrokenBinaryItem(_GcItem):
     def __init__(self, *, entry: ManifestEntry, listing: ListRun, **kw: Any) -> None:
         super().__init__(**kw)
         self.entry = entry
+        self.subtest = None
         self.listing = listing
         self._gc_record = None
 
-    def runtest(self) -> None:
+    def listing_record(self) -> TestRecord:
         ls = self.listing
         cmd = ls.command
         if ls.error is None:
@@ -258,43 +654,154 @@ class BrokenBinaryItem(_GcItem):
         else:
             state, reason = State.FAIL, ls.error
         notes = [f"--list-subtests: {p}" for p in ls.problems[1:]] + cmd.notes()
-        rec = TestRecord(
+        return TestRecord(
             name=self.name, binary=str(ls.binary), subtest=None, result=state, reason=reason,
             notes=notes, out=cmd.stdout.text(), err=cmd.stderr.text(),
             out_bytes=cmd.stdout.total, err_bytes=cmd.stderr.total, start=cmd.start,
             end=cmd.end, duration=cmd.duration, returncode=cmd.returncode, command=cmd.argv,
         )
-        self._finish(rec)
 
 
 # ------------------------------------------------------------------ session
 
 
+def _oneline(text: object, limit: int = 300) -> str:
+    return " ".join(str(text).split())[:limit]
+
+
 class GcSession:
-    """Options, records and the end-of-run outputs (registered per config)."""
+    """Options, records, journal, kernel log and the end-of-run outputs."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.options = ExecOptions(
-            timeout_s=config.getoption("gc_timeout"),
-            grace_s=config.getoption("gc_grace"),
-            list_timeout_s=config.getoption("gc_list_timeout"),
-        )
-        res = config.getoption("gc_results")
-        self.results_dir: Path | None = Path(res).absolute() if res else None
+        self.control: RunControl | None = next(
+            (p for p in config.pluginmanager.get_plugins() if isinstance(p, RunControl)), None)
+        self.is_worker = hasattr(config, "workerinput")  # xdist: the controller writes
+        self.saved_handlers: dict[int, Any] = {}
         self.records: dict[str, TestRecord] = {}
         self.selected: dict[str, tuple[str, str | None]] = {}  # name -> (binary, subtest)
+        self.selection: list[str] = []  # before sharding
         self.collection_errors: list[str] = []
+        self.manifests: list[Path] = []
+        self.rules: dict[str, Rule] = {}
         self.start = time.time()
         self.written: tuple[Path, Path] | None = None
         self.write_error: str | None = None
-        self.saved_handlers: dict[int, Any] = {}
-        # An xdist worker sends its reports to the controller, which writes.
-        self.is_worker = hasattr(config, "workerinput")
+        self.fatal: str | None = None
+        self.abort: str | None = None
+        self.messages: list[str] = []  # run-level notes for the summary
+        self.errors: list[str] = []  # one-line errors printed at the end (baseline, report)
+        self.comparisons: list[Any] = []
+        self.outcome: Any = None
+        self.journal: Journal | None = None
+        self.kmsg: KmsgReader | None = None
+        self.kmsg_note: str | None = None
+        self.taint: TaintWatch | None = None
+        self.progress: Progress | None = None
+        self.baseline: Any = None
+        self.baseline_path: Path | None = None
+        self.baseline_error: str | None = None
+        self.resumed: dict[str, Any] | None = None
+        self.run_json: dict[str, Any] | None = None
+        self.run_id = uuid.uuid4().hex
+        self.collect_only = bool(config.getoption("collectonly"))
 
+        res = config.getoption("gc_resume") or config.getoption("gc_results")
+        self.results_dir: Path | None = Path(res).absolute() if res else None
+        self.resume_dir: Path | None = (Path(config.getoption("gc_resume")).absolute()
+                                        if config.getoption("gc_resume") else None)
+        try:
+            if self.resume_dir is not None:
+                self.run_json = read_run_json(self.resume_dir)
+                self.opts = RunOptions.from_json(self.run_json["options"])
+                self.run_id = self.run_json["run_id"]
+            else:
+                self.opts = RunOptions.from_config(config)
+                if config.getoption("gc_no_expectations"):
+                    self.opts.expectations = []
+            selftest = self.control.selftest if self.control else False
+            self.inputs = load_inputs(self.opts, selftest=selftest)
+        except (JournalError, InputError) as e:
+            raise pytest.UsageError(f"gpuconform: {e}") from None
+        if self.inputs.fingerprint_error:
+            self.messages.append(self.inputs.fingerprint_error)
+        o = self.opts
+        self.exec_options = ExecOptions(timeout_s=o.timeout, grace_s=o.grace,
+                                        list_timeout_s=o.list_timeout)
+        self.env_extra = {RUN_ID_ENV: self.run_id}
+        if o.devices is not None:
+            self.env_extra.update({k: o.devices for k in DEVICE_ENVS})
+        # Our own handle on the terminal: pytest's capture redirects fd 2
+        # while a test runs, and the progress thread writes at any time.
+        self.progress_mode = config.getoption("gc_progress")
+        self._progress_stream: Any = None
+        if self.resume_dir is not None and not self.is_worker and not self.collect_only:
+            self._take_over()
+
+    # ------------------------------------------------------------- resume
+    def _take_over(self) -> None:
+        """Resume: lock the journal, keep its records, make the test that was
+        running incomplete after killing what it left."""
+        assert self.resume_dir is not None and self.run_json is not None
+        path = self.resume_dir / JOURNAL_NAME
+        try:
+            self.journal = Journal(path)
+            state = read_journal(path)
+            repair_journal(state)
+        except (JournalError, OSError) as e:
+            if self.journal is not None:
+                self.journal.close()
+                self.journal = None
+            raise pytest.UsageError(f"gpuconform: {e}") from None
+        for name, obj in state.records.items():
+            try:
+                self.records[name] = TestRecord.from_json(name, obj)
+            except (KeyError, TypeError, ValueError) as e:
+                raise pytest.UsageError(
+                    f"gpuconform: {path}: record of {name}: {type(e).__name__}: {e}") from None
+        tokens = [f"{RUN_TOKEN_ENV}={s.token}" for s in state.running if s.token]
+        groups = [s.pgid for s in state.running if s.pgid]
+        orphans = kill_orphans([f"{RUN_ID_ENV}={self.run_id}"] + tokens, groups)
+        rebooted = bool(self.run_json.get("boot_id")) and self.run_json.get("boot_id") != boot_id()
+        incomplete: list[str] = []
+        for s in state.running:
+            mine = [o for o in orphans if not o.escaped]
+            if rebooted:
+                fate = "the machine rebooted since"
+            elif s.pgid and mine:
+                fate = (f"its orphaned process group {s.pgid} was killed by resume "
+                        f"({len(mine)} process(es): " + ", ".join(o.describe() for o in mine[:3])
+                        + ")")
+            else:
+                fate = f"no process of its group {s.pgid} was left"
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.time)) if s.time else "?"
+            binary, sub = _split_name(s.test)
+            rec = TestRecord(s.test, binary, sub, State.INCOMPLETE,
+                             reason=f"the runner stopped while this test was running (attempt "
+                             f"{s.attempt}, started {when}); {fate}")
+            rec.notes.append(f"resumed from {self.resume_dir}: {JOURNAL_NAME} line {s.line}")
+            self._judge(rec)
+            self.journal.result(s.test, rec.to_json())
+            self.records[s.test] = rec
+            incomplete.append(s.test)
+        escaped = [o for o in orphans if o.escaped]
+        info = {"incomplete": incomplete, "kept": len(state.records), "torn": state.torn,
+                "orphans": [o.describe() for o in orphans], "rebooted": rebooted}
+        self.journal.event("resume", **info)
+        self.resumed = info
+        self.messages.append(f"resumed {self.resume_dir}: {len(state.records)} results kept, "
+                             f"{len(incomplete)} incomplete")
+        if state.torn:
+            self.messages.append(f"journal: {state.torn}")
+        self.messages.extend(f"journal: {d}" for d in state.duplicates)
+        if escaped:
+            self.messages.append("resume killed processes the dead run left outside its test "
+                                 "groups: " + ", ".join(o.describe() for o in escaped[:5]))
+
+    # ---------------------------------------------------------- selection
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
-        o = self.options
-        line = f"gpuconform: timeout {o.timeout_s:g}s, grace {o.grace_s:g}s"
+        o = self.opts
+        line = f"gpuconform: timeout {o.timeout:g}s, grace {o.grace:g}s, retries {o.retries}"
         if self.results_dir is not None:
             line += f", results {self.results_dir}"
         return [line]
@@ -304,12 +811,330 @@ class GcSession:
             text = str(report.longrepr).strip()
             self.collection_errors.append(f"{report.nodeid}: {text.splitlines()[-1] if text else ''}")
 
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        for item in session.items:
-            if isinstance(item, _GcItem):
-                sub = item.subtest if isinstance(item, SubtestItem) else None
-                self.selected[item.name] = (str(item.entry.path), sub)
+    @pytest.hookimpl(hookwrapper=True)  # type: ignore[misc]
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
+                                      items: list[pytest.Item]) -> Any:
+        available = [it.name for it in items if isinstance(it, _GcItem)]
+        yield  # -k, -m and other plugins deselect first
+        self._select(items, available)
 
+    def _fatal(self, items: list[pytest.Item], msg: str) -> None:
+        self.fatal = msg
+        if self.control is not None:
+            self.control.fatal = msg
+        if items:
+            self.config.hook.pytest_deselected(items=list(items))
+        items[:] = []
+
+    def _select(self, items: list[pytest.Item], available: list[str]) -> None:
+        by_name = {it.name: it for it in items if isinstance(it, _GcItem)}
+        if self.run_json is not None:
+            tests = list(self.run_json["tests"])
+            self.selection = list(self.run_json["selection"])
+            try:
+                self.rules = self.inputs.expectations.lookup_all(self.selection)
+            except ExpectationError as e:
+                return self._fatal(items, str(e))
+        else:
+            try:
+                chosen = select_tests_or_raise(available, self.inputs.patterns, self.opts)
+            except TestlistError as e:
+                return self._fatal(items, str(e))
+            self.selection = [n for n in chosen if n in by_name]
+            tests = (shard(self.selection, *self.opts.shard) if self.opts.shard
+                     else list(self.selection))
+            try:
+                self.rules = self.inputs.expectations.lookup_all(self.selection)
+            except ExpectationError as e:
+                return self._fatal(items, str(e))
+        wanted = set(tests)
+        for name in tests:
+            it = by_name.get(name)
+            if it is not None:
+                self.selected[name] = (str(it.entry.path), it.subtest)
+            else:
+                self.selected[name] = _split_name(name)
+                if name not in self.records:
+                    self.records[name] = self._judge(TestRecord(
+                        name, *_split_name(name), State.ERROR,
+                        reason="no longer listed by its binary (rebuilt since the run started?)"))
+        keep = [it for it in items
+                if not isinstance(it, _GcItem) or (it.name in wanted and it.name not in self.records)]
+        kept = {id(it) for it in keep}
+        dropped = [it for it in items if id(it) not in kept]
+        if dropped:
+            self.config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+        if not self.is_worker and not self.collect_only:
+            self._start_run(tests)
+
+    # --------------------------------------------------------- run start
+    def _start_run(self, tests: list[str]) -> None:
+        o = self.opts
+        if self.results_dir is not None and self.run_json is None:
+            try:
+                self.results_dir.mkdir(parents=True, exist_ok=True)
+                fsync_dir(self.results_dir.parent)  # the directory itself survives power loss
+                self.run_json = {
+                    "manifest": str(self.manifests[0]) if self.manifests else "",
+                    "run_id": self.run_id,
+                    "boot_id": boot_id(),
+                    "start": self.start,
+                    "argv": list(sys.argv),
+                    "pytest_args": list(self.control.pytest_args) if self.control else [],
+                    "selftest": bool(self.control.selftest) if self.control else False,
+                    "options": o.to_json(),
+                    "platform": self.inputs.platform,
+                    "expectation_files": [str(p) for p in self.inputs.expectation_files],
+                    "selection": list(self.selection),
+                    "shard": list(o.shard) if o.shard else None,
+                    "tests": list(tests),
+                }
+                self.journal = Journal(self.results_dir / JOURNAL_NAME)
+                write_run_json(self.results_dir, self.run_json)
+            except (OSError, JournalError) as e:
+                raise pytest.UsageError(f"gpuconform: cannot start the run in "
+                                        f"{self.results_dir}: {e}") from None
+        if o.kmsg != "off":
+            self.kmsg = KmsgReader(o.kmsg)
+            if self.kmsg.available:
+                self.kmsg.mark()
+            else:
+                self.kmsg_note = (f"not watched ({self.kmsg.error}): no dmesg-warn / dmesg-fail, "
+                                  "no abort on a GPU reset")
+        else:
+            self.kmsg_note = "not watched (--kmsg off)"
+        if o.taint_file != "off":
+            self.taint = TaintWatch(o.taint_file)
+            if self.taint.error:
+                self.messages.append(f"kernel taint not watched: {self.taint.error}")
+                self.taint = None
+            elif self.taint.value:
+                self.messages.append(f"kernel already tainted when the run started: "
+                                     f"{self.taint.value} ({describe_taint(self.taint.value)})")
+        self._find_baseline()
+        self._start_progress(tests)
+
+    def _find_baseline(self) -> None:
+        o = self.opts
+        if o.no_baseline:
+            return
+        try:
+            from .baseline import find_baseline, load_baseline
+            from .fingerprint import Fingerprint
+
+            if self.inputs.fingerprint is None:
+                raise RuntimeError(self.inputs.fingerprint_error or "no fingerprint")
+            fp = Fingerprint.from_json(self.inputs.fingerprint)
+            dirs = [Path(d) for d in o.baselines] if o.baselines is not None else None
+            path = find_baseline(fp, dirs)
+            if path is None:
+                where = ", ".join(o.baselines) if o.baselines is not None else "data/baselines"
+                self.messages.append(f"baseline: none for fingerprint {fp.key()} in {where}")
+                return
+            self.baseline_path = path
+            self.baseline = load_baseline(path)
+        except Exception as e:  # noqa: BLE001 - reported in one line; the run goes on
+            self.baseline_error = f"baseline: {_oneline(e) or type(e).__name__}"
+
+    def _start_progress(self, tests: list[str]) -> None:
+        mode = self.progress_mode
+        verbose = self.config.getoption("verbose") or 0
+        if mode == "off" or (mode == "auto" and verbose > 0):
+            return
+        try:
+            fd = os.dup(2)
+            stream = os.fdopen(fd, "w", buffering=1, encoding="utf-8", errors="replace")
+        except OSError:
+            return
+        tty = stream.isatty() if mode == "auto" else mode == "tty"
+        if mode == "auto" and not tty and verbose > 0:
+            stream.close()
+            return
+        self._progress_stream = stream
+        durations = getattr(self.baseline, "durations", None) or {}
+        done = {n: r.result.value for n, r in self.records.items() if n in set(tests)}
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+
+        def line_start() -> bool:
+            return not getattr(getattr(tr, "_tw", None), "width_of_current_line", 0)
+
+        self.progress = Progress(stream, tests, durations, done=done, tty=tty,
+                                 width=lambda: _terminal_width(stream), line_start=line_start)
+        self.progress.start()
+
+    @pytest.hookimpl(tryfirst=True)  # type: ignore[misc]
+    def pytest_report_teststatus(self, report: Any, config: pytest.Config) -> Any:
+        """On a tty with the progress line, pytest's per-test letters would
+        fight with it: they are left out (the counts are on the line)."""
+        if self.progress is None or not self.progress.tty or report.when != "call":
+            return None
+        if hasattr(report, "wasxfail"):
+            return "xfailed", "", "XFAIL"
+        if report.passed:
+            return "passed", "", "PASSED"
+        if report.failed:
+            return "failed", "", "FAILED"
+        return "skipped", "", "SKIPPED"
+
+    @pytest.hookimpl(hookwrapper=True)  # type: ignore[misc]
+    def pytest_runtestloop(self, session: pytest.Session) -> Any:
+        try:
+            yield
+        finally:
+            if self.progress is not None:
+                self.progress.close()
+
+    # ------------------------------------------------------------- items
+    def new_record(self, item: _GcItem, state: State, reason: str) -> TestRecord:
+        return TestRecord(item.name, str(item.entry.path), item.subtest, state, reason=reason)
+
+    def _judge(self, rec: TestRecord, states: Sequence[str] | None = None) -> TestRecord:
+        rule = self.rules.get(rec.name) or self._lookup(rec.name)
+        j = judge(list(states) if states is not None else [rec.result.value], rule)
+        rec.final, rec.expected, rec.judgement = j.final, j.expected, j.why
+        rec.rule = rule.describe() if rule is not None else None
+        return rec
+
+    def _lookup(self, name: str) -> Rule | None:
+        try:
+            return self.inputs.expectations.lookup(name)
+        except ExpectationError:
+            return None
+
+    def finish_record(self, rec: TestRecord, interrupted: bool = False) -> None:
+        """Judge (when not yet), journal, count; an abort stops pytest."""
+        if rec.expected is None:
+            self._judge(rec)
+        if interrupted:
+            self.records[rec.name] = rec  # no report will carry it
+        if self.journal is not None:
+            try:
+                self.journal.result(rec.name, rec.to_json())
+                if self.abort and rec.result is State.ABORT:
+                    self.journal.event("abort", test=rec.name, reason=self.abort)
+            except OSError as e:
+                self.errors.append(f"journal: cannot append: {e.strerror or e}")
+        if self.progress is not None:
+            self.progress.end_test(rec.name, rec.result.value, rec.duration)
+
+    def _kernel_gap(self, name: str) -> tuple[str | None, list[str]]:
+        """The kernel log and taint since the previous test: (abort, notes)."""
+        notes: list[str] = []
+        abort: str | None = None
+        if self.kmsg is not None and self.kmsg.available:
+            v = classify_dmesg(self.kmsg.read(), self.inputs.dmesg)
+            if v.aborts:
+                abort = f"kernel log between tests, before {name}: {v.aborts[0]}"
+            for line in (v.failures + v.warnings)[:3]:
+                notes.append(f"kernel log before the test started: {line}")
+            notes.extend(v.notes)
+        if self.taint is not None:
+            change = self.taint.check()
+            if change is not None:
+                if change.aborts and abort is None:
+                    abort = f"{change.describe()} (between tests, before {name})"
+                else:
+                    notes.append(f"before the test started: {change.describe()}")
+        return abort, notes
+
+    def run_item(self, item: _GcItem) -> TestRecord:
+        name = item.name
+        if self.progress is not None:
+            self.progress.start_test(name)
+        if isinstance(item, BrokenBinaryItem):
+            rec = item.listing_record()
+            self.finish_record(rec)
+            return rec
+        rule = self.rules.get(name)
+        if rule is not None and rule.kind is Kind.SKIP:
+            rec = self.new_record(item, State.SKIP,
+                                  rule.comment or f"skipped by the rule {rule.describe()}")
+            self._judge(rec, [])
+            rec.notes.append(f"not run: expectation rule {rule.describe()}")
+            self.finish_record(rec)
+            return rec
+        abort, gap_notes = self._kernel_gap(name)
+        if abort is not None:
+            self._abort(item, abort)
+            rec = self.new_record(item, State.NOTRUN, f"not run: the run aborted: {abort}")
+            rec.notes.extend(gap_notes)
+            self._judge(rec)
+            if self.progress is not None:
+                self.progress.end_test(name, rec.result.value, None)
+            return rec  # never run: not journaled, a resume runs it
+        attempts: list[TestRecord] = []
+        while True:
+            a = self._attempt(item, len(attempts) + 1)
+            attempts.append(a)
+            if self.abort or not should_retry(a.result.value, len(attempts), self.opts.retries):
+                break
+            gap_abort, more = self._kernel_gap(name)
+            gap_notes += more
+            if gap_abort is not None:
+                self._abort(item, gap_abort)
+                break
+        states = [a.result.value for a in attempts]
+        rule_j = judge(states, rule)
+        final = State.PASS if rule_j.final == FLAKE else State(rule_j.final)
+        rec = next((a for a in reversed(attempts) if a.result is final), attempts[-1])
+        rec.result = final
+        rec.notes = gap_notes + rec.notes
+        if len(attempts) > 1:
+            rec.notes.append(f"{len(attempts)} attempts: {', '.join(states)}")
+        rec.attempts = [a.attempt_summary() for a in attempts]
+        rec.final, rec.expected, rec.judgement = rule_j.final, rule_j.expected, rule_j.why
+        rec.rule = rule.describe() if rule is not None else None
+        self.finish_record(rec)
+        return rec
+
+    def _abort(self, item: pytest.Item, reason: str) -> None:
+        if self.abort is None:
+            self.abort = reason
+            item.session.shouldstop = f"gpuconform: run aborted: {reason}"
+            if self.journal is not None:
+                try:
+                    self.journal.event("abort", test=item.name, reason=reason)
+                except OSError:
+                    pass
+
+    def _attempt(self, item: _GcItem, attempt: int) -> TestRecord:
+        name = item.name
+        assert item.subtest is not None
+        token = uuid.uuid4().hex
+        timeout = self.opts.timeout_for(name)
+
+        def on_spawn(pid: int) -> None:
+            if self.journal is not None:
+                self.journal.start(name, attempt, pid, token)
+
+        run = run_subtest(item.entry.path, item.subtest, self.exec_options,
+                          env_extra=self.env_extra, timeout_s=timeout, token=token,
+                          on_spawn=on_spawn)
+        verdict = verdict_of(run)
+        rec = record_of(name, run, verdict)
+        rec.timeout = timeout
+        abort: str | None = None
+        if self.kmsg is not None and self.kmsg.available:
+            v = classify_dmesg(self.kmsg.read(), self.inputs.dmesg)
+            rec.dmesg = v.lines
+            rec.notes.extend(v.notes)
+            rec.result, rec.reason = apply_dmesg(rec.result, rec.reason, v.warnings, v.failures)
+            abort = v.abort_reason
+        if self.taint is not None:
+            change = self.taint.check()
+            if change is not None:
+                rec.notes.append(change.describe())
+                if change.aborts and abort is None:
+                    abort = change.describe()
+        if abort is not None:
+            rec.notes.insert(0, f"the test itself ended {rec.result.value}"
+                             + (f": {rec.reason}" if rec.reason else ""))
+            rec.result, rec.reason = State.ABORT, f"run aborted: {abort}"
+            self._abort(item, f"{name}: {abort}")
+        return rec
+
+    # ------------------------------------------------------------ reports
     @pytest.hookimpl(hookwrapper=True)  # type: ignore[misc]
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         outcome = yield
@@ -329,58 +1154,215 @@ class GcSession:
             # A setup/teardown error outside our runtest (another plugin, a fixture).
             binary, sub = self.selected[name]
             text = str(report.longrepr).strip().splitlines()
-            self.records.setdefault(name, TestRecord(
+            self.records.setdefault(name, self._judge(TestRecord(
                 name, binary, sub, State.ERROR,
-                reason=f"pytest {report.when} error: {text[-1] if text else '?'}"))
+                reason=f"pytest {report.when} error: {text[-1] if text else '?'}")))
 
+    # --------------------------------------------------------------- end
     def run_info(self, exitstatus: int) -> dict[str, Any]:
         u = os.uname()
-        return {
-            "start": self.start,
+        o = self.opts
+        info: dict[str, Any] = {
+            "start": (self.run_json or {}).get("start", self.start),
             "end": time.time(),
             "argv": list(sys.argv),
             "args": [str(a) for a in self.config.args],
-            "timeout": self.options.timeout_s,
-            "grace": self.options.grace_s,
+            "run_id": self.run_id,
+            "timeout": o.timeout,
+            "grace": o.grace,
+            "retries": o.retries,
+            "options": o.to_json(),
             "hostname": socket.gethostname(),
             "kernel": f"{u.sysname} {u.release} {u.machine}",
+            "platform": self.inputs.platform,
             "pytest_exitstatus": int(exitstatus),
             "collection_errors": list(self.collection_errors),
+            "aborted": self.abort,
         }
+        if self.resumed is not None:
+            info["resumed"] = self.resumed
+        return info
 
     def ordered_records(self) -> dict[str, TestRecord]:
-        """Records in collection order, NOTRUN for the selected that never ran."""
+        """Records in selection order, NOTRUN for the selected that never ran."""
+        if self.abort:
+            why = f"not run: the run aborted ({self.abort})"
+        else:
+            why = "not run (the run stopped before it)"
         out: dict[str, TestRecord] = {}
         for name, (binary, sub) in self.selected.items():
             rec = self.records.get(name)
-            out[name] = rec if rec is not None else TestRecord(
-                name, binary, sub, State.NOTRUN, reason="not run (the run stopped before it)")
+            if rec is None:
+                rec = self._judge(TestRecord(name, binary, sub, State.NOTRUN, reason=why))
+            elif rec.expected is None:
+                self._judge(rec)
+            out[name] = rec
         for name, rec in self.records.items():
-            out.setdefault(name, rec)
+            if name not in out:
+                out[name] = rec if rec.expected is not None else self._judge(rec)
         return out
+
+    def _notes(self) -> RunNotes:
+        regressions = [f"{c.test}:{c.metric}: {c.explain()}" for c in self.comparisons
+                       if c.verdict == "regression"]
+        improvements = [f"{c.test}:{c.metric}: {c.explain()}" for c in self.comparisons
+                        if c.verdict == "improvement"]
+        messages = list(self.messages)
+        if self.comparisons:
+            by: dict[str, int] = {}
+            for c in self.comparisons:
+                by[c.verdict] = by.get(c.verdict, 0) + 1
+            messages.append(f"baseline {self.baseline_path}: {len(self.comparisons)} metrics: "
+                            + ", ".join(f"{n} {v}" for v, n in sorted(by.items())))
+        messages.extend(self.errors)
+        return RunNotes(
+            baseline_error=self.baseline_error,
+            aborted=self.abort,
+            stale_rules=[r.describe() for r in self.inputs.expectations.unused()],
+            kernel_log=self.kmsg_note,
+            regressions=regressions,
+            improvements=improvements,
+            regressions_expected=self.opts.regressions_expected,
+            messages=messages,
+        )
+
+    def _extra(self, records: dict[str, TestRecord], notes: RunNotes) -> dict[str, Any]:
+        self.outcome = run_outcome(records, collection_errors=self.collection_errors,
+                                   notes=notes)
+        o = self.opts
+        return {
+            "selection": list(self.selection),
+            "shard": list(o.shard) if o.shard else None,
+            "fingerprint": self.inputs.fingerprint,
+            "expectations": {
+                "files": [str(p) for p in self.inputs.expectation_files],
+                "platform": self.inputs.platform,
+                "stale": notes.stale_rules,
+            },
+            "kernel_log": {"watched": self.kmsg is not None and self.kmsg.available,
+                           "note": self.kmsg_note,
+                           "taint": self.taint.value if self.taint is not None else None},
+            "baseline": {"path": str(self.baseline_path) if self.baseline_path else None,
+                         "error": self.baseline_error},
+            "comparisons": [c.to_json() for c in self.comparisons],
+            "outcome": self.outcome.to_json(),
+        }
 
     @pytest.hookimpl(trylast=True)  # type: ignore[misc]
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.results_dir is None or self.is_worker or self.config.getoption("collectonly"):
+        if self.progress is not None:
+            self.progress.close()
+        if self.fatal is not None:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
             return
+        if self.results_dir is None or self.is_worker or self.collect_only:
+            return
+        records = self.ordered_records()
         try:
-            self.written = write_results(self.results_dir, self.ordered_records(),
-                                         self.run_info(exitstatus))
+            self.written = write_results(self.results_dir, records, self.run_info(exitstatus),
+                                         self._extra(records, self._notes()), self._notes())
         except OSError as e:
             self.write_error = f"cannot write results to {self.results_dir}: {e}"
+            return
+        if self.control is not None:
+            self.control.results_dir = self.results_dir
+            self.control.written = True
+        if self.baseline is not None:
+            self._compare(records, exitstatus)
+        if self.opts.report:
+            self._report()
+        if self.journal is not None:
+            try:
+                self.journal.event("end", complete=all(
+                    r.result is not State.NOTRUN for r in records.values()),
+                    status=self.outcome.status if self.outcome else None)
+            except OSError:
+                pass
+
+    def _compare(self, records: dict[str, TestRecord], exitstatus: int) -> None:
+        assert self.results_dir is not None
+        try:
+            from .baseline import compare_run
+
+            tests = {n: r.to_json() for n, r in records.items()}
+            self.comparisons = list(compare_run(tests, self.baseline))
+            notes = self._notes()
+            self.written = write_results(self.results_dir, records, self.run_info(exitstatus),
+                                         self._extra(records, notes), notes)
+        except Exception as e:  # noqa: BLE001 - results.json without comparisons stays
+            self.comparisons = []
+            self.baseline_error = (f"baseline comparison with {self.baseline_path} failed: "
+                                   f"{_oneline(e) or type(e).__name__}")
+            try:  # say so in results.json too; the first write stays if this one fails
+                notes = self._notes()
+                self.written = write_results(self.results_dir, records,
+                                             self.run_info(exitstatus),
+                                             self._extra(records, notes), notes)
+            except Exception:  # noqa: BLE001
+                pass
+
+    def _report(self) -> None:
+        assert self.results_dir is not None
+        try:
+            from .report import write_html
+
+            self.messages.append(f"report: {write_html(self.results_dir)}")
+        except Exception as e:  # noqa: BLE001 - the results stay; the report is extra
+            self.errors.append(f"report.html not written: {_oneline(e) or type(e).__name__}")
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.config.getoption("collectonly"):
+        tr = terminalreporter
+        if self.fatal is not None:
+            tr.write_line(f"gpuconform: {self.fatal}", red=True)
+            return
+        if self.collect_only:
             return
         recs = self.ordered_records()
         if not recs and not self.collection_errors:
             return
-        tr = terminalreporter
         tr.write_sep("=", "gpuconform summary")
-        summary = render_summary(recs.values(), self.collection_errors)
+        summary = render_summary(recs.values(), self.collection_errors, self._notes())
         for line in summary.rstrip("\n").splitlines():
             tr.write_line(line)
         if self.written is not None:
             tr.write_line(f"results: {self.written[0]}")
         if self.write_error is not None:
             tr.write_line(f"gpuconform: {self.write_error}", red=True)
+        for e in self.errors:
+            tr.write_line(f"gpuconform: {e}", red=True)
+        if self.baseline_error:
+            tr.write_line(f"gpuconform: {self.baseline_error}", red=True)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.close(final=False)
+        if self._progress_stream is not None:
+            try:
+                self._progress_stream.close()
+            except OSError:
+                pass
+            self._progress_stream = None
+        if self.kmsg is not None:
+            self.kmsg.close()
+        if self.journal is not None:
+            self.journal.close()
+            self.journal = None
+
+
+def _split_name(name: str) -> tuple[str, str | None]:
+    b, _, s = name.partition("@")
+    return b, (s or None)
+
+
+def _terminal_width(stream: Any) -> int:
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError):
+        return 120
+
+
+def select_tests_or_raise(available: list[str], patterns: list[TestPattern] | None,
+                          o: RunOptions) -> list[str]:
+    from .testlist import select_tests
+
+    return select_tests(available, patterns, o.include, o.exclude)

@@ -25,6 +25,9 @@ __all__ = [
     "results_json",
     "write_results",
     "render_summary",
+    "RunNotes",
+    "RunOutcome",
+    "run_outcome",
     "RESULTS_FORMAT",
 ]
 
@@ -68,6 +71,22 @@ class TestRecord:
     command: list[str] = field(default_factory=list)
     dynamic: dict[str, DynamicRecord] = field(default_factory=dict)
     metrics: list[dict[str, Any]] = field(default_factory=list)
+    dmesg: list[str] = field(default_factory=list)  # kernel log lines of the test's window
+    timeout: float | None = None  # the runner's timeout for it (after --timeout-override)
+    # Every attempt (retries): {"result", "reason", "duration", "returncode", "start"}.
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    # expectations.judge(): "flake" or a state; None when the record was not judged.
+    final: str | None = None
+    expected: bool | None = None
+    judgement: str = ""  # judge()'s one-line why
+    rule: str | None = None  # the expectation rule that matched: "PATH:LINE: KIND GLOB"
+
+    @property
+    def unexpected(self) -> bool:
+        """Counts against the run: judged unexpected, or (never judged) a failure state."""
+        if self.expected is not None:
+            return not self.expected
+        return self.result.is_failure
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -87,6 +106,13 @@ class TestRecord:
             "reported_time": self.reported_time,
             "dynamic": {k: v.to_json() for k, v in self.dynamic.items()},
             "metrics": list(self.metrics),
+            "dmesg": list(self.dmesg),
+            "timeout": self.timeout,
+            "attempts": [dict(a) for a in self.attempts],
+            "final": self.final,
+            "expected": self.expected,
+            "judgement": self.judgement,
+            "rule": self.rule,
         }
 
     @classmethod
@@ -111,7 +137,18 @@ class TestRecord:
             command=list(obj.get("command", [])),
             dynamic={k: DynamicRecord.from_json(v) for k, v in (obj.get("dynamic") or {}).items()},
             metrics=list(obj.get("metrics", [])),
+            dmesg=list(obj.get("dmesg") or []),
+            timeout=obj.get("timeout"),
+            attempts=[dict(a) for a in obj.get("attempts") or []],
+            final=obj.get("final"),
+            expected=obj.get("expected"),
+            judgement=obj.get("judgement") or "",
+            rule=obj.get("rule"),
         )
+
+    def attempt_summary(self) -> dict[str, Any]:
+        return {"result": self.result.value, "reason": self.reason, "duration": self.duration,
+                "returncode": self.returncode, "start": self.start}
 
 
 def verdict_of(run: SubtestRun) -> Verdict:
@@ -172,14 +209,92 @@ def totals(records: Iterable[TestRecord]) -> dict[str, int]:
     return counts
 
 
-def results_json(records: Mapping[str, TestRecord], run_info: Mapping[str, Any]) -> dict[str, Any]:
-    return {
+@dataclass
+class RunNotes:
+    """Run-level facts for the summary (all optional)."""
+
+    aborted: str | None = None  # why the run stopped early
+    stale_rules: list[str] = field(default_factory=list)  # Rule.describe() of unused rules
+    kernel_log: str | None = None  # said once: why the kernel log was not watched
+    regressions: list[str] = field(default_factory=list)  # explain() of regressions
+    improvements: list[str] = field(default_factory=list)
+    regressions_expected: bool = False
+    # A baseline that exists but could not be used: the comparison did not
+    # happen, so the run cannot say it has no regression.
+    baseline_error: str | None = None
+    messages: list[str] = field(default_factory=list)  # anything else worth one line
+
+
+@dataclass
+class RunOutcome:
+    """`gpuconform run`'s verdict: exit status 0 iff nothing unexpected."""
+
+    status: int
+    unexpected: list[str]  # test names
+    regressions: int  # regressions counted as unexpected
+    line: str  # one line for the terminal
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "unexpected": list(self.unexpected),
+                "regressions": self.regressions, "line": self.line}
+
+
+def run_outcome(
+    records: Mapping[str, TestRecord],
+    *,
+    collection_errors: Iterable[str] = (),
+    notes: RunNotes | None = None,
+) -> RunOutcome:
+    notes = notes or RunNotes()
+    errors = list(collection_errors)
+    unexpected = [n for n, r in records.items() if r.unexpected]
+    regressions = 0 if notes.regressions_expected else len(notes.regressions)
+    ran = sum(1 for r in records.values() if r.result is not State.NOTRUN)
+    status = 1
+    if errors:
+        line = f"{len(errors)} collection error(s): {_first_line(errors[0])}"
+    elif notes.aborted and unexpected:
+        line = f"run aborted: {_first_line(notes.aborted)}; {len(unexpected)} unexpected"
+    elif unexpected or regressions:
+        parts = []
+        if unexpected:
+            by: dict[str, int] = {}
+            for n in unexpected:
+                r = records[n]
+                key = r.final if r.final == "flake" else r.result.value
+                if r.final == "pass" or (r.result is State.PASS and r.final is None):
+                    key = "fixed"
+                by[key] = by.get(key, 0) + 1
+            parts.append(f"{len(unexpected)} unexpected (" + ", ".join(
+                f"{n} {k}" for k, n in sorted(by.items())) + ")")
+        if regressions:
+            parts.append(f"{regressions} metric regression(s)")
+        line = "failed: " + ", ".join(parts)
+    elif ran == 0:
+        line = "no subtest ran (nothing selected? check -k, the test lists and the manifest)"
+    elif notes.baseline_error:
+        line = f"no comparison with the baseline: {_first_line(notes.baseline_error)}"
+    else:
+        status = 0
+        line = f"ok: {ran} subtests, nothing unexpected"
+    return RunOutcome(status, unexpected, regressions, line)
+
+
+def results_json(
+    records: Mapping[str, TestRecord],
+    run_info: Mapping[str, Any],
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
         "format": RESULTS_FORMAT,
         "version": RESULTS_VERSION,
         "run": dict(run_info),
         "tests": {name: rec.to_json() for name, rec in records.items()},
         "totals": totals(records.values()),
     }
+    for k, v in (extra or {}).items():
+        out.setdefault(k, v)
+    return out
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -201,15 +316,22 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def write_results(
-    directory: Path, records: Mapping[str, TestRecord], run_info: Mapping[str, Any]
+    directory: Path,
+    records: Mapping[str, TestRecord],
+    run_info: Mapping[str, Any],
+    extra: Mapping[str, Any] | None = None,
+    notes: RunNotes | None = None,
 ) -> tuple[Path, Path]:
-    """RESULTS/results.json and RESULTS/summary.txt; returns their paths."""
+    """RESULTS/results.json and RESULTS/summary.txt; returns their paths.
+
+    extra: more top-level keys of results.json (selection, shard,
+    comparisons, outcome...)."""
     directory.mkdir(parents=True, exist_ok=True)
     rj = directory / "results.json"
     st = directory / "summary.txt"
-    _atomic_write(rj, json.dumps(results_json(records, run_info), indent=1) + "\n")
+    _atomic_write(rj, json.dumps(results_json(records, run_info, extra), indent=1) + "\n")
     errors = run_info.get("collection_errors") or []
-    _atomic_write(st, render_summary(records.values(), errors))
+    _atomic_write(st, render_summary(records.values(), errors, notes))
     return rj, st
 
 
@@ -218,25 +340,77 @@ def _first_line(text: str, limit: int = 300) -> str:
     return line[:limit]
 
 
-def render_summary(records: Iterable[TestRecord], errors: Iterable[str] = ()) -> str:
-    """Counts by state, the non-passing tests with their reasons, skip reasons
-    grouped, notes; `errors` (collection errors) first."""
+def _shown(names: list[str], limit: int = 8) -> str:
+    return ", ".join(names[:limit]) + (f", ... ({len(names)} in all)" if len(names) > limit else "")
+
+
+def render_summary(
+    records: Iterable[TestRecord], errors: Iterable[str] = (), notes: RunNotes | None = None
+) -> str:
+    """Counts by state, then, in this order: why the run stopped early,
+    collection errors, the UNEXPECTED results (by state, with their reasons)
+    and metric regressions, flakes, expected failures, stale expectation
+    rules, skip reasons grouped, other notes."""
+    notes = notes or RunNotes()
     recs = list(records)
     counts = totals(recs)
     by_severity = sorted((s for s in State), key=lambda s: -s.severity)
     parts = [f"{counts[s.value]} {s.value}" for s in by_severity if counts[s.value]]
     lines = [f"gpuconform: {len(recs)} tests: " + (", ".join(parts) if parts else "none")]
+    if notes.aborted:
+        lines.append(f"RUN ABORTED: {_first_line(notes.aborted)}")
     errs = list(errors)
     if errs:
         lines.append(f"collection errors: {len(errs)}")
         lines.extend(f"  {_first_line(e)}" for e in errs)
-    for state in by_severity:
-        if state in (State.PASS, State.SKIP) or not counts[state.value]:
+    unexpected = [r for r in recs if r.unexpected]
+    regressions = [] if notes.regressions_expected else notes.regressions
+    if unexpected or regressions:
+        lines.append(f"UNEXPECTED: {len(unexpected) + len(regressions)}")
+    groups: dict[str, list[TestRecord]] = {}
+    for r in unexpected:
+        key = r.result.value
+        if r.final == "flake":
+            key = "flake (unexpected)"
+        elif r.result is State.PASS:
+            key = "pass (unexpected)"
+        groups.setdefault(key, []).append(r)
+    order = [s.value for s in by_severity] + ["flake (unexpected)", "pass (unexpected)"]
+    for key in sorted(groups, key=lambda k: order.index(k) if k in order else len(order)):
+        lines.append(f"{key}:")
+        if key == State.NOTRUN.value:  # often many, for one reason: grouped
+            by_reason: dict[str, list[str]] = {}
+            for r in groups[key]:
+                by_reason.setdefault(_first_line(r.reason) or "(no reason)", []).append(r.name)
+            for reason, names in by_reason.items():
+                lines.append(f"  {len(names)} test(s): {reason}: {_shown(names)}")
             continue
-        lines.append(f"{state.value}:")
-        for r in recs:
-            if r.result is state:
-                lines.append(f"  {r.name}: {_first_line(r.reason) or '(no reason)'}")
+        for r in groups[key]:
+            why = r.reason
+            if r.result in (State.PASS, State.SKIP) or r.final == "flake":
+                why = r.judgement or r.reason
+            lines.append(f"  {r.name}: {_first_line(why) or '(no reason)'}")
+    if regressions:
+        lines.append("metric regressions:")
+        lines.extend(f"  {_first_line(x)}" for x in regressions)
+    flakes = [r for r in recs if r.final == "flake" and not r.unexpected]
+    if flakes:
+        lines.append(f"flakes (expected): {len(flakes)}")
+        lines.extend(f"  {r.name}: {_first_line(r.judgement)}" for r in flakes)
+    xfail = [r for r in recs if r.expected and r.result.is_failure]
+    if xfail:
+        lines.append(f"expected failures: {len(xfail)}")
+        lines.extend(f"  {r.name}: {r.result.value}: {_first_line(r.reason)}" for r in xfail)
+    if notes.regressions_expected and notes.regressions:
+        lines.append(f"metric regressions (expected: --regressions-expected): "
+                     f"{len(notes.regressions)}")
+        lines.extend(f"  {_first_line(x)}" for x in notes.regressions)
+    if notes.improvements:
+        lines.append(f"metric improvements: {len(notes.improvements)}")
+        lines.extend(f"  {_first_line(x)}" for x in notes.improvements)
+    if notes.stale_rules:
+        lines.append(f"stale expectation rules (matched no test): {len(notes.stale_rules)}")
+        lines.extend(f"  {x}" for x in notes.stale_rules)
     skips: dict[str, list[str]] = {}
     for r in recs:
         if r.result is State.SKIP:
@@ -244,11 +418,18 @@ def render_summary(records: Iterable[TestRecord], errors: Iterable[str] = ()) ->
     if skips:
         lines.append("skip reasons:")
         for reason, names in sorted(skips.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-            shown = ", ".join(names[:8]) + (f", ... ({len(names)} in all)" if len(names) > 8 else "")
-            lines.append(f"  {reason} [{len(names)}]: {shown}")
+            lines.append(f"  {reason} [{len(names)}]: {_shown(names)}")
+    notrun = [r for r in recs if r.result is State.NOTRUN and not r.unexpected]
+    if notrun:
+        lines.append(f"notrun: {len(notrun)}: {_shown([r.name for r in notrun])}")
+    if notes.baseline_error:
+        lines.append(f"BASELINE NOT COMPARED: {_first_line(notes.baseline_error)}")
+    if notes.kernel_log:
+        lines.append(f"kernel log: {notes.kernel_log}")
     noted = [r for r in recs if r.notes]
-    if noted:
+    if noted or notes.messages:
         lines.append("notes:")
+        lines.extend(f"  {_first_line(m)}" for m in notes.messages)
         for r in noted:
             for n in r.notes[:5]:
                 lines.append(f"  {r.name}: {_first_line(n)}")

@@ -19,6 +19,7 @@ __all__ = [
     "Verdict",
     "DynamicVerdict",
     "classify",
+    "apply_dmesg",
     "signal_name",
     "worst",
     "FAILURE_STATES",
@@ -29,8 +30,8 @@ class State(str, enum.Enum):
     NOTRUN = "notrun"  # selected, never executed (run stopped early)
     SKIP = "skip"
     PASS = "pass"
-    DMESG_WARN = "dmesg-warn"  # reserved: kernel log warnings during a pass
-    DMESG_FAIL = "dmesg-fail"  # reserved: kernel log errors during a pass
+    DMESG_WARN = "dmesg-warn"  # passed, with kernel log warnings in its window
+    DMESG_FAIL = "dmesg-fail"  # failed with kernel log warnings, or passed with kernel errors
     FAIL = "fail"
     ERROR = "error"  # the runner could not run it as asked (exit 79, cannot exec...)
     INCOMPLETE = "incomplete"  # the binary ended without saying how the subtest ended
@@ -294,3 +295,26 @@ def classify(
         hint = f" (128 + {returncode - 128}: {signal_name(returncode - 128)} in a wrapper?)"
     said = f"; the subtest reported {line_word}" if line is not None else f"; {no_line}"
     return verdict(State.FAIL, f"unexpected exit status {returncode}{hint}{said}")
+
+
+def apply_dmesg(
+    state: State, reason: str, warnings: list[str], failures: list[str]
+) -> tuple[State, str]:
+    """The state once the kernel log of the test's window is weighed (igt_runner):
+
+        pass + warnings            -> dmesg-warn
+        pass + "fail" lines        -> dmesg-fail
+        fail + warnings or "fail"  -> dmesg-fail
+        anything else              -> unchanged (a skip, a crash... say more already)
+
+    warnings / failures: the kernel log lines kmsg.classify_dmesg() sorted."""
+    if state is State.PASS:
+        if failures:
+            return State.DMESG_FAIL, f"kernel log: {failures[0]}"
+        if warnings:
+            return State.DMESG_WARN, f"kernel log: {warnings[0]}"
+        return state, reason
+    if state is State.FAIL and (failures or warnings):
+        line = (failures or warnings)[0]
+        return State.DMESG_FAIL, f"{reason}; kernel log: {line}" if reason else f"kernel log: {line}"
+    return state, reason

@@ -57,7 +57,15 @@ def full_run(selftests: Selftests, tmp_path_factory: pytest.TempPathFactory) -> 
     marker = uuid.uuid4().hex
     env = dict(os.environ, **{MARKER_ENV: marker})
     env.pop("GPUCONFORM_SELFTEST_FIXTURE_SKIP", None)
+    for var in ("GPUCONFORM_SELFTEST_KMSG", "GPUCONFORM_SELFTEST_TAINT_FILE"):
+        env.pop(var, None)  # the flow subjects that touch the kernel log / taint skip
+    env.update(GPUCONFORM_SELFTEST_SLEEP_MS="20", GPUCONFORM_SELFTEST_LONG_SLEEP_MS="50")
     run = gpuconform("run", "--build", str(selftests.build), "--selftest", "--timeout", "2",
+                     # spin is a CPU workload of about a second: never a timeout on a slow VM
+                     "--timeout-override", "selftest_metrics@spin=300",
+                     # a loaded CI machine's own kernel warnings must not turn passes into
+                     # dmesg-warn here (test_run_flow watches the kernel log for real)
+                     "--kmsg", "off",
                      "--grace", "1", "--", "-q", "--junitxml", str(results / "junit.xml"),
                      results=results, env=env)
     left = processes_with(f"{MARKER_ENV}={marker}".encode())
@@ -90,12 +98,22 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "selftest_metrics@metrics": ("pass", ""),
     "selftest_metrics@bad-name": ("fail", "is not [A-Za-z0-9._-]+"),
     "selftest_metrics@not-finite": ("fail", "is not finite"),
+    "selftest_metrics@spin": ("pass", ""),
     "selftest_dynamic@mixed": ("fail", "1 dynamic subtest failed: fail-1"),
     "selftest_dynamic@all-pass": ("pass", ""),
     "selftest_dynamic@filtered": ("pass", ""),
     "selftest_dynamic@bad-name": ("fail", "invalid dynamic subtest name"),
     "selftest_fixture@clean": ("pass", ""),
     "selftest_fixture@leaky": ("fail", "leak: 1 resource(s) open"),
+    "selftest_flow@kmsg-warn": ("skip", "writes to /dev/kmsg only with GPUCONFORM_SELFTEST_KMSG=1"),
+    "selftest_flow@kmsg-warn-fail": ("skip", "only with GPUCONFORM_SELFTEST_KMSG=1"),
+    "selftest_flow@kmsg-gpu-reset": ("skip", "only with GPUCONFORM_SELFTEST_KMSG=1"),
+    "selftest_flow@taint": ("skip", "needs GPUCONFORM_SELFTEST_TAINT_FILE"),
+    "selftest_flow@sleep-1": ("pass", ""),
+    "selftest_flow@sleep-2": ("pass", ""),
+    "selftest_flow@sleep-3": ("pass", ""),
+    "selftest_flow@sleep-long": ("pass", ""),
+    "selftest_flow@print-env": ("pass", ""),
     "selftest_garbage@noise": ("incomplete", "exit status 0 but no 'Subtest noise:' result line"),
     "selftest_garbage@silent": ("incomplete", "exit status 0 but no 'Subtest silent:' result line"),
 }
@@ -192,7 +210,8 @@ def test_full_run_summary_and_junit(full_run: tuple[CliRun, list[Any]]) -> None:
     run, _ = full_run
     summary = (run.results / "summary.txt").read_text()
     assert summary.startswith(f"gpuconform: {len(EXPECTED)} tests: ")
-    assert "skip reasons:\n  selftest: skipped on purpose (42) [1]: selftest_results@skip" in summary
+    skips = summary.split("skip reasons:\n")[1]
+    assert "  selftest: skipped on purpose (42) [1]: selftest_results@skip\n" in skips
     assert "crash:\n  selftest_results@crash-segv: killed by SIGSEGV" in summary
     assert "gpuconform summary" in run.stdout and "skip reasons:" in run.stdout
     cases = ET.parse(run.results / "junit.xml").getroot().iter("testcase")

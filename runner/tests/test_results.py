@@ -8,6 +8,8 @@ from pathlib import Path
 
 from gpuconform.plugin import format_failure
 from gpuconform.results import (
+    RunNotes,
+    run_outcome,
     DynamicRecord,
     TestRecord,
     render_summary,
@@ -97,3 +99,68 @@ def test_failure_text() -> None:
     assert "---- stdout (tail; 40 bytes in all) ----" in lines
     assert "\\x01\\x02 binary junk" in text and "\x01" not in text
     assert "---- stderr: empty ----" in lines
+
+
+# --------------------------------------------- judged records and the outcome
+
+
+def judged(name: str, state: State, expected: bool, final: str | None = None,
+           reason: str = "", judgement: str = "") -> TestRecord:
+    return rec(name, state, reason, final=final or state.value, expected=expected,
+               judgement=judgement)
+
+
+def test_unexpected_is_the_judgement_or_a_failure_state() -> None:
+    assert judged("a@1", State.FAIL, True).unexpected is False
+    assert judged("a@1", State.PASS, False).unexpected is True  # fixed
+    assert rec("a@1", State.CRASH).unexpected is True  # never judged
+    assert rec("a@1", State.SKIP).unexpected is False
+
+
+def test_outcome() -> None:
+    ok = {"a@1": judged("a@1", State.PASS, True), "a@2": judged("a@2", State.FAIL, True)}
+    out = run_outcome(ok)
+    assert (out.status, out.unexpected, out.line) == (0, [], "ok: 2 subtests, nothing unexpected")
+    bad = dict(ok, **{"a@3": judged("a@3", State.PASS, False, final="flake"),
+                      "a@4": judged("a@4", State.PASS, False),
+                      "a@5": judged("a@5", State.CRASH, False)})
+    out = run_outcome(bad)
+    assert out.status == 1 and out.unexpected == ["a@3", "a@4", "a@5"]
+    assert out.line == "failed: 3 unexpected (1 crash, 1 fixed, 1 flake)"
+    out = run_outcome(ok, notes=RunNotes(regressions=["a@1:m: regression: ..."]))
+    assert (out.status, out.regressions) == (1, 1) and "1 metric regression(s)" in out.line
+    out = run_outcome(ok, notes=RunNotes(regressions=["x"], regressions_expected=True))
+    assert out.status == 0 and out.regressions == 0
+    out = run_outcome(ok, notes=RunNotes(baseline_error="baseline: b.json:3: metrics: bad"))
+    assert out.status == 1 and out.line.startswith("no comparison with the baseline: baseline:")
+    assert run_outcome({}).line.startswith("no subtest ran")
+    assert run_outcome(ok, collection_errors=["m: broken"]).status == 1
+    notrun = {"a@1": judged("a@1", State.ABORT, False),
+              "a@2": judged("a@2", State.NOTRUN, False, reason="not run: the run aborted (x)")}
+    out = run_outcome(notrun, notes=RunNotes(aborted="a@1: kernel log: GPU reset"))
+    assert out.line == "run aborted: a@1: kernel log: GPU reset; 2 unexpected"
+
+
+def test_summary_order_unexpected_first() -> None:
+    recs = [
+        judged("a@1", State.SKIP, True, reason="needs 2 GPUs"),
+        judged("a@2", State.FAIL, True, reason="known", judgement="fail, as expected"),
+        judged("a@3", State.PASS, True, final="flake", judgement="flaky as expected: fail, pass"),
+        judged("a@4", State.CRASH, False, reason="killed by SIGSEGV"),
+        judged("a@5", State.PASS, False, judgement="fixed: passes although expected to fail"),
+        judged("a@6", State.NOTRUN, False, reason="not run: the run aborted (x)"),
+        judged("a@7", State.NOTRUN, False, reason="not run: the run aborted (x)"),
+    ]
+    notes = RunNotes(aborted="a@4: x", stale_rules=["e.txt:3: fail b@*"],
+                     kernel_log="not watched (/dev/kmsg: Permission denied)",
+                     regressions=["a@2:lat: regression: median 1 -> 2"])
+    lines = render_summary(recs, notes=notes).splitlines()
+    assert lines[1] == "RUN ABORTED: a@4: x"
+    order = ["UNEXPECTED: 5", "crash:", "notrun:", "pass (unexpected):", "metric regressions:",
+             "flakes (expected): 1", "expected failures: 1",
+             "stale expectation rules (matched no test): 1", "skip reasons:",
+             "kernel log: not watched (/dev/kmsg: Permission denied)"]
+    assert [lines.index(x) for x in order] == sorted(lines.index(x) for x in order)
+    assert "  2 test(s): not run: the run aborted (x): a@6, a@7" in lines
+    assert "  a@5: fixed: passes although expected to fail" in lines
+    assert "  a@2: fail: known" in lines

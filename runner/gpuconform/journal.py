@@ -1,0 +1,379 @@
+"""The run journal, run.json, and what resuming a dead run needs.
+
+RESULTS/journal.jsonl: one JSON object a line, appended with one write() and
+fsync'd before the runner goes on (the directory is fsync'd when the file is
+created), so what the journal says survives the runner and the machine dying:
+
+    {"event":"start","test":T,"attempt":1,"pid":P,"pgid":P,"token":K,"time":S}
+        written as soon as the test's process exists (pid = its process group =
+        its session), before the runner waits for it;
+    {"event":"result","test":T,"record":{...}}
+        the test's final record (results.py TestRecord.to_json()), after its
+        last attempt; a skip by an expectation rule has no start line;
+    {"event":"abort","test":T,"reason":R}        the run stops after T
+    {"event":"resume","time":S,...}              `gpuconform resume` took over
+    {"event":"end","time":S,"complete":B}        results.json was written
+
+A test with a start line and no result line after it was running when the
+runner stopped: resume records it as incomplete (appending that record, so a
+second resume keeps it). Its processes may outlive the runner (a SIGKILL of
+the runner does not reach the test's own session): resume first kills every
+process whose environment carries the run's GPUCONFORM_RUN_ID or the start
+line's GPUCONFORM_RUN_TOKEN, and the start line's process group (pgid) as a
+whole when one of its members does (execute.kill_orphans). The environment
+check is what makes the pgid safe to use: after a reboot the same number may
+belong to a stranger. A death between fork() and the fsync of the start line
+leaves no start line: that test simply runs again, and its orphan is still
+found by GPUCONFORM_RUN_ID.
+
+The runner holds an exclusive flock() on the journal while it runs: the
+kernel drops it when the process dies (even of SIGKILL), so resume can tell a
+dead run from a live one.
+
+RESULTS/run.json (written once the selection is known, before the first test)
+holds what resume needs to go on exactly as the run would have: the manifest,
+the options, the selection before and after sharding, the run id every test
+process carries in its environment (GPUCONFORM_RUN_ID), the boot id.
+
+A torn last line (power loss in the middle of a write) is dropped and
+reported; resume truncates it away before appending. A bad line anywhere else
+is an error naming the file and line: the journal is left as it is.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+__all__ = [
+    "JOURNAL_NAME",
+    "RUN_NAME",
+    "RUN_FORMAT",
+    "RUN_ID_ENV",
+    "JournalError",
+    "Journal",
+    "StartLine",
+    "JournalState",
+    "read_journal",
+    "repair_journal",
+    "write_run_json",
+    "read_run_json",
+    "is_locked",
+    "boot_id",
+    "fsync_dir",
+    "atomic_write",
+]
+
+JOURNAL_NAME = "journal.jsonl"
+RUN_NAME = "run.json"
+RUN_FORMAT = "gpuconform-run"
+RUN_VERSION = 1
+RUN_ID_ENV = "GPUCONFORM_RUN_ID"
+EVENTS = ("start", "result", "abort", "resume", "end")
+
+
+class JournalError(Exception):
+    """A journal or run.json that cannot be used; str() is one line."""
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """path through a temporary file, fsync and rename(): never half a file."""
+    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    fsync_dir(path.parent)
+
+
+def boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+class Journal:
+    """RESULTS/journal.jsonl, open for appending."""
+
+    def __init__(self, path: Path, *, lock: bool = True) -> None:
+        self.path = Path(path)
+        created = not self.path.exists()
+        try:
+            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                              0o644)
+        except OSError as e:
+            raise JournalError(f"{self.path}: cannot open the journal: {e.strerror or e}") from None
+        if lock:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(self.fd)
+                raise JournalError(
+                    f"{self.path}: another gpuconform process is using this run "
+                    "(its journal is locked)") from None
+        if created:
+            os.fsync(self.fd)
+            fsync_dir(self.path.parent)
+
+    def append(self, obj: Mapping[str, Any]) -> None:
+        data = (json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+        view = memoryview(data)
+        while view:
+            n = os.write(self.fd, view)
+            view = view[n:]
+        os.fsync(self.fd)
+
+    def start(self, test: str, attempt: int, pid: int, token: str) -> None:
+        self.append({"event": "start", "test": test, "attempt": attempt, "pid": pid,
+                     "pgid": pid, "token": token, "time": time.time()})
+
+    def result(self, test: str, record: Mapping[str, Any]) -> None:
+        self.append({"event": "result", "test": test, "record": dict(record)})
+
+    def event(self, event: str, **fields: Any) -> None:
+        self.append({"event": event, "time": time.time(), **fields})
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)  # drops the flock
+            self.fd = -1
+
+
+def is_locked(path: Path) -> bool:
+    """Whether a live process holds the journal's lock."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+@dataclass(frozen=True)
+class StartLine:
+    test: str
+    attempt: int
+    pid: int | None
+    pgid: int | None
+    token: str | None
+    time: float | None
+    line: int
+
+
+@dataclass
+class JournalState:
+    path: Path
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)  # in journal order
+    running: list[StartLine] = field(default_factory=list)  # started, no result after
+    starts: list[StartLine] = field(default_factory=list)  # every start line
+    events: list[dict[str, Any]] = field(default_factory=list)  # abort, resume, end
+    torn: str | None = None  # what was dropped at the end, for the report
+    good_size: int = 0  # bytes up to the end of the last good line
+    missing_newline: bool = False  # the last good line lacks its "\n"
+    duplicates: list[str] = field(default_factory=list)  # extra result lines (ignored)
+    lines: int = 0
+
+    @property
+    def aborts(self) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("event") == "abort"]
+
+
+def _parse_line(raw: bytes) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(obj, dict) or obj.get("event") not in EVENTS:
+        return None
+    return obj
+
+
+def _problem(obj: dict[str, Any]) -> str | None:
+    ev = obj["event"]
+    if ev in ("start", "result") and not isinstance(obj.get("test"), str):
+        return f"{ev} line without a test name"
+    if ev == "result":
+        rec = obj.get("record")
+        if not isinstance(rec, dict) or not isinstance(rec.get("result"), str):
+            return "result line without a record"
+    return None
+
+
+def read_journal(path: Path) -> JournalState:
+    """The journal's lines, checked. No file: an empty state."""
+    path = Path(path)
+    st = JournalState(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return st
+    except OSError as e:
+        raise JournalError(f"{path}: cannot read the journal: {e.strerror or e}") from None
+    chunks = data.split(b"\n")
+    # chunks[-1] is what follows the last newline: b"" when the file ends well.
+    bad_tail_from: int | None = None  # 0-based index of the first bad chunk of the tail
+    parsed: list[tuple[int, dict[str, Any] | None]] = []
+    for i, raw in enumerate(chunks):
+        if i == len(chunks) - 1 and raw == b"":
+            break
+        obj = _parse_line(raw) if raw.strip(b"\0 \t\r") else None
+        parsed.append((i, obj))
+    # Bad lines are tolerated only as a tail (nothing good after them).
+    for i, obj in reversed(parsed):
+        if obj is not None:
+            break
+        bad_tail_from = i
+    offset = 0
+    for i, obj in parsed:
+        raw = chunks[i]
+        if bad_tail_from is not None and i >= bad_tail_from:
+            break
+        lineno = i + 1
+        if obj is None:
+            text = raw[:60].decode("utf-8", errors="replace")
+            raise JournalError(f"{path}:{lineno}: not a journal line: {text!r}")
+        problem = _problem(obj)
+        if problem is not None:
+            raise JournalError(f"{path}:{lineno}: {problem}")
+        st.lines += 1
+        terminated = i < len(chunks) - 1
+        offset += len(raw) + (1 if terminated else 0)
+        if not terminated:
+            st.missing_newline = True
+        _apply(st, obj, lineno)
+    st.good_size = offset
+    if bad_tail_from is not None:
+        dropped = len(data) - offset
+        st.torn = (f"{path}:{bad_tail_from + 1}: torn last line ({dropped} bytes: an interrupted "
+                   "write) dropped")
+    return st
+
+
+def _apply(st: JournalState, obj: dict[str, Any], lineno: int) -> None:
+    ev = obj["event"]
+    test = obj.get("test")
+    if ev == "start":
+        assert isinstance(test, str)
+        s = StartLine(test, _int(obj.get("attempt")) or 1, _int(obj.get("pid")),
+                      _int(obj.get("pgid")), _str(obj.get("token")), _float(obj.get("time")),
+                      lineno)
+        st.starts.append(s)
+        st.running = [r for r in st.running if r.test != test] + [s]
+    elif ev == "result":
+        assert isinstance(test, str)
+        st.running = [r for r in st.running if r.test != test]
+        if test in st.records:
+            st.duplicates.append(f"{st.path}:{lineno}: second result for {test} (ignored)")
+        else:
+            st.records[test] = obj["record"]
+    else:
+        st.events.append(obj)
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _float(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _str(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def repair_journal(st: JournalState) -> None:
+    """Cut a torn tail away (and end the last line) so appends start clean."""
+    if st.torn is None and not st.missing_newline:
+        return
+    fd = os.open(st.path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.ftruncate(fd, st.good_size)
+        if st.missing_newline:
+            os.lseek(fd, 0, os.SEEK_END)
+            os.write(fd, b"\n")
+            st.good_size += 1
+            st.missing_newline = False
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# ------------------------------------------------------------------ run.json
+
+
+def write_run_json(directory: Path, info: Mapping[str, Any]) -> Path:
+    path = Path(directory) / RUN_NAME
+    obj = {"format": RUN_FORMAT, "version": RUN_VERSION, **info}
+    atomic_write(path, json.dumps(obj, indent=1) + "\n")
+    return path
+
+
+_RUN_KEYS: dict[str, type | tuple[type, ...]] = {
+    "manifest": str,
+    "run_id": str,
+    "options": dict,
+    "selection": list,
+    "tests": list,
+}
+
+
+def read_run_json(directory: Path) -> dict[str, Any]:
+    path = Path(directory) / RUN_NAME
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise JournalError(
+            f"{path}: no such file (not a gpuconform results directory, or the run died "
+            "before its first test: start it again)") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise JournalError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    try:
+        obj = json.loads(text)
+    except ValueError as e:
+        line = getattr(e, "lineno", 1)
+        raise JournalError(f"{path}:{line}: not JSON: {getattr(e, 'msg', e)}") from None
+    if not isinstance(obj, dict) or obj.get("format") != RUN_FORMAT:
+        raise JournalError(f"{path}: not a gpuconform run file (format is not {RUN_FORMAT!r})")
+    if obj.get("version") != RUN_VERSION:
+        raise JournalError(f"{path}: version {obj.get('version')!r}, this runner reads {RUN_VERSION}")
+    for key, typ in _RUN_KEYS.items():
+        if not isinstance(obj.get(key), typ):
+            raise JournalError(f"{path}: field {key!r} missing or of the wrong type")
+    for key in ("selection", "tests"):
+        if not all(isinstance(t, str) for t in obj[key]):
+            raise JournalError(f"{path}: field {key!r}: not a list of test names")
+    shard = obj.get("shard")
+    if shard is not None and not (isinstance(shard, list) and len(shard) == 2
+                                  and all(isinstance(x, int) for x in shard)):
+        raise JournalError(f"{path}: field 'shard': not [INDEX, TOTAL] or null")
+    return obj

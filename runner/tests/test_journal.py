@@ -1,0 +1,205 @@
+"""journal.py: the append-only journal, torn lines, the lock, run.json; kill_orphans."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gc_testutil import processes_with
+from gpuconform.execute import kill_orphans
+from gpuconform.journal import (
+    RUN_ID_ENV,
+    Journal,
+    JournalError,
+    is_locked,
+    read_journal,
+    read_run_json,
+    repair_journal,
+    write_run_json,
+)
+
+
+def rec(result: str = "pass") -> dict[str, object]:
+    return {"result": result, "reason": ""}
+
+
+def lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def test_journal_lines_and_state(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    j = Journal(path)
+    j.start("a@1", 1, 100, "tok-a")
+    j.result("a@1", rec())
+    j.start("a@2", 1, 101, "tok-b")
+    j.start("a@2", 2, 102, "tok-c")  # a retry
+    j.event("abort", test="a@2", reason="r")
+    j.close()
+    got = lines(path)
+    assert [x["event"] for x in got] == ["start", "result", "start", "start", "abort"]
+    assert got[0]["pid"] == got[0]["pgid"] == 100 and got[0]["token"] == "tok-a"
+    st = read_journal(path)
+    assert list(st.records) == ["a@1"] and st.records["a@1"] == rec()
+    assert [(s.test, s.attempt, s.pgid, s.token, s.line) for s in st.running] == [
+        ("a@2", 2, 102, "tok-c", 4)]
+    assert len(st.starts) == 3 and st.aborts[0]["reason"] == "r"
+    assert st.torn is None and st.good_size == path.stat().st_size
+
+
+def test_missing_journal_is_empty(tmp_path: Path) -> None:
+    st = read_journal(tmp_path / "none.jsonl")
+    assert st.records == {} and st.running == [] and st.lines == 0
+
+
+def test_torn_last_line_is_dropped_and_repaired(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    j = Journal(path)
+    j.start("a@1", 1, 7, "t")
+    j.close()
+    good = path.stat().st_size
+    with open(path, "ab") as f:
+        f.write(b'{"event":"result","test":"a@1","rec')  # power loss mid-write
+    st = read_journal(path)
+    assert st.records == {} and [s.test for s in st.running] == ["a@1"]
+    assert st.torn is not None and st.torn.startswith(f"{path}:2: torn last line (")
+    repair_journal(st)
+    assert path.stat().st_size == good
+    j = Journal(path)
+    j.result("a@1", rec("incomplete"))
+    j.close()
+    assert read_journal(path).records["a@1"]["result"] == "incomplete"
+
+
+def test_nul_filled_tail_is_torn_too(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    path.write_bytes(b'{"event":"start","test":"a@1"}\n\0\0\0\0\n\0\0')
+    st = read_journal(path)
+    assert st.torn is not None and st.lines == 1 and st.good_size == 31
+
+
+def test_complete_last_line_without_newline_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    path.write_bytes(b'{"event":"result","test":"a@1","record":{"result":"pass"}}')
+    st = read_journal(path)
+    assert list(st.records) == ["a@1"] and st.torn is None and st.missing_newline
+    repair_journal(st)
+    assert path.read_bytes().endswith(b"}\n")
+
+
+@pytest.mark.parametrize("body, error", [
+    (b'{"event":"start","test":"a@1"}\nnot json\n{"event":"end"}\n', ":2: not a journal line"),
+    (b'{"event":"result","test":"a@1"}\n{"event":"end"}\n', ":1: result line without a record"),
+    (b'{"event":"start"}\n{"event":"end"}\n', ":1: start line without a test name"),
+    (b'{"event":"bogus"}\n{"event":"end"}\n', ":1: not a journal line"),
+])
+def test_bad_line_before_good_ones_is_an_error(tmp_path: Path, body: bytes, error: str) -> None:
+    path = tmp_path / "journal.jsonl"
+    path.write_bytes(body)
+    with pytest.raises(JournalError) as e:
+        read_journal(path)
+    assert str(e.value).startswith(f"{path}{error}") and "\n" not in str(e.value)
+    assert path.read_bytes() == body  # left as it is
+
+
+def test_duplicate_result_keeps_the_first(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    j = Journal(path)
+    j.result("a@1", rec("fail"))
+    j.result("a@1", rec("pass"))
+    j.close()
+    st = read_journal(path)
+    assert st.records["a@1"]["result"] == "fail"
+    assert st.duplicates == [f"{path}:2: second result for a@1 (ignored)"]
+
+
+def test_the_lock_tells_a_live_run_from_a_dead_one(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    j = Journal(path)
+    assert is_locked(path)
+    with pytest.raises(JournalError, match="another gpuconform process is using this run"):
+        Journal(path)
+    j.close()
+    assert not is_locked(path)
+    # A process killed with SIGKILL drops it too.
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from gpuconform.journal import "
+            "Journal; Journal(__import__('pathlib').Path(sys.argv[2])); print('locked', flush=True);"
+            " time.sleep(300)")
+    runner_dir = str(Path(__file__).resolve().parents[1])
+    p = subprocess.Popen([sys.executable, "-c", code, runner_dir, str(path)],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None and p.stdout.readline() == "locked\n"
+        assert is_locked(path)
+    finally:
+        p.kill()
+        p.wait()
+    assert not is_locked(path)
+
+
+def test_run_json_round_trip_and_errors(tmp_path: Path) -> None:
+    info = {"manifest": "/b/m.txt", "run_id": "r", "options": {}, "selection": ["a@1", "a@2"],
+            "tests": ["a@1"], "shard": [1, 2]}
+    write_run_json(tmp_path, info)
+    assert read_run_json(tmp_path)["selection"] == ["a@1", "a@2"]
+    with pytest.raises(JournalError, match=r"run.json: no such file"):
+        read_run_json(tmp_path / "nope")
+    (tmp_path / "run.json").write_text('{"format": "gpuconform-run",\n "version": 1,,}')
+    with pytest.raises(JournalError, match=r"run.json:2: not JSON"):
+        read_run_json(tmp_path)
+    (tmp_path / "run.json").write_text('{"format": "other"}')
+    with pytest.raises(JournalError, match="not a gpuconform run file"):
+        read_run_json(tmp_path)
+    bad = dict(info, format="gpuconform-run", version=1, tests="a@1")
+    (tmp_path / "run.json").write_text(json.dumps(bad))
+    with pytest.raises(JournalError, match="field 'tests' missing or of the wrong type"):
+        read_run_json(tmp_path)
+    bad = dict(info, format="gpuconform-run", version=1, shard=[1])
+    (tmp_path / "run.json").write_text(json.dumps(bad))
+    with pytest.raises(JournalError, match=r"field 'shard'"):
+        read_run_json(tmp_path)
+
+
+def test_kill_orphans_finds_by_environment_and_kills_the_group(
+        tmp_path: Path, marker_env: bytes) -> None:
+    """A 'test' left by a dead runner: a group of two sleepers, one of them
+    with the run id; another process in its own session with the token."""
+    run_id, token = "run-123", "tok-456"
+    env = dict(os.environ, **{RUN_ID_ENV: run_id})
+    leader = subprocess.Popen(["sh", "-c", "sleep 300 & exec sleep 301"], env=env,
+                              start_new_session=True)
+    escaped = subprocess.Popen(["sleep", "302"], start_new_session=True,
+                               env=dict(os.environ, GPUCONFORM_RUN_TOKEN=token))
+    bystander = subprocess.Popen(["sleep", "303"], start_new_session=True)
+    try:
+        found = kill_orphans([f"{RUN_ID_ENV}={run_id}", f"GPUCONFORM_RUN_TOKEN={token}"],
+                             [leader.pid])
+        assert leader.wait(timeout=60) == -9 and escaped.wait(timeout=60) == -9
+        assert all(p.dead for p in found)
+        assert {p.pid for p in found if p.escaped} == {escaped.pid}
+        assert leader.pid in {p.pid for p in found if not p.escaped}
+        assert bystander.poll() is None  # not ours: untouched
+        left = [pid for pid, _ in processes_with(marker_env) if pid != bystander.pid]
+        assert left == []
+    finally:
+        for p in (leader, escaped, bystander):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def test_kill_orphans_spares_a_recycled_group(marker_env: bytes) -> None:
+    """After a reboot the recorded pgid may be a stranger's: no env match, no kill."""
+    p = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        assert kill_orphans([f"{RUN_ID_ENV}=not-this"], [p.pid]) == []
+        assert p.poll() is None
+    finally:
+        p.kill()
+        p.wait()
+

@@ -1,0 +1,473 @@
+"""`gpuconform run` end to end over the REAL selftest binaries: expectations and
+retries, selection, sharding, timeouts and devices, the kernel log and taint,
+baselines, progress, and the one-line errors of bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gc_testutil import MARKER_ENV, REPO_ROOT, Selftests, processes_with
+
+LAUNCHER = REPO_ROOT / "gpuconform"
+HANG_GUARD_S = 300  # guards against a hung runner only; never a performance bound
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+    results: Path
+
+    def json(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.results / "results.json").read_text())
+        return data
+
+    def tests(self) -> dict[str, Any]:
+        tests: dict[str, Any] = self.json()["tests"]
+        return tests
+
+    def journal(self) -> list[dict[str, Any]]:
+        return [json.loads(x) for x in (self.results / "journal.jsonl").read_text().splitlines()]
+
+
+def base_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    for var in ("GPUCONFORM_SELFTEST_KMSG", "GPUCONFORM_SELFTEST_TAINT_FILE",
+                "GPUCONFORM_SELFTEST_FIXTURE_SKIP"):
+        env.pop(var, None)
+    env.update(GPUCONFORM_SELFTEST_SLEEP_MS="20", GPUCONFORM_SELFTEST_LONG_SLEEP_MS="20")
+    env.update(extra)
+    return env
+
+
+def cli(*args: str, env: dict[str, str] | None = None, results: Path | None = None) -> Run:
+    p = subprocess.run([sys.executable, str(LAUNCHER), *args], capture_output=True, text=True,
+                       timeout=HANG_GUARD_S, env=env if env is not None else base_env(),
+                       cwd=REPO_ROOT)
+    return Run(p.returncode, p.stdout, p.stderr, results or Path("/nonexistent"))
+
+
+def run(st: Selftests, results: Path, *args: str, env: dict[str, str] | None = None) -> Run:
+    """gpuconform run on the selftests. The kernel log is not watched unless
+    asked for: a loaded CI machine's own kernel warnings must not turn a pass
+    into dmesg-warn in tests about something else."""
+    kmsg = [] if "--kmsg" in args else ["--kmsg", "off"]
+    return cli("run", "--build", str(st.build), "--selftest", "--results", str(results),
+               "--no-baseline", *kmsg, *args, env=env, results=results)
+
+
+def one_line_error(r: Run) -> str:
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert r.stderr.count("\n") == 1, r.stderr
+    assert "Traceback" not in r.stderr + r.stdout
+    return r.stderr.strip()
+
+
+# -------------------------------------------------- expectations, retries
+
+
+def test_expected_failures_skip_rules_and_stale_rules(selftests: Selftests, tmp_path: Path) -> None:
+    exp = tmp_path / "exp.txt"
+    exp.write_text(textwrap.dedent("""\
+        fail  selftest_results@fail          # bug 1: asserts 5 == 4
+        flake selftest_results@crash-segv    # bug 2
+        skip  selftest_results@abort         # aborts the binary: not on this machine
+        fail  selftest_results@no-such-*     # stale
+        """))
+    r = run(selftests, tmp_path / "r", "--expectations", str(exp), "--include",
+            r"^selftest_results@(pass|fail|crash-segv|abort)$")
+    assert r.returncode == 0, r.stdout + r.stderr
+    t = r.tests()
+    assert list(t) == ["selftest_results@pass", "selftest_results@fail",
+                       "selftest_results@crash-segv", "selftest_results@abort"]
+    fail = t["selftest_results@fail"]
+    assert fail["result"] == "fail" and fail["expected"] is True
+    assert [a["result"] for a in fail["attempts"]] == ["fail", "fail"]  # retried once
+    assert fail["rule"] == f"{exp}:1: fail selftest_results@fail"
+    assert t["selftest_results@crash-segv"]["expected"] is True
+    ab = t["selftest_results@abort"]
+    assert ab["result"] == "skip" and ab["reason"] == "aborts the binary: not on this machine"
+    assert ab["command"] == [] and ab["attempts"] == []
+    assert not [x for x in r.journal() if x.get("test") == "selftest_results@abort"
+                and x["event"] == "start"]  # never started
+    data = r.json()
+    assert data["expectations"]["stale"] == [f"{exp}:4: fail selftest_results@no-such-*"]
+    assert data["outcome"]["status"] == 0 and data["outcome"]["unexpected"] == []
+    summary = (r.results / "summary.txt").read_text()
+    assert "UNEXPECTED" not in summary
+    lines = summary.splitlines()
+    assert lines.index("expected failures: 2") < lines.index(
+        "stale expectation rules (matched no test): 1") < lines.index("skip reasons:")
+    assert "xfailed" in r.stdout
+
+
+def test_retries_zero_runs_once(selftests: Selftests, tmp_path: Path) -> None:
+    r = run(selftests, tmp_path / "r", "--retries", "0", "--include", "^selftest_results@fail$")
+    assert r.returncode == 1
+    rec = r.tests()["selftest_results@fail"]
+    assert len(rec["attempts"]) == 1 and rec["expected"] is False
+    assert len([x for x in r.journal() if x["event"] == "start"]) == 1
+
+
+def flaky_build(tmp_path: Path) -> Path:
+    """A protocol-speaking script: `flaky` fails on its first run, passes after."""
+    build = tmp_path / "build"
+    build.mkdir()
+    script = build / "t_flaky"
+    script.write_text(textwrap.dedent("""\
+        #!/bin/sh
+        if [ "$1" = --list-subtests ]; then echo flaky; echo steady; exit 0; fi
+        echo "Starting subtest: $2"
+        if [ "$2" = flaky ] && [ ! -e "$FLAKY_STATE" ]; then
+            : > "$FLAKY_STATE"; echo "Subtest flaky: FAIL (0.000s)"; exit 98
+        fi
+        echo "Subtest $2: SUCCESS (0.000s)"
+        """))
+    script.chmod(0o755)
+    (build / "gpuconform-suite.txt").write_text("t_flaky\n")
+    return build
+
+
+def test_flake_is_unexpected_without_a_flake_rule(tmp_path: Path) -> None:
+    build = flaky_build(tmp_path)
+    env = base_env(FLAKY_STATE=str(tmp_path / "state1"))
+    none = tmp_path / "none.txt"
+    none.write_text("# no rules\n")
+    r = cli("run", "--build", str(build), "--results", str(tmp_path / "r1"), "--no-baseline",
+            "--kmsg", "off",
+            "--expectations", str(none), env=env, results=tmp_path / "r1")
+    assert r.returncode == 1, r.stdout + r.stderr
+    rec = r.tests()["t_flaky@flaky"]
+    assert rec["result"] == "pass" and rec["final"] == "flake" and rec["expected"] is False
+    assert "flaky: passed on attempt 2 (fail, pass)" in rec["judgement"]
+    assert "flake (unexpected):\n  t_flaky@flaky: flaky: passed on attempt 2" in \
+        (r.results / "summary.txt").read_text()
+    exp = tmp_path / "exp.txt"
+    exp.write_text("flake t_flaky@flaky  # lost wakeup\nfail t_flaky@steady\n")
+    env = base_env(FLAKY_STATE=str(tmp_path / "state2"))
+    r = cli("run", "--build", str(build), "--results", str(tmp_path / "r2"), "--no-baseline",
+            "--kmsg", "off",
+            "--expectations", str(exp), env=env, results=tmp_path / "r2")
+    assert r.returncode == 1  # the flake is expected now, but steady passes: "fixed"
+    t = r.tests()
+    assert t["t_flaky@flaky"]["expected"] is True
+    assert t["t_flaky@steady"]["expected"] is False
+    assert "fixed: passes although expected to fail" in t["t_flaky@steady"]["judgement"]
+    summary = (r.results / "summary.txt").read_text()
+    assert summary.index("UNEXPECTED: 1") < summary.index("flakes (expected): 1")
+
+
+# ---------------------------------------------------------------- selection
+
+
+def test_testlists_include_exclude(selftests: Selftests, tmp_path: Path) -> None:
+    tl = tmp_path / "mine.txt"
+    tl.write_text("# a list\nselftest_results@pass\nselftest_flow@sleep-*   # the nappers\n")
+    r = run(selftests, tmp_path / "r", "--testlist", str(tl), "--exclude", "sleep-3",
+            "--exclude", "sleep-long")
+    assert r.returncode == 0, r.stdout + r.stderr
+    want = ["selftest_results@pass", "selftest_flow@sleep-1", "selftest_flow@sleep-2"]
+    assert list(r.tests()) == want and r.json()["selection"] == want
+    assert r.json()["shard"] is None
+    r = run(selftests, tmp_path / "r2", "--testlist", str(tl), "--include", "sleep-2")
+    assert list(r.tests()) == ["selftest_flow@sleep-2"]
+    lst = cli("list", "--build", str(selftests.build), "--selftest", "--testlist", str(tl),
+              "--exclude", "sleep-[3l]")
+    assert lst.returncode == 0 and lst.stdout.split() == want
+
+
+def test_testlist_naming_an_unknown_test(selftests: Selftests, tmp_path: Path) -> None:
+    tl = tmp_path / "typo.txt"
+    tl.write_text("selftest_results@pass\nselftest_results@crash-segfault\n")
+    r = run(selftests, tmp_path / "r", "--testlist", str(tl))
+    err = one_line_error(r)
+    assert err.startswith(f"gpuconform: {tl}:2: no such test 'selftest_results@crash-segfault'")
+    assert "closest: selftest_results@crash-segv" in err
+    assert not (tmp_path / "r" / "results.json").exists()
+    lst = cli("list", "--build", str(selftests.build), "--selftest", "--testlist", str(tl))
+    assert one_line_error(lst) == err
+
+
+@pytest.mark.parametrize("what", ["testlist", "expectations", "patterns", "named", "shard",
+                                  "devices", "override", "retries"])
+def test_bad_input_is_a_one_line_error(selftests: Selftests, tmp_path: Path, what: str) -> None:
+    bad = tmp_path / "bad.txt"
+    args: list[str]
+    if what == "testlist":
+        bad.write_text("selftest_results@pass\nnot a test\n")
+        args, want = ["--testlist", str(bad)], f"{bad}:2: spaces inside the entry"
+    elif what == "expectations":
+        bad.write_text("fail selftest_results@pass\nbogus selftest_results@fail\n")
+        args, want = ["--expectations", str(bad)], f"{bad}:2: unknown kind 'bogus'"
+    elif what == "patterns":
+        bad.write_text("warn ok\nabort (\n")
+        args, want = ["--dmesg-patterns", str(bad)], f"{bad}:2: bad regular expression"
+    elif what == "named":
+        args, want = ["--testlist", "no-such-list"], "unknown test list 'no-such-list'"
+    elif what == "shard":
+        args, want = ["--shard", "3/2"], "argument --shard: bad shard '3/2'"
+    elif what == "devices":
+        args, want = ["--devices", "0, 1"], "argument --devices: --devices '0, 1': expected"
+    elif what == "override":
+        args, want = ["--timeout-override", "selftest_hang@*=soon"], "is not a positive number"
+    else:
+        args, want = ["--retries", "-1"], "--retries -1: must be 0..100"
+    r = run(selftests, tmp_path / "r", *args)
+    assert want in one_line_error(r)
+    assert not (tmp_path / "r").exists()
+
+
+def test_results_dir_holding_a_run_is_refused(selftests: Selftests, tmp_path: Path) -> None:
+    r = run(selftests, tmp_path / "r", "--include", "^selftest_results@pass$")
+    assert r.returncode == 0
+    again = run(selftests, tmp_path / "r", "--include", "^selftest_results@pass$")
+    assert f"gpuconform resume {tmp_path / 'r'}" in one_line_error(again)
+
+
+def test_shards_split_the_selection_and_merge_back(selftests: Selftests, tmp_path: Path) -> None:
+    sel = ["--include", r"^selftest_(results@(pass|skip)|flow@sleep-[123]|dynamic@all-pass)$"]
+    a = run(selftests, tmp_path / "a", "--shard", "1/2", *sel)
+    b = run(selftests, tmp_path / "b", "--shard", "2/2", *sel)
+    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+    assert a.json()["selection"] == b.json()["selection"] and len(a.json()["selection"]) == 6
+    assert a.json()["shard"] == [1, 2] and b.json()["shard"] == [2, 2]
+    ta, tb = set(a.tests()), set(b.tests())
+    assert not ta & tb and ta | tb == set(a.json()["selection"])
+    m = cli("merge", str(tmp_path / "m"), str(tmp_path / "a"), str(tmp_path / "b"))
+    assert m.returncode == 0, m.stdout + m.stderr
+    merged = json.loads((tmp_path / "m" / "results.json").read_text())
+    assert list(merged["tests"]) == a.json()["selection"]
+
+
+def test_timeout_override_and_devices(selftests: Selftests, tmp_path: Path) -> None:
+    r = run(selftests, tmp_path / "r", "--include", r"^selftest_(hang@sleep-forever|flow@print-env)$",
+            "--timeout", "600", "--timeout-override", "selftest_hang@*=1", "--grace", "0.5",
+            "--retries", "0", "--devices", "0,GPU-1f2e")
+    t = r.tests()
+    hang = t["selftest_hang@sleep-forever"]
+    assert hang["result"] == "timeout" and hang["reason"].startswith("timed out after 1s")
+    assert hang["timeout"] == 1.0 and t["selftest_flow@print-env"]["timeout"] == 600.0
+    out = t["selftest_flow@print-env"]["out"]
+    for var in ("GPUCONFORM_DEVICES", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                "HIP_VISIBLE_DEVICES"):
+        assert f"env {var}=0,GPU-1f2e\n" in out
+    assert f"env GPUCONFORM_RUN_ID={r.json()['run']['run_id']}\n" in out
+
+
+# ------------------------------------------------------- kernel log, taint
+
+
+def test_new_taint_aborts_the_run_then_resume_finishes_it(
+        selftests: Selftests, tmp_path: Path, marker_env: bytes) -> None:
+    taint = tmp_path / "tainted"
+    taint.write_text("0\n")
+    env = base_env(GPUCONFORM_SELFTEST_TAINT_FILE=str(taint),
+                   **{MARKER_ENV: os.environ[MARKER_ENV]})
+    r = run(selftests, tmp_path / "r", "--include", r"^selftest_flow@(taint|sleep-[12])$",
+            "--taint-file", str(taint), env=env)
+    assert r.returncode == 1
+    t = r.tests()
+    assert t["selftest_flow@taint"]["result"] == "abort"
+    why = "kernel taint 0 -> 512: new W (kernel issued a warning (WARN_ON))"
+    assert t["selftest_flow@taint"]["reason"] == f"run aborted: {why}"
+    assert t["selftest_flow@taint"]["notes"][0] == "the test itself ended pass"
+    for n in ("selftest_flow@sleep-1", "selftest_flow@sleep-2"):
+        assert t[n]["result"] == "notrun" and why in t[n]["reason"]
+    assert r.json()["run"]["aborted"] == f"selftest_flow@taint: {why}"
+    summary = (r.results / "summary.txt").read_text()
+    assert summary.splitlines()[1] == f"RUN ABORTED: selftest_flow@taint: {why}"
+    assert [x["event"] for x in r.journal()][-2:] == ["abort", "end"]
+    # After the machine is looked at, resume runs what the abort left.
+    res = cli("resume", str(r.results), env=env, results=r.results)
+    assert res.returncode == 1  # the abort stays
+    t = res.tests()
+    assert t["selftest_flow@taint"]["result"] == "abort"
+    assert t["selftest_flow@sleep-1"]["result"] == "pass"
+    assert t["selftest_flow@sleep-2"]["result"] == "pass"
+
+
+def kmsg_usable() -> str | None:
+    try:
+        fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+        os.close(fd)
+    except OSError as e:
+        return f"/dev/kmsg not readable: {e.strerror}"
+    if not os.access("/dev/kmsg", os.W_OK):
+        return "/dev/kmsg not writable (not root)"
+    return None
+
+
+def test_kernel_log_warnings_and_gpu_reset_for_real(selftests: Selftests, tmp_path: Path) -> None:
+    why = kmsg_usable()
+    if why:
+        pytest.skip(why)
+    r = run(selftests, tmp_path / "r", "--include", r"^selftest_flow@(kmsg-.*|sleep-[12])$",
+            "--retries", "0", "--kmsg", "/dev/kmsg", env=base_env(GPUCONFORM_SELFTEST_KMSG="1"))
+    assert r.returncode == 1
+    t = r.tests()
+    w = t["selftest_flow@kmsg-warn"]
+    assert w["result"] == "dmesg-warn"
+    assert w["reason"].startswith("kernel log: <4>[") and \
+        w["reason"].endswith("] gpuconform-selftest: simulated warning")
+    assert any(x.endswith("gpuconform-selftest: simulated warning") for x in w["dmesg"])
+    wf = t["selftest_flow@kmsg-warn-fail"]
+    assert wf["result"] == "dmesg-fail" and "selftest: failing after a kernel warning" in wf["reason"]
+    reset = t["selftest_flow@kmsg-gpu-reset"]
+    assert reset["result"] == "abort" and "GPU reset begin! (simulated)" in reset["reason"]
+    assert t["selftest_flow@sleep-1"]["result"] == "notrun"
+    assert t["selftest_flow@sleep-2"]["result"] == "notrun"
+    assert r.json()["kernel_log"]["watched"] is True
+    assert "RUN ABORTED: selftest_flow@kmsg-gpu-reset: kernel log: <3>[" in r.stdout
+
+
+def test_unreadable_kernel_log_is_said_once(selftests: Selftests, tmp_path: Path) -> None:
+    r = run(selftests, tmp_path / "r", "--include", r"^selftest_results@(pass|skip)$",
+            "--kmsg", str(tmp_path / "no-kmsg"))
+    assert r.returncode == 0
+    summary = (r.results / "summary.txt").read_text()
+    said = [x for x in summary.splitlines() if x.startswith("kernel log: not watched")]
+    assert said == [f"kernel log: not watched ({tmp_path / 'no-kmsg'}: No such file or directory):"
+                    " no dmesg-warn / dmesg-fail, no abort on a GPU reset"]
+    assert r.json()["kernel_log"]["watched"] is False
+
+
+# --------------------------------------------------------------- baselines
+
+
+def write_baseline(directory: Path, latency: list[float]) -> Path:
+    from gpuconform.baseline import Baseline, BaselineMetric, write_baseline as wb
+    from gpuconform.fingerprint import current_fingerprint
+
+    fp = current_fingerprint()
+    b = Baseline(fp.to_json(), "2024-01-01T00:00:00Z", "test",
+                 {"selftest_metrics@metrics:latency": BaselineMetric("ns", "lower",
+                                                                      tuple(latency))},
+                 {"selftest_metrics@metrics": 0.01})
+    directory.mkdir(parents=True, exist_ok=True)
+    path: Path = wb(b, directory / f"{fp.key()}.json")
+    return path
+
+
+def test_baseline_regression_is_unexpected_unless_expected(selftests: Selftests,
+                                                          tmp_path: Path) -> None:
+    bdir = tmp_path / "baselines"
+    write_baseline(bdir, [100.0, 101.0, 102.0, 103.0, 104.0])  # the run says ~1150 ns
+    sel = ["--include", "^selftest_metrics@metrics$", "--baselines", str(bdir)]
+    r = cli("run", "--build", str(selftests.build), "--selftest", "--results",
+            str(tmp_path / "r"), "--kmsg", "off", *sel, results=tmp_path / "r")
+    assert r.returncode == 1, r.stdout + r.stderr
+    comps = {c["key"]: c for c in r.json()["comparisons"]}
+    assert comps["selftest_metrics@metrics:latency"]["verdict"] == "regression"
+    assert comps["selftest_metrics@metrics:bandwidth"]["verdict"] == "new"
+    assert r.json()["outcome"]["regressions"] == 1
+    assert "metric regressions:\n  selftest_metrics@metrics:latency: regression: median" in r.stdout
+    assert "1 metric regression(s)" in r.stderr
+    assert (r.results / "report.html").is_file()
+    ok = cli("run", "--build", str(selftests.build), "--selftest", "--results",
+             str(tmp_path / "r2"), "--kmsg", "off", *sel, "--regressions-expected",
+             results=tmp_path / "r2")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "metric regressions (expected: --regressions-expected): 1" in ok.stdout
+    off = cli("run", "--build", str(selftests.build), "--selftest", "--results",
+              str(tmp_path / "r3"), "--kmsg", "off", *sel, "--no-baseline",
+              results=tmp_path / "r3")
+    assert off.returncode == 0 and off.json()["comparisons"] == []
+
+
+def test_unusable_baseline_keeps_the_results(selftests: Selftests, tmp_path: Path) -> None:
+    bdir = tmp_path / "baselines"
+    path = write_baseline(bdir, [1.0] * 5)
+    path.write_text('{"format": "gpuconform-baseline",\n "version": 1,\n "metrics": 7}\n')
+    r = cli("run", "--build", str(selftests.build), "--selftest", "--results",
+            str(tmp_path / "r"), "--kmsg", "off", "--include", "^selftest_metrics@metrics$",
+            "--baselines", str(bdir), results=tmp_path / "r")
+    assert r.returncode == 1
+    assert r.tests()["selftest_metrics@metrics"]["result"] == "pass"  # nothing lost
+    err = r.json()["baseline"]["error"]
+    assert err.startswith(f"baseline: {path}") and "\n" not in err
+    assert f"gpuconform: {err}" in r.stdout and "Traceback" not in r.stdout + r.stderr
+    assert "BASELINE NOT COMPARED" in (r.results / "summary.txt").read_text()
+
+
+# ---------------------------------------------------------------- progress
+
+
+def test_progress_line(selftests: Selftests, tmp_path: Path) -> None:
+    sel = ["--include", r"^selftest_results@(pass|skip)$"]
+    r = run(selftests, tmp_path / "r", *sel, "--progress", "plain")
+    assert r.returncode == 0
+    assert "gpuconform: [2/2] 1 pass, 1 skip | ETA 0s\n" in r.stderr
+    p = subprocess.run([sys.executable, str(LAUNCHER), "run", "--build", str(selftests.build),
+                        "--selftest", "--results", str(tmp_path / "r2"), "--no-baseline",
+                        "--kmsg", "off", *sel,
+                        "--progress", "tty"], capture_output=True, timeout=HANG_GUARD_S,
+                       env=base_env(), cwd=REPO_ROOT)
+    assert b"\rgpuconform: [1/2] 1 pass | ETA " in p.stderr and p.stderr.endswith(b"\r\x1b[K")
+    assert b"\n" not in p.stderr  # redrawn in place, erased at the end
+    r = run(selftests, tmp_path / "r3", *sel, "--progress", "off")
+    assert "gpuconform: [" not in r.stderr
+
+
+def test_nothing_left_behind(selftests: Selftests, tmp_path: Path) -> None:
+    marker = uuid.uuid4().hex
+    env = base_env(**{MARKER_ENV: marker})
+    r = run(selftests, tmp_path / "r", "--include", r"^selftest_child@", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert processes_with(f"{MARKER_ENV}={marker}".encode()) == []
+
+
+# ------------------------------------------- the other subcommands' plumbing
+
+
+@pytest.mark.parametrize("argv", [["run"], ["list"], ["resume"], ["compare"], ["baseline"],
+                                  ["baseline", "update"], ["report"], ["merge"]])
+def test_every_subcommand_has_help(argv: list[str]) -> None:
+    r = cli(*argv, "--help")
+    assert r.returncode == 0 and r.stdout.startswith(f"usage: gpuconform {' '.join(argv)}")
+
+
+@pytest.mark.parametrize("argv, want", [
+    ([], "gpuconform: error: the following arguments are required: COMMAND"),
+    (["bogus"], "gpuconform: error: argument COMMAND: invalid choice: 'bogus'"),
+    (["compare", "/nonexistent/a"], "gpuconform compare: error: the following arguments"),
+    (["merge", "/tmp/out"], "gpuconform merge: error: the following arguments are required: DIR"),
+    (["baseline"], "gpuconform baseline: error: the following arguments are required: ACTION"),
+    (["run", "--timeout", "0"], "gpuconform run: error: argument --timeout: must be a positive"),
+])
+def test_usage_errors_are_one_line(argv: list[str], want: str) -> None:
+    assert one_line_error(cli(*argv)).startswith(want)
+
+
+def test_compare_report_baseline_merge(selftests: Selftests, tmp_path: Path) -> None:
+    sel = ["--include", r"^selftest_(metrics@metrics|results@pass)$", "--no-report"]
+    a = run(selftests, tmp_path / "a", *sel)
+    b = run(selftests, tmp_path / "b", *sel)
+    assert a.returncode == 0 and b.returncode == 0, a.stdout + a.stderr
+    assert not (tmp_path / "a" / "report.html").exists()  # --no-report
+    c = cli("compare", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert c.returncode == 0, c.stderr
+    assert "selftest_metrics@metrics" in c.stdout
+    rep = cli("report", str(tmp_path / "a"))
+    assert rep.returncode == 0 and (tmp_path / "a" / "report.html").is_file()
+    out = tmp_path / "bl.json"
+    bl = cli("baseline", "update", str(tmp_path / "a"), "--out", str(out))
+    assert bl.returncode == 0 and json.loads(out.read_text())["format"] == "gpuconform-baseline"
+    m = cli("merge", str(tmp_path / "m"), str(tmp_path / "a"), str(tmp_path / "b"))
+    assert m.returncode == 1 and "conflicting" in m.stdout  # same tests, other samples
+    for argv in (["compare", str(tmp_path / "a"), str(tmp_path / "none")],
+                 ["report", str(tmp_path / "none")],
+                 ["baseline", "update", str(tmp_path / "none")],
+                 ["merge", str(tmp_path / "m2"), str(tmp_path / "none")]):
+        err = one_line_error(cli(*argv))
+        assert str(tmp_path / "none") in err, argv
