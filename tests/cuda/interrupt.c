@@ -718,6 +718,7 @@ static void test_sync(void *data)
 
 /* Three sweeps, first delays 2^(1/3) apart: the depths of one fall between the other's. */
 static const uint64_t sweep_first_ns[] = { 1000, 1260, 1587 };
+#define SWEEPS_MAX 60
 
 struct sweep_target;
 
@@ -1053,8 +1054,16 @@ static void sweep_target_run(struct sweep_ctx *c, const struct sweep_target *t,
 	bool ok;
 
 	res->setup = t->setup(c);
-	for (size_t k = 0; !res->setup && k < ARRAY_SIZE(sweep_first_ns); k++) {
-		struct gc_sigiter_cfg cfg = { .first_delay_ns = sweep_first_ns[k] };
+	/*
+	 * Calls shorter than the signal's delivery latency (a few tens of us on
+	 * these VMs: cuMemSetAccess, cuMemMap) are hit only by chance: sweep again,
+	 * up to SWEEPS_MAX, until one was.
+	 */
+	for (size_t k = 0; !res->setup && (k < ARRAY_SIZE(sweep_first_ns) ||
+					   (res->calls_hit == 0 && k < SWEEPS_MAX)); k++) {
+		struct gc_sigiter_cfg cfg = {
+			.first_delay_ns = sweep_first_ns[k % ARRAY_SIZE(sweep_first_ns)],
+		};
 		int r = gc_sigiter_begin(&it, &cfg);
 
 		if (r) {
@@ -1092,9 +1101,9 @@ static void sweep_assert(const struct gc_cuda *cu, const struct sweep_target *t,
 	gc_cu_assert(cu, res->teardown);
 	gc_assert_f(res->calls_hit > 0, "%s: no signal landed inside any of %u passes", t->name,
 		    res->passes);
-	gc_assert_f(res->completed == ARRAY_SIZE(sweep_first_ns), "%s: %u of %zu sweeps reached "
-		    "a pass with no signal inside (the call outlasted every delay up to 1 s?)",
-		    t->name, res->completed, ARRAY_SIZE(sweep_first_ns));
+	gc_assert_f(res->completed == res->sweeps, "%s: %u of %u sweeps reached a pass with no "
+		    "signal inside (the call outlasted every delay up to 1 s?)", t->name,
+		    res->completed, res->sweeps);
 }
 
 static void sweep_dynamic(void *arg)
