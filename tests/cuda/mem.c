@@ -1192,6 +1192,27 @@ static void test_map_past_reservation(void *data)
 	gc_dynamic("into-next-reservation", map_past_end, &reserved);
 }
 
+/*
+ * Contract (cuCtxEnablePeerAccess): "Returns CUDA_ERROR_INVALID_CONTEXT if
+ * there is no current context, peerContext is not a valid context, or if the
+ * current context is peerContext." Needs one GPU only.
+ */
+static void test_peer_access_self(void *data)
+{
+	struct mem_fx *fx = data;
+	CUcontext cur = NULL;
+	CUresult r;
+	char e[160];
+
+	gc_cu_assert(fx->cu, fx->cu->cuCtxGetCurrent(&cur));
+	r = fx->cu->cuCtxEnablePeerAccess(cur, 0);
+	gc_info("cuCtxEnablePeerAccess(the current context, 0) -> %s",
+		gc_cu_strerror(fx->cu, r, e, sizeof(e)));
+	if (r == CUDA_SUCCESS)
+		gc_cu_assert(fx->cu, fx->cu->cuCtxDisablePeerAccess(cur));
+	WANT(fx, r, CUDA_ERROR_INVALID_CONTEXT, "cuCtxEnablePeerAccess(the current context, 0)");
+}
+
 static const struct gc_fixture fixture = {
 	.setup = mem_setup,
 	.teardown = mem_teardown,
@@ -1222,6 +1243,8 @@ static const struct gc_subtest subtests[] = {
 	  "more than the device's memory: CUDA_ERROR_OUT_OF_MEMORY, free memory unchanged" },
 	{ "stress-10k", test_stress_10k,
 	  "10,000 small mappings in one reservation, filled, checked, given back" },
+	{ "peer-access-self", test_peer_access_self,
+	  "the current context as its own peer: CUDA_ERROR_INVALID_CONTEXT, as documented" },
 	{ "latency", test_latency,
 	  "create/reserve/map/set-access/unmap/release latency at 2 MiB and 1 GiB (metrics)" },
 	{ 0 }
