@@ -299,6 +299,11 @@ def _run_pytest(pytest_args: list[str], control: RunControl, results: Path) -> i
     return code
 
 
+def _absolute_paths(paths: list[str] | None) -> list[str] | None:
+    """The paths of an option made absolute; None (the option not given) stays None."""
+    return [str(Path(p).absolute()) for p in paths] if paths is not None else None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     manifest = _manifest(args)
     results = (args.results or _default_results_dir()).absolute()
@@ -312,15 +317,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         timeout_overrides=list(args.timeout_override),
         devices=args.devices,
         shard=args.shard,
-        expectations=[str(Path(e).absolute()) for e in args.expectations]
-        if args.expectations is not None else None,
+        expectations=_absolute_paths(args.expectations),
         platform=args.platform,
         retries=args.retries,
         dmesg_patterns=str(Path(args.dmesg_patterns).absolute()),
         kmsg=args.kmsg,
         taint_file=args.taint_file,
-        baselines=[str(Path(b).absolute()) for b in args.baselines]
-        if args.baselines is not None else None,
+        baselines=_absolute_paths(args.baselines),
         no_baseline=args.no_baseline,
         regressions_expected=args.regressions_expected,
         report=not args.no_report,

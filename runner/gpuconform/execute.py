@@ -291,6 +291,28 @@ def _wait_leader(pid: int, pidfd: int | None, timeout_s: float) -> bool:
     return True
 
 
+def _await_deaths(strays: dict[int, StrayProcess], pidfds: dict[int, int | None], wait_s: float) -> None:
+    """Wait, until wait_s from now, for each stray to die; set its `dead`.
+
+    A stray with a pidfd waits on the handle; one without is polled in
+    /proc. Each gets at least one look, even once the deadline has passed.
+    """
+    deadline = time.monotonic() + wait_s
+    for pid, stray in strays.items():
+        fd = pidfds.get(pid)
+        while True:
+            left = deadline - time.monotonic()
+            if fd is not None:
+                stray.dead = _fd_readable(fd, max(left, 0.0))
+                break
+            if _proc_gone(pid):
+                stray.dead = True
+                break
+            if left <= 0:
+                break
+            time.sleep(0.01)
+
+
 def _clean_up(leader: int, token: str, options: ExecOptions) -> list[StrayProcess]:
     """Kill what the run left behind: its group, and escaped token carriers."""
     strays: dict[int, StrayProcess] = {}
@@ -323,20 +345,7 @@ def _clean_up(leader: int, token: str, options: ExecOptions) -> list[StrayProces
                     pass
             if not found:
                 break
-        deadline = time.monotonic() + options.kill_wait_s
-        for pid, stray in strays.items():
-            fd = pidfds.get(pid)
-            while True:
-                left = deadline - time.monotonic()
-                if fd is not None:
-                    stray.dead = _fd_readable(fd, max(left, 0.0))
-                    break
-                if _proc_gone(pid):
-                    stray.dead = True
-                    break
-                if left <= 0:
-                    break
-                time.sleep(0.01)
+        _await_deaths(strays, pidfds, options.kill_wait_s)
     finally:
         for fd in pidfds.values():
             if fd is not None:
@@ -404,20 +413,7 @@ def kill_orphans(env_items: list[str], groups: list[int], wait_s: float = 10.0) 
                     pass
             if not new:
                 break
-        deadline = time.monotonic() + wait_s
-        for pid, stray in found.items():
-            fd = pidfds.get(pid)
-            while True:
-                left = deadline - time.monotonic()
-                if fd is not None:
-                    stray.dead = _fd_readable(fd, max(left, 0.0))
-                    break
-                if _proc_gone(pid):
-                    stray.dead = True
-                    break
-                if left <= 0:
-                    break
-                time.sleep(0.01)
+        _await_deaths(found, pidfds, wait_s)
     finally:
         for fd in pidfds.values():
             if fd is not None:

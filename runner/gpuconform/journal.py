@@ -46,6 +46,7 @@ import fcntl
 import json
 import os
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -90,9 +91,13 @@ def fsync_dir(path: Path) -> None:
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """path through a temporary file, fsync and rename(): never half a file."""
-    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    """Write path through a temporary file, fsync and rename(): never half a file.
+
+    The temporary name is unique (pid and a random part) and created with
+    O_EXCL; the directory is fsync'd after the rename so that it survives too.
+    """
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)

@@ -7,13 +7,12 @@ results.json: to_json() / from_json() round-trip.
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .execute import SubtestRun
+from .journal import atomic_write
 from .states import State, Verdict, classify
 
 __all__ = [
@@ -297,24 +296,6 @@ def results_json(
     return out
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    """Write path through a temporary file and rename(): never half a file."""
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def write_results(
     directory: Path,
     records: Mapping[str, TestRecord],
@@ -329,9 +310,9 @@ def write_results(
     directory.mkdir(parents=True, exist_ok=True)
     rj = directory / "results.json"
     st = directory / "summary.txt"
-    _atomic_write(rj, json.dumps(results_json(records, run_info, extra), indent=1) + "\n")
+    atomic_write(rj, json.dumps(results_json(records, run_info, extra), indent=1) + "\n")
     errors = run_info.get("collection_errors") or []
-    _atomic_write(st, render_summary(records.values(), errors, notes))
+    atomic_write(st, render_summary(records.values(), errors, notes))
     return rj, st
 
 

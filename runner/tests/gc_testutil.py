@@ -3,10 +3,13 @@ import it, while every test directory's conftest.py is called conftest)."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 RUNNER_DIR = Path(__file__).resolve().parents[1]
 REPO_ROOT = RUNNER_DIR.parent
@@ -16,6 +19,10 @@ if str(RUNNER_DIR) not in sys.path:
 # Environment variable every process started by a test inherits, so that
 # leftovers can be found in /proc however they detached.
 MARKER_ENV = "GPUCONFORM_RUNNER_TEST_MARKER"
+
+# The `gpuconform` command, as the end-to-end tests start it.
+LAUNCHER = REPO_ROOT / "gpuconform"
+HANG_GUARD_S = 300  # guards against a hung runner only; never a performance bound
 
 
 def build_dir() -> Path:
@@ -53,3 +60,31 @@ def processes_with(needle: bytes) -> list[tuple[int, str]]:
         if needle in env.split(b"\0"):
             found.append((int(entry), cmd))
     return found
+
+
+@dataclass
+class CliRun:
+    """One finished `gpuconform` command and the results directory it wrote."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    results: Path
+
+    def json(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.results / "results.json").read_text())
+        return data
+
+    def tests(self) -> dict[str, Any]:
+        tests: dict[str, Any] = self.json()["tests"]
+        return tests
+
+    def journal(self) -> list[dict[str, Any]]:
+        return [json.loads(x) for x in (self.results / "journal.jsonl").read_text().splitlines()]
+
+
+def run_launcher(argv: list[str], env: dict[str, str], results: Path | None) -> CliRun:
+    """`gpuconform ARGV` from the repository root, under HANG_GUARD_S."""
+    p = subprocess.run([sys.executable, str(LAUNCHER), *argv], capture_output=True, text=True,
+                       timeout=HANG_GUARD_S, env=env, cwd=REPO_ROOT)
+    return CliRun(p.returncode, p.stdout, p.stderr, results or Path("/nonexistent"))

@@ -13,41 +13,28 @@ import sys
 import textwrap
 import uuid
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gc_testutil import MARKER_ENV, REPO_ROOT, Selftests, processes_with
-
-LAUNCHER = REPO_ROOT / "gpuconform"
-HANG_GUARD_S = 300  # only guards against a hung runner; never a performance bound
-
-
-@dataclass
-class CliRun:
-    returncode: int
-    stdout: str
-    stderr: str
-    results: Path
-
-    def json(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads((self.results / "results.json").read_text())
-        return data
-
-    def tests(self) -> dict[str, Any]:
-        tests: dict[str, Any] = self.json()["tests"]
-        return tests
+from gc_testutil import (
+    HANG_GUARD_S,
+    LAUNCHER,
+    MARKER_ENV,
+    REPO_ROOT,
+    CliRun,
+    Selftests,
+    processes_with,
+    run_launcher,
+)
 
 
 def gpuconform(*args: str, results: Path | None = None, env: dict[str, str] | None = None) -> CliRun:
-    argv = [sys.executable, str(LAUNCHER), *args]
+    argv = list(args)
     if results is not None and args and args[0] == "run":
-        argv[3:3] = ["--results", str(results)]
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=HANG_GUARD_S,
-                       env=env if env is not None else dict(os.environ), cwd=REPO_ROOT)
-    return CliRun(p.returncode, p.stdout, p.stderr, results or Path("/nonexistent"))
+        argv[1:1] = ["--results", str(results)]
+    return run_launcher(argv, env if env is not None else dict(os.environ), results)
 
 
 @pytest.fixture(scope="module")

@@ -10,35 +10,20 @@ import subprocess
 import sys
 import textwrap
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from gc_testutil import MARKER_ENV, REPO_ROOT, Selftests, processes_with
-
-LAUNCHER = REPO_ROOT / "gpuconform"
-HANG_GUARD_S = 300  # guards against a hung runner only; never a performance bound
-
-
-@dataclass
-class Run:
-    returncode: int
-    stdout: str
-    stderr: str
-    results: Path
-
-    def json(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads((self.results / "results.json").read_text())
-        return data
-
-    def tests(self) -> dict[str, Any]:
-        tests: dict[str, Any] = self.json()["tests"]
-        return tests
-
-    def journal(self) -> list[dict[str, Any]]:
-        return [json.loads(x) for x in (self.results / "journal.jsonl").read_text().splitlines()]
+from gc_testutil import (
+    HANG_GUARD_S,
+    LAUNCHER,
+    MARKER_ENV,
+    REPO_ROOT,
+    CliRun,
+    Selftests,
+    processes_with,
+    run_launcher,
+)
 
 
 def base_env(**extra: str) -> dict[str, str]:
@@ -51,14 +36,11 @@ def base_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def cli(*args: str, env: dict[str, str] | None = None, results: Path | None = None) -> Run:
-    p = subprocess.run([sys.executable, str(LAUNCHER), *args], capture_output=True, text=True,
-                       timeout=HANG_GUARD_S, env=env if env is not None else base_env(),
-                       cwd=REPO_ROOT)
-    return Run(p.returncode, p.stdout, p.stderr, results or Path("/nonexistent"))
+def cli(*args: str, env: dict[str, str] | None = None, results: Path | None = None) -> CliRun:
+    return run_launcher(list(args), env if env is not None else base_env(), results)
 
 
-def run(st: Selftests, results: Path, *args: str, env: dict[str, str] | None = None) -> Run:
+def run(st: Selftests, results: Path, *args: str, env: dict[str, str] | None = None) -> CliRun:
     """gpuconform run on the selftests. The kernel log is not watched unless
     asked for: a loaded CI machine's own kernel warnings must not turn a pass
     into dmesg-warn in tests about something else."""
@@ -67,7 +49,7 @@ def run(st: Selftests, results: Path, *args: str, env: dict[str, str] | None = N
                "--no-baseline", *kmsg, *args, env=env, results=results)
 
 
-def one_line_error(r: Run) -> str:
+def one_line_error(r: CliRun) -> str:
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert r.stderr.count("\n") == 1, r.stderr
     assert "Traceback" not in r.stderr + r.stdout

@@ -10,18 +10,11 @@ and idle) the same subtests pass.
 
 Build directory: $GPUCONFORM_BUILD_DIR, else build/ under the repository root.
 """
-import os
-import re
-import subprocess
-from pathlib import Path
-
 import pytest
+from mutation_testutil import BUILD, expect_caught, expect_success, need_built, run_subtest
 
-REPO = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("GPUCONFORM_BUILD_DIR", REPO / "build"))
 HOST_INTERRUPT = BUILD / "tests" / "host" / "host_interrupt"
 SHIM = BUILD / "tests" / "mutation" / "break_interrupt.so"
-EXIT_SUCCESS, EXIT_FAILURE = 0, 98
 TIMEOUT_S = 120
 
 # (break, subtest, text the failing check prints): the text shows that the
@@ -39,34 +32,8 @@ BREAKS = [
 SUBTESTS = sorted({b[1] for b in BREAKS} | {"storm-accounting", "syscall-latency"})
 
 
-def need_built(*paths):
-    for p in paths:
-        if not p.exists():
-            pytest.skip(f"{p} not built (build dir {BUILD}: set GPUCONFORM_BUILD_DIR "
-                        f"or run ninja -C {BUILD})")
-
-
 def run_host_interrupt(subtest, brk=None, preload=False):
-    env = dict(os.environ)
-    env.pop("GPUCONFORM_BREAK", None)
-    env.pop("LD_PRELOAD", None)
-    if preload:
-        env["LD_PRELOAD"] = str(SHIM)
-    if brk:
-        env["GPUCONFORM_BREAK"] = brk
-    return subprocess.run([str(HOST_INTERRUPT), "--run-subtest", subtest], env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=TIMEOUT_S)
-
-
-def result_line(out, subtest):
-    m = re.search(rf"^Subtest {re.escape(subtest)}: (\w+) \(\d+\.\d+s\)$", out, re.M)
-    return m.group(1) if m else None
-
-
-def expect_success(p, subtest):
-    assert result_line(p.stdout, subtest) == "SUCCESS", p.stdout
-    assert p.returncode == EXIT_SUCCESS, p.stdout
+    return run_subtest(HOST_INTERRUPT, subtest, TIMEOUT_S, SHIM, brk=brk, preload=preload)
 
 
 @pytest.mark.parametrize("subtest", SUBTESTS)
@@ -92,10 +59,7 @@ def test_break_is_caught(brk, subtest, evidence):
     p = run_host_interrupt(subtest, brk=brk, preload=True)
     assert f"break_interrupt: applied {brk}" in p.stdout, \
         f"the break never took effect:\n{p.stdout}"
-    assert re.search(rf"^Subtest {re.escape(subtest)}: FAIL \(\d+\.\d+s\)$", p.stdout,
-                     re.M), p.stdout
-    assert p.returncode == EXIT_FAILURE, p.stdout
-    assert evidence in p.stdout, p.stdout
+    expect_caught(p, subtest, evidence)
 
 
 def test_unknown_break_refused():

@@ -15,15 +15,21 @@ import re
 import shutil
 import subprocess
 import tempfile
-from pathlib import Path
 
 import pytest
+from mutation_testutil import (
+    BUILD,
+    EXIT_SKIP,
+    EXIT_SUCCESS,
+    expect_caught,
+    need_built,
+    result_line,
+    run_subtest,
+)
+from mutation_testutil import expect_success as expect_passed
 
-REPO = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("GPUCONFORM_BUILD_DIR", REPO / "build"))
 HOST_IO = BUILD / "tests" / "host" / "host_io"
 SHIM = BUILD / "tests" / "mutation" / "break_io.so"
-EXIT_SUCCESS, EXIT_SKIP, EXIT_FAILURE = 0, 77, 98
 TIMEOUT_S = 300
 
 # (break, subtest, text the failing check prints): the text shows that the
@@ -40,13 +46,6 @@ BREAKS = [
 SUBTESTS = sorted({b[1] for b in BREAKS})
 
 
-def need_built(*paths):
-    for p in paths:
-        if not p.exists():
-            pytest.skip(f"{p} not built (build dir {BUILD}: set GPUCONFORM_BUILD_DIR "
-                        f"or run ninja -C {BUILD})")
-
-
 @pytest.fixture
 def scratch():
     parent = os.environ.get("GPUCONFORM_SCRATCH_DIR") or "/var/tmp"
@@ -56,24 +55,11 @@ def scratch():
 
 
 def run_host_io(subtest, scratch, brk=None, preload=False):
-    env = dict(os.environ, GPUCONFORM_SCRATCH_DIR=scratch)
-    env.pop("GPUCONFORM_BREAK", None)
-    env.pop("LD_PRELOAD", None)
-    if preload:
-        env["LD_PRELOAD"] = str(SHIM)
-    if brk:
-        env["GPUCONFORM_BREAK"] = brk
-    p = subprocess.run([str(HOST_IO), "--run-subtest", subtest], env=env,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                       timeout=TIMEOUT_S)
+    p = run_subtest(HOST_IO, subtest, TIMEOUT_S, SHIM, brk=brk, preload=preload,
+                    env_extra={"GPUCONFORM_SCRATCH_DIR": scratch})
     left = os.listdir(scratch)
     assert left == [], f"host_io left scratch files behind: {left}\n{p.stdout}"
     return p
-
-
-def result_line(out, subtest):
-    m = re.search(rf"^Subtest {re.escape(subtest)}: (\w+) \(\d+\.\d+s\)$", out, re.M)
-    return m.group(1) if m else None
 
 
 def skip_reason(out):
@@ -84,8 +70,7 @@ def skip_reason(out):
 def expect_success(p, subtest):
     if result_line(p.stdout, subtest) == "SKIP":
         pytest.skip(f"host_io {subtest} skipped here: {skip_reason(p.stdout)}")
-    assert result_line(p.stdout, subtest) == "SUCCESS", p.stdout
-    assert p.returncode == EXIT_SUCCESS, p.stdout
+    expect_passed(p, subtest)
 
 
 @pytest.mark.parametrize("subtest", SUBTESTS)
@@ -107,10 +92,7 @@ def test_break_is_caught(brk, subtest, evidence, scratch):
     need_built(HOST_IO, SHIM)
     expect_success(run_host_io(subtest, scratch), subtest)
     p = run_host_io(subtest, scratch, brk=brk, preload=True)
-    assert re.search(rf"^Subtest {re.escape(subtest)}: FAIL \(\d+\.\d+s\)$", p.stdout,
-                     re.M), p.stdout
-    assert p.returncode == EXIT_FAILURE, p.stdout
-    assert evidence in p.stdout, p.stdout
+    expect_caught(p, subtest, evidence)
 
 
 def test_fixture_cleans_up(scratch):
