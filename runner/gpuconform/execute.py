@@ -153,18 +153,26 @@ class _ProcInfo:
     state: str
     pgrp: int
     session: int
+    starttime: int  # clock ticks after boot
 
 
 def _read_stat(pid: int) -> _ProcInfo | None:
+    # os.open/os.read: a /proc scan reads every process's stat after each test,
+    # and buffered file objects cost several times the system calls here.
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     # "pid (comm) state ppid pgrp session ...": comm may hold spaces and parens.
     rest = data[data.rfind(b")") + 2 :].split()
     try:
-        return _ProcInfo(pid, rest[0].decode(), int(rest[2]), int(rest[3]))
+        return _ProcInfo(pid, rest[0].decode(), int(rest[2]), int(rest[3]), int(rest[19]))
     except (IndexError, ValueError):
         return None
 
@@ -203,6 +211,10 @@ def _find_strays(group: int, token: str, exclude: int) -> list[tuple[int, bool]]
     needle = f"{RUN_TOKEN_ENV}={token}".encode()
     me = os.getpid()
     found: list[tuple[int, bool]] = []
+    # A process that started before the leader cannot descend from it: its
+    # environment need not be read (most of the cost of a scan otherwise).
+    leader = _read_stat(group)
+    born = leader.starttime if leader is not None else 0
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -218,7 +230,7 @@ def _find_strays(group: int, token: str, exclude: int) -> list[tuple[int, bool]]
             continue
         if info.pgrp == group or info.session == group:
             found.append((pid, False))
-        elif _has_token(pid, needle):
+        elif info.starttime >= born and _has_token(pid, needle):
             found.append((pid, True))
     return found
 
@@ -320,7 +332,7 @@ def _clean_up(leader: int, token: str, options: ExecOptions) -> list[StrayProces
     try:
         for _round in range(5):
             found = [(p, e) for p, e in _find_strays(leader, token, leader) if p not in strays]
-            if not found and _round > 0:
+            if not found:  # nobody left who could still fork
                 break
             for pid, escaped in found:
                 # A handle first, then check it is still the process we found:
@@ -477,67 +489,68 @@ def run_command(
     env.update(env_extra or {})
     env[RUN_TOKEN_ENV] = token
     res = CommandResult(argv=list(argv), token=token, timeout_s=timeout)
-    with tempfile.TemporaryDirectory(prefix="gpuconform-", dir=scratch or options.tmp_root) as tmp:
-        out_path = os.path.join(tmp, "stdout")
-        err_path = os.path.join(tmp, "stderr")
-        with open(out_path, "w+b") as fo, open(err_path, "w+b") as fe:
-            res.start = time.time()
-            t0 = time.monotonic()
-            try:
-                proc = subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=fo,
-                    stderr=fe,
-                    env=env,
-                    cwd=options.cwd,
-                    start_new_session=True,
-                    close_fds=True,
-                )
-            except OSError as e:
-                res.spawn_error = f"cannot execute {argv[0]}: {e.strerror or e}"
-                res.end = time.time()
-                return res
-            res.pid = proc.pid
-            pidfd = _pidfd_open(proc.pid)
-            reaped = False
-            try:
-                if on_spawn is not None:
-                    on_spawn(proc.pid)
-                exited = _wait_leader(proc.pid, pidfd, timeout)
-                if not exited:
-                    res.timed_out = True
-                    _killpg(proc.pid, signal.SIGTERM)
-                    res.signals_sent.append("SIGTERM")
-                    exited = _wait_leader(proc.pid, pidfd, options.grace_s)
-                    if not exited:
-                        _killpg(proc.pid, signal.SIGKILL)
-                        res.signals_sent.append("SIGKILL")
-                        exited = _wait_leader(proc.pid, pidfd, options.kill_wait_s)
-                res.duration = time.monotonic() - t0
-                res.strays = _clean_up(proc.pid, token, options)
-                if exited:
-                    res.returncode = proc.wait()
-                    reaped = True
-                else:
-                    res.unkillable = True
-            finally:
-                if not reaped and not res.unkillable:
-                    # Interrupted (^C...): leave nothing running behind us.
-                    _killpg(proc.pid, signal.SIGKILL)
-                    try:
-                        proc.wait(timeout=options.kill_wait_s)
-                    except subprocess.TimeoutExpired:
-                        pass
-                if pidfd is not None:
-                    os.close(pidfd)
+    # Unnamed files (O_TMPFILE where the filesystem has it): nothing to create
+    # or remove in a directory per test, nothing left behind if we die.
+    tmp_root = scratch or options.tmp_root
+    tmp_dir = str(tmp_root) if tmp_root else None
+    with tempfile.TemporaryFile(dir=tmp_dir) as fo, tempfile.TemporaryFile(dir=tmp_dir) as fe:
+        res.start = time.time()
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=fo,
+                stderr=fe,
+                env=env,
+                cwd=options.cwd,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError as e:
+            res.spawn_error = f"cannot execute {argv[0]}: {e.strerror or e}"
             res.end = time.time()
-            res.stdout = _capture(fo.fileno(), options.keep_bytes)
-            res.stderr = _capture(fe.fileno(), options.keep_bytes)
-            if stdout_sink is not None:
-                _stream(fo.fileno(), stdout_sink, stdout_limit)
-            if stderr_sink is not None:
-                _stream(fe.fileno(), stderr_sink)
+            return res
+        res.pid = proc.pid
+        pidfd = _pidfd_open(proc.pid)
+        reaped = False
+        try:
+            if on_spawn is not None:
+                on_spawn(proc.pid)
+            exited = _wait_leader(proc.pid, pidfd, timeout)
+            if not exited:
+                res.timed_out = True
+                _killpg(proc.pid, signal.SIGTERM)
+                res.signals_sent.append("SIGTERM")
+                exited = _wait_leader(proc.pid, pidfd, options.grace_s)
+                if not exited:
+                    _killpg(proc.pid, signal.SIGKILL)
+                    res.signals_sent.append("SIGKILL")
+                    exited = _wait_leader(proc.pid, pidfd, options.kill_wait_s)
+            res.duration = time.monotonic() - t0
+            res.strays = _clean_up(proc.pid, token, options)
+            if exited:
+                res.returncode = proc.wait()
+                reaped = True
+            else:
+                res.unkillable = True
+        finally:
+            if not reaped and not res.unkillable:
+                # Interrupted (^C...): leave nothing running behind us.
+                _killpg(proc.pid, signal.SIGKILL)
+                try:
+                    proc.wait(timeout=options.kill_wait_s)
+                except subprocess.TimeoutExpired:
+                    pass
+            if pidfd is not None:
+                os.close(pidfd)
+        res.end = time.time()
+        res.stdout = _capture(fo.fileno(), options.keep_bytes)
+        res.stderr = _capture(fe.fileno(), options.keep_bytes)
+        if stdout_sink is not None:
+            _stream(fo.fileno(), stdout_sink, stdout_limit)
+        if stderr_sink is not None:
+            _stream(fe.fileno(), stderr_sink)
     return res
 
 
