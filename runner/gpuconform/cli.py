@@ -183,6 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("results", metavar="RESULTS", type=Path)
     up.add_argument("--out", metavar="FILE", type=Path, default=None,
                     help="baseline file (default data/baselines/<fingerprint key>.json)")
+    up.add_argument("--append", action="store_true",
+                    help="add this run's samples to the baseline's instead of replacing them "
+                    "(a baseline pooled from several clean runs carries run-to-run drift)")
 
     rep = sub.add_parser("report", help="write RESULTS/report.html")
     rep.add_argument("results", metavar="RESULTS", type=Path)
@@ -398,9 +401,9 @@ def _helper(module: str, name: str) -> Any:
         raise CliError(f"{module}.{name} is not available: {_one_line(e)}") from None
 
 
-def _call(fn: Any, *a: Any) -> Any:
+def _call(fn: Any, *a: Any, **kw: Any) -> Any:
     try:
-        return fn(*a)
+        return fn(*a, **kw)
     except (OSError, ValueError) as e:
         raise CliError(_one_line(e)) from None
     except Exception as e:  # noqa: BLE001 - BaselineError, MergeError...: one line, exit 2
@@ -416,7 +419,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_baseline(args: argparse.Namespace) -> int:
-    path = _call(_helper("baseline", "update_baseline"), args.results, args.out)
+    path = _call(_helper("baseline", "update_baseline"), args.results, args.out,
+                 append=args.append)
     print(f"gpuconform: baseline written: {path}")
     return EXIT_OK
 
