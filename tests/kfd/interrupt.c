@@ -1,0 +1,749 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kfd_interrupt: the interrupt contract on raw KFD ioctls (DESIGN, interrupt,
+ * AMD column): "a call interrupted by a signal either completes or fails with
+ * EINTR/ERESTARTSYS and no visible effect; restarting it is idempotent and
+ * converges", and "n_success lets a restarted multi-GPU map resume".
+ *
+ * lib/interrupt's storms aim a real-time signal at this thread with a handler
+ * installed without SA_RESTART. Where a KFD ioctl returns -ERESTARTSYS, the
+ * x86 handle_signal() (arch/x86/kernel/signal.c, read) then gives user space
+ * -EINTR instead of restarting the call ("case -ERESTARTSYS: if (!(... &
+ * SA_RESTART)) regs->ax = -EINTR"); a wait that returns -EINTR itself gives
+ * -EINTR either way. So user space sees EINTR, never 512 (ERESTARTSYS is
+ * kernel-internal, include/linux/errno.h): a 512 is reported as a kernel bug.
+ *
+ * Which waits can be interrupted, per the kernel source (read, not run; the
+ * mainline kfd_chardev.c / amdgpu_amdkfd_gpuvm.c of the kfd_node and drm_exec
+ * era; Debian 12's 6.1 has the same n_success handling in kfd_chardev.c but
+ * reserved buffers through ttm_eu_reserve_buffers, not checked here):
+ *  - ALLOC_MEMORY_OF_GPU: the process, SVM and mmap locks are plain
+ *    (uninterruptible) locks; the buffer is created by amdgpu_bo_create(),
+ *    whose TTM context is interruptible for user buffers (".interruptible =
+ *    (bp->type != ttm_bo_type_kernel)"), so an allocation that must evict can
+ *    be interrupted. Every failure after the memory-limit reservation goes
+ *    through the error path that gives it back (err_bo_create ->
+ *    amdgpu_amdkfd_unreserve_mem_limit), and args->handle is written only on
+ *    the success path. Expected: no handle, available memory unchanged.
+ *  - MAP_MEMORY_TO_GPU: per device, in list order from the n_success passed
+ *    in, kfd_chardev.c looks the gpu_id up, binds the device, maps, and sets
+ *    n_success to i + 1; the per-device map reserves the buffer and page
+ *    directory with DRM_EXEC_INTERRUPTIBLE_WAIT, and DMA-buf / userptr
+ *    attachments on peers validate with an interruptible TTM context. After
+ *    the loop, amdgpu_amdkfd_gpuvm_sync_memory(..., true) waits
+ *    interruptibly for the page-table updates ("wait interrupted by user
+ *    signal"; dma_fence_default_wait gives -ERESTARTSYS), then the TLBs are
+ *    flushed. kfd_ioctl() copies the argument struct back to user space after
+ *    the handler whatever it returned (IOWR), so n_success comes back with
+ *    EINTR too. Expected: EINTR with n_success k in [n_success sent, n]; a
+ *    reissue from k converges; each GPU ends mapped once.
+ *  - UNMAP_MEMORY_FROM_GPU: the same loop (reservation interruptible), then
+ *    the same interruptible wait when kfd_flush_tlb_after_unmap(), then the
+ *    TLB flush and DMA unmap per device.
+ *  - FREE_MEMORY_OF_GPU (freed in every cycle, under the same storm): the
+ *    reservation of the buffer and its VMs is interruptible; kfd_chardev.c:
+ *    "If freeing the buffer failed, leave the handle in place", so the free
+ *    is reissued until it succeeds.
+ *
+ * Every ioctl under test is bracketed (lib/interrupt.h) and counted per
+ * operation: ioctls, ioctls with a signal inside, signals inside, EINTR
+ * returns; restarts are counted by where they stopped (inside the device
+ * loop: n_success < n; in the wait after it: n_success == n). A subtest only
+ * counts when signals landed inside its ioctls; it does not require EINTR,
+ * which needs a signal to arrive while the kernel is in one of the waits
+ * above.
+ *
+ * Experiments record the first thing that went wrong, stop the storm and give
+ * back what they hold before asserting. The fixture checks after every
+ * subtest that each GPU's available VRAM is back where it was.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "gc_kfd.h"
+#include "interrupt.h"
+#include "kfd_ops.h"
+#include "kfd_restart.h"
+#include "measure.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define MIB ((uint64_t)1 << 20)
+
+#define ALLOC_SIZE (64 * MIB) /* VRAM, alloc-free */
+#define MAP_SIZE (64 * MIB)   /* GTT, mapped to every GPU */
+#define VA_ALIGN (2 * MIB)
+#define CYCLES 20             /* per storm period */
+#define MAX_CALLS 1000        /* an ioctl still interrupted after this many tries never converges */
+#define SETTLE_MS 1000        /* buffers freed by a worker: wait this long for the memory */
+#define LEAK_SLACK 0          /* available VRAM must come back to the byte */
+
+#define VRAM_FLAGS (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
+#define GTT_FLAGS (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
+
+struct fx {
+	struct gc_kfd *kfd;
+	uint32_t ids[GC_KFD_MAX_NODES]; /* every GPU, topology order */
+	uint32_t n;
+	struct gc_kfd_snapshot snap;
+};
+
+/* ---------------------------------------------------------------- helpers */
+
+/* The first thing that went wrong in an experiment, asserted after clean-up. */
+struct verdict {
+	char msg[1024];
+};
+
+static bool note(struct verdict *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Records the first failure; always false, so that `return note(...)` ends a step. */
+static bool note(struct verdict *v, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (v->msg[0])
+		return false;
+	va_start(ap, fmt);
+	vsnprintf(v->msg, sizeof(v->msg), fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+static void verdict_assert(const struct verdict *v)
+{
+	gc_assert_f(!v->msg[0], "%s", v->msg);
+}
+
+static const char *en(int r, char *buf, size_t len)
+{
+	return kfd_errname(r, buf, len);
+}
+
+/*
+ * AVAILABLE_MEMORY (UAPI 1.9: "Add available memory ioctl") until it reads
+ * want, for up to SETTLE_MS: a freed buffer's memory may be given back by a
+ * worker. 0 when it did (*now = want), -EAGAIN when it did not, -errno.
+ */
+static int available_settles(const struct gc_kfd *kfd, uint32_t gpu_id, uint64_t want,
+			     uint64_t *now)
+{
+	uint64_t deadline = gc_now_ns() + (uint64_t)SETTLE_MS * 1000000u;
+
+	for (;;) {
+		int r = gc_kfd_available(kfd, gpu_id, now);
+
+		if (r)
+			return r;
+		if (*now == want)
+			return 0;
+		if (gc_now_ns() >= deadline)
+			return -EAGAIN;
+		usleep(1000);
+	}
+}
+
+/* A GPU VA range for one buffer (gc_kfd_va_reserve), or fail. */
+static uint64_t va_get(const struct gc_kfd *kfd, uint64_t size)
+{
+	uint64_t va = 0;
+
+	gc_assert_ok(gc_kfd_va_reserve(kfd, size, VA_ALIGN, &va));
+	return va;
+}
+
+/* ---------------------------------------------------------- storm sweeps */
+
+/* Periods of the storms a sweep runs one after the other (ns). */
+static const uint64_t sweep_ns[] = { 20000, 50000, 130000, 370000, 1000000 };
+
+struct sweep {
+	/* one cycle; false stops the sweep (the cycle recorded why) */
+	bool (*cycle)(void *ctx, struct gc_storm *s, unsigned i);
+	void *ctx;
+	unsigned per_period;
+	/* results */
+	uint64_t delivered, cycles;
+	int storm_err;
+};
+
+/* per_period cycles under each storm period of sweep_ns, until a cycle fails. */
+static void storm_sweep(struct gc_storm *s, struct sweep *sw)
+{
+	for (size_t k = 0; k < ARRAY_SIZE(sweep_ns); k++) {
+		int r = gc_storm_start(s, &(struct gc_storm_cfg){ .interval_ns = sweep_ns[k] });
+		bool ok = true;
+
+		if (r) {
+			sw->storm_err = r;
+			return;
+		}
+		for (unsigned i = 0; i < sw->per_period && ok; i++, sw->cycles++)
+			ok = sw->cycle(sw->ctx, s, (unsigned)sw->cycles);
+		r = gc_storm_stop(s);
+		sw->delivered += gc_storm_counts(s).delivered;
+		if (r && !sw->storm_err)
+			sw->storm_err = r;
+		if (!ok || r)
+			return;
+	}
+}
+
+static void sweep_report(const struct sweep *sw, const char *what)
+{
+	gc_info("%s: %" PRIu64 " signals delivered over %" PRIu64 " cycles (storms of 20, 50, "
+		"130, 370 and 1000 us, %u cycles each)", what, sw->delivered, sw->cycles,
+		sw->per_period);
+}
+
+static void sweep_assert(const struct sweep *sw)
+{
+	gc_assert_ok(sw->storm_err);
+	gc_assert_eq_uint(sw->cycles, ARRAY_SIZE(sweep_ns) * sw->per_period);
+}
+
+/* ------------------------------------------------------ restart accounting */
+
+struct restart_sum {
+	uint64_t loops, calls, eintr, in_loop, after;
+	unsigned most; /* the most ioctls one loop needed */
+};
+
+static void restart_add(struct restart_sum *t, const struct kfd_restart *r)
+{
+	t->loops++;
+	t->calls += r->calls;
+	t->eintr += r->eintr;
+	t->in_loop += r->eintr_in_loop;
+	t->after += r->eintr_after;
+	if (r->calls > t->most)
+		t->most = r->calls;
+}
+
+static void restart_report(const struct restart_sum *t, const char *what)
+{
+	if (!t->loops)
+		return;
+	gc_info("%s: %" PRIu64 " calls to convergence, %" PRIu64 " ioctls; %" PRIu64 " EINTR "
+		"returns, %" PRIu64 " inside the device loop (n_success < n) and %" PRIu64
+		" in the wait after it (n_success == n); at most %u ioctls for one call", what,
+		t->loops, t->calls, t->eintr, t->in_loop, t->after, t->most);
+}
+
+/* -------------------------------------------------------------- alloc-free */
+
+enum { AF_ALLOC, AF_FREE, AF_N };
+
+struct af {
+	const struct gc_kfd *kfd;
+	uint32_t gpu_id;
+	uint64_t va;
+	struct kfd_op op[AF_N];
+	uint64_t eintr_checked; /* interrupted allocations whose absence was verified */
+	struct verdict v;
+};
+
+/*
+ * ALLOC_MEMORY_OF_GPU as a raw ioctl, so that the argument struct the kernel
+ * copied back is seen as it is (gc_kfd_alloc() hides it on failure).
+ */
+static int alloc_raw(const struct af *a, struct kfd_ioctl_alloc_memory_of_gpu_args *args)
+{
+	*args = (struct kfd_ioctl_alloc_memory_of_gpu_args){
+		.va_addr = a->va,
+		.size = ALLOC_SIZE,
+		.gpu_id = a->gpu_id,
+		.flags = VRAM_FLAGS,
+	};
+	return gc_kfd_ioctl(a->kfd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, args);
+}
+
+/*
+ * Contract: an interrupted allocation has no visible effect. Per
+ * kfd_ioctl_alloc_memory_of_gpu() (read, not run), args->handle is set only
+ * after the allocation succeeded, and the memory-limit reservation is given
+ * back on every failure path: the handle comes back as sent (0) and the
+ * GPU's available VRAM is what it was before the call.
+ */
+static bool af_interrupted(struct af *a, unsigned i,
+			   const struct kfd_ioctl_alloc_memory_of_gpu_args *args, uint64_t avail0)
+{
+	uint64_t now = 0;
+	char e[96];
+	int r;
+
+	if (args->handle != 0)
+		return note(&a->v, "cycle %u: ALLOC_MEMORY_OF_GPU returned EINTR with handle "
+			    "0x%" PRIx64 " (the kernel sets it on success only)", i,
+			    (uint64_t)args->handle);
+	r = available_settles(a->kfd, a->gpu_id, avail0, &now);
+	if (r == -EAGAIN)
+		return note(&a->v, "cycle %u: ALLOC_MEMORY_OF_GPU returned EINTR, but gpu %u's "
+			    "available VRAM went from %" PRIu64 " to %" PRIu64 " bytes and stayed "
+			    "(%d ms)", i, a->gpu_id, avail0, now, SETTLE_MS);
+	if (r)
+		return note(&a->v, "cycle %u: AVAILABLE_MEMORY: %s", i, en(r, e, sizeof(e)));
+	a->eintr_checked++;
+	return true;
+}
+
+static bool af_alloc(struct af *a, struct gc_storm *s, unsigned i, uint64_t avail0,
+		     uint64_t *handle)
+{
+	struct kfd_ioctl_alloc_memory_of_gpu_args args;
+	char e[96];
+
+	for (unsigned t = 0; t < MAX_CALLS; t++) {
+		int r = KFD_STORMED(s, &a->op[AF_ALLOC], alloc_raw(a, &args));
+
+		if (r == 0) {
+			*handle = args.handle;
+			return true;
+		}
+		if (r != -EINTR)
+			return note(&a->v, "cycle %u: ALLOC_MEMORY_OF_GPU (%" PRIu64 " MiB of VRAM on "
+				    "gpu %u) returned %s", i, ALLOC_SIZE / MIB, a->gpu_id,
+				    en(r, e, sizeof(e)));
+		if (!af_interrupted(a, i, &args, avail0))
+			return false;
+	}
+	return note(&a->v, "cycle %u: ALLOC_MEMORY_OF_GPU interrupted %d times in a row", i,
+		    MAX_CALLS);
+}
+
+/* kfd_chardev.c: "If freeing the buffer failed, leave the handle in place": reissue. */
+static bool af_free(struct af *a, struct gc_storm *s, unsigned i, uint64_t handle)
+{
+	char e[96];
+
+	for (unsigned t = 0; t < MAX_CALLS; t++) {
+		int r = KFD_STORMED(s, &a->op[AF_FREE], gc_kfd_free(a->kfd, handle));
+
+		if (r == 0)
+			return true;
+		if (r != -EINTR)
+			return note(&a->v, "cycle %u: FREE_MEMORY_OF_GPU returned %s%s", i,
+				    en(r, e, sizeof(e)), t ? " after an interrupted free" : "");
+	}
+	return note(&a->v, "cycle %u: FREE_MEMORY_OF_GPU interrupted %d times in a row", i,
+		    MAX_CALLS);
+}
+
+/* One cycle: alloc (reissued on EINTR), free (likewise), all the memory back. */
+static bool af_cycle(void *ctx, struct gc_storm *s, unsigned i)
+{
+	struct af *a = ctx;
+	uint64_t avail0 = 0, now = 0, handle = 0;
+	char e[96];
+	int r = gc_kfd_available(a->kfd, a->gpu_id, &avail0);
+
+	if (r)
+		return note(&a->v, "cycle %u: AVAILABLE_MEMORY: %s", i, en(r, e, sizeof(e)));
+	if (!af_alloc(a, s, i, avail0, &handle) || !af_free(a, s, i, handle))
+		return false;
+	r = available_settles(a->kfd, a->gpu_id, avail0, &now);
+	if (r == -EAGAIN)
+		return note(&a->v, "cycle %u: gpu %u had %" PRIu64 " bytes of VRAM available "
+			    "before the alloc and %" PRIu64 " after the free", i, a->gpu_id,
+			    avail0, now);
+	if (r)
+		return note(&a->v, "cycle %u: AVAILABLE_MEMORY: %s", i, en(r, e, sizeof(e)));
+	return true;
+}
+
+static void af_gpu(void *arg)
+{
+	static struct gc_storm s;
+	struct af *a = arg;
+	struct sweep sw = { .cycle = af_cycle, .ctx = a, .per_period = CYCLES };
+	uint64_t avail = 0;
+	int r;
+
+	a->op[AF_ALLOC] = (struct kfd_op){ .name = "ALLOC_MEMORY_OF_GPU" };
+	a->op[AF_FREE] = (struct kfd_op){ .name = "FREE_MEMORY_OF_GPU" };
+	a->eintr_checked = 0;
+	a->v.msg[0] = '\0';
+	gc_assert_ok(gc_kfd_available(a->kfd, a->gpu_id, &avail));
+	gc_require_f(avail >= 2 * ALLOC_SIZE, "gpu %u: %" PRIu64 " MiB of VRAM available, the "
+		     "test allocates %" PRIu64 " MiB", a->gpu_id, avail / MIB, ALLOC_SIZE / MIB);
+	a->va = va_get(a->kfd, ALLOC_SIZE);
+	storm_sweep(&s, &sw);
+	r = gc_kfd_va_release(a->va, ALLOC_SIZE);
+
+	sweep_report(&sw, "alloc-free");
+	kfd_op_report(&a->op[AF_ALLOC], "alloc-free");
+	kfd_op_report(&a->op[AF_FREE], "alloc-free");
+	gc_info("alloc-free: %" PRIu64 " interrupted allocations left no handle and no memory "
+		"taken", a->eintr_checked);
+	verdict_assert(&a->v);
+	sweep_assert(&sw);
+	gc_assert_ok(r);
+	kfd_op_assert_eintr_hit(&a->op[AF_ALLOC]);
+	kfd_op_assert_eintr_hit(&a->op[AF_FREE]);
+	gc_assert_f(a->op[AF_ALLOC].hit + a->op[AF_FREE].hit > 0, "no signal landed inside any "
+		    "of %" PRIu64 " ALLOC / FREE ioctls", a->op[AF_ALLOC].calls + a->op[AF_FREE].calls);
+}
+
+/*
+ * Contract (DESIGN interrupt; kfd_ioctl_alloc_memory_of_gpu, read, not run):
+ * ALLOC_MEMORY_OF_GPU under signal storms either returns a handle or EINTR
+ * with no handle and the GPU's available VRAM unchanged; reissued, it
+ * succeeds; FREE_MEMORY_OF_GPU interrupted leaves the handle in place and a
+ * reissue frees it; after each cycle all the VRAM is available again. One
+ * dynamic subtest per GPU.
+ */
+static void test_alloc_free(void *data)
+{
+	struct fx *f = data;
+	struct af a = { .kfd = f->kfd };
+	char name[32];
+
+	for (uint32_t g = 0; g < f->n; g++) {
+		a.gpu_id = f->ids[g];
+		gc_dynamic_f(af_gpu, &a, "%s",
+			     gc_kfd_gpu_name(gc_kfd_gpu(f->kfd, a.gpu_id), name, sizeof(name)));
+	}
+}
+
+/* ------------------------------------------------------ map-all, unmap-all */
+
+enum { MA_MAP, MA_UNMAP, MA_CHECK, MA_N };
+
+struct ma {
+	const struct gc_kfd *kfd;
+	const uint32_t *ids;
+	uint32_t n;
+	uint64_t handle;
+	bool test_unmap; /* unmap-all: the unmap is the call under test */
+	const char *unit; /* "cycle" or "pass", for messages */
+	struct kfd_op op[MA_N];
+	struct restart_sum sum[2]; /* MA_MAP, MA_UNMAP */
+	struct verdict v;
+};
+
+/* The map (or unmap) of every GPU, through the restart loop. */
+static bool ma_all(struct ma *a, struct gc_storm *s, unsigned i, bool unmap)
+{
+	int op = unmap ? MA_UNMAP : MA_MAP;
+	struct kfd_multi m = { .kfd = a->kfd, .handle = a->handle, .ids = a->ids, .n = a->n,
+			       .unmap = unmap, .s = s, .o = &a->op[op] };
+	struct kfd_restart r;
+	char e[96], t[768];
+	int ret = kfd_multi_run(&m, MAX_CALLS, &r);
+
+	restart_add(&a->sum[op], &r);
+	if (ret == 0)
+		return true;
+	return note(&a->v, "%s %u: %s of all %u GPUs did not converge: %s with n_success "
+		    "%" PRIu64 "%s; calls (n_success sent->returned, result): %s", a->unit, i,
+		    unmap ? "UNMAP_MEMORY_FROM_GPU" : "MAP_MEMORY_TO_GPU", a->n,
+		    en(ret, e, sizeof(e)), r.p.done,
+		    ret == -EPROTO ? " (an impossible report)" : "", kfd_restart_str(&r, t, sizeof(t)));
+}
+
+/*
+ * After the map converged every GPU holds the mapping once (k = n); after the
+ * unmap converged none does (k = 0). The check unmaps what is left.
+ */
+static bool ma_check(struct ma *a, struct gc_storm *s, unsigned i, uint32_t k)
+{
+	struct kfd_multi m = { .kfd = a->kfd, .handle = a->handle, .ids = a->ids, .n = a->n,
+			       .s = s, .o = &a->op[MA_CHECK] };
+	struct kfd_mapped c;
+	char d[1024];
+
+	if (kfd_mapped_check(&m, k, MAX_CALLS, &c))
+		return true;
+	return note(&a->v, "%s %u: after the %s of all %u GPUs converged, %s", a->unit, i,
+		    a->test_unmap ? "unmap" : "map", a->n, kfd_mapped_str(&m, &c, d, sizeof(d)));
+}
+
+static bool ma_cycle(void *ctx, struct gc_storm *s, unsigned i)
+{
+	struct ma *a = ctx;
+
+	if (!ma_all(a, s, i, false))
+		return false;
+	if (a->test_unmap && !ma_all(a, s, i, true))
+		return false;
+	return ma_check(a, s, i, a->test_unmap ? 0 : a->n);
+}
+
+/* One GTT buffer on the first GPU, mappable by all (system memory). */
+static void ma_alloc(struct ma *a, uint64_t *va)
+{
+	*va = va_get(a->kfd, MAP_SIZE);
+	gc_assert_ok(gc_kfd_alloc(a->kfd, a->ids[0], MAP_SIZE, *va, GTT_FLAGS, &a->handle, NULL));
+}
+
+/*
+ * FREE_MEMORY_OF_GPU of the buffer: 0 expected (-EBUSY: a mapping was left).
+ * After a failure, the buffer is unmapped everywhere and freed all the same,
+ * so that the next subtest starts clean; the first result is returned.
+ */
+static int ma_free(struct ma *a)
+{
+	int r = gc_kfd_free(a->kfd, a->handle);
+
+	if (r == -EBUSY) {
+		kfd_unmap_everywhere(a->kfd, a->handle);
+		gc_kfd_free(a->kfd, a->handle);
+	}
+	return r;
+}
+
+static void ma_run(struct fx *f, bool test_unmap)
+{
+	static struct gc_storm s;
+	static struct ma a;
+	struct sweep sw = { .cycle = ma_cycle, .ctx = &a, .per_period = CYCLES };
+	const char *what = test_unmap ? "unmap-all" : "map-all";
+	int op = test_unmap ? MA_UNMAP : MA_MAP;
+	uint64_t va;
+	int fr, vr;
+
+	a = (struct ma){ .kfd = f->kfd, .ids = f->ids, .n = f->n, .test_unmap = test_unmap,
+			 .unit = "cycle" };
+	a.op[MA_MAP].name = "MAP_MEMORY_TO_GPU";
+	a.op[MA_UNMAP].name = "UNMAP_MEMORY_FROM_GPU (all)";
+	a.op[MA_CHECK].name = "UNMAP_MEMORY_FROM_GPU (one GPU, the check)";
+	ma_alloc(&a, &va);
+	storm_sweep(&s, &sw);
+	fr = ma_free(&a); /* no storm: nothing interrupts it */
+	vr = gc_kfd_va_release(va, MAP_SIZE);
+
+	sweep_report(&sw, what);
+	for (int o = 0; o < MA_N; o++)
+		kfd_op_report(&a.op[o], what);
+	restart_report(&a.sum[MA_MAP], "MAP_MEMORY_TO_GPU of all GPUs");
+	restart_report(&a.sum[MA_UNMAP], "UNMAP_MEMORY_FROM_GPU of all GPUs");
+	verdict_assert(&a.v);
+	sweep_assert(&sw);
+	/* Every mapping was undone once: a count left above zero would be -EBUSY. */
+	gc_assert_ok(fr);
+	gc_assert_ok(vr);
+	for (int o = 0; o < MA_N; o++)
+		kfd_op_assert_eintr_hit(&a.op[o]);
+	gc_assert_f(a.op[op].hit > 0, "%s: no signal landed inside any of %" PRIu64 " %s "
+		    "ioctls", what, a.op[op].calls, a.op[op].name);
+}
+
+/*
+ * Contract (UAPI, struct kfd_ioctl_map_memory_to_gpu_args: n_success "can be
+ * passed into a subsequent retry call to skip those devices"; "If the ioctl
+ * completes with return code 0 (success), n_success == n_devices"): a map of
+ * one buffer to every GPU, under signal storms and reissued with the
+ * returned n_success while it gives EINTR, converges with n_success == n,
+ * and leaves the buffer mapped exactly once on each GPU (each answers a lone
+ * unmap with 0, and the free afterwards is not -EBUSY).
+ */
+static void test_map_all(void *data)
+{
+	ma_run(data, false);
+}
+
+/*
+ * Contract (UAPI: unmap takes the "same arguments as for mapping"): the
+ * unmap of every GPU under storms, reissued with the returned n_success,
+ * converges with n_success == n and leaves no GPU mapped (each answers a
+ * lone unmap with -EINVAL, and the free is not -EBUSY).
+ */
+static void test_unmap_all(void *data)
+{
+	ma_run(data, true);
+}
+
+/* ------------------------------------------------------- sigiter-map-all */
+
+static const uint64_t sweep_first_ns[] = { 1000, 1260, 1587 };
+#define SWEEPS_MAX 30
+
+struct si {
+	struct ma a;               /* a.op[MA_MAP]: the map; a.op[MA_CHECK]: the check */
+	unsigned sweeps, completed, passes, interrupted, early;
+	uint64_t calls_hit, landed, delivered;
+	int iter_err;
+};
+
+/*
+ * One pass: the map of every GPU (reissued on EINTR) under the pass's
+ * one-shot signal, then the check. At most one EINTR per signal delivered in
+ * the pass: an ioctl is interrupted by a signal, not by nothing.
+ */
+static bool si_pass(struct si *x, struct gc_sigiter *it)
+{
+	struct ma *a = &x->a;
+	uint64_t d0 = gc_storm_counts(&it->storm).delivered, d1, e0 = a->op[MA_MAP].eintr;
+	unsigned pass = it->passes;
+	bool ok;
+
+	gc_sigiter_enter(it);
+	ok = ma_all(a, NULL, pass, false);
+	gc_sigiter_leave(it);
+	d1 = gc_storm_counts(&it->storm).delivered;
+	if (!ok)
+		return false;
+	if (a->op[MA_MAP].eintr - e0 > d1 - d0)
+		return note(&a->v, "pass %u (signal after %" PRIu64 " ns): %" PRIu64 " EINTR returns "
+			    "but %" PRIu64 " signals delivered", pass, it->delay_ns,
+			    a->op[MA_MAP].eintr - e0, d1 - d0);
+	return ma_check(a, NULL, pass, a->n);
+}
+
+static void si_account(struct si *x, const struct gc_sigiter *it)
+{
+	struct gc_storm_counts sc = gc_storm_counts(&it->storm);
+
+	x->sweeps++;
+	x->passes += it->passes;
+	x->interrupted += it->passes_interrupted;
+	x->early += it->passes_early;
+	x->completed += it->completed;
+	x->delivered += sc.delivered;
+	x->landed += sc.landed_inside;
+	x->calls_hit += sc.calls_hit;
+}
+
+/* Sweeps at a few first delays; short maps are hit only by chance: more sweeps until one is. */
+static void si_sweeps(struct si *x)
+{
+	static struct gc_sigiter it;
+	bool ok = true;
+
+	for (size_t k = 0; ok && (k < ARRAY_SIZE(sweep_first_ns) ||
+				  (x->calls_hit == 0 && k < SWEEPS_MAX)); k++) {
+		struct gc_sigiter_cfg cfg = {
+			.first_delay_ns = sweep_first_ns[k % ARRAY_SIZE(sweep_first_ns)],
+		};
+		int r = gc_sigiter_begin(&it, &cfg);
+
+		if (r) {
+			x->iter_err = r;
+			return;
+		}
+		while (ok && gc_sigiter_next(&it))
+			ok = si_pass(x, &it);
+		r = gc_sigiter_end(&it);
+		if (r && !x->iter_err)
+			x->iter_err = r;
+		si_account(x, &it);
+		ok = ok && !r;
+	}
+}
+
+/*
+ * Contract (as map-all, at every depth): the map of one buffer to every GPU
+ * interrupted by one signal placed ever deeper into it (IGT's sigiter: from
+ * 1 us, doubling, until a pass is not reached by the signal) converges each
+ * time with n_success == n when reissued with the returned n_success, and
+ * each GPU holds the mapping exactly once afterwards.
+ */
+static void test_sigiter_map_all(void *data)
+{
+	static struct si x;
+	struct fx *f = data;
+	uint64_t va;
+	int fr, vr;
+
+	memset(&x, 0, sizeof(x));
+	x.a = (struct ma){ .kfd = f->kfd, .ids = f->ids, .n = f->n, .unit = "pass" };
+	x.a.op[MA_MAP].name = "MAP_MEMORY_TO_GPU";
+	x.a.op[MA_CHECK].name = "UNMAP_MEMORY_FROM_GPU (one GPU, the check)";
+	ma_alloc(&x.a, &va);
+	si_sweeps(&x);
+	fr = ma_free(&x.a);
+	vr = gc_kfd_va_release(va, MAP_SIZE);
+
+	gc_info("sigiter-map-all (%u GPUs): %u sweeps, %u completed; %u passes, %u interrupted, %u "
+		"early; signals delivered %" PRIu64 ", landed inside %" PRIu64 " (in %" PRIu64
+		" passes)", f->n, x.sweeps, x.completed, x.passes, x.interrupted, x.early,
+		x.delivered, x.landed, x.calls_hit);
+	kfd_op_report(&x.a.op[MA_MAP], "sigiter-map-all");
+	kfd_op_report(&x.a.op[MA_CHECK], "sigiter-map-all");
+	restart_report(&x.a.sum[MA_MAP], "MAP_MEMORY_TO_GPU of all GPUs (sigiter)");
+	verdict_assert(&x.a.v);
+	gc_assert_ok(x.iter_err);
+	gc_assert_ok(fr);
+	gc_assert_ok(vr);
+	gc_assert_f(x.calls_hit > 0, "no signal landed inside any of %u passes", x.passes);
+	gc_assert_f(x.completed == x.sweeps, "%u of %u sweeps reached a pass with no signal "
+		    "inside (the map outlasted every delay up to 1 s?)", x.completed, x.sweeps);
+}
+
+/* ------------------------------------------------------------------ fixture */
+
+static void *setup(void)
+{
+	struct gc_kfd *kfd = gc_kfd_require();
+	struct fx *f;
+
+	/* The leak checks read AMDKFD_IOC_AVAILABLE_MEMORY: "1.9 - Add available memory ioctl". */
+	gc_kfd_require_minor(kfd, 9, "the VRAM leak check (AMDKFD_IOC_AVAILABLE_MEMORY)");
+	gc_kfd_require_vms(kfd);
+	f = calloc(1, sizeof(*f));
+	gc_assert(f);
+	f->kfd = kfd;
+	f->n = kfd->n_gpus;
+	for (uint32_t g = 0; g < f->n; g++)
+		f->ids[g] = kfd->gpus[g].node.gpu_id;
+	return f;
+}
+
+static void teardown(void *data)
+{
+	struct fx *f = data;
+
+	gc_kfd_close(f->kfd);
+	free(f);
+}
+
+static void before_each(void *data)
+{
+	struct fx *f = data;
+
+	gc_assert_ok(gc_kfd_snapshot(f->kfd, &f->snap));
+}
+
+/* A subtest that failed with a storm running left it here: stop it before any ioctl. */
+static void after_each(void *data)
+{
+	struct fx *f = data;
+	struct gc_storm *s = gc_storm_current();
+
+	if (s) {
+		gc_storm_stop(s);
+		gc_warn("a storm was still running after the subtest; stopped");
+	}
+	gc_kfd_leak_check(f->kfd, &f->snap, LEAK_SLACK, SETTLE_MS);
+}
+
+static const struct gc_fixture fixture = {
+	.setup = setup,
+	.teardown = teardown,
+	.before_each = before_each,
+	.after_each = after_each,
+};
+
+static const struct gc_subtest subtests[] = {
+	{ "alloc-free", test_alloc_free,
+	  "VRAM alloc / free under storms: EINTR leaves no handle and no memory taken; "
+	  "reissued, both complete (per GPU)" },
+	{ "map-all", test_map_all,
+	  "map to every GPU under storms, reissued with n_success: converges, each GPU mapped "
+	  "once" },
+	{ "unmap-all", test_unmap_all,
+	  "unmap from every GPU under storms, reissued with n_success: converges, none mapped" },
+	{ "sigiter-map-all", test_sigiter_map_all,
+	  "one signal at every depth of a map to every GPU: converges, each GPU mapped once" },
+	{ 0 }
+};
+
+GC_MAIN(.name = "kfd_interrupt",
+	.description = "the interrupt contract on raw KFD ioctls: EINTR with no effect, "
+		       "n_success restarts converge",
+	.subtests = subtests, .fixture = &fixture)

@@ -1,0 +1,833 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kfd_mem: the mem contract on raw KFD ioctls (AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
+ * MAP_MEMORY_TO_GPU, UNMAP_MEMORY_FROM_GPU, FREE_MEMORY_OF_GPU,
+ * AVAILABLE_MEMORY) with each GPU's VM acquired from its render node.
+ *
+ * Where the expectations come from. <linux/kfd_ioctl.h> documents the
+ * argument structs and n_success; it names no error code. Every errno
+ * asserted here comes from the kernel source, read, not run (no AMD GPU was
+ * available when this was written): kfd_chardev.c (the ioctl handlers) and
+ * amdgpu_amdkfd_gpuvm.c (the BO work behind them). Each check quotes the
+ * line it rests on; "(header silent)" marks where the header says nothing.
+ *
+ * Addresses. libhsakmt (fmm.c, read, not run) carves GPU VAs out of an
+ * aperture it reserves in the process with mmap(PROT_NONE) and maps
+ * host-accessible BOs for the CPU with mmap(addr, size, prot,
+ * MAP_SHARED | MAP_FIXED, drm_render_fd, mmap_offset). This binary does the
+ * same, per allocation: gc_kfd_va_reserve() gives a PROT_NONE host range
+ * inside every acquired GPU's [gpuvm_base, gpuvm_limit] (from
+ * AMDKFD_IOC_GET_PROCESS_APERTURES_NEW), used as va_addr; CPU access maps
+ * the render node at mmap_offset over that same range.
+ *
+ * Fixture: /dev/kfd, topology, ACQUIRE_VM on every GPU. before_each takes
+ * AMDKFD_IOC_AVAILABLE_MEMORY per GPU (UAPI 1.9, required); after_each
+ * gives back whatever a failed subtest still holds, then requires every
+ * GPU's available memory and the /dev/kfd fd count to be back where they
+ * were. AVAILABLE_MEMORY counts VRAM (amdgpu_amdkfd_get_available_memory);
+ * GTT and USERPTR allocations are not visible to it, so for them the leak
+ * check only proves VRAM was not touched.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "gc_kfd.h"
+#include "io.h"
+#include "measure.h"
+
+#define MiB ((uint64_t)1 << 20)
+
+#define BO_SIZE (2 * MiB)          /* VRAM_AVAILABLITY_ALIGN: accounting is exact */
+#define BO_ALIGN (2 * MiB)
+#define ACCOUNT_SIZE (64 * MiB)
+#define LAT_REPS 100
+#define MAX_HELD 16
+#define LEAK_SLACK 0
+
+#define VRAM (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
+#define GTT (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
+#define USERPTR (KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
+#define PUBLIC KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC
+
+/* One allocation and everything made for it; after_each gives back what is left. */
+struct held {
+	bool live;       /* handle not freed yet */
+	uint64_t handle;
+	uint32_t gpu_id;
+	bool gpu_mapped;
+	uint64_t va;     /* GPU VA reservation (0: none) */
+	uint64_t size;
+	bool cpu_mapped; /* the render node is mapped over [va, va + size) */
+	void *user;      /* USERPTR host buffer (NULL: none) */
+	uint64_t mmap_offset;
+};
+
+struct mem_fx {
+	struct gc_kfd *kfd;
+	struct gc_kfd_snapshot before;
+	struct held held[MAX_HELD];
+	uint64_t page;
+};
+
+struct gpu_arg {
+	struct mem_fx *fx;
+	struct gc_kfd_gpu *gpu;
+};
+
+/* ----------------------------------------------------------- helpers */
+
+static struct held *held_slot(struct mem_fx *fx)
+{
+	for (int i = 0; i < MAX_HELD; i++) {
+		struct held *h = &fx->held[i];
+
+		if (!h->live && !h->va && !h->user) {
+			memset(h, 0, sizeof(*h));
+			return h;
+		}
+	}
+	gc_fail("more than %d allocations held at once", MAX_HELD);
+}
+
+/* Everything but the handle: GPU VA, and for USERPTR the host buffer. */
+static struct held *bo_prepare(struct mem_fx *fx, uint32_t gpu_id, uint64_t size,
+			       uint32_t flags)
+{
+	struct held *h = held_slot(fx);
+
+	h->gpu_id = gpu_id;
+	h->size = size;
+	gc_assert_ok(gc_kfd_va_reserve(fx->kfd, size, BO_ALIGN, &h->va));
+	if (flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) {
+		void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+		gc_assert_f(p != MAP_FAILED, "mmap(%" PRIu64 ") for USERPTR: %s", size,
+			    strerror(errno));
+		h->user = p;
+		h->mmap_offset = (uint64_t)(uintptr_t)p;
+	}
+	return h;
+}
+
+static struct held *bo_alloc(struct mem_fx *fx, uint32_t gpu_id, uint64_t size, uint32_t flags)
+{
+	struct held *h = bo_prepare(fx, gpu_id, size, flags);
+
+	gc_assert_ok(gc_kfd_alloc(fx->kfd, gpu_id, size, h->va, flags, &h->handle,
+				  &h->mmap_offset));
+	h->live = true;
+	return h;
+}
+
+/*
+ * kfd_ioctl.h: "If the ioctl completes with return code 0 (success),
+ * n_success == n_devices"; "For the first call the caller should
+ * initialize it to 0". Unmap: "same arguments as for mapping".
+ */
+static void bo_map(struct mem_fx *fx, struct held *h)
+{
+	uint32_t n_success = 0;
+
+	gc_assert_ok(gc_kfd_map(fx->kfd, h->handle, &h->gpu_id, 1, &n_success));
+	h->gpu_mapped = true;
+	gc_assert_eq_uint(n_success, 1);
+}
+
+static void bo_unmap(struct mem_fx *fx, struct held *h)
+{
+	uint32_t n_success = 0;
+
+	gc_assert_ok(gc_kfd_unmap(fx->kfd, h->handle, &h->gpu_id, 1, &n_success));
+	h->gpu_mapped = false;
+	gc_assert_eq_uint(n_success, 1);
+}
+
+static void bo_release_host(struct held *h)
+{
+	if (h->va) {
+		gc_kfd_va_release(h->va, h->size);
+		h->va = 0;
+		h->cpu_mapped = false;
+	}
+	if (h->user) {
+		munmap(h->user, h->size);
+		h->user = NULL;
+	}
+}
+
+static void bo_free(struct mem_fx *fx, struct held *h)
+{
+	gc_assert_ok(gc_kfd_free(fx->kfd, h->handle));
+	h->live = false;
+	bo_release_host(h);
+}
+
+static void give_back_all(struct mem_fx *fx)
+{
+	for (int i = 0; i < MAX_HELD; i++) {
+		struct held *h = &fx->held[i];
+		int err;
+
+		if (h->cpu_mapped)
+			gc_kfd_cpu_unmap(h->va, h->size);
+		h->cpu_mapped = false;
+		if (h->live && h->gpu_mapped)
+			gc_kfd_unmap(fx->kfd, h->handle, &h->gpu_id, 1, NULL);
+		if (h->live) {
+			err = gc_kfd_free(fx->kfd, h->handle);
+			if (err)
+				gc_warn("giving back handle 0x%" PRIx64 ": %s", h->handle,
+					strerror(-err));
+		}
+		h->live = h->gpu_mapped = false;
+		bo_release_host(h);
+	}
+}
+
+static bool node_large_bar(const struct gc_kfd_node *n)
+{
+	/*
+	 * kfd_crat.c: "if (local_mem_info.local_mem_size_private == 0)" the bank
+	 * is HSA_MEM_HEAP_TYPE_FB_PUBLIC, else FB_PRIVATE; kfd_chardev.c's
+	 * kfd_dev_is_large_bar() tests the same condition.
+	 */
+	return gc_kfd_node_heap_bytes(n, GC_KFD_HEAP_FB_PUBLIC) > 0;
+}
+
+static bool node_is_apu(const struct gc_kfd_node *n)
+{
+	return n->cpu_cores_count > 0; /* a GPU node with CPU cores: an APU */
+}
+
+static void require_dgpu(const struct gc_kfd_gpu *g, const char *what)
+{
+	gc_require_f(!node_is_apu(&g->node), "%s: gpu %u is an APU (cpu_cores_count %u); "
+		     "its VRAM accounting differs", what, g->node.gpu_id,
+		     g->node.cpu_cores_count);
+}
+
+/* Run fn once per GPU as dynamic subtest "gpu<gpu_id>". */
+static void each_gpu(struct mem_fx *fx, void (*fn)(void *))
+{
+	static struct gpu_arg args[GC_KFD_MAX_NODES];
+	char name[32];
+
+	for (unsigned i = 0; i < fx->kfd->n_gpus; i++) {
+		args[i].fx = fx;
+		args[i].gpu = &fx->kfd->gpus[i];
+		gc_dynamic(gc_kfd_gpu_name(args[i].gpu, name, sizeof(name)), fn, &args[i]);
+	}
+}
+
+/* A gpu_id no node of this machine has. */
+static uint32_t unknown_gpu_id(const struct gc_kfd *kfd)
+{
+	uint32_t id = 0xfffffff0u;
+
+	while (gc_kfd_topology_find(&kfd->topo, id))
+		id--;
+	return id;
+}
+
+/* ---------------------------------------------------------- lifecycle */
+
+static void lifecycle_no_cpu(void *arg)
+{
+	struct gpu_arg *a = arg;
+	struct held *h1, *h2;
+
+	h1 = bo_alloc(a->fx, a->gpu->node.gpu_id, BO_SIZE, VRAM);
+	/* kfd_ioctl.h: @handle is "used to refer to this allocation": two differ. */
+	h2 = bo_alloc(a->fx, a->gpu->node.gpu_id, BO_SIZE, VRAM);
+	gc_assert_f(h1->handle != h2->handle, "two allocations share handle 0x%" PRIx64,
+		    h1->handle);
+	bo_map(a->fx, h1);
+	bo_map(a->fx, h2);
+	bo_unmap(a->fx, h1);
+	bo_unmap(a->fx, h2);
+	bo_free(a->fx, h1);
+	bo_free(a->fx, h2);
+}
+
+static void test_lifecycle_vram(void *data)
+{
+	each_gpu(data, lifecycle_no_cpu);
+}
+
+/*
+ * Host-visible BO: CPU-map it at mmap_offset ("for CPU-mapping the
+ * allocation by mmapping a render node", kfd_ioctl.h), write a pattern,
+ * GPU-map it, and read the pattern through a second CPU mapping of the same
+ * offset: both mappings reach the BO, not private memory.
+ */
+static void cpu_roundtrip(struct mem_fx *fx, struct gc_kfd_gpu *g, uint32_t flags,
+			  uint64_t seed)
+{
+	struct held *h = bo_alloc(fx, g->node.gpu_id, BO_SIZE, flags);
+	uint64_t va2 = 0;
+	struct gc_mismatch mm;
+	char msg[160];
+	int64_t bad;
+	int err;
+
+	gc_assert_ok(gc_kfd_cpu_map(g, h->va, h->size, h->mmap_offset, PROT_READ | PROT_WRITE));
+	h->cpu_mapped = true;
+	gc_pattern_fill((void *)(uintptr_t)h->va, h->size, 0, seed);
+	bo_map(fx, h);
+	gc_assert_ok(gc_kfd_va_reserve(fx->kfd, h->size, BO_ALIGN, &va2));
+	err = gc_kfd_cpu_map(g, va2, h->size, h->mmap_offset, PROT_READ);
+	if (err) {
+		gc_kfd_va_release(va2, h->size);
+		gc_fail("second CPU mapping of mmap_offset 0x%" PRIx64 ": %s", h->mmap_offset,
+			strerror(-err));
+	}
+	bad = gc_pattern_check((void *)(uintptr_t)va2, h->size, 0, seed, &mm);
+	gc_kfd_va_release(va2, h->size);
+	gc_assert_f(bad < 0, "second mapping: %s", gc_mismatch_str(&mm, msg, sizeof(msg)));
+	bo_unmap(fx, h);
+	bad = gc_pattern_check((void *)(uintptr_t)h->va, h->size, 0, seed, &mm);
+	gc_assert_f(bad < 0, "after GPU unmap: %s", gc_mismatch_str(&mm, msg, sizeof(msg)));
+	gc_assert_ok(gc_kfd_cpu_unmap(h->va, h->size));
+	h->cpu_mapped = false;
+	bo_free(fx, h);
+}
+
+static void lifecycle_vram_cpu(void *arg)
+{
+	struct gpu_arg *a = arg;
+
+	/* kfd_chardev.c: "Alloc host visible vram on small bar is not allowed". */
+	gc_require_f(node_large_bar(&a->gpu->node), "gpu %u has no FB_PUBLIC bank (small "
+		     "BAR): host-visible VRAM is refused", a->gpu->node.gpu_id);
+	cpu_roundtrip(a->fx, a->gpu, VRAM | PUBLIC, 0x7a11);
+}
+
+static void test_lifecycle_vram_cpu(void *data)
+{
+	each_gpu(data, lifecycle_vram_cpu);
+}
+
+static void lifecycle_gtt(void *arg)
+{
+	struct gpu_arg *a = arg;
+
+	cpu_roundtrip(a->fx, a->gpu, GTT, 0x6771);
+}
+
+static void test_lifecycle_gtt(void *data)
+{
+	each_gpu(data, lifecycle_gtt);
+}
+
+/*
+ * USERPTR: kfd_ioctl.h, @mmap_offset "for userptrs this is overloaded to
+ * specify the CPU address". The CPU accesses its own pages; they must keep
+ * their content through alloc, map, CPU writes while mapped, unmap, free.
+ */
+static void lifecycle_userptr(void *arg)
+{
+	struct gpu_arg *a = arg;
+	struct held *h = bo_prepare(a->fx, a->gpu->node.gpu_id, BO_SIZE, USERPTR);
+	struct gc_mismatch mm;
+	char msg[160];
+
+	gc_pattern_fill(h->user, h->size, 0, 0x05e1);
+	gc_assert_ok(gc_kfd_alloc(a->fx->kfd, h->gpu_id, h->size, h->va, USERPTR, &h->handle,
+				  &h->mmap_offset));
+	h->live = true;
+	bo_map(a->fx, h);
+	gc_assert_f(gc_pattern_check(h->user, h->size, 0, 0x05e1, &mm) < 0, "after map: %s",
+		    gc_mismatch_str(&mm, msg, sizeof(msg)));
+	gc_pattern_fill(h->user, h->size, 0, 0x05e2);
+	bo_unmap(a->fx, h);
+	gc_assert_f(gc_pattern_check(h->user, h->size, 0, 0x05e2, &mm) < 0, "after unmap: %s",
+		    gc_mismatch_str(&mm, msg, sizeof(msg)));
+	gc_assert_ok(gc_kfd_free(a->fx->kfd, h->handle));
+	h->live = false;
+	gc_assert_f(gc_pattern_check(h->user, h->size, 0, 0x05e2, &mm) < 0, "after free: %s",
+		    gc_mismatch_str(&mm, msg, sizeof(msg)));
+	bo_release_host(h);
+}
+
+static void test_lifecycle_userptr(void *data)
+{
+	each_gpu(data, lifecycle_userptr);
+}
+
+/* ------------------------------------------------------ invalid alloc */
+
+static void vram_public_small_bar(void *arg)
+{
+	struct gpu_arg *a = arg;
+	struct held *h;
+	uint64_t handle = 0;
+
+	gc_require_f(!node_large_bar(&a->gpu->node), "gpu %u has an FB_PUBLIC bank (large "
+		     "BAR): host-visible VRAM is allowed", a->gpu->node.gpu_id);
+	require_dgpu(a->gpu, "small-BAR refusal");
+	h = bo_prepare(a->fx, a->gpu->node.gpu_id, BO_SIZE, VRAM | PUBLIC);
+	/* kfd_chardev.c: "Alloc host visible vram on small bar is not allowed" -> -EINVAL. */
+	gc_assert_errno(gc_kfd_alloc(a->fx->kfd, h->gpu_id, h->size, h->va, VRAM | PUBLIC,
+				     &handle, NULL), EINVAL);
+	bo_release_host(h);
+}
+
+static void test_vram_public_small_bar(void *data)
+{
+	each_gpu(data, vram_public_small_bar);
+}
+
+static void alloc_invalid(void *arg)
+{
+	struct gpu_arg *a = arg;
+	const struct gc_kfd *kfd = a->fx->kfd;
+	uint32_t id = a->gpu->node.gpu_id;
+	struct held *h = bo_prepare(a->fx, id, BO_SIZE, VRAM);
+	uint64_t handle = 0, zero = 0;
+
+	/* kfd_chardev.c: "if (args->size == 0) return -EINVAL;" */
+	gc_assert_errno(gc_kfd_alloc(kfd, id, 0, h->va, VRAM, &handle, NULL), EINVAL);
+	/* kfd_chardev.c: no process device for args->gpu_id -> "err = -EINVAL". */
+	gc_assert_errno(gc_kfd_alloc(kfd, unknown_gpu_id(kfd), BO_SIZE, h->va, VRAM, &handle,
+				     NULL), EINVAL);
+	/* amdgpu_amdkfd_gpuvm.c, USERPTR: "if (!offset || !*offset) return -EINVAL;" */
+	gc_assert_errno(gc_kfd_alloc(kfd, id, BO_SIZE, h->va, USERPTR, &handle, &zero), EINVAL);
+	/* amdgpu_amdkfd_gpuvm.c: no memory-type flag falls to "} else { return -EINVAL; }" */
+	gc_assert_errno(gc_kfd_alloc(kfd, id, BO_SIZE, h->va, KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+				     &handle, NULL), EINVAL);
+	/* Nothing was made: the VA is still free for a real allocation. */
+	gc_assert_ok(gc_kfd_alloc(kfd, id, BO_SIZE, h->va, VRAM, &h->handle, NULL));
+	h->live = true;
+	bo_free(a->fx, h);
+}
+
+static void test_alloc_invalid(void *data)
+{
+	each_gpu(data, alloc_invalid);
+}
+
+/* ------------------------------------------------------ invalid handle */
+
+/*
+ * A handle no allocation returned (header: @handle is "returned to user
+ * mode"). 0 and all-ones: kfd_chardev.c looks the handle's device up first
+ * and answers -EINVAL when "Process device data doesn't exist" (free) or no
+ * pdd is found (map, unmap).
+ */
+static void test_invalid_handle(void *data)
+{
+	struct mem_fx *fx = data;
+	const uint64_t bad[] = { 0, UINT64_MAX };
+	uint32_t id = fx->kfd->gpus[0].node.gpu_id;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint32_t n_success = 0;
+
+		gc_assert_errno(gc_kfd_free(fx->kfd, bad[i]), EINVAL);
+		gc_assert_errno(gc_kfd_map(fx->kfd, bad[i], &id, 1, &n_success), EINVAL);
+		gc_assert_eq_uint(n_success, 0);
+		gc_assert_errno(gc_kfd_unmap(fx->kfd, bad[i], &id, 1, &n_success), EINVAL);
+		gc_assert_eq_uint(n_success, 0);
+	}
+}
+
+/*
+ * Double free, and a freed handle used again. kfd_chardev.c: free of a
+ * handle that no longer translates: "if (!mem) { ret = -EINVAL;"; map and
+ * unmap of it: "if (!mem) { err = -ENOMEM;" (header silent; -ENOMEM for a
+ * stale handle is what the source says, not an out-of-memory condition).
+ */
+static void double_free(void *arg)
+{
+	struct gpu_arg *a = arg;
+	struct held *h = bo_alloc(a->fx, a->gpu->node.gpu_id, BO_SIZE, VRAM);
+	uint64_t handle = h->handle;
+	uint32_t n_success = 0;
+
+	bo_free(a->fx, h);
+	gc_assert_errno(gc_kfd_free(a->fx->kfd, handle), EINVAL);
+	gc_assert_errno(gc_kfd_map(a->fx->kfd, handle, &h->gpu_id, 1, &n_success), ENOMEM);
+	gc_assert_eq_uint(n_success, 0);
+	gc_assert_errno(gc_kfd_unmap(a->fx->kfd, handle, &h->gpu_id, 1, &n_success), ENOMEM);
+	gc_assert_eq_uint(n_success, 0);
+}
+
+static void test_double_free(void *data)
+{
+	each_gpu(data, double_free);
+}
+
+/*
+ * amdgpu_amdkfd_gpuvm.c: "BO VA ... is still mapped" -> -EBUSY; kfd_chardev.c:
+ * "If freeing the buffer failed, leave the handle in place": the handle
+ * still unmaps and frees.
+ */
+static void free_while_mapped(void *arg)
+{
+	struct gpu_arg *a = arg;
+	struct held *h = bo_alloc(a->fx, a->gpu->node.gpu_id, BO_SIZE, VRAM);
+
+	bo_map(a->fx, h);
+	gc_assert_errno(gc_kfd_free(a->fx->kfd, h->handle), EBUSY);
+	bo_unmap(a->fx, h);
+	bo_free(a->fx, h);
+}
+
+static void test_free_while_mapped(void *data)
+{
+	each_gpu(data, free_while_mapped);
+}
+
+/*
+ * amdgpu_amdkfd_gpuvm.c unmap: "If no VMs were reserved, it means the BO
+ * wasn't actually mapped" -> -EINVAL; kfd_chardev.c only advances
+ * n_success after a device succeeded ("args->n_success = i+1").
+ */
+static void unmap_unmapped(void *arg)
+{
+	struct gpu_arg *a = arg;
+	struct held *h = bo_alloc(a->fx, a->gpu->node.gpu_id, BO_SIZE, VRAM);
+	uint32_t n_success = 0;
+
+	gc_assert_errno(gc_kfd_unmap(a->fx->kfd, h->handle, &h->gpu_id, 1, &n_success), EINVAL);
+	gc_assert_eq_uint(n_success, 0);
+	bo_map(a->fx, h);
+	bo_unmap(a->fx, h);
+	n_success = 0;
+	gc_assert_errno(gc_kfd_unmap(a->fx->kfd, h->handle, &h->gpu_id, 1, &n_success), EINVAL);
+	gc_assert_eq_uint(n_success, 0);
+	bo_free(a->fx, h);
+}
+
+static void test_unmap_unmapped(void *data)
+{
+	each_gpu(data, unmap_unmapped);
+}
+
+/*
+ * kfd_chardev.c, map and unmap: "if (!args->n_devices) ... Device IDs array
+ * empty ... return -EINVAL" and "n_success exceeds n_devices" -> -EINVAL.
+ * Neither maps anything: the BO then frees at once (free of a mapped BO is
+ * -EBUSY, see free-while-mapped).
+ */
+static void map_empty_list(void *arg)
+{
+	struct gpu_arg *a = arg;
+	struct held *h = bo_alloc(a->fx, a->gpu->node.gpu_id, BO_SIZE, VRAM);
+	uint32_t n_success = 0;
+
+	gc_assert_errno(gc_kfd_map(a->fx->kfd, h->handle, &h->gpu_id, 0, &n_success), EINVAL);
+	gc_assert_eq_uint(n_success, 0);
+	gc_assert_errno(gc_kfd_map(a->fx->kfd, h->handle, NULL, 0, &n_success), EINVAL);
+	gc_assert_errno(gc_kfd_unmap(a->fx->kfd, h->handle, &h->gpu_id, 0, &n_success), EINVAL);
+	n_success = 2;
+	gc_assert_errno(gc_kfd_map(a->fx->kfd, h->handle, &h->gpu_id, 1, &n_success), EINVAL);
+	gc_assert_eq_uint(n_success, 2);
+	bo_free(a->fx, h);
+}
+
+static void test_map_empty_list(void *data)
+{
+	each_gpu(data, map_empty_list);
+}
+
+/*
+ * kfd_ioctl.h: n_success "can be passed into a subsequent retry call to
+ * skip those devices". n_success = n_devices = 1 skips the only device: the
+ * call succeeds, n_success stays 1, and nothing was mapped (the BO frees).
+ */
+static void map_resume_skips(void *arg)
+{
+	struct gpu_arg *a = arg;
+	struct held *h = bo_alloc(a->fx, a->gpu->node.gpu_id, BO_SIZE, VRAM);
+	uint32_t n_success = 1;
+
+	gc_assert_ok(gc_kfd_map(a->fx->kfd, h->handle, &h->gpu_id, 1, &n_success));
+	gc_assert_eq_uint(n_success, 1);
+	bo_free(a->fx, h);
+}
+
+static void test_map_resume_skips(void *data)
+{
+	each_gpu(data, map_resume_skips);
+}
+
+/* ---------------------------------------------------------- acquire VM */
+
+/*
+ * kfd_chardev.c acquire_vm: "drm_file = fget(args->drm_fd); if (!drm_file)
+ * return -EINVAL;" and once acquired "ret = pdd->drm_file == drm_file ? 0 :
+ * -EBUSY". A dup() shares the struct file; a new open() does not.
+ */
+static void acquire_again(void *arg)
+{
+	struct gpu_arg *a = arg;
+	struct kfd_ioctl_acquire_vm_args v = { .gpu_id = a->gpu->node.gpu_id };
+	char path[64];
+	int fd2, dupfd, closed;
+
+	gc_assert(a->gpu->vm_acquired);
+	v.drm_fd = (uint32_t)a->gpu->drm_fd;
+	gc_assert_ok(gc_kfd_ioctl(a->fx->kfd, AMDKFD_IOC_ACQUIRE_VM, &v));
+	dupfd = dup(a->gpu->drm_fd);
+	gc_assert_syscall(dupfd);
+	v.drm_fd = (uint32_t)dupfd;
+	gc_assert_ok(gc_kfd_ioctl(a->fx->kfd, AMDKFD_IOC_ACQUIRE_VM, &v));
+	close(dupfd);
+	snprintf(path, sizeof(path), "/dev/dri/renderD%d", a->gpu->node.drm_render_minor);
+	fd2 = open(path, O_RDWR | O_CLOEXEC);
+	gc_assert_f(fd2 >= 0, "%s: %s", path, strerror(errno));
+	v.drm_fd = (uint32_t)fd2;
+	gc_assert_errno(gc_kfd_ioctl(a->fx->kfd, AMDKFD_IOC_ACQUIRE_VM, &v), EBUSY);
+	close(fd2);
+	closed = fd2; /* just closed, and nothing opened since on this thread */
+	v.drm_fd = (uint32_t)closed;
+	gc_assert_errno(gc_kfd_ioctl(a->fx->kfd, AMDKFD_IOC_ACQUIRE_VM, &v), EINVAL);
+}
+
+static void test_acquire_vm_again(void *data)
+{
+	each_gpu(data, acquire_again);
+}
+
+/* ------------------------------------------------------- accounting */
+
+/*
+ * Header silent on what AMDKFD_IOC_AVAILABLE_MEMORY counts. Per
+ * amdgpu_amdkfd_gpuvm.c (read, not run): available = real VRAM size -
+ * vram_used_aligned - pinned - reserved, ALIGN_DOWN to
+ * VRAM_AVAILABLITY_ALIGN (2 MiB), and a VRAM allocation adds
+ * ALIGN(size, VRAM_AVAILABLITY_ALIGN) to vram_used_aligned. A 64 MiB VRAM
+ * BO so lowers it by exactly 64 MiB on a dGPU (nothing else allocating).
+ */
+static void available_accounting(void *arg)
+{
+	struct gpu_arg *a = arg;
+	uint64_t before, during, after;
+	struct held *h;
+
+	require_dgpu(a->gpu, "exact VRAM accounting");
+	gc_assert_ok(gc_kfd_available(a->fx->kfd, a->gpu->node.gpu_id, &before));
+	gc_require_f(before >= 2 * ACCOUNT_SIZE, "gpu %u: %" PRIu64 " bytes available",
+		     a->gpu->node.gpu_id, before);
+	gc_assert_cmpuint(before, <=, gc_kfd_node_vram_bytes(&a->gpu->node));
+	h = bo_alloc(a->fx, a->gpu->node.gpu_id, ACCOUNT_SIZE, VRAM);
+	gc_assert_ok(gc_kfd_available(a->fx->kfd, a->gpu->node.gpu_id, &during));
+	gc_assert_eq_uint(before - during, ACCOUNT_SIZE);
+	bo_free(a->fx, h);
+	gc_assert_ok(gc_kfd_available(a->fx->kfd, a->gpu->node.gpu_id, &after));
+	gc_assert_eq_uint(after, before);
+}
+
+static void test_available_accounting(void *data)
+{
+	each_gpu(data, available_accounting);
+}
+
+/*
+ * amdgpu_amdkfd_reserve_mem_limit: a VRAM request past what
+ * get_available_memory reports (the same bound, aligned down) -> -ENOMEM,
+ * and nothing is accounted.
+ */
+static void alloc_over_available(void *arg)
+{
+	struct gpu_arg *a = arg;
+	uint64_t avail, after, handle = 0, size, va = 0;
+	int err;
+
+	require_dgpu(a->gpu, "exact VRAM accounting");
+	gc_assert_ok(gc_kfd_available(a->fx->kfd, a->gpu->node.gpu_id, &avail));
+	size = avail + BO_ALIGN;
+	gc_assert_ok(gc_kfd_va_reserve(a->fx->kfd, size, BO_ALIGN, &va));
+	err = gc_kfd_alloc(a->fx->kfd, a->gpu->node.gpu_id, size, va, VRAM, &handle, NULL);
+	if (!err)
+		gc_kfd_free(a->fx->kfd, handle);
+	gc_kfd_va_release(va, size);
+	gc_assert_errno(err, ENOMEM);
+	gc_assert_ok(gc_kfd_available(a->fx->kfd, a->gpu->node.gpu_id, &after));
+	gc_assert_eq_uint(after, avail);
+}
+
+static void test_alloc_over_available(void *data)
+{
+	each_gpu(data, alloc_over_available);
+}
+
+/* ----------------------------------------------------------- latency */
+
+enum lat_op { L_ALLOC, L_MAP, L_UNMAP, L_FREE, L_AVAIL, L_N };
+static const char *const lat_names[L_N] = {
+	"ALLOC_MEMORY_OF_GPU", "MAP_MEMORY_TO_GPU", "UNMAP_MEMORY_FROM_GPU",
+	"FREE_MEMORY_OF_GPU", "AVAILABLE_MEMORY",
+};
+
+static double us_since(uint64_t t0)
+{
+	return (double)(gc_now_raw_ns() - t0) / 1000.0;
+}
+
+static void lat_round(struct mem_fx *fx, struct held *h, uint32_t flags, double *s)
+{
+	uint32_t n_success = 0;
+	uint64_t t0, avail;
+
+	t0 = gc_now_raw_ns();
+	gc_assert_ok(gc_kfd_alloc(fx->kfd, h->gpu_id, h->size, h->va, flags, &h->handle, NULL));
+	s[L_ALLOC] = us_since(t0);
+	h->live = true;
+	t0 = gc_now_raw_ns();
+	gc_assert_ok(gc_kfd_map(fx->kfd, h->handle, &h->gpu_id, 1, &n_success));
+	s[L_MAP] = us_since(t0);
+	h->gpu_mapped = true;
+	n_success = 0;
+	t0 = gc_now_raw_ns();
+	gc_assert_ok(gc_kfd_unmap(fx->kfd, h->handle, &h->gpu_id, 1, &n_success));
+	s[L_UNMAP] = us_since(t0);
+	h->gpu_mapped = false;
+	t0 = gc_now_raw_ns();
+	gc_assert_ok(gc_kfd_free(fx->kfd, h->handle));
+	s[L_FREE] = us_since(t0);
+	h->live = false;
+	t0 = gc_now_raw_ns();
+	gc_assert_ok(gc_kfd_available(fx->kfd, h->gpu_id, &avail));
+	s[L_AVAIL] = us_since(t0);
+}
+
+static void lat_kind(struct mem_fx *fx, struct gc_kfd_gpu *g, uint32_t flags, const char *label)
+{
+	static double s[L_N][LAT_REPS];
+	struct held *h = bo_prepare(fx, g->node.gpu_id, BO_SIZE, flags);
+	double one[L_N];
+	char name[96];
+
+	lat_round(fx, h, flags, one); /* warm-up: first-use work is not a sample */
+	for (int i = 0; i < LAT_REPS; i++) {
+		lat_round(fx, h, flags, one);
+		for (int op = 0; op < L_N; op++)
+			s[op][i] = one[op];
+	}
+	bo_release_host(h);
+	for (int op = 0; op < L_N; op++) {
+		snprintf(name, sizeof(name), "%s-%s-2MiB", lat_names[op], label);
+		gc_metric(name, "us", GC_LOWER_IS_BETTER, s[op], LAT_REPS);
+	}
+}
+
+static void latency(void *arg)
+{
+	struct gpu_arg *a = arg;
+
+	lat_kind(a->fx, a->gpu, VRAM, "vram");
+	lat_kind(a->fx, a->gpu, GTT, "gtt");
+}
+
+static void test_latency(void *data)
+{
+	each_gpu(data, latency);
+}
+
+/* ----------------------------------------------------------- fixture */
+
+static void *mem_setup(void)
+{
+	struct gc_kfd *kfd = gc_kfd_require();
+	struct mem_fx *fx;
+
+	gc_kfd_require_minor(kfd, 9, "the leak check (AMDKFD_IOC_AVAILABLE_MEMORY)");
+	gc_kfd_require_vms(kfd);
+	fx = calloc(1, sizeof(*fx));
+	gc_assert_f(fx != NULL, "calloc(%zu) failed", sizeof(*fx));
+	fx->kfd = kfd;
+	fx->page = (uint64_t)sysconf(_SC_PAGESIZE);
+	gc_info("KFD UAPI %u.%u, %u GPU(s)", kfd->major, kfd->minor, kfd->n_gpus);
+	for (unsigned i = 0; i < kfd->n_gpus; i++) {
+		const struct gc_kfd_gpu *g = &kfd->gpus[i];
+
+		gc_info("gpu %u: node %u, renderD%d, gfx %u, VRAM %" PRIu64 " MiB (%s BAR%s), "
+			"GPUVM 0x%" PRIx64 "-0x%" PRIx64, g->node.gpu_id, g->node.node_id,
+			g->node.drm_render_minor, g->node.gfx_target_version,
+			gc_kfd_node_vram_bytes(&g->node) / MiB,
+			node_large_bar(&g->node) ? "large" : "small",
+			node_is_apu(&g->node) ? ", APU" : "", g->gpuvm_base, g->gpuvm_limit);
+	}
+	return fx;
+}
+
+static void mem_teardown(void *data)
+{
+	struct mem_fx *fx = data;
+
+	gc_kfd_close(fx->kfd);
+	free(fx);
+}
+
+static void mem_before_each(void *data)
+{
+	struct mem_fx *fx = data;
+	int err = gc_kfd_snapshot(fx->kfd, &fx->before);
+
+	if (err)
+		gc_fail("leak snapshot: %s", strerror(-err));
+}
+
+static void mem_after_each(void *data)
+{
+	struct mem_fx *fx = data;
+
+	give_back_all(fx);
+	gc_kfd_leak_check(fx->kfd, &fx->before, LEAK_SLACK, 0);
+}
+
+static const struct gc_fixture fixture = {
+	.setup = mem_setup,
+	.teardown = mem_teardown,
+	.before_each = mem_before_each,
+	.after_each = mem_after_each,
+};
+
+static const struct gc_subtest subtests[] = {
+	{ "lifecycle-vram", test_lifecycle_vram,
+	  "VRAM alloc, map (n_success == n_devices), unmap, free; distinct handles" },
+	{ "lifecycle-vram-cpu", test_lifecycle_vram_cpu,
+	  "host-visible VRAM (large BAR): CPU map at mmap_offset, data through a second mapping" },
+	{ "lifecycle-gtt", test_lifecycle_gtt,
+	  "GTT alloc, CPU map at mmap_offset, GPU map, data through a second mapping, free" },
+	{ "lifecycle-userptr", test_lifecycle_userptr,
+	  "USERPTR over host pages: alloc, map, CPU writes, unmap, free keep the data" },
+	{ "vram-public-small-bar", test_vram_public_small_bar,
+	  "host-visible VRAM on a small-BAR dGPU: EINVAL" },
+	{ "alloc-invalid", test_alloc_invalid,
+	  "size 0, unknown gpu_id, USERPTR at 0, no memory type: EINVAL, nothing allocated" },
+	{ "invalid-handle", test_invalid_handle,
+	  "free/map/unmap of handles never returned: EINVAL, n_success 0" },
+	{ "double-free", test_double_free,
+	  "second free: EINVAL; map/unmap of the freed handle: ENOMEM (per kfd_chardev.c)" },
+	{ "free-while-mapped", test_free_while_mapped,
+	  "free of a mapped BO: EBUSY, the handle still unmaps and frees" },
+	{ "unmap-unmapped", test_unmap_unmapped,
+	  "unmap of a never-mapped and of an already-unmapped BO: EINVAL, n_success 0" },
+	{ "map-empty-list", test_map_empty_list,
+	  "map/unmap with no device, n_success > n_devices: EINVAL, nothing mapped" },
+	{ "map-resume-skips", test_map_resume_skips,
+	  "n_success = n_devices skips every device: success, nothing mapped" },
+	{ "acquire-vm-again", test_acquire_vm_again,
+	  "ACQUIRE_VM: same file 0, dup 0, another open EBUSY, closed fd EINVAL" },
+	{ "available-accounting", test_available_accounting,
+	  "a 64 MiB VRAM BO lowers AVAILABLE_MEMORY by exactly 64 MiB, free restores it" },
+	{ "alloc-over-available", test_alloc_over_available,
+	  "VRAM request past AVAILABLE_MEMORY: ENOMEM, nothing accounted" },
+	{ "latency", test_latency,
+	  "alloc/map/unmap/free/available latency, 2 MiB VRAM and GTT (metrics)" },
+	{ 0 }
+};
+
+GC_MAIN(.name = "kfd_mem", .description = "KFD memory lifecycle on raw ioctls",
+	.subtests = subtests, .fixture = &fixture)
