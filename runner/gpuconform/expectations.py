@@ -210,6 +210,14 @@ class Expectations:
                 out[t] = r
         return out
 
+    def note_available(self, tests: Iterable[str]) -> None:
+        """A rule naming a test that exists but was not selected (a partial
+        run: -k, --include, a test list) is not stale: mark it used."""
+        names = list(tests)
+        for i, r in enumerate(self.rules):
+            if i not in self._used and any(r.matches(t) for t in names):
+                self._used.add(i)
+
     def unused(self) -> list[Rule]:
         """Active rules that matched no test looked up so far (stale rules)."""
         return [r for i, r in enumerate(self.rules) if i not in self._used]

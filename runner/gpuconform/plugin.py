@@ -847,6 +847,7 @@ class GcSession:
                 self.rules = self.inputs.expectations.lookup_all(self.selection)
             except ExpectationError as e:
                 return self._fatal(items, str(e))
+            self.inputs.expectations.note_available(available)
         wanted = set(tests)
         for name in tests:
             it = by_name.get(name)

@@ -286,3 +286,12 @@ def test_the_example_file_parses_and_is_not_loaded_by_default(tmp_path: Path) ->
         (tmp_path / "expectations" / n).write_text("")
     assert [p.name for p in default_expectation_files(tmp_path)] == ["a.txt", "b.txt"]
     assert default_expectation_files(tmp_path / "none") == []
+
+
+def test_rules_of_unselected_tests_are_not_stale(tmp_path: Path) -> None:
+    f = tmp_path / "e.txt"
+    f.write_text("fail a@x\nfail b@y\nfail gone@*\n")
+    exp = load_expectations([f])
+    exp.lookup_all(["a@x"])
+    exp.note_available(["a@x", "b@y"])
+    assert [r.glob for r in exp.unused()] == ["gone@*"]
