@@ -12,10 +12,13 @@ multiplied by $GPUCONFORM_SELFTEST_SLOWDOWN) through the real runner
 (update_baseline; --baseline-runs K pools K clean runs, append=True), then
 RUNS clean runs and RUNS runs with the slowdown,
 interleaved so that a drift of the machine hits both alike, each compared
-with the baseline by compare_run. Prints every comparison, the false alarms
-(clean runs flagged), the detections (slow runs flagged as regressions), the
-noise within and between runs, and, for contrast, what the rule "p < alpha
-and the median moved by more than min_effect" would have said.
+with the baseline by compare_run. Prints the baseline's between-run drift
+(with 3 or more baseline runs) and the limit it sets, every comparison, the
+false alarms (clean runs flagged), the detections (slow runs flagged as
+regressions), the noise within and between runs, and, for contrast, what
+the rule without the between-run drift limit (the same samples, no run
+sizes) and the rule "p < alpha and the median moved by more than
+min_effect" would have said.
 
 Target of the issue: >= 19/20 detected, <= 1/20 false alarms.
 """
@@ -37,11 +40,18 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "runner"))
 
 from gpuconform.baseline import (  # noqa: E402
+    DECISION_FRACTION,
+    MIN_DRIFT_RUNS,
+    Baseline,
+    BaselineMetric,
     Comparison,
     compare_run,
+    drift_factor,
     load_baseline,
+    run_spread,
     update_baseline,
 )
+from gpuconform import stats  # noqa: E402
 from gpuconform.fingerprint import current_fingerprint  # noqa: E402
 
 KEY = "selftest_metrics@spin:spin"
@@ -54,6 +64,7 @@ class Outcome:
     slowdown: float
     comparison: Comparison
     seconds: float
+    without_drift: Comparison  # the same run against the baseline without its run sizes
 
     @property
     def median(self) -> float:
@@ -144,8 +155,25 @@ def main() -> int:
     print(f"baseline: {args.baseline_runs} run(s), {len(bs)} samples, median {bmed / 1e6:.3f} ms, "
           f"robust CV {100 * 1.4826 * statistics.median(abs(x - bmed) for x in bs) / bmed:.2f}% "
           f"({took:.1f} s a run through the runner)")
+    bm = base.metrics[KEY]
+    # the rule before the between-run drift: the same samples, no run sizes
+    pooled = Baseline(base.fingerprint, base.created, base.source,
+                      {**base.metrics, KEY: BaselineMetric(bm.unit, bm.better, bm.samples)},
+                      base.durations)
+    groups = bm.run_groups
+    if len(groups) >= MIN_DRIFT_RUNS:
+        kf = drift_factor(len(groups))
+        dq = run_spread(groups, stats.quantile(bs, 0.25), 0.25)
+        dm = run_spread(groups, bmed, 0.5)
+        floor = args.min_effect * DECISION_FRACTION
+        print(f"between-run drift of the baseline's {len(groups)} runs: 25th percentile "
+              f"{100 * dq:.2f}%, median {100 * dm:.2f}%; limit max({100 * floor:g}%, "
+              f"{kf:.2f} x {100 * dq:.2f}%) = {100 * max(floor, kf * dq):.2f}%")
+    else:
+        print(f"between-run drift unknown ({len(groups)} baseline run(s), "
+              f"{MIN_DRIFT_RUNS} needed): limit min_effect / 2")
     print(f"{'run':<8} {'verdict':<12} {'median':>10} {'change':>8} {'25th pct':>9} "
-          f"{'p':>9} {'run CV':>7}")
+          f"{'p':>9} {'run CV':>7}  {'w/o drift limit':<12}")
 
     outcomes: list[Outcome] = []
     for i in range(args.runs):
@@ -157,11 +185,13 @@ def main() -> int:
             data, took = run_once(build, work / label, factor)
             (c,) = [c for c in compare_run(data["tests"], base, args.min_effect, args.alpha)
                     if c.key == KEY]
-            o = Outcome(label, factor, c, took)
+            (c0,) = [c for c in compare_run(data["tests"], pooled, args.min_effect, args.alpha)
+                     if c.key == KEY]
+            o = Outcome(label, factor, c, took, c0)
             outcomes.append(o)
             print(f"{label:<8} {c.verdict:<12} {o.median / 1e6:>8.3f}ms "
                   f"{pct(c.rel_change):>8} {pct(c.quartile_change):>9} {o.p:>9.2g} "
-                  f"{100 * o.run_cv:>6.2f}%", flush=True)
+                  f"{100 * o.run_cv:>6.2f}%  {c0.verdict:<12}", flush=True)
 
     clean = [o for o in outcomes if o.slowdown == 1.0]
     slow = [o for o in outcomes if o.slowdown != 1.0]
@@ -182,6 +212,11 @@ def main() -> int:
           f"({spurious}/{len(clean)} flagged either way)")
     print(f"detections:   {detected}/{len(slow)} runs with a x{args.slowdown:g} slowdown "
           "flagged as regressions")
+    print(f"  without the between-run drift limit (min_effect / 2 only): "
+          f"{sum(o.without_drift.verdict == 'regression' for o in clean)}/{len(clean)} false "
+          f"alarms ({sum(o.without_drift.verdict in ('regression', 'improvement') for o in clean)}"
+          f" either way), {sum(o.without_drift.verdict == 'regression' for o in slow)}/{len(slow)}"
+          " detections")
     print(f"  the rule 'p < alpha and median change > min_effect' instead: "
           f"{sum(naive(o) for o in clean)}/{len(clean)} false alarms, "
           f"{sum(naive(o) for o in slow)}/{len(slow)} detections")

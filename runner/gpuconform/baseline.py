@@ -8,8 +8,22 @@ data/baselines/<key>.json (data/baselines/README.md documents it all):
      "fingerprint": {"gpu_model": ..., ...}, "created": "2024-05-01T12:00:00Z",
      "source": "results/20240501T115800Z",
      "metrics": {"BIN@SUB[@DYN]:NAME": {"unit": "ns", "better": "lower",
-                                         "samples": [1200.0, ...]}},
+                                         "samples": [1200.0, ...],
+                                         "runs": [50, 50, 50]}},
      "durations": {"BIN@SUB": 1.25}}
+
+"runs" (optional) are the sizes of the clean runs the samples came from, in
+order: run i is the next runs[i] samples, and the runs are the LAST
+sum(runs) samples (any before them came from runs not recorded: a file
+written before "runs" existed, then appended to). A fresh update writes one
+run, each update_baseline(append=True) adds one. Why sizes and not a copy
+of each run's samples (or its median and quartiles): "samples" already
+holds every sample, so the sizes are all it takes to recover each run's
+samples exactly, any statistic of them can be computed later, and the file
+does not grow. Why the version stays 1: the field is an addition that
+older runners ignore (unknown fields are), and they compare a file that has
+it exactly as before, on the pooled samples; a version 2 would make them
+refuse it for nothing.
 
 The rule (compare_run), per metric present in both the baseline and the run,
 with m baseline samples and n run samples. min_effect (default 5%) is the
@@ -27,8 +41,15 @@ smallest change the comparison must catch.
                     p < alpha; and
                 (2) the run's good-side quartile (the 25th percentile when
                     lower is better, the 75th when higher is better) moved
-                    in the bad direction by at least min_effect / 2 relative
-                    to the baseline's same quartile.
+                    in the bad direction by at least the limit, relative to
+                    the baseline's same quartile (pooled over its runs).
+                    The limit is min_effect / 2; where the baseline records
+                    K >= 3 runs (MIN_DRIFT_RUNS), the larger of that and
+                    k(K) x drift, drift being the between-run spread of
+                    that quartile: max over the runs r of
+                    |q_r - q_pooled| / |q_pooled|, q_r the quartile of run
+                    r's own samples (the median's spread alike is reported
+                    beside it, not used).
   improvement   the same in the good direction.
   unchanged     otherwise.
   new / missing a metric only in the run / only in the baseline (missing
@@ -54,12 +75,40 @@ condition (2) is what separates a slowdown from noise:
     and min_effect splits the drift margin evenly: a change of min_effect is
     caught and no change is flagged as long as drift stays under
     min_effect / 2.
+  - k x drift: min_effect / 2 only holds where the machine drifts by less
+    than that. Some do not (an H100 host VM: a latency whose run medians
+    went 95, 66, 114 us; a 144 -> 152 ns syscall at p = 1e-300 because its
+    samples are many and tight), and the samples of one run cannot show it,
+    since they all share that run's offset. The runs of the baseline can: a
+    new clean run is one more draw of the same drift, so it is compared
+    with how far the baseline's own runs strayed. drift is the largest
+    deviation, not a MAD: the MAD of 3 to 5 values is about 0 as soon as
+    two or three runs happen to agree, the largest deviation is a figure
+    one can check by eye in explain(), and a baseline with one disturbed
+    run errs the safe way (a higher limit). k(K) (_DRIFT_FACTORS) is
+    what makes that a test at a known level: for normally distributed run
+    offsets, a clean run exceeds k(K) x the drift of K baseline runs, in
+    one direction, with probability DRIFT_LEVEL = 1%, the default alpha,
+    whatever the size of the drift (7.33 for 3 runs, 2.94 for 5, 1.71 for
+    10: the fewer the runs, the less their largest deviation says). Checked
+    by simulating the whole rule (runs of 50 samples, quartiles, pooled
+    reference) with drift 0.1x to 50x the within-run noise, K = 3, 5, 10:
+    0.2-1.2% of clean runs flagged per direction; with 1 run in 10 three
+    times as far off, 0.4-1.9%.
+    With fewer than 3 runs the drift is not estimated: the limit is
+    min_effect / 2 and the comparison's note (and explain()) says "baseline
+    has N run(s): between-run drift unknown". A baseline that records no
+    runs (a file written before "runs") compares exactly as before, explain()
+    included; only its note says "baseline records no runs: between-run
+    drift unknown".
 What this gives up: a regression that only slows the worst samples (a new
 tail latency) does not move the good-side quartile; tail behaviour must be
-recorded as a metric of its own (a per-run p99, a max) to be compared.
-Samples are assumed independent within a run; they are not across runs,
-which is why a baseline made of several clean runs (update_baseline with
-append=True) is steadier than one run.
+recorded as a metric of its own (a per-run p99, a max) to be compared. And
+on a metric whose runs drift by d, nothing smaller than about k(K) x d is
+flagged: the machine cannot show it; more baseline runs lower k(K), a
+quieter machine lowers d. Samples are assumed independent within a run;
+they are not across runs, which is why a baseline is made of several clean
+runs (update_baseline with append=True).
 
 Every problem in a file is a BaselineError whose message is one line:
 "FILE:LINE: FIELD: what is wrong".
@@ -99,6 +148,10 @@ __all__ = [
     "update_baseline",
     "compare_metric",
     "compare_run",
+    "run_spread",
+    "drift_factor",
+    "MIN_DRIFT_RUNS",
+    "DRIFT_LEVEL",
     "diff_results",
     "compare_results",
     "run_metrics",
@@ -111,6 +164,25 @@ RESULTS_FORMAT = "gpuconform-results"
 DEFAULT_BASELINE_DIR = Path(__file__).resolve().parents[2] / "data" / "baselines"
 # A change is flagged from this fraction of min_effect on (see the module docstring).
 DECISION_FRACTION = 0.5
+# The between-run drift is estimated from this many baseline runs on.
+MIN_DRIFT_RUNS = 3
+# k(K) for a baseline of K runs: the quartile must move by k times the largest
+# deviation of a baseline run's quartile from the pooled one. k(K) is the
+# one-sided 99% point of (x_new - mean) / max_i |x_i - mean| for K + 1
+# independent normal run offsets x (a new clean run against the K of the
+# baseline): a clean run exceeds k(K) times the baseline's own largest
+# deviation with probability DRIFT_LEVEL, whatever the size of the drift.
+# Computed (the mean is independent of the deviations, so the tail is
+# E[1 - Phi(k M / sqrt(1 + 1/K))] over M = max_i |x_i - mean|) from 2e5 draws
+# of M per K, two seeds agreeing to 0.5%. Beyond 30 runs, k(30): a little
+# conservative.
+DRIFT_LEVEL = 0.01
+_DRIFT_FACTORS: dict[int, float] = {
+    3: 7.33, 4: 4.00, 5: 2.94, 6: 2.44, 7: 2.15, 8: 1.95, 9: 1.81, 10: 1.71, 11: 1.63,
+    12: 1.57, 13: 1.51, 14: 1.46, 15: 1.42, 16: 1.39, 17: 1.36, 18: 1.33, 19: 1.31, 20: 1.29,
+    21: 1.27, 22: 1.25, 23: 1.23, 24: 1.22, 25: 1.20, 26: 1.19, 27: 1.18, 28: 1.17, 29: 1.16,
+    30: 1.15,
+}
 VERDICTS = ("regression", "improvement", "unchanged", "new", "missing", "insufficient")
 _NAME_RE = re.compile(r"[A-Za-z0-9._-]+\Z")
 _FAILURE_STATES = frozenset(
@@ -260,6 +332,22 @@ def _samples(doc: _Doc, v: Any, path: list[str | int]) -> tuple[float, ...]:
     return tuple(_number(doc, x, path + [i]) for i, x in enumerate(v))
 
 
+def _run_sizes(doc: _Doc, v: Any, n_samples: int, path: list[str | int]) -> tuple[int, ...]:
+    if not isinstance(v, list):
+        raise doc.error(path, f"is {_type_name(v)}, not an array of run sizes")
+    out: list[int] = []
+    for i, n in enumerate(v):
+        if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+            shown = json.dumps(n)[:40]
+            raise doc.error(path + [i], f"run size is {_type_name(n)} {shown}, not a positive "
+                            "integer")
+        out.append(n)
+    if sum(out) > n_samples:
+        raise doc.error(path, f"run sizes add up to {sum(out)}, more than the {n_samples} "
+                        "samples")
+    return tuple(out)
+
+
 def _better(doc: _Doc, v: Any, path: list[str | int]) -> str:
     if v not in ("lower", "higher"):
         raise doc.error(path, f"is {json.dumps(v)[:40]}, not \"lower\" or \"higher\"")
@@ -271,12 +359,49 @@ def _better(doc: _Doc, v: Any, path: list[str | int]) -> str:
 
 @dataclass(frozen=True)
 class BaselineMetric:
+    """One metric's baseline: every sample (pooled over the runs that made
+    it) and the sizes of those runs, in order.
+
+    runs[i] samples of run i; together they are the LAST sum(runs) samples
+    (samples before them came from runs that were not recorded: a file
+    written before run sizes were kept, then appended to). () when no run is
+    recorded. Equality is that of the measurements (unit, better, samples):
+    the run sizes only say how they were grouped.
+    """
+
     unit: str
     better: str  # "lower" | "higher"
     samples: tuple[float, ...]
+    runs: tuple[int, ...] = field(default=(), compare=False)
+
+    def __post_init__(self) -> None:
+        if any(isinstance(n, bool) or not isinstance(n, int) or n <= 0 for n in self.runs):
+            raise ValueError(f"run sizes {self.runs}: not all positive integers")
+        if sum(self.runs) > len(self.samples):
+            raise ValueError(f"run sizes {self.runs} add up to more than the "
+                             f"{len(self.samples)} samples")
+
+    @property
+    def ungrouped(self) -> int:
+        """How many of the first samples belong to no recorded run."""
+        return len(self.samples) - sum(self.runs)
+
+    @property
+    def run_groups(self) -> tuple[tuple[float, ...], ...]:
+        """The samples of each recorded run, in order."""
+        out: list[tuple[float, ...]] = []
+        pos = self.ungrouped
+        for n in self.runs:
+            out.append(self.samples[pos:pos + n])
+            pos += n
+        return tuple(out)
 
     def to_json(self) -> dict[str, Any]:
-        return {"unit": self.unit, "better": self.better, "samples": list(self.samples)}
+        j: dict[str, Any] = {"unit": self.unit, "better": self.better,
+                             "samples": list(self.samples)}
+        if self.runs:
+            j["runs"] = list(self.runs)
+        return j
 
 
 @dataclass
@@ -346,7 +471,8 @@ def _parse_baseline(doc: _Doc) -> Baseline:
         if "samples" not in entry:
             raise doc.error(path, "missing field 'samples'")
         samples = _samples(doc, entry["samples"], path + ["samples"])
-        metrics[key] = BaselineMetric(unit, better, samples)
+        runs = _run_sizes(doc, entry.get("runs", []), len(samples), path + ["runs"])
+        metrics[key] = BaselineMetric(unit, better, samples, runs)
     dur_obj = _get(doc, d, [], "durations", dict)
     durations: dict[str, float] = {}
     for name, v in dur_obj.items():
@@ -549,7 +675,7 @@ def baseline_from_results(data: Mapping[str, Any], fingerprint: Fingerprint,
     """A baseline of the passing metrics and the durations of results data."""
     records = data.get("tests") or {}
     metrics = {
-        k: BaselineMetric(m.unit, m.better, m.samples)
+        k: BaselineMetric(m.unit, m.better, m.samples, (len(m.samples),))
         for k, m in run_metrics(records, passing_only=True, source=source).items()
     }
     return Baseline(fingerprint.to_json(), _now(), source, metrics, _durations(records))
@@ -587,7 +713,8 @@ def update_baseline(results_dir: Path, out: Path | None = None, *, append: bool 
         for key, m in new.metrics.items():
             prev = metrics.get(key)
             if append and prev is not None and (prev.unit, prev.better) == (m.unit, m.better):
-                m = BaselineMetric(m.unit, m.better, prev.samples + m.samples)
+                m = BaselineMetric(m.unit, m.better, prev.samples + m.samples,
+                                   prev.runs + (len(m.samples),))
             metrics[key] = m
         durations = dict(old.durations)
         durations.update(new.durations)
@@ -623,9 +750,15 @@ class Comparison:
     shift: float | None = None  # Hodges-Lehmann shift of the run, relative to median_base
     alpha: float = 0.01
     min_effect: float = 0.05
-    note: str = ""  # why a verdict that is not a test result was given
+    note: str = ""  # why a verdict that is not a test result was given; drift unknown
     samples_base: tuple[float, ...] = ()
     samples_run: tuple[float, ...] = ()
+    base_runs: int = 0  # runs recorded in the baseline metric (0: none recorded)
+    # between-run drift (>= MIN_DRIFT_RUNS runs): the largest relative deviation of
+    # a baseline run's good-side quartile (median) from the pooled one
+    drift: float | None = None
+    drift_median: float | None = None
+    drift_factor: float | None = None  # k: the quartile must move by k * drift
 
     @property
     def key(self) -> str:
@@ -633,8 +766,23 @@ class Comparison:
 
     @property
     def threshold(self) -> float:
-        """The quartile change from which a change is flagged."""
+        """The quartile change from which min_effect flags a change."""
         return self.min_effect * DECISION_FRACTION
+
+    @property
+    def drift_limit(self) -> float | None:
+        """k times the between-run drift, None where it is unknown."""
+        if self.drift is None or self.drift_factor is None:
+            return None
+        return self.drift_factor * self.drift
+
+    @property
+    def limit(self) -> float:
+        """The quartile change that decides: the larger of threshold (a
+        change of at least it is flagged) and drift_limit (one of more than
+        it is)."""
+        d = self.drift_limit
+        return self.threshold if d is None else max(self.threshold, d)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -658,6 +806,11 @@ class Comparison:
             "alpha": self.alpha,
             "min_effect": self.min_effect,
             "note": self.note,
+            "baseline_runs": self.base_runs,
+            "drift": _finite_or_none(self.drift),
+            "drift_median": _finite_or_none(self.drift_median),
+            "drift_factor": self.drift_factor,
+            "limit": _finite_or_none(self.limit),
             "explain": self.explain(),
             "samples_base": list(self.samples_base),
             "samples_run": list(self.samples_run),
@@ -686,14 +839,30 @@ class Comparison:
                  f"{format_value(self.quartile_run, self.unit)} ({_pct(self.quartile_change)})")
         mw = (f"Mann-Whitney one-sided p={_p(self.p_value)} ({self.method}, "
               f"n={self.n_base}/{self.n_run})")
-        limit = f"{100 * self.threshold:g}%"
+        limit = _pct_abs(self.limit)
+        d = self.drift_limit
+        by_drift = d is not None and d >= self.threshold  # "more than" it, not "at least"
         if v in ("regression", "improvement"):
-            why = f"p < {self.alpha:g} and the {q} percentile moved by {limit} or more"
+            moved = f"more than {limit}" if by_drift else f"{limit} or more"
+            why = f"p < {self.alpha:g} and the {q} percentile moved by {moved}"
         elif self.p_value is not None and self.p_value < self.alpha:
-            why = f"significant, but the {q} percentile moved by less than {limit}"
+            moved = f"no more than {limit}" if by_drift else f"less than {limit}"
+            why = f"significant, but the {q} percentile moved by {moved}"
         else:
             why = f"p >= {self.alpha:g}: no evidence of a change"
-        return f"{v}: {head}; {quart}; {mw}: {why}"
+        return f"{v}: {head}; {quart}; {mw}: {why}{self._drift_clause(q)}"
+
+    def _drift_clause(self, q: str) -> str:
+        """What the between-run drift added to the limit ("" where the
+        baseline records no runs: the line of a baseline without them)."""
+        d = self.drift_limit
+        if d is None or self.drift is None or self.drift_factor is None:
+            return f"; {self.note}" if self.base_runs else ""
+        return (f"; limit {_pct_abs(self.limit)} = the larger of min_effect/2 = "
+                f"{_pct_abs(self.threshold)} and {self.drift_factor:.2f} x the between-run "
+                f"drift {_pct_abs(self.drift)} (the farthest any of the {self.base_runs} baseline "
+                f"runs' {q} percentiles lay from the pooled one; their medians: "
+                f"{_pct_abs(self.drift_median)})")
 
 
 _TIME_SCALE = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -724,6 +893,13 @@ def _pct(v: float | None) -> str:
     return f"{100 * v:+.2f}%"
 
 
+def _pct_abs(v: float | None) -> str:
+    """A relative size as a percentage, 3 significant digits: 0.025 "2.5%"."""
+    if v is None:
+        return "?"
+    return "inf%" if math.isinf(v) else f"{100 * v:.3g}%"
+
+
 def _p(v: float | None) -> str:
     if v is None:
         return "?"
@@ -747,7 +923,8 @@ def compare_metric(key: str, base: BaselineMetric | None, run: RunMetric | None,
     mb = stats.median(bs) if bs else None
     mr = stats.median(rs) if rs else None
     common: dict[str, Any] = dict(alpha=alpha, min_effect=min_effect,
-                                  samples_base=tuple(bs), samples_run=tuple(rs))
+                                  samples_base=tuple(bs), samples_run=tuple(rs),
+                                  base_runs=len(base.runs) if base is not None else 0)
     if base is None or run is None:
         verdict = "new" if base is None else "missing"
         return Comparison(test, name, unit, better, len(bs), len(rs), mb, mr, None, None,
@@ -772,17 +949,55 @@ def compare_metric(key: str, base: BaselineMetric | None, run: RunMetric | None,
     qb, qr = stats.quantile(bs, level), stats.quantile(rs, level)
     qchange = stats.relative_change(qb, qr)
     sign = 1.0 if better == "lower" else -1.0  # sign * change > 0: worse
+    drift = drift_median = factor = None
+    groups = base.run_groups
+    if len(groups) >= MIN_DRIFT_RUNS:
+        drift = run_spread(groups, qb, level)
+        drift_median = run_spread(groups, mb, 0.5)
+        factor = drift_factor(len(groups))
+    else:
+        note = "; ".join(n for n in (note, _drift_unknown(base)) if n)
     threshold = min_effect * DECISION_FRACTION
-    if p_worse < alpha and sign * qchange >= threshold:
+    drift_limit = factor * drift if drift is not None and factor is not None else -math.inf
+
+    def beyond(change: float) -> bool:  # at least min_effect / 2, and more than k x drift
+        return change >= threshold and change > drift_limit
+
+    if p_worse < alpha and beyond(sign * qchange):
         verdict, p = "regression", p_worse
-    elif p_better < alpha and -sign * qchange >= threshold:
+    elif p_better < alpha and beyond(-sign * qchange):
         verdict, p = "improvement", p_better
     else:
         verdict, p = "unchanged", min(p_worse, p_better)
     shift = _relative(stats.hodges_lehmann(bs, rs).estimate, mb)
     return Comparison(test, name, unit, better, len(bs), len(rs), mb, mr, rel, p, verdict,
                       method=mw_better.method, quartile_base=qb, quartile_run=qr,
-                      quartile_change=qchange, shift=shift, note=note, **common)
+                      quartile_change=qchange, shift=shift, note=note,
+                      drift=drift, drift_median=drift_median, drift_factor=factor, **common)
+
+
+def _drift_unknown(base: BaselineMetric) -> str:
+    k = len(base.runs)
+    if k == 0:
+        return "baseline records no runs: between-run drift unknown"
+    extra = (f" (and {base.ungrouped} samples of unrecorded runs)" if base.ungrouped else "")
+    return f"baseline has {k} run(s){extra}: between-run drift unknown"
+
+
+def run_spread(groups: Sequence[Sequence[float]], pooled: float, level: float) -> float:
+    """The between-run drift of a statistic: the largest relative deviation
+    max_r |q_r - pooled| / |pooled| of the level-quantile q_r of each run r
+    from the pooled samples' (pooled given); +inf when pooled is 0 and a
+    run's is not."""
+    return max(abs(stats.relative_change(pooled, stats.quantile(g, level))) for g in groups)
+
+
+def drift_factor(runs: int) -> float:
+    """k for a baseline of that many runs (>= MIN_DRIFT_RUNS; beyond the
+    table, its last entry): see _DRIFT_FACTORS."""
+    if runs < MIN_DRIFT_RUNS:
+        raise ValueError(f"{runs} run(s): the between-run drift needs {MIN_DRIFT_RUNS}")
+    return _DRIFT_FACTORS[min(runs, max(_DRIFT_FACTORS))]
 
 
 def compare_run(records: Mapping[str, dict[str, Any]], baseline: Baseline,
@@ -895,7 +1110,8 @@ def diff_results(a_dir: Path, b_dir: Path, min_effect: float = 0.05,
     comps: list[Comparison] = []
     for key in sorted(set(ma) | set(mb)):
         a, b = ma.get(key), mb.get(key)
-        base = BaselineMetric(a.unit, a.better, a.samples) if a is not None else None
+        base = (BaselineMetric(a.unit, a.better, a.samples, (len(a.samples),))
+                if a is not None else None)
         if a is None or b is not None:
             comps.append(compare_metric(key, base, b, min_effect, alpha))
         elif _record_name(a.test) in tb:

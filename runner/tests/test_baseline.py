@@ -280,6 +280,115 @@ def test_update_bad_results(tmp_path: Path, text: str, where: str, why: str) -> 
     assert not (tmp_path / "b.json").exists()
 
 
+# -------------------------------------------------------- run sizes ("runs")
+
+
+def runs_baseline_text() -> str:
+    b = Baseline(FP.to_json(), "2024-01-01T00:00:00Z", "results/x",
+                 {"bin@sub:lat": BaselineMetric("ns", "lower", (9.0, 1.0, 2.0, 3.5, 4.0),
+                                                (2, 2))},
+                 {"bin@sub": 1.25})
+    return bl._render_baseline(b)
+
+
+def test_run_sizes_round_trip(tmp_path: Path) -> None:
+    text = runs_baseline_text()
+    assert '"runs": [2, 2]' in text and '"version": 1' in text
+    p = tmp_path / "b.json"
+    p.write_text(text)
+    m = load_baseline(p).metrics["bin@sub:lat"]
+    assert m.runs == (2, 2) and m.ungrouped == 1
+    assert m.run_groups == ((1.0, 2.0), (3.5, 4.0))  # the last 4 samples; 9.0 is of no run
+    write_baseline(load_baseline(p), tmp_path / "c.json")
+    assert (tmp_path / "c.json").read_text() == text
+    # a file of before (no "runs") is written back without them
+    assert '"runs"' not in good_baseline_text()
+    assert BaselineMetric("ns", "lower", (1.0,)).to_json() == {
+        "unit": "ns", "better": "lower", "samples": [1.0]}
+
+
+def test_run_sizes_do_not_change_equality_but_are_checked() -> None:
+    assert BaselineMetric("ns", "lower", (1.0, 2.0), (2,)) == BaselineMetric("ns", "lower",
+                                                                             (1.0, 2.0))
+    assert BaselineMetric("ns", "lower", (1.0, 2.0), (1, 1)).run_groups == ((1.0,), (2.0,))
+    assert BaselineMetric("ns", "lower", (1.0, 2.0)).run_groups == ()
+    for bad in ((3,), (0, 2), (-1,), (True,)):
+        with pytest.raises(ValueError):
+            BaselineMetric("ns", "lower", (1.0, 2.0), bad)
+
+
+@pytest.mark.parametrize("old,new,why", [
+    ('"runs": [2, 2]', '"runs": 4', 'metrics["bin@sub:lat"].runs: is number, not an array of '
+     'run sizes'),
+    ('"runs": [2, 2]', '"runs": [2, 0]', 'metrics["bin@sub:lat"].runs[1]: run size is number 0, '
+     'not a positive integer'),
+    ('"runs": [2, 2]', '"runs": [2, -2]', "runs[1]: run size is number -2"),
+    ('"runs": [2, 2]', '"runs": [2.5, 2]', "runs[0]: run size is number 2.5"),
+    ('"runs": [2, 2]', '"runs": [true]', "runs[0]: run size is boolean true"),
+    ('"runs": [2, 2]', '"runs": ["2"]', 'runs[0]: run size is string "2"'),
+    ('"runs": [2, 2]', '"runs": [2, 4]', 'metrics["bin@sub:lat"].runs: run sizes add up to 6, '
+     'more than the 5 samples'),
+])
+def test_bad_run_sizes_give_one_line(tmp_path: Path, old: str, new: str, why: str) -> None:
+    p = tmp_path / "bad.json"
+    text = runs_baseline_text()
+    line = text[:text.index(old)].count("\n") + 1
+    p.write_text(_mutate(text, old, new))
+    with pytest.raises(BaselineError) as ei:
+        load_baseline(p)
+    msg = str(ei.value)
+    assert "\n" not in msg and msg.startswith(f"{p}:{line}: "), msg
+    assert why in msg, msg
+
+
+def test_empty_run_sizes_are_no_runs(tmp_path: Path) -> None:
+    p = tmp_path / "b.json"
+    p.write_text(_mutate(runs_baseline_text(), '"runs": [2, 2]', '"runs": []'))
+    assert load_baseline(p).metrics["bin@sub:lat"].runs == ()
+
+
+def one_run(tmp_path: Path, name: str, samples: list[float], *, unit: str = "ns",
+            better: str = "lower", extra: list[float] | None = None) -> Path:
+    mets = [metric("b", "x", "t", samples, unit=unit, better=better)]
+    if extra is not None:
+        mets.append(metric("b", "x", "u", extra))
+    data = results({"b@x": record("pass", mets)}, fingerprint=FP.to_json())
+    return write_results(tmp_path / name, data)
+
+
+def test_update_records_one_run_and_append_adds_one(tmp_path: Path) -> None:
+    out = tmp_path / "b.json"
+    update_baseline(one_run(tmp_path, "r0", [1.0, 2.0], extra=[7.0]), out)  # a fresh update
+    assert load_baseline(out).metrics["b@x:t"].runs == (2,)
+    update_baseline(one_run(tmp_path, "r1", [3.0]), out, append=True)
+    update_baseline(one_run(tmp_path, "r2", [4.0, 5.0, 6.0]), out, append=True)
+    b = load_baseline(out)
+    m = b.metrics["b@x:t"]
+    assert m.samples == (1.0, 2.0, 3.0, 4.0, 5.0, 6.0) and m.runs == (2, 1, 3)
+    assert m.run_groups == ((1.0, 2.0), (3.0,), (4.0, 5.0, 6.0))
+    assert b.metrics["b@x:u"].runs == (1,)  # not measured since: kept as it was
+    assert '"runs": [2, 1, 3]' in out.read_text()
+    # without append the run replaces the metric: one run again
+    update_baseline(one_run(tmp_path, "r3", [8.0]), out)
+    assert load_baseline(out).metrics["b@x:t"].runs == (1,)
+    # append to a metric whose unit changed: replaced, one run
+    update_baseline(one_run(tmp_path, "r4", [9.0, 9.5], unit="us"), out, append=True)
+    m = load_baseline(out).metrics["b@x:t"]
+    assert (m.unit, m.samples, m.runs) == ("us", (9.0, 9.5), (2,))
+
+
+def test_append_to_a_file_without_runs(tmp_path: Path) -> None:
+    """A file of before, pooled from unknown runs: its samples stay, in no
+    run; the runs appended after are recorded."""
+    out = tmp_path / "b.json"
+    write_baseline(baseline_of({"b@x:t": BaselineMetric("ns", "lower", (1.0, 2.0, 3.0))}), out)
+    assert '"runs"' not in out.read_text()
+    update_baseline(one_run(tmp_path, "r1", [4.0, 5.0]), out, append=True)
+    m = load_baseline(out).metrics["b@x:t"]
+    assert m.samples == (1.0, 2.0, 3.0, 4.0, 5.0) and m.runs == (2,) and m.ungrouped == 3
+    assert m.run_groups == ((4.0, 5.0),)
+
+
 # ----------------------------------------------------------------- verdicts
 
 
@@ -404,6 +513,217 @@ def test_compare_run_rejects_bad_arguments() -> None:
         compare_run({"t@s": record("pass", [metric("t", "s", "m", [])])}, b)
 
 
+# ---------------------------------------------------- between-run drift
+
+
+def runs_of(offsets: list[float], base: list[float] = TIGHT) -> tuple[list[float], tuple[int, ...]]:
+    """Clean runs of TIGHT (0.5% wide), each run offset as a whole."""
+    samples = [x * f for f in offsets for x in base]
+    return samples, tuple(len(base) for _ in offsets)
+
+
+def compare_runs(offsets: list[float], run: list[float], better: str = "lower",
+                 **kw: Any) -> bl.Comparison:
+    samples, runs = runs_of(offsets)
+    b = baseline_of({"t@s:m": BaselineMetric("ns", better, tuple(samples), runs)})
+    recs = {"t@s": record("pass", [metric("t", "s", "m", run, better=better)])}
+    (c,) = compare_run(recs, b, **kw)
+    return c
+
+
+DRIFTY = [1.00, 1.06, 0.95, 1.03, 0.98]  # 5 clean runs that drift by up to 6%
+
+
+def test_a_shift_within_the_drift_is_not_a_regression() -> None:
+    run = scaled(TIGHT, 1.06)  # exactly like one of the baseline's own runs
+    c = compare_runs(DRIFTY, run)
+    assert c.p_value is not None and c.p_value < 1e-10  # certain, and meaningless
+    assert c.quartile_change is not None and c.quartile_change > 0.05
+    assert c.verdict == "unchanged"
+    # the pooled 25th percentile, and how far each run's own lay from it
+    samples, runs = runs_of(DRIFTY)
+    q = statistics.quantiles(samples, n=4, method="inclusive")[0]
+    spread = max(abs(statistics.quantiles(scaled(TIGHT, f), n=4, method="inclusive")[0] - q) / q
+                 for f in DRIFTY)
+    assert c.quartile_base == pytest.approx(q)
+    assert c.base_runs == 5 and c.drift == pytest.approx(spread)
+    assert c.drift_factor == bl.drift_factor(5) == 2.94
+    assert c.limit == pytest.approx(2.94 * spread) and c.limit > 0.05
+    med = statistics.median(samples)
+    assert c.drift_median == pytest.approx(max(abs(statistics.median(scaled(TIGHT, f)) - med)
+                                               for f in DRIFTY) / med)
+    e = c.explain()
+    assert c.drift_median is not None
+    assert "significant, but the 25th percentile moved by no more than " \
+        f"{100 * c.limit:.3g}%; limit {100 * c.limit:.3g}% = the larger of min_effect/2 = 2.5% " \
+        f"and 2.94 x the between-run drift {100 * spread:.3g}% (the farthest any of the 5 " \
+        "baseline runs' 25th percentiles lay from the pooled one; their medians: " \
+        f"{100 * c.drift_median:.3g}%)" in e, e
+    assert "\n" not in e and c.note == ""
+    j = c.to_json()
+    assert (j["baseline_runs"], j["drift_factor"]) == (5, 2.94)
+    assert j["drift"] == pytest.approx(spread) and j["limit"] == pytest.approx(c.limit)
+    # the rule without the runs (the same samples pooled) calls it a regression
+    assert compare(samples, run).verdict == "regression"
+    # and an improvement within the drift is no improvement either
+    assert compare_runs(DRIFTY, scaled(TIGHT, 0.95)).verdict == "unchanged"
+    assert compare(samples, scaled(TIGHT, 0.95)).verdict == "improvement"
+
+
+def test_a_shift_far_beyond_the_drift_is_flagged() -> None:
+    c = compare_runs(DRIFTY, scaled(TIGHT, 1.6))
+    assert c.verdict == "regression" and c.limit > 0.05
+    assert c.quartile_change is not None and c.quartile_change > c.limit
+    assert f"p < 0.01 and the 25th percentile moved by more than {100 * c.limit:.3g}%; limit " \
+        in c.explain()
+    assert compare_runs(DRIFTY, scaled(TIGHT, 0.6)).verdict == "improvement"
+    # higher is better: the 75th percentile, the other way round
+    c = compare_runs(DRIFTY, scaled(TIGHT, 0.6), better="higher")
+    assert c.verdict == "regression" and "75th percentiles lay from the pooled" in c.explain()
+    assert compare_runs(DRIFTY, scaled(TIGHT, 1.06), better="higher").verdict == "unchanged"
+    assert compare_runs(DRIFTY, scaled(TIGHT, 1.6), better="higher").verdict == "improvement"
+
+
+def test_small_drift_leaves_min_effect_in_charge() -> None:
+    """Runs that agree within 0.3%: k x drift is below min_effect / 2, which
+    decides as before: a 5% change is caught, 1.5% is not."""
+    quiet = [1.0, 1.003, 0.998, 1.001, 0.999]
+    c = compare_runs(quiet, scaled(TIGHT, 1.05))
+    assert c.drift is not None and c.drift_factor is not None
+    assert c.drift_factor * c.drift < 0.025 and c.limit == 0.025
+    assert c.verdict == "regression"
+    assert compare_runs(quiet, scaled(TIGHT, 1.015)).verdict == "unchanged"
+    assert compare_runs(quiet, scaled(TIGHT, 0.95)).verdict == "improvement"
+
+
+def test_the_drift_limit_scales_with_the_number_of_runs() -> None:
+    """The same largest deviation counts for more with more runs."""
+    three = compare_runs([1.0, 1.02, 0.99], scaled(TIGHT, 1.10))
+    ten = compare_runs([1.0, 1.02, 0.99, 1.0, 1.01, 1.0, 0.995, 1.005, 1.0, 1.01],
+                       scaled(TIGHT, 1.10))
+    assert three.drift_factor == 7.33 and ten.drift_factor == 1.71
+    assert three.verdict == "unchanged" and ten.verdict == "regression"
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_fewer_than_three_runs_say_the_drift_is_unknown(n: int) -> None:
+    samples, runs = runs_of(DRIFTY[:n])
+    for f, verdict in ((1.06, "regression"), (1.0, "unchanged")):
+        c = compare_runs(DRIFTY[:n], scaled(TIGHT, f))
+        assert c.verdict == verdict == compare(samples, scaled(TIGHT, f)).verdict
+        assert c.base_runs == n and c.drift is None and c.limit == 0.025
+        note = f"baseline has {n} run(s): between-run drift unknown"
+        assert c.note == note and c.explain().endswith(f"; {note}")
+        assert c.to_json()["drift"] is None and c.to_json()["baseline_runs"] == n
+
+
+def test_a_baseline_without_runs_compares_as_before(tmp_path: Path) -> None:
+    """A file written before run sizes: loads, same verdicts, same figures,
+    same explain line; only the note says that the drift is unknown."""
+    samples, _ = runs_of(DRIFTY)
+    text = bl._render_baseline(baseline_of({"t@s:m": BaselineMetric("ns", "lower",
+                                                                   tuple(samples))}))
+    assert '"runs"' not in text and '"version": 1' in text
+    p = tmp_path / "old.json"
+    p.write_text(text)
+    b = load_baseline(p)
+    assert b.metrics["t@s:m"].runs == ()
+    for f, verdict in ((1.06, "regression"), (0.95, "improvement"), (1.0, "unchanged")):
+        recs = {"t@s": record("pass", [metric("t", "s", "m", scaled(TIGHT, f))])}
+        (c,) = compare_run(recs, b)
+        old = compare(samples, scaled(TIGHT, f))
+        assert c.verdict == old.verdict == verdict
+        assert c.explain() == old.explain() and "drift" not in c.explain()
+        assert (c.p_value, c.quartile_change, c.limit) == (old.p_value, old.quartile_change,
+                                                          0.025)
+        assert c.base_runs == 0 and c.drift is None
+        assert c.note == "baseline records no runs: between-run drift unknown"
+    # samples of unrecorded runs before 2 recorded ones
+    m = BaselineMetric("ns", "lower", tuple(samples), (50, 50))
+    (c,) = compare_run({"t@s": record("pass", [metric("t", "s", "m", TIGHT)])},
+                       baseline_of({"t@s:m": m}))
+    assert c.note == ("baseline has 2 run(s) (and 150 samples of unrecorded runs): "
+                      "between-run drift unknown")
+
+
+def test_drift_with_a_zero_quartile() -> None:
+    assert bl.run_spread([[0.0, 0.0], [1.0, 1.0], [0.0]], 0.0, 0.25) == math.inf
+    assert bl.run_spread([[0.0], [0.0], [0.0]], 0.0, 0.5) == 0.0
+    assert bl.run_spread([[9.0, 10.0, 11.0], [12.0]], 10.0, 0.5) == pytest.approx(0.2)
+    c = compare_runs([1.0, 1.0, 1.0], [0.0] * 50)  # identical runs: no drift
+    assert c.drift is not None and c.drift < 1e-4 and c.limit == 0.025
+    assert c.verdict == "improvement"
+    # runs whose quartile is 0 and 1: any change is within the drift
+    samples = [0.0] * 20 + [1.0] * 10 + [0.0] * 10
+    b = baseline_of({"t@s:m": BaselineMetric("ns", "lower", tuple(samples), (10, 10, 10, 10))})
+    (c,) = compare_run({"t@s": record("pass", [metric("t", "s", "m", [5.0] * 10)])}, b)
+    assert c.drift == math.inf and c.limit == math.inf and c.verdict == "unchanged"
+    j = c.to_json()
+    assert j["drift"] is None and j["limit"] is None
+    json.dumps(j, allow_nan=False)
+    assert "\n" not in c.explain()
+
+
+def test_drift_factor_table() -> None:
+    ks = [bl.drift_factor(k) for k in range(3, 31)]
+    assert ks == sorted(ks, reverse=True) and ks[0] == 7.33 and ks[-1] == 1.15
+    assert bl.drift_factor(31) == bl.drift_factor(500) == 1.15
+    for k in (0, 1, 2):
+        with pytest.raises(ValueError):
+            bl.drift_factor(k)
+
+
+@pytest.mark.parametrize("runs", [3, 5, 10])
+def test_drift_factor_is_the_99th_point(runs: int) -> None:
+    """Re-derive k(K) (fewer draws than the table's): the k at which
+    E[1 - Phi(k M / sqrt(1 + 1/K))] = DRIFT_LEVEL, M the largest deviation
+    of K normal draws from their mean."""
+    import random
+    rng = random.Random(runs)
+    norm = statistics.NormalDist()
+    scale = math.sqrt(1 + 1 / runs)
+    ms = []
+    for _ in range(20000):
+        xs = [rng.gauss(0.0, 1.0) for _ in range(runs)]
+        mean = sum(xs) / runs
+        ms.append(max(abs(x - mean) for x in xs) / scale)
+
+    def tail(k: float) -> float:
+        return sum(1.0 - norm.cdf(k * m) for m in ms) / len(ms)
+
+    k = bl.drift_factor(runs)
+    assert tail(k * 0.93) > bl.DRIFT_LEVEL > tail(k * 1.07)
+
+
+def test_clean_runs_of_a_drifting_machine_are_rarely_flagged() -> None:
+    """The whole rule on simulated runs: 50 samples each with 0.5% noise,
+    runs drifting by 3% (normal), baselines of 5 runs. Against the pooled
+    samples alone about half the clean runs are flagged; with the drift
+    limit about 1% per direction (the level of k; 0.8% both ways over 600
+    trials), and a slowdown of 25% (8 drifts) is caught (95% over 600)."""
+    import random
+    rng = random.Random(11)
+
+    def run(offset: float) -> list[float]:
+        return [1000.0 * (1 + offset) * (1 + rng.gauss(0.0, 0.005)) for _ in range(50)]
+
+    flagged = old_flagged = detected = 0
+    trials = 150
+    for _ in range(trials):
+        groups = [run(rng.gauss(0.0, 0.03)) for _ in range(5)]
+        samples = tuple(x for g in groups for x in g)
+        b = baseline_of({"t@s:m": BaselineMetric("ns", "lower", samples, (50,) * 5)})
+        b0 = baseline_of({"t@s:m": BaselineMetric("ns", "lower", samples)})
+        clean = {"t@s": record("pass", [metric("t", "s", "m", run(rng.gauss(0.0, 0.03)))])}
+        slow = {"t@s": record("pass", [metric("t", "s", "m", run(0.25 + rng.gauss(0.0, 0.03)))])}
+        flagged += compare_run(clean, b)[0].verdict != "unchanged"
+        old_flagged += compare_run(clean, b0)[0].verdict != "unchanged"
+        detected += compare_run(slow, b)[0].verdict == "regression"
+    assert old_flagged > trials // 3
+    assert flagged <= trials * 0.05  # expected about 2% (both directions)
+    assert detected >= trials * 0.85
+
+
 # --------------------------------------------------------------- A vs B
 
 
@@ -433,6 +753,9 @@ def test_compare_results(tmp_path: Path) -> None:
     assert f"  b@same:lat: regression: median {m:.4g} ns -> {m * 1.2:.4g} ns (+20.00%" in text
     same = compare_results(a, a)
     assert "0 fixed, 0 regressed" in same and "b@same:lat: unchanged" in same
+    # A is one run: the drift between runs is unknown, and said so
+    assert "b@same:lat: unchanged" in same
+    assert "; baseline has 1 run(s): between-run drift unknown\n" in same
 
 
 def test_compare_results_bad_input(tmp_path: Path) -> None:
