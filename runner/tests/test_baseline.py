@@ -547,8 +547,8 @@ def test_a_shift_within_the_drift_is_not_a_regression() -> None:
                  for f in DRIFTY)
     assert c.quartile_base == pytest.approx(q)
     assert c.base_runs == 5 and c.drift == pytest.approx(spread)
-    assert c.drift_factor == bl.drift_factor(5) == 2.94
-    assert c.limit == pytest.approx(2.94 * spread) and c.limit > 0.05
+    assert c.drift_factor == bl.drift_factor(5) == 2.17
+    assert c.limit == pytest.approx(2.17 * spread) and c.limit > 0.05
     med = statistics.median(samples)
     assert c.drift_median == pytest.approx(max(abs(statistics.median(scaled(TIGHT, f)) - med)
                                                for f in DRIFTY) / med)
@@ -556,12 +556,12 @@ def test_a_shift_within_the_drift_is_not_a_regression() -> None:
     assert c.drift_median is not None
     assert "significant, but the 25th percentile moved by no more than " \
         f"{100 * c.limit:.3g}%; limit {100 * c.limit:.3g}% = the larger of min_effect/2 = 2.5% " \
-        f"and 2.94 x the between-run drift {100 * spread:.3g}% (the farthest any of the 5 " \
+        f"and 2.17 x the between-run drift {100 * spread:.3g}% (the farthest any of the 5 " \
         "baseline runs' 25th percentiles lay from the pooled one; their medians: " \
         f"{100 * c.drift_median:.3g}%)" in e, e
     assert "\n" not in e and c.note == ""
     j = c.to_json()
-    assert (j["baseline_runs"], j["drift_factor"]) == (5, 2.94)
+    assert (j["baseline_runs"], j["drift_factor"]) == (5, 2.17)
     assert j["drift"] == pytest.approx(spread) and j["limit"] == pytest.approx(c.limit)
     # the rule without the runs (the same samples pooled) calls it a regression
     assert compare(samples, run).verdict == "regression"
@@ -601,7 +601,7 @@ def test_the_drift_limit_scales_with_the_number_of_runs() -> None:
     three = compare_runs([1.0, 1.02, 0.99], scaled(TIGHT, 1.10))
     ten = compare_runs([1.0, 1.02, 0.99, 1.0, 1.01, 1.0, 0.995, 1.005, 1.0, 1.01],
                        scaled(TIGHT, 1.10))
-    assert three.drift_factor == 7.33 and ten.drift_factor == 1.71
+    assert three.drift_factor == 4.53 and ten.drift_factor == 1.36
     assert three.verdict == "unchanged" and ten.verdict == "regression"
 
 
@@ -666,15 +666,15 @@ def test_drift_with_a_zero_quartile() -> None:
 
 def test_drift_factor_table() -> None:
     ks = [bl.drift_factor(k) for k in range(3, 31)]
-    assert ks == sorted(ks, reverse=True) and ks[0] == 7.33 and ks[-1] == 1.15
-    assert bl.drift_factor(31) == bl.drift_factor(500) == 1.15
+    assert ks == sorted(ks, reverse=True) and ks[0] == 4.53 and ks[-1] == 0.94
+    assert bl.drift_factor(31) == bl.drift_factor(500) == 0.94
     for k in (0, 1, 2):
         with pytest.raises(ValueError):
             bl.drift_factor(k)
 
 
 @pytest.mark.parametrize("runs", [3, 5, 10])
-def test_drift_factor_is_the_99th_point(runs: int) -> None:
+def test_drift_factor_is_the_level_point(runs: int) -> None:
     """Re-derive k(K) (fewer draws than the table's): the k at which
     E[1 - Phi(k M / sqrt(1 + 1/K))] = DRIFT_LEVEL, M the largest deviation
     of K normal draws from their mean."""
@@ -699,15 +699,16 @@ def test_clean_runs_of_a_drifting_machine_are_rarely_flagged() -> None:
     """The whole rule on simulated runs: 50 samples each with 0.5% noise,
     runs drifting by 3% (normal), baselines of 5 runs. Against the pooled
     samples alone about half the clean runs are flagged; with the drift
-    limit about 1% per direction (the level of k; 0.8% both ways over 600
-    trials), and a slowdown of 25% (8 drifts) is caught (95% over 600)."""
+    limit about 2.5% a direction (the level of k; over 600 trials 1.8-2.5%
+    as regressions, 3-3.7% either way), and a slowdown of 18% (6 drifts) is
+    caught (95% over 600 trials)."""
     import random
     rng = random.Random(11)
 
     def run(offset: float) -> list[float]:
         return [1000.0 * (1 + offset) * (1 + rng.gauss(0.0, 0.005)) for _ in range(50)]
 
-    flagged = old_flagged = detected = 0
+    regressions = flagged = old_flagged = detected = 0
     trials = 150
     for _ in range(trials):
         groups = [run(rng.gauss(0.0, 0.03)) for _ in range(5)]
@@ -715,12 +716,15 @@ def test_clean_runs_of_a_drifting_machine_are_rarely_flagged() -> None:
         b = baseline_of({"t@s:m": BaselineMetric("ns", "lower", samples, (50,) * 5)})
         b0 = baseline_of({"t@s:m": BaselineMetric("ns", "lower", samples)})
         clean = {"t@s": record("pass", [metric("t", "s", "m", run(rng.gauss(0.0, 0.03)))])}
-        slow = {"t@s": record("pass", [metric("t", "s", "m", run(0.25 + rng.gauss(0.0, 0.03)))])}
-        flagged += compare_run(clean, b)[0].verdict != "unchanged"
+        slow = {"t@s": record("pass", [metric("t", "s", "m",
+                                              run(0.18 + rng.gauss(0.0, 0.03)))])}
+        verdict = compare_run(clean, b)[0].verdict
+        regressions += verdict == "regression"
+        flagged += verdict != "unchanged"
         old_flagged += compare_run(clean, b0)[0].verdict != "unchanged"
         detected += compare_run(slow, b)[0].verdict == "regression"
     assert old_flagged > trials // 3
-    assert flagged <= trials * 0.05  # expected about 2% (both directions)
+    assert regressions <= trials * 0.06 and flagged <= trials * 0.08
     assert detected >= trials * 0.85
 
 
