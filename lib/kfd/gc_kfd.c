@@ -651,3 +651,12 @@ const char *gc_kfd_gpu_name(const struct gc_kfd_gpu *gpu, char *buf, size_t len)
 	snprintf(buf, len, "gpu%u", gpu->node.gpu_id);
 	return buf;
 }
+
+uint32_t gc_kfd_unknown_gpu_id(const struct gc_kfd *kfd)
+{
+	uint32_t id = 0xfffffffeu;
+
+	while (gc_kfd_topology_find(&kfd->topo, id))
+		id--;
+	return id;
+}

@@ -183,4 +183,7 @@ void gc_kfd_leak_check(const struct gc_kfd *kfd, const struct gc_kfd_snapshot *b
 /* "gpu<gpu_id>" into buf: the dynamic subtest name for a GPU. */
 const char *gc_kfd_gpu_name(const struct gc_kfd_gpu *gpu, char *buf, size_t len);
 
+/* A gpu_id that no topology node of this machine has (gpu_ids are hashes; 0 is a CPU node's). */
+uint32_t gc_kfd_unknown_gpu_id(const struct gc_kfd *kfd);
+
 #endif

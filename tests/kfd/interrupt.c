@@ -95,35 +95,6 @@ struct fx {
 
 /* ---------------------------------------------------------------- helpers */
 
-/* The first thing that went wrong in an experiment, asserted after clean-up. */
-struct verdict {
-	char msg[1024];
-};
-
-static bool note(struct verdict *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Records the first failure; always false, so that `return note(...)` ends a step. */
-static bool note(struct verdict *v, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (v->msg[0])
-		return false;
-	va_start(ap, fmt);
-	vsnprintf(v->msg, sizeof(v->msg), fmt, ap);
-	va_end(ap);
-	return false;
-}
-
-static void verdict_assert(const struct verdict *v)
-{
-	gc_assert_f(!v->msg[0], "%s", v->msg);
-}
-
-static const char *en(int r, char *buf, size_t len)
-{
-	return kfd_errname(r, buf, len);
-}
 
 /*
  * AVAILABLE_MEMORY (UAPI 1.9: "Add available memory ioctl") until it reads

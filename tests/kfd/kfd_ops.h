@@ -19,6 +19,7 @@
 #define GPUCONFORM_KFD_OPS_H
 
 #include <errno.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -49,6 +50,35 @@ static inline const char *kfd_errname(int r, char *buf, size_t len)
 }
 
 /* ------------------------------------------------------ per-op accounting */
+
+/* The first thing that went wrong in an experiment, asserted after clean-up. */
+struct verdict {
+	char msg[1536];
+};
+
+/* Records the first failure; always false, so that `return note(...)` ends a step. */
+static inline __attribute__((format(printf, 2, 3))) bool note(struct verdict *v,
+							       const char *fmt, ...)
+{
+	va_list ap;
+
+	if (v->msg[0])
+		return false;
+	va_start(ap, fmt);
+	vsnprintf(v->msg, sizeof(v->msg), fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+static inline void verdict_assert(const struct verdict *v)
+{
+	gc_assert_f(!v->msg[0], "%s", v->msg);
+}
+
+static inline const char *en(int r, char *buf, size_t len)
+{
+	return kfd_errname(r, buf, len);
+}
 
 struct kfd_op {
 	const char *name;

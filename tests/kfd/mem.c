@@ -227,16 +227,6 @@ static void each_gpu(struct mem_fx *fx, void (*fn)(void *))
 	}
 }
 
-/* A gpu_id no node of this machine has. */
-static uint32_t unknown_gpu_id(const struct gc_kfd *kfd)
-{
-	uint32_t id = 0xfffffff0u;
-
-	while (gc_kfd_topology_find(&kfd->topo, id))
-		id--;
-	return id;
-}
-
 /* ---------------------------------------------------------- lifecycle */
 
 static void lifecycle_no_cpu(void *arg)
@@ -396,7 +386,7 @@ static void alloc_invalid(void *arg)
 	/* kfd_chardev.c: "if (args->size == 0) return -EINVAL;" */
 	gc_assert_errno(gc_kfd_alloc(kfd, id, 0, h->va, VRAM, &handle, NULL), EINVAL);
 	/* kfd_chardev.c: no process device for args->gpu_id -> "err = -EINVAL". */
-	gc_assert_errno(gc_kfd_alloc(kfd, unknown_gpu_id(kfd), BO_SIZE, h->va, VRAM, &handle,
+	gc_assert_errno(gc_kfd_alloc(kfd, gc_kfd_unknown_gpu_id(kfd), BO_SIZE, h->va, VRAM, &handle,
 				     NULL), EINVAL);
 	/* amdgpu_amdkfd_gpuvm.c, USERPTR: "if (!offset || !*offset) return -EINVAL;" */
 	gc_assert_errno(gc_kfd_alloc(kfd, id, BO_SIZE, h->va, USERPTR, &handle, &zero), EINVAL);

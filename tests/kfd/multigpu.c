@@ -84,34 +84,6 @@ struct pair {
 
 /* ---------------------------------------------------------------- helpers */
 
-struct verdict {
-	char msg[1536];
-};
-
-static bool note(struct verdict *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Records the first failure; always false, so that `return note(...)` ends a step. */
-static bool note(struct verdict *v, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (v->msg[0])
-		return false;
-	va_start(ap, fmt);
-	vsnprintf(v->msg, sizeof(v->msg), fmt, ap);
-	va_end(ap);
-	return false;
-}
-
-static void verdict_assert(const struct verdict *v)
-{
-	gc_assert_f(!v->msg[0], "%s", v->msg);
-}
-
-static const char *en(int r, char *buf, size_t len)
-{
-	return kfd_errname(r, buf, len);
-}
 
 /* "[1234, 5678, 0]" */
 static const char *list_str(const uint32_t *ids, uint32_t n, char *buf, size_t len)
@@ -715,16 +687,6 @@ static struct gc_kfd *open_two(void)
 	return kfd;
 }
 
-/* A gpu_id no GPU has (gpu_ids are hashes; 0 is the CPU node's). */
-static uint32_t unknown_gpu_id(struct gc_kfd *kfd)
-{
-	uint32_t id = 0xfffffffeu;
-
-	while (gc_kfd_gpu(kfd, id))
-		id--;
-	return id;
-}
-
 static void *setup(void)
 {
 	struct gc_kfd *kfd = open_two();
@@ -739,7 +701,7 @@ static void *setup(void)
 	f->n = kfd->n_gpus;
 	for (uint32_t g = 0; g < f->n; g++)
 		f->ids[g] = kfd->gpus[g].node.gpu_id;
-	f->unknown_id = unknown_gpu_id(kfd);
+	f->unknown_id = gc_kfd_unknown_gpu_id(kfd);
 	return f;
 }
 

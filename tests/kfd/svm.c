@@ -163,15 +163,6 @@ static void each_gpu(struct svm_fx *fx, void (*fn)(void *))
 	}
 }
 
-static uint32_t unknown_gpu_id(const struct gc_kfd *kfd)
-{
-	uint32_t id = 0xfffffff0u;
-
-	while (gc_kfd_topology_find(&kfd->topo, id))
-		id--;
-	return id;
-}
-
 /* ---------------------------------------------------------- defaults */
 
 /*
@@ -508,7 +499,7 @@ static void invalid_attrs(void *arg)
 {
 	struct gpu_arg *a = arg;
 	struct svm_fx *fx = a->fx;
-	uint32_t id = a->gpu->node.gpu_id, bad = unknown_gpu_id(fx->kfd);
+	uint32_t id = a->gpu->node.gpu_id, bad = gc_kfd_unknown_gpu_id(fx->kfd);
 	uint64_t va;
 	attr_t at;
 
