@@ -8,6 +8,7 @@
     gpuconform baseline update RESULTS [--out FILE]
     gpuconform report   RESULTS
     gpuconform merge    OUT DIR...
+    gpuconform doctor   [--scratch-dir DIR] [--fix] [--json]
 
 `run` is pytest with the plugin and the manifest (plugin.py says what a run
 does). Exit status: 0 when nothing was unexpected (expectations.judge: no
@@ -17,7 +18,9 @@ otherwise, 2 when it cannot start (no build directory or manifest, a bad
 option, a malformed test list / expectations / patterns file, a test list
 naming a test that does not exist). Every such error is one line.
 `resume` continues a run whose runner or machine died, with the same exit
-statuses.
+statuses. `doctor` prints what the fastpath (GPU-direct file I/O) needs and
+what this machine has (doctor.py): exit 0 when every item the present GPU
+stacks need is ok, 1 when one is missing, 2 on bad usage (--fix not as root).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from .plugin import (
     DEFAULT_RETRIES,
     DEVICE_ENVS,
     PROGRESS_MODES,
+    SCRATCH_ENV,
     InputError,
     RunControl,
     RunOptions,
@@ -133,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
                      default=None,
                      help="devices the tests may use (0,1 or UUIDs): exported as "
                      + ", ".join(DEVICE_ENVS))
+    run.add_argument("--scratch-dir", metavar="DIR", default=None,
+                     help=f"directory of the tests' scratch files, exported as {SCRATCH_ENV} "
+                     f"(default: the environment's {SCRATCH_ENV}, else /var/tmp)")
     run.add_argument("--expectations", metavar="FILE", nargs="+", action="extend", default=None,
                      help="expectation files (default: data/expectations/*.txt for the suite, "
                      "none for --selftest)")
@@ -193,6 +200,17 @@ def build_parser() -> argparse.ArgumentParser:
     mg = sub.add_parser("merge", help="merge results directories (shards, re-runs) into OUT")
     mg.add_argument("out", metavar="OUT", type=Path)
     mg.add_argument("dirs", metavar="DIR", type=Path, nargs="+")
+
+    doc = sub.add_parser("doctor", help="what the fastpath needs and what this machine has",
+                         description="Print, per GPU stack, what GPU-direct file I/O needs and "
+                         "what this machine has; exit 0 iff every item the present stacks "
+                         "need is ok. Changes nothing unless --fix.")
+    doc.add_argument("--scratch-dir", metavar="DIR", default=None,
+                     help=f"scratch directory to examine (default: {SCRATCH_ENV}, else /var/tmp)")
+    doc.add_argument("--fix", action="store_true",
+                     help="write the scratch device's missing udev record (root only; says "
+                     "exactly what it wrote)")
+    doc.add_argument("--json", action="store_true", help="print the facts as one JSON object")
     return p
 
 
@@ -319,6 +337,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         exclude=list(args.exclude),
         timeout_overrides=list(args.timeout_override),
         devices=args.devices,
+        scratch_dir=str(Path(args.scratch_dir).absolute()) if args.scratch_dir else None,
         shard=args.shard,
         expectations=_absolute_paths(args.expectations),
         platform=args.platform,
@@ -437,6 +456,11 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    return int(_call(_helper("doctor", "run_doctor"), args.scratch_dir, fix=args.fix,
+                     as_json=args.json))
+
+
 COMMANDS = {
     "list": cmd_list,
     "run": cmd_run,
@@ -445,6 +469,7 @@ COMMANDS = {
     "baseline": cmd_baseline,
     "report": cmd_report,
     "merge": cmd_merge,
+    "doctor": cmd_doctor,
 }
 
 

@@ -13,7 +13,8 @@ plain pytest; `gpuconform run` exits 2).
 An item, for each attempt (1 + --gc-retries at most, expectations.should_retry):
 reads the kernel log written since the previous test (a GPU reset there
 aborts the run before the test), runs `BINARY --run-subtest SUBTEST` in its
-own session (execute) with GPUCONFORM_RUN_ID and the device variables in its
+own session (execute) with GPUCONFORM_RUN_ID, the device variables and
+(--gc-scratch-dir) GPUCONFORM_SCRATCH_DIR in its
 environment, appends the journal's start line as soon as the process
 exists, classifies the outcome (states), reads the kernel log of its window
 (kmsg: pass + warnings -> dmesg-warn, fail + warnings -> dmesg-fail, a GPU
@@ -48,7 +49,9 @@ import os
 import re
 import signal
 import socket
+import stat
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -132,6 +135,8 @@ __all__ = [
     "options_to_args",
     "DEFAULT_RETRIES",
     "DEVICE_ENVS",
+    "SCRATCH_ENV",
+    "check_scratch_dir",
 ]
 
 _REPORT_ATTR = "gpuconform"
@@ -144,6 +149,7 @@ DEFAULT_PATTERNS = DATA_DIR / "dmesg" / "patterns.txt"
 DEFAULT_RETRIES = 1
 DEVICE_ENVS = ("GPUCONFORM_DEVICES", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                "HIP_VISIBLE_DEVICES")
+SCRATCH_ENV = "GPUCONFORM_SCRATCH_DIR"  # lib/io.h GC_SCRATCH_ENV
 _DEVICES_RE = re.compile(r"[A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*\Z")
 PROGRESS_MODES = ("auto", "tty", "plain", "off")
 
@@ -193,6 +199,25 @@ def parse_devices(text: str) -> str:
     return text
 
 
+def check_scratch_dir(path: str) -> str:
+    """--scratch-dir's directory, absolute, once a file could be created (and
+    removed) there: InputError naming it otherwise."""
+    p = os.path.abspath(path)
+    try:
+        st = os.stat(p)
+    except OSError as e:
+        raise InputError(f"--scratch-dir {p}: {e.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise InputError(f"--scratch-dir {p}: not a directory")
+    try:
+        fd, probe = tempfile.mkstemp(prefix="gpuconform-probe-", dir=p)
+    except OSError as e:
+        raise InputError(f"--scratch-dir {p}: not writable: {e.strerror}") from None
+    os.close(fd)
+    os.unlink(probe)
+    return p
+
+
 def parse_retries(text: str) -> int:
     try:
         n = int(text)
@@ -236,6 +261,7 @@ class RunOptions:
     exclude: list[str] = field(default_factory=list)
     timeout_overrides: list[tuple[str, float]] = field(default_factory=list)
     devices: str | None = None
+    scratch_dir: str | None = None  # exported as GPUCONFORM_SCRATCH_DIR
     shard: tuple[int, int] | None = None
     expectations: list[str] | None = None  # None: data/expectations/*.txt for the suite
     platform: str | None = None  # None: this machine's fingerprint key
@@ -274,6 +300,7 @@ class RunOptions:
             exclude=list(g("gc_exclude") or []),
             timeout_overrides=list(g("gc_timeout_override") or []),
             devices=g("gc_devices"),
+            scratch_dir=g("gc_scratch_dir"),
             shard=g("gc_shard"),
             expectations=list(g("gc_expectations")) if g("gc_expectations") is not None else None,
             platform=g("gc_platform"),
@@ -311,6 +338,8 @@ def options_to_args(o: RunOptions) -> list[str]:
         a += ["--gc-timeout-override", f"{g}={s!r}"]
     if o.devices is not None:
         a += ["--gc-devices", o.devices]
+    if o.scratch_dir is not None:
+        a += ["--gc-scratch-dir", o.scratch_dir]
     if o.shard is not None:
         a += ["--gc-shard", f"{o.shard[0]}/{o.shard[1]}"]
     for e in o.expectations if o.expectations is not None else []:
@@ -367,6 +396,8 @@ def load_inputs(o: RunOptions, *, selftest: bool = False) -> RunInputs:
             patterns = (patterns or []) + load_testlist(path)
     except TestlistError as e:
         raise InputError(str(e)) from None
+    if o.scratch_dir is not None:
+        check_scratch_dir(o.scratch_dir)
     fp, key, fp_error = _fingerprint()
     platform = o.platform if o.platform is not None else key
     if o.expectations is not None:
@@ -409,6 +440,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--gc-devices", metavar="LIST", default=None,
                 type=_argtype(parse_devices, "LIST"),
                 help="devices the tests may use: exported as " + ", ".join(DEVICE_ENVS))
+    g.addoption("--gc-scratch-dir", metavar="DIR", default=None,
+                help=f"directory of the tests' scratch files: exported as {SCRATCH_ENV}")
     g.addoption("--gc-shard", metavar="I/N", default=None, type=_argtype(parse_shard, "I/N"),
                 help="run the I-th of N shards of the selection")
     g.addoption("--gc-expectations", action="append", metavar="FILE",
@@ -731,6 +764,8 @@ class GcSession:
         self.env_extra = {RUN_ID_ENV: self.run_id}
         if o.devices is not None:
             self.env_extra.update({k: o.devices for k in DEVICE_ENVS})
+        if o.scratch_dir is not None:
+            self.env_extra[SCRATCH_ENV] = o.scratch_dir
         # Our own handle on the terminal: pytest's capture redirects fd 2
         # while a test runs, and the progress thread writes at any time.
         self.progress_mode = config.getoption("gc_progress")
