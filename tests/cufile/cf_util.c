@@ -185,6 +185,28 @@ void cf_dev_expect(const struct cf_env *e, CUdeviceptr d, uint64_t total, uint64
 	free(h);
 }
 
+void cf_dev_expect_eof(const struct cf_env *e, CUdeviceptr d, uint64_t total, uint64_t boff,
+		       uint64_t done, uint64_t req, uint64_t foff, uint64_t seed, const char *what)
+{
+	uint8_t *h = host_alloc(total);
+	uint64_t key = foff - boff, from = boff + done, to = boff + req;
+	bool zero = true;
+
+	gc_cu_assert(e->cu, e->cu->cuMemcpyDtoH(h, d, total));
+	expect_region(h, 0, boff, key, seed, true, what, "guard before");
+	expect_region(h, boff, from, key, seed, false, what, "data");
+	for (uint64_t i = from; i < to && zero; i++)
+		zero = h[i] == 0;
+	if (!zero || from == to)
+		expect_region(h, from, to, key, seed, true, what,
+			      "request past EOF (neither untouched nor zero-filled)");
+	else
+		gc_info("%s: the %llu requested bytes past EOF were zero-filled, as an O_DIRECT "
+			"pread(2) on this kernel does too", what, (unsigned long long)(to - from));
+	expect_region(h, to, total, key, seed, true, what, "guard after the request");
+	free(h);
+}
+
 void cf_file_expect(const struct gc_fp_file *f, uint64_t off, uint64_t len, uint64_t seed,
 		    const char *what)
 {

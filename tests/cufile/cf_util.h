@@ -78,6 +78,15 @@ void cf_dev_fill(const struct cf_env *e, CUdeviceptr d, uint64_t boff, uint64_t 
  */
 void cf_dev_expect(const struct cf_env *e, CUdeviceptr d, uint64_t total, uint64_t boff,
 		   uint64_t done, uint64_t foff, uint64_t seed, const char *what);
+/*
+ * For a read of req bytes that stopped at EOF after done: as cf_dev_expect,
+ * except that [boff + done, boff + req) may be either untouched or all zero:
+ * Linux's O_DIRECT pread(2) itself zero-fills the request past EOF (seen on
+ * ext4, 6.18: a 16 KiB read at 4096 of an 8292-byte file returns 4196 and
+ * zeroes the rest of the buffer up to 16 KiB). Past the request: untouched.
+ */
+void cf_dev_expect_eof(const struct cf_env *e, CUdeviceptr d, uint64_t total, uint64_t boff,
+		       uint64_t done, uint64_t req, uint64_t foff, uint64_t seed, const char *what);
 /* The file's bytes [off, off + len) hold the pattern for seed, else fail. */
 void cf_file_expect(const struct gc_fp_file *f, uint64_t off, uint64_t len, uint64_t seed,
 		    const char *what);

@@ -59,7 +59,10 @@ static ssize_t edge_read(struct edge *x, uint64_t size, int64_t foff, int64_t bo
 	gc_info("%s: cuFileRead(%llu bytes, file offset %lld, buffer offset %lld) = %s; path %s",
 		what, (unsigned long long)size, (long long)foff, (long long)boff,
 		cf_ret(r, err_no, rb, sizeof(rb)), path);
-	if (boff >= 0)
+	if (boff >= 0 && r >= 0 && (uint64_t)r < size)
+		cf_dev_expect_eof(x->e, x->d, x->total, (uint64_t)boff, (uint64_t)r, size,
+				  (uint64_t)foff, SEED_A, what);
+	else if (boff >= 0)
 		cf_dev_expect(x->e, x->d, x->total, (uint64_t)boff, r > 0 ? (uint64_t)r : 0,
 			      (uint64_t)foff, SEED_A, what);
 	return r;
@@ -67,8 +70,9 @@ static ssize_t edge_read(struct edge *x, uint64_t size, int64_t foff, int64_t bo
 
 /*
  * read-across-eof: POSIX read semantics, which cufile.h's "size of bytes
- * successfully read" follows: the count stops at EOF, bytes past it in the
- * buffer are untouched.
+ * successfully read" follows: the count stops at EOF. Bytes of the request
+ * past EOF may be zero-filled, as the reference path (O_DIRECT pread(2))
+ * does on Linux; bytes outside the request are untouched.
  */
 void test_read_across_eof(void *data)
 {
