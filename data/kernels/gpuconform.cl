@@ -12,6 +12,22 @@
 #define GC_BLOCK 256
 
 #if defined(__NVPTX__)
+/* %globaltimer: nanoseconds (its resolution is the GPU's: 32 ns seen on H100). */
+static inline ulong gc_clock(void)
+{
+	ulong t;
+
+	__asm__ volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+static inline void gc_inc_u32(__global uint *p)
+{
+	uint old;
+
+	__asm__ volatile("atom.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"((ulong)p) : "memory");
+}
+
 static inline ulong gc_gid(void)
 {
 	return (ulong)__nvvm_read_ptx_sreg_ctaid_x() * GC_BLOCK + __nvvm_read_ptx_sreg_tid_x();
@@ -33,6 +49,17 @@ static inline void gc_min_u64(__global ulong *p, ulong v)
 			 : "memory");
 }
 #elif defined(__AMDGCN__)
+/* s_memrealtime: the constant-rate "real time" counter (its frequency is the host's to know). */
+static inline ulong gc_clock(void)
+{
+	return __builtin_amdgcn_s_memrealtime();
+}
+
+static inline void gc_inc_u32(__global uint *p)
+{
+	__atomic_fetch_add(p, 1u, __ATOMIC_RELAXED);
+}
+
 static inline ulong gc_gid(void)
 {
 	return (ulong)__builtin_amdgcn_workgroup_id_x() * GC_BLOCK + __builtin_amdgcn_workitem_id_x();
@@ -85,4 +112,51 @@ void gc_check_u32(__global const uint *p, ulong n, uint seed, __global ulong *ou
 		gc_add_u64(&out[0], 1);
 		gc_min_u64(&out[1], i);
 	}
+}
+
+/*
+ * A dispatch that says when it ran: work-item 0 stamps the device clock at
+ * its start into stamps[2 * idx], spins for `work` clock units, stamps its
+ * end into stamps[2 * idx + 1] and counts itself in counts[idx]. A count of
+ * 0 means the dispatch never ran (lost), 2 or more that it ran again
+ * (replayed); the gap between two dependent dispatches is the second's start
+ * minus the first's end, with no profiler involved.
+ */
+__kernel __attribute__((reqd_work_group_size(GC_BLOCK, 1, 1)))
+void gc_stamp(__global ulong *stamps, __global uint *counts, uint idx, ulong work)
+{
+	ulong t0, t;
+
+	if (gc_gid() != 0)
+		return;
+	t0 = gc_clock();
+	do
+		t = gc_clock();
+	while (t - t0 < work);
+	stamps[2 * (ulong)idx] = t0;
+	stamps[2 * (ulong)idx + 1] = t;
+	gc_inc_u32(&counts[idx]);
+}
+
+/*
+ * A gate: spins until the host writes a non-zero value to *flag (host-mapped
+ * memory), or until `timeout` clock units have passed, so it ends even when
+ * the host never opens it. result[0] = 1 when opened, 2 when it timed out.
+ * Every dispatch queued behind it waits.
+ */
+__kernel __attribute__((reqd_work_group_size(GC_BLOCK, 1, 1)))
+void gc_gate(volatile __global uint *flag, ulong timeout, __global uint *result)
+{
+	ulong t0;
+
+	if (gc_gid() != 0)
+		return;
+	t0 = gc_clock();
+	while (*flag == 0) {
+		if (gc_clock() - t0 >= timeout) {
+			result[0] = 2;
+			return;
+		}
+	}
+	result[0] = 1;
 }

@@ -40,7 +40,11 @@
 	X(cuModuleGetFunction) X(cuLaunchKernel) X(cuStreamCreate)              \
 	X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate)              \
 	X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)                \
-	X(cuEventElapsedTime)
+	X(cuEventElapsedTime) X(cuMemHostAlloc) X(cuMemHostGetDevicePointer)    \
+	X(cuStreamQuery) X(cuGraphCreate) X(cuGraphDestroy)                     \
+	X(cuGraphAddKernelNode) X(cuGraphAddMemsetNode) X(cuGraphAddMemcpyNode) \
+	X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy)            \
+	X(cuGraphExecKernelNodeSetParams) X(cuMemsetD32Async) X(cuMemcpyDtoDAsync)
 
 struct gc_cuda_device {
 	int ordinal;
@@ -137,6 +141,8 @@ struct gc_cu_kernels {
 	CUmodule module;
 	CUfunction fill_u32;
 	CUfunction check_u32;
+	CUfunction stamp; /* gc_stamp: device-clock start/end stamps and a run count */
+	CUfunction gate;  /* gc_gate: spins until a host-mapped flag opens it */
 };
 
 /*

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+#include "gc_cupti.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef GC_CUDA_DIR
+#define GC_CUDA_DIR "/usr/local/cuda"
+#endif
+
+#define GC_CUPTI_BUF (4u << 20) /* bytes per activity buffer */
+
+/* The collector: CUPTI's completion callback has no user pointer (see the header). */
+static struct {
+	pthread_mutex_t lock;
+	struct gc_cupti_take t;
+	size_t cap_k, cap_api;
+	CUptiResult (*next)(uint8_t *, size_t, CUpti_Activity **);
+	CUptiResult (*dropped)(CUcontext, uint32_t, size_t *);
+} collector = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+int gc_cupti_open(struct gc_cupti *c, char *why, size_t why_len)
+{
+	static const char *const names[] = {
+		"libcupti.so.13", "libcupti.so.12", "libcupti.so",
+		GC_CUDA_DIR "/lib64/libcupti.so", GC_CUDA_DIR "/extras/CUPTI/lib64/libcupti.so",
+	};
+
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !c->lib; i++) {
+		c->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+		if (c->lib)
+			snprintf(c->path, sizeof(c->path), "%s", names[i]);
+		else if (i == 0)
+			snprintf(why, why_len, "%s", dlerror());
+	}
+	if (!c->lib)
+		return -ENOENT;
+#define GC_CUPTI_RESOLVE(name)                                                      \
+	c->name = (__typeof__(name) *)dlsym(c->lib, #name);                         \
+	if (!c->name) {                                                             \
+		snprintf(why, why_len, "%s: no symbol %s", c->path, #name);        \
+		return -ENOSYS;                                                     \
+	}
+	GC_CUPTI_FUNCS(GC_CUPTI_RESOLVE)
+#undef GC_CUPTI_RESOLVE
+	return 0;
+}
+
+const char *gc_cupti_strerror(const struct gc_cupti *c, CUptiResult r, char *buf, size_t len)
+{
+	const char *s = NULL;
+
+	if (c->cuptiGetResultString)
+		c->cuptiGetResultString(r, &s);
+	snprintf(buf, len, "%s (%d)", s ? s : "CUPTI error", (int)r);
+	return buf;
+}
+
+static void CUPTIAPI buf_requested(uint8_t **buf, size_t *size, size_t *max_records)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, 8, GC_CUPTI_BUF) != 0)
+		p = NULL;
+	*buf = p;
+	*size = p ? GC_CUPTI_BUF : 0;
+	*max_records = 0;
+}
+
+static bool grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+	size_t ncap = *cap ? *cap * 2 : 4096;
+	void *p;
+
+	if (n < *cap)
+		return true;
+	p = realloc(*arr, ncap * elem);
+	if (!p)
+		return false;
+	*arr = p;
+	*cap = ncap;
+	return true;
+}
+
+static void keep_record(const CUpti_Activity *rec)
+{
+	struct gc_cupti_take *t = &collector.t;
+
+	if (rec->kind == CUPTI_ACTIVITY_KIND_KERNEL ||
+	    rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+		const CUpti_ActivityKernel10 *k = (const void *)rec;
+
+		if (!grow((void **)&t->k, &collector.cap_k, t->nk, sizeof(*t->k))) {
+			t->dropped++;
+			return;
+		}
+		t->k[t->nk++] = (struct gc_cupti_kernel){ k->start, k->end, k->graphNodeId,
+							  k->correlationId, (int)rec->kind };
+	} else if (rec->kind == CUPTI_ACTIVITY_KIND_DRIVER) {
+		const CUpti_ActivityAPI *a = (const void *)rec;
+
+		if (!grow((void **)&t->api, &collector.cap_api, t->napi, sizeof(*t->api))) {
+			t->dropped++;
+			return;
+		}
+		t->api[t->napi++] = (struct gc_cupti_api){ a->start, a->end, a->correlationId,
+							   a->cbid };
+	} else {
+		t->other++;
+	}
+}
+
+static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
+				   size_t valid)
+{
+	CUpti_Activity *rec = NULL;
+	size_t dropped = 0;
+
+	(void)size;
+	pthread_mutex_lock(&collector.lock);
+	while (collector.next && collector.next(buf, valid, &rec) == CUPTI_SUCCESS)
+		keep_record(rec);
+	if (collector.dropped && collector.dropped(ctx, stream, &dropped) == CUPTI_SUCCESS)
+		collector.t.dropped += dropped;
+	pthread_mutex_unlock(&collector.lock);
+	free(buf);
+}
+
+int gc_cupti_start(const struct gc_cupti *c, char *why, size_t why_len)
+{
+	CUptiResult r;
+	char eb[160];
+
+	pthread_mutex_lock(&collector.lock);
+	collector.next = c->cuptiActivityGetNextRecord;
+	collector.dropped = c->cuptiActivityGetNumDroppedRecords;
+	pthread_mutex_unlock(&collector.lock);
+	r = c->cuptiActivityRegisterCallbacks(buf_requested, buf_completed);
+	if (r != CUPTI_SUCCESS) {
+		snprintf(why, why_len, "cuptiActivityRegisterCallbacks: %s",
+			 gc_cupti_strerror(c, r, eb, sizeof(eb)));
+		return -EIO;
+	}
+	return 0;
+}
+
+int gc_cupti_enable(const struct gc_cupti *c, const CUpti_ActivityKind *kinds, size_t n,
+		    bool on, char *why, size_t why_len)
+{
+	char eb[160];
+
+	for (size_t i = 0; i < n; i++) {
+		CUptiResult r = on ? c->cuptiActivityEnable(kinds[i]) :
+				     c->cuptiActivityDisable(kinds[i]);
+
+		if (r != CUPTI_SUCCESS) {
+			snprintf(why, why_len, "cuptiActivity%s(kind %d): %s",
+				 on ? "Enable" : "Disable", (int)kinds[i],
+				 gc_cupti_strerror(c, r, eb, sizeof(eb)));
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+int gc_cupti_flush(const struct gc_cupti *c)
+{
+	return c->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) == CUPTI_SUCCESS ?
+		       0 :
+		       -EIO;
+}
+
+void gc_cupti_take(struct gc_cupti_take *t)
+{
+	pthread_mutex_lock(&collector.lock);
+	*t = collector.t;
+	memset(&collector.t, 0, sizeof(collector.t));
+	collector.cap_k = collector.cap_api = 0;
+	pthread_mutex_unlock(&collector.lock);
+}
+
+void gc_cupti_take_free(struct gc_cupti_take *t)
+{
+	free(t->k);
+	free(t->api);
+	memset(t, 0, sizeof(*t));
+}

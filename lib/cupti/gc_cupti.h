@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CUPTI activity tracing for the bubbles tests. libcupti is opened at run
+ * time (dlopen; the toolkit's lib64 is tried after the loader's path), so a
+ * binary built with <cupti.h> starts where CUPTI is missing and skips naming
+ * it. Calls go through the table with <cupti.h>'s own types.
+ *
+ * Records arrive in buffers CUPTI hands back from its own thread, through a
+ * callback that takes no user pointer: the collector below is therefore the
+ * one piece of process-wide state this helper owns (mutex-protected). Only
+ * what the tests read is kept: kernels (start, end, correlation id, graph
+ * node id, kind) and driver API calls (start, end, correlation id).
+ */
+#ifndef GPUCONFORM_GC_CUPTI_H
+#define GPUCONFORM_GC_CUPTI_H
+
+#include <cupti.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GC_CUPTI_FUNCS(X)                                                              \
+	X(cuptiActivityEnable) X(cuptiActivityDisable) X(cuptiActivityRegisterCallbacks) \
+	X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord)                          \
+	X(cuptiActivityGetNumDroppedRecords) X(cuptiGetTimestamp)                       \
+	X(cuptiGetResultString) X(cuptiFinalize) X(cuptiGetGraphNodeId)
+
+struct gc_cupti {
+	void *lib;
+	char path[256];
+#define GC_CUPTI_MEMBER(name) __typeof__(name) *name;
+	GC_CUPTI_FUNCS(GC_CUPTI_MEMBER)
+#undef GC_CUPTI_MEMBER
+};
+
+struct gc_cupti_kernel {
+	uint64_t start, end;      /* CUPTI's normalised timestamps, ns */
+	uint64_t graph_node_id;   /* 0 outside graphs */
+	uint32_t correlation_id;
+	int kind;                 /* CUPTI_ACTIVITY_KIND_(CONCURRENT_)KERNEL */
+};
+
+struct gc_cupti_api {
+	uint64_t start, end;
+	uint32_t correlation_id;
+	uint32_t cbid;
+};
+
+/* dlopen and resolve; -ENOENT / -ENOSYS with why[] (the loader's words, the symbol). */
+int gc_cupti_open(struct gc_cupti *c, char *why, size_t why_len);
+/* Register the buffer callbacks (once per process). 0 or -EIO with why[]. */
+int gc_cupti_start(const struct gc_cupti *c, char *why, size_t why_len);
+/* cuptiActivityEnable/Disable for each kind of kinds[n]; 0 or -EIO with why[]. */
+int gc_cupti_enable(const struct gc_cupti *c, const CUpti_ActivityKind *kinds, size_t n,
+		    bool on, char *why, size_t why_len);
+/* Flush everything (forced) so every finished record has reached the collector. */
+int gc_cupti_flush(const struct gc_cupti *c);
+
+/*
+ * Take what the collector holds (the caller frees the arrays) and empty it.
+ * dropped: records CUPTI reported dropped since the last take, over every
+ * buffer it completed.
+ */
+struct gc_cupti_take {
+	struct gc_cupti_kernel *k;
+	size_t nk;
+	struct gc_cupti_api *api;
+	size_t napi;
+	uint64_t dropped;
+	uint64_t other;           /* records of kinds not kept (memset, memcpy...) */
+};
+void gc_cupti_take(struct gc_cupti_take *t);
+void gc_cupti_take_free(struct gc_cupti_take *t);
+
+/* "CUPTI_ERROR_NOT_INITIALIZED (...)" */
+const char *gc_cupti_strerror(const struct gc_cupti *c, CUptiResult r, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cuda_bubbles: the bubbles contract on CUDA graphs. Kernels dispatched from
+ * a graph run back to back: the gap between dependent kernels is measured on
+ * the device by the kernels themselves (gc_stamp), for stream launches and
+ * graph launches of the same work, and with a profiler (CUPTI) tracing in
+ * concurrent and serialized mode (bubbles_trace.c). Every dispatch must run
+ * exactly once (a count of 0 is a lost dispatch, 2 a replayed one), every gap
+ * must be >= 0 (a negative one means the device clock went backwards or the
+ * dependency was not honoured), and the profiler must see every dispatch.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bubbles.h"
+#include "measure.h"
+
+const struct bx_shape bx_shapes[] = {
+	{ "chain2", BX_CHAIN, 2, 2 },       { "chain16", BX_CHAIN, 16, 16 },
+	{ "chain256", BX_CHAIN, 256, 256 }, { "chain8192", BX_CHAIN, 8192, 8192 },
+	{ "wide16", BX_WIDE, 16, 18 },      { "wide256", BX_WIDE, 256, 258 },
+	{ "mixed", BX_MIXED, 16, 16 },
+};
+const unsigned bx_n_shapes = ARRAY_SIZE(bx_shapes);
+
+const struct bx_shape *bx_shape(const char *name)
+{
+	for (unsigned i = 0; i < bx_n_shapes; i++)
+		if (strcmp(bx_shapes[i].name, name) == 0)
+			return &bx_shapes[i];
+	gc_fail("no shape %s", name);
+}
+
+/* ------------------------------------------------------------- graphs */
+
+static CUgraphNode add_stamp(struct bx *b, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+			     unsigned idx)
+{
+	unsigned long long work = BX_WORK_NS;
+	unsigned int i = idx;
+	void *args[] = { &b->stamps, &b->counts, &i, &work };
+	CUDA_KERNEL_NODE_PARAMS p;
+	CUgraphNode n;
+
+	memset(&p, 0, sizeof(p));
+	p.func = b->k.stamp;
+	p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+	p.blockDimX = GC_CU_BLOCK, p.blockDimY = p.blockDimZ = 1;
+	p.kernelParams = args;
+	gc_cu_assert(b->cu, b->cu->cuGraphAddKernelNode(&n, g, deps, ndeps, &p));
+	return n;
+}
+
+static CUgraphNode add_memset(struct bx *b, CUgraph g, CUgraphNode dep)
+{
+	CUDA_MEMSET_NODE_PARAMS p = { .dst = b->scratch, .value = 0x5a5a5a5a, .elementSize = 4,
+				      .width = 1024, .height = 1 };
+	CUgraphNode n;
+
+	gc_cu_assert(b->cu, b->cu->cuGraphAddMemsetNode(&n, g, &dep, 1, &p,
+							b->cu->devices[0].ctx));
+	return n;
+}
+
+static CUgraphNode add_memcpy(struct bx *b, CUgraph g, CUgraphNode dep)
+{
+	CUDA_MEMCPY3D p;
+	CUgraphNode n;
+
+	memset(&p, 0, sizeof(p));
+	p.srcMemoryType = p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+	p.srcDevice = b->scratch, p.dstDevice = b->scratch + 4096;
+	p.WidthInBytes = 4096, p.Height = 1, p.Depth = 1;
+	gc_cu_assert(b->cu, b->cu->cuGraphAddMemcpyNode(&n, g, &dep, 1, &p,
+							b->cu->devices[0].ctx));
+	return n;
+}
+
+void bx_graph_build(struct bx *b, const struct bx_shape *sh, struct bx_graph *gr)
+{
+	CUgraphNode prev = NULL;
+
+	memset(gr, 0, sizeof(*gr));
+	gr->n = sh->kernels;
+	gr->nodes = calloc(gr->n, sizeof(*gr->nodes));
+	gc_assert(gr->nodes);
+	gc_cu_assert(b->cu, b->cu->cuGraphCreate(&gr->g, 0));
+	if (sh->kind == BX_WIDE) {
+		gr->nodes[0] = add_stamp(b, gr->g, NULL, 0, 0);
+		for (unsigned i = 1; i <= sh->n; i++)
+			gr->nodes[i] = add_stamp(b, gr->g, &gr->nodes[0], 1, i);
+		gr->nodes[sh->n + 1] = add_stamp(b, gr->g, &gr->nodes[1], sh->n, sh->n + 1);
+	} else {
+		for (unsigned i = 0; i < sh->n; i++) {
+			if (prev && sh->kind == BX_MIXED)
+				prev = i % 2 ? add_memset(b, gr->g, prev) : add_memcpy(b, gr->g, prev);
+			gr->nodes[i] = add_stamp(b, gr->g, prev ? &prev : NULL, prev ? 1 : 0, i);
+			prev = gr->nodes[i];
+		}
+	}
+	gc_cu_assert(b->cu, b->cu->cuGraphInstantiate(&gr->x, gr->g, 0));
+}
+
+void bx_graph_free(struct bx *b, struct bx_graph *gr)
+{
+	if (gr->x)
+		b->cu->cuGraphExecDestroy(gr->x);
+	if (gr->g)
+		b->cu->cuGraphDestroy(gr->g);
+	free(gr->nodes);
+	memset(gr, 0, sizeof(*gr));
+}
+
+/* ------------------------------------------------------------- runs */
+
+static void launch_stamp(struct bx *b, unsigned idx)
+{
+	unsigned long long work = BX_WORK_NS;
+	unsigned int i = idx;
+	void *args[] = { &b->stamps, &b->counts, &i, &work };
+
+	gc_cu_assert(b->cu, b->cu->cuLaunchKernel(b->k.stamp, 1, 1, 1, GC_CU_BLOCK, 1, 1, 0, b->s,
+						   args, NULL));
+}
+
+void bx_stream_launch(struct bx *b, const struct bx_shape *sh)
+{
+	for (unsigned i = 0; i < sh->n; i++) {
+		if (i && sh->kind == BX_MIXED)
+			gc_cu_assert(b->cu, i % 2 ? b->cu->cuMemsetD32Async(b->scratch, 0x5a5a5a5a,
+									  1024, b->s) :
+						    b->cu->cuMemcpyDtoDAsync(b->scratch + 4096,
+									     b->scratch, 4096, b->s));
+		launch_stamp(b, i);
+	}
+}
+
+static void fetch(struct bx *b, unsigned n)
+{
+	gc_cu_assert(b->cu, b->cu->cuStreamSynchronize(b->s));
+	gc_cu_assert(b->cu, b->cu->cuMemcpyDtoH(b->h_stamps, b->stamps, 2 * (size_t)n * 8));
+	gc_cu_assert(b->cu, b->cu->cuMemcpyDtoH(b->h_counts, b->counts, (size_t)n * 4));
+}
+
+void bx_expect_counts(struct bx *b, unsigned n, const char *what)
+{
+	for (unsigned i = 0; i < n; i++)
+		gc_assert_f(b->h_counts[i] == 1, "%s: dispatch %u of %u ran %u times (%s)", what, i,
+			    n, b->h_counts[i],
+			    b->h_counts[i] ? "replayed" : "lost: it never ran");
+}
+
+/*
+ * GPUCONFORM_BUBBLES_REMOVE=stamp forgets the last dispatch's count of every
+ * run, =record one CUPTI record (bubbles_trace.c): the completeness checks
+ * must then fail. How they were seen able to fail; never set in a real run.
+ */
+bool bx_remove(const char *what)
+{
+	const char *v = getenv("GPUCONFORM_BUBBLES_REMOVE");
+
+	return v && strcmp(v, what) == 0;
+}
+
+void bx_run_graph(struct bx *b, const struct bx_shape *sh, struct bx_graph *gr)
+{
+	gc_cu_assert(b->cu, b->cu->cuMemsetD32Async(b->counts, 0, sh->kernels, b->s));
+	gc_cu_assert(b->cu, b->cu->cuGraphLaunch(gr->x, b->s));
+	fetch(b, sh->kernels);
+	if (bx_remove("stamp"))
+		b->h_counts[sh->kernels - 1] = 0;
+	bx_expect_counts(b, sh->kernels, sh->name);
+}
+
+void bx_run_stream(struct bx *b, const struct bx_shape *sh)
+{
+	gc_cu_assert(b->cu, b->cu->cuMemsetD32Async(b->counts, 0, sh->kernels, b->s));
+	bx_stream_launch(b, sh);
+	fetch(b, sh->kernels);
+	bx_expect_counts(b, sh->kernels, sh->name);
+}
+
+/* ------------------------------------------------------------- gaps */
+
+static void push(double **v, size_t *n, size_t *cap, double x)
+{
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 1u << 16;
+		*v = realloc(*v, *cap * sizeof(**v));
+		gc_assert_f(*v, "out of memory for %zu gap samples", *cap);
+	}
+	(*v)[(*n)++] = x;
+}
+
+static double gap_of(const struct bx *b, unsigned a, unsigned c)
+{
+	uint64_t end = b->h_stamps[2 * a + 1], start = b->h_stamps[2 * c];
+
+	gc_assert_f(start >= end, "dispatch %u started at %llu ns, before dispatch %u it depends "
+		    "on ended at %llu: the device clock went backwards or the dependency was not "
+		    "honoured", c, (unsigned long long)start, a, (unsigned long long)end);
+	return (double)(start - end);
+}
+
+void bx_gaps_add_run(struct bx *b, const struct bx_shape *sh, struct bx_gaps *g)
+{
+	uint64_t first = UINT64_MAX, last = 0;
+	unsigned join = sh->n + 1, late = 1;
+
+	if (sh->kind == BX_WIDE) {
+		for (unsigned i = 1; i <= sh->n; i++) {
+			push(&g->v, &g->n, &g->cap, gap_of(b, 0, i));
+			if (b->h_stamps[2 * i + 1] > b->h_stamps[2 * late + 1])
+				late = i;
+		}
+		push(&g->v, &g->n, &g->cap, gap_of(b, late, join));
+	} else {
+		for (unsigned i = 1; i < sh->n; i++)
+			push(&g->v, &g->n, &g->cap, gap_of(b, i - 1, i));
+	}
+	for (unsigned i = 0; i < sh->kernels; i++) {
+		first = b->h_stamps[2 * i] < first ? b->h_stamps[2 * i] : first;
+		last = b->h_stamps[2 * i + 1] > last ? b->h_stamps[2 * i + 1] : last;
+	}
+	push(&g->span_us, &g->runs, &g->runs_cap, (double)(last - first) / 1e3);
+}
+
+void bx_gaps_free(struct bx_gaps *g)
+{
+	free(g->v);
+	free(g->span_us);
+	memset(g, 0, sizeof(*g));
+}
+
+static void metric1(const char *what, const char *mode, const char *shape, const char *unit,
+		    double x)
+{
+	char name[128];
+
+	snprintf(name, sizeof(name), "%s.%s.%s", what, mode, shape);
+	gc_metric(name, unit, GC_LOWER_IS_BETTER, &x, 1);
+}
+
+/*
+ * The bubble rule: a gap over BX_BUBBLE_FACTOR x the median gap of the same
+ * shape and mode. The median is what the launch mechanism costs between two
+ * dependent kernels of this shape (about 1 us for a graph chain on an H100);
+ * 4x that is idle time the mechanism does not explain (a host round trip, a
+ * doorbell missed, a profiler's callback), while a timer step (32 ns) or a
+ * kernel's own jitter stays far below it.
+ */
+struct bx_stats bx_report(const struct bx_gaps *g, const char *mode, const char *shape)
+{
+	struct bx_stats st = { .n = g->n };
+	size_t step = g->n > BX_METRIC_SAMPLES ? g->n / BX_METRIC_SAMPLES : 1;
+	double *sub = malloc((g->n / step + 1) * sizeof(*sub));
+	size_t nsub = 0;
+	char name[128];
+
+	gc_assert_f(g->n > 0 && sub, "%s.%s: no gaps", mode, shape);
+	st.p50 = gc_stat_median(g->v, g->n);
+	st.p99 = gc_stat_percentile(g->v, g->n, 99);
+	st.max = gc_stat_max(g->v, g->n);
+	for (size_t i = 0; i < g->n; i++)
+		st.bubbles += g->v[i] > BX_BUBBLE_FACTOR * st.p50;
+	for (size_t i = 0; i < g->n; i += step)
+		sub[nsub++] = g->v[i];
+	st.span_us = g->runs ? gc_stat_mean(g->span_us, g->runs) : 0;
+	snprintf(name, sizeof(name), "gap.%s.%s", mode, shape);
+	gc_metric(name, "ns", GC_LOWER_IS_BETTER, sub, nsub);
+	metric1("gap-p50", mode, shape, "ns", st.p50);
+	metric1("gap-p99", mode, shape, "ns", st.p99);
+	metric1("gap-max", mode, shape, "ns", st.max);
+	metric1("bubbles", mode, shape, "count", (double)st.bubbles);
+	snprintf(name, sizeof(name), "graph-time.%s.%s", mode, shape);
+	gc_metric(name, "us", GC_LOWER_IS_BETTER, g->span_us, g->runs);
+	gc_info("%-20s %-10s gaps %zu: p50 %.0f ns, p99 %.0f ns, max %.0f ns, bubbles %llu", mode,
+		shape, g->n, st.p50, st.p99, st.max, (unsigned long long)st.bubbles);
+	free(sub);
+	return st;
+}
+
+/* ------------------------------------------------------------- subtests */
+
+struct gcase {
+	struct bx *b;
+	const struct bx_shape *sh;
+	bool stream;
+};
+
+static void gaps_case(void *arg)
+{
+	struct gcase *c = arg;
+	struct bx_gaps g = { 0 };
+	struct bx_graph gr = { 0 };
+
+	if (!c->stream)
+		bx_graph_build(c->b, c->sh, &gr);
+	for (unsigned l = 0; l < c->b->launches; l++) {
+		if (c->stream)
+			bx_run_stream(c->b, c->sh);
+		else
+			bx_run_graph(c->b, c->sh, &gr);
+		bx_gaps_add_run(c->b, c->sh, &g);
+	}
+	bx_report(&g, c->stream ? "stream" : "graph", c->sh->name);
+	bx_gaps_free(&g);
+	bx_graph_free(c->b, &gr);
+}
+
+/*
+ * gaps: per shape, graph launches (and stream launches of the same work for
+ * chains and mixed), each launched b->launches times: every dispatch ran
+ * exactly once per launch, every gap >= 0; p50 / p99 / max and bubbles as
+ * metrics for the runner's baselines.
+ */
+static void test_gaps(void *data)
+{
+	struct gcase c = { .b = data };
+
+	for (int stream = 1; stream >= 0; stream--)
+		for (unsigned i = 0; i < bx_n_shapes; i++) {
+			c.sh = &bx_shapes[i], c.stream = stream;
+			if (stream && c.sh->kind == BX_WIDE)
+				continue;
+			gc_dynamic_f(gaps_case, &c, "%s-%s", stream ? "stream" : "graph",
+				     c.sh->name);
+		}
+}
+
+/*
+ * launch-gap: consecutive launches of one chain2 graph, queued back to back
+ * without waiting: the gap from the last kernel of launch i to the first of
+ * launch i + 1. Each launch stamps its own slots (its kernel nodes' idx set
+ * with cuGraphExecKernelNodeSetParams before it is launched).
+ */
+static void test_launch_gap(void *data)
+{
+	struct bx *b = data;
+	const struct bx_shape *sh = bx_shape("chain2");
+	unsigned n = b->launches < BX_MAX_KERNELS / 2 ? b->launches : BX_MAX_KERNELS / 2;
+	unsigned long long work = BX_WORK_NS;
+	struct bx_gaps g = { 0 };
+	struct bx_graph gr;
+
+	bx_graph_build(b, sh, &gr);
+	gc_cu_assert(b->cu, b->cu->cuMemsetD32Async(b->counts, 0, 2 * n, b->s));
+	for (unsigned l = 0; l < n; l++)
+		for (unsigned k = 0; k < 2; k++) {
+			unsigned int idx = 2 * l + k;
+			void *args[] = { &b->stamps, &b->counts, &idx, &work };
+			CUDA_KERNEL_NODE_PARAMS p;
+
+			memset(&p, 0, sizeof(p));
+			p.func = b->k.stamp;
+			p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+			p.blockDimX = GC_CU_BLOCK, p.blockDimY = p.blockDimZ = 1;
+			p.kernelParams = args;
+			gc_cu_assert(b->cu, b->cu->cuGraphExecKernelNodeSetParams(gr.x, gr.nodes[k],
+										   &p));
+			if (k == 1)
+				gc_cu_assert(b->cu, b->cu->cuGraphLaunch(gr.x, b->s));
+		}
+	fetch(b, 2 * n);
+	bx_expect_counts(b, 2 * n, "launch-gap");
+	for (unsigned l = 1; l < n; l++)
+		push(&g.v, &g.n, &g.cap, gap_of(b, 2 * l - 1, 2 * l));
+	push(&g.span_us, &g.runs, &g.runs_cap,
+	     (double)(b->h_stamps[4 * n - 1] - b->h_stamps[0]) / 1e3);
+	bx_report(&g, "graph", "launch");
+	bx_gaps_free(&g);
+	bx_graph_free(b, &gr);
+}
+
+/* -------------------------------------------------------------- fixture */
+
+static void *bx_setup(void)
+{
+	struct bx *b = calloc(1, sizeof(*b));
+	const char *env = getenv("GPUCONFORM_BUBBLES_LAUNCHES");
+	char why[512];
+
+	gc_assert(b);
+	b->launches = env && *env ? (unsigned)strtoul(env, NULL, 10) : 1000;
+	gc_assert_f(b->launches > 0, "GPUCONFORM_BUBBLES_LAUNCHES=%s: not a positive count", env);
+	b->cu = gc_cuda_require();
+	if (gc_cu_kernels_load(b->cu, &b->k, why, sizeof(why)) != CUDA_SUCCESS)
+		gc_fail("%s", why);
+	gc_cu_assert(b->cu, b->cu->cuStreamCreate(&b->s, CU_STREAM_NON_BLOCKING));
+	gc_cu_assert(b->cu, b->cu->cuMemAlloc(&b->stamps, 2 * (size_t)BX_MAX_KERNELS * 8));
+	gc_cu_assert(b->cu, b->cu->cuMemAlloc(&b->counts, (size_t)BX_MAX_KERNELS * 4));
+	gc_cu_assert(b->cu, b->cu->cuMemAlloc(&b->scratch, 8192));
+	b->h_stamps = calloc(2 * (size_t)BX_MAX_KERNELS, 8);
+	b->h_counts = calloc(BX_MAX_KERNELS, 4);
+	gc_assert(b->h_stamps && b->h_counts);
+	return b;
+}
+
+static void bx_teardown(void *data)
+{
+	struct bx *b = data;
+
+	b->cu->cuMemFree(b->stamps);
+	b->cu->cuMemFree(b->counts);
+	b->cu->cuMemFree(b->scratch);
+	b->cu->cuStreamDestroy(b->s);
+	gc_cu_kernels_unload(b->cu, &b->k);
+	gc_cuda_close(b->cu);
+	free(b->h_stamps);
+	free(b->h_counts);
+	free(b);
+}
+
+static const struct gc_fixture fixture = { .setup = bx_setup, .teardown = bx_teardown };
+
+static const struct gc_subtest subtests[] = {
+	{ "gaps", test_gaps, "gaps between dependent kernels per shape, stream vs graph launches" },
+	{ "launch-gap", test_launch_gap, "the gap between consecutive launches of one graph" },
+	{ "traced-concurrent", test_traced_concurrent,
+	  "CUPTI concurrent kernel tracing: one record per dispatch, bracketing its stamps; overhead" },
+	{ "traced-serialized", test_traced_serialized,
+	  "CUPTI serialized kernel tracing: the same checks; concurrency lost, overhead" },
+	{ "trace-leak", test_trace_leak,
+	  "100,000 traced dispatches give back host memory, device memory and fds" },
+	{ "attach-detach", test_attach_detach,
+	  "tracing switched on and off 100 times while graphs launch; what stays after detach" },
+	{ "deep-inflight", test_deep_inflight,
+	  "more than 4096 dispatches queued behind a gate kernel, then released" },
+	{ 0 }
+};
+
+GC_MAIN(.name = "cuda_bubbles",
+	.description = "graph dispatch gaps measured on the device, with and without CUPTI",
+	.subtests = subtests, .fixture = &fixture)
