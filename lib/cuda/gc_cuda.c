@@ -352,10 +352,11 @@ CUresult gc_cu_kernels_load(const struct gc_cuda *cu, struct gc_cu_kernels *k, c
 		r = cu->cuModuleGetFunction(&k->fill_u32, k->module, "gc_fill_u32");
 	if (!r)
 		r = cu->cuModuleGetFunction(&k->check_u32, k->module, "gc_check_u32");
-	if (!r)
-		r = cu->cuModuleGetFunction(&k->stamp, k->module, "gc_stamp");
-	if (!r)
-		r = cu->cuModuleGetFunction(&k->gate, k->module, "gc_gate");
+	/* Only cuda_bubbles needs these: it checks for NULL and says so. */
+	if (!r && cu->cuModuleGetFunction(&k->stamp, k->module, "gc_stamp") != CUDA_SUCCESS)
+		k->stamp = NULL;
+	if (!r && cu->cuModuleGetFunction(&k->gate, k->module, "gc_gate") != CUDA_SUCCESS)
+		k->gate = NULL;
 	if (r)
 		snprintf(why, why_len, "loading %s: %s", path, gc_cu_strerror(cu, r, err, sizeof(err)));
 	return r;

@@ -389,6 +389,8 @@ static void *bx_setup(void)
 	b->cu = gc_cuda_require();
 	if (gc_cu_kernels_load(b->cu, &b->k, why, sizeof(why)) != CUDA_SUCCESS)
 		gc_fail("%s", why);
+	gc_assert_f(b->k.stamp && b->k.gate, "gc_stamp or gc_gate missing from "
+		    "data/kernels/gpuconform.ptx: run scripts/build-kernels.sh");
 	gc_cu_assert(b->cu, b->cu->cuStreamCreate(&b->s, CU_STREAM_NON_BLOCKING));
 	gc_cu_assert(b->cu, b->cu->cuMemAlloc(&b->stamps, 2 * (size_t)BX_MAX_KERNELS * 8));
 	gc_cu_assert(b->cu, b->cu->cuMemAlloc(&b->counts, (size_t)BX_MAX_KERNELS * 4));
