@@ -159,7 +159,7 @@ static void run_case(struct mcase *c, bool write, const char *prefix, const char
  * unaligned file offsets and/or size": every case must move exactly size
  * bytes to exactly [boff, boff + size) and touch nothing else.
  */
-static void test_read_matrix(void *data)
+void test_read_matrix(void *data)
 {
 	struct cf_env *e = data;
 	uint64_t fsize = foffs[ARRAY_SIZE(foffs) - 1] + sizes[ARRAY_SIZE(sizes) - 1] + GUARD;
@@ -180,7 +180,7 @@ static void test_read_matrix(void *data)
 }
 
 /* write-matrix: cufile.h (cuFileWrite), the same promise in the other direction. */
-static void test_write_matrix(void *data)
+void test_write_matrix(void *data)
 {
 	struct cf_env *e = data;
 	struct mcase c = { .e = e };
@@ -199,7 +199,7 @@ static void test_write_matrix(void *data)
  * same bytes as an unregistered one (both are checked against the same
  * pattern), aligned or not, read and write.
  */
-static void test_registered_matrix(void *data)
+void test_registered_matrix(void *data)
 {
 	static const size_t pick[] = { 3, 4, 5, 6 }; /* 4096, 4097, 64k, 1m4k */
 	static const size_t opick[] = { 0, 2, 3 };   /* 0, 4096, 1m1 */
@@ -230,7 +230,7 @@ static void test_registered_matrix(void *data)
  * bufPtr_base pointer": a read into the middle of a registered allocation,
  * by a pointer inside it or by the base plus an offset, lands exactly there.
  */
-static void test_read_registered_subrange(void *data)
+void test_read_registered_subrange(void *data)
 {
 	struct cf_env *e = data;
 	const uint64_t total = 8 * MIB, foff = 4096, size = 2 * MIB + 4096;
@@ -296,17 +296,12 @@ static const struct gc_fixture fixture = {
 };
 
 static const struct gc_subtest subtests[] = {
-	{ "read-matrix", test_read_matrix,
-	  "every size x file offset x buffer offset read byte-exact, guards untouched" },
-	{ "write-matrix", test_write_matrix,
-	  "every size x file offset x buffer offset written byte-exact, the rest of the file untouched" },
-	{ "registered-matrix", test_registered_matrix,
-	  "a registered buffer gives the same bytes as an unregistered one" },
-	{ "read-registered-subrange", test_read_registered_subrange,
-	  "a read into the middle of a registered allocation lands exactly there" },
-	CF_EDGE_SUBTESTS
-	CF_CONC_SUBTESTS
-	CF_PERF_SUBTESTS
+	GC_FASTPATH_MATRIX_SUBTESTS
+	GC_FASTPATH_EDGE_SUBTESTS
+	CF_EXTRA_SUBTESTS
+	GC_FASTPATH_CONC_SUBTESTS
+	GC_FASTPATH_BATCH_SUBTESTS
+	GC_FASTPATH_PERF_SUBTESTS
 	{ 0 }
 };
 

@@ -252,13 +252,13 @@ static void run_matrix(struct hf_env *e, bool write)
  * are 4 KiB aligned and refuse, changing nothing, when the file offset or
  * size is not (layer notes, KFD). Guards on both sides stay untouched.
  */
-static void test_read_matrix(void *data)
+void test_read_matrix(void *data)
 {
 	run_matrix(data, false);
 }
 
 /* write-matrix: the same promises in the other direction (hipFileWrite, hipAmdFileWrite...). */
-static void test_write_matrix(void *data)
+void test_write_matrix(void *data)
 {
 	run_matrix(data, true);
 }
@@ -269,7 +269,7 @@ static void test_write_matrix(void *data)
  * an unregistered one (both checked against the same pattern), aligned or
  * not, read and write. hipFile only: the other entries have no registration.
  */
-static void test_registered_matrix(void *data)
+void test_registered_matrix(void *data)
 {
 	static const size_t pick[] = { 3, 4, 5, 6 }; /* 4096, 4097, 64k, 1m4k */
 	static const size_t opick[] = { 0, 2, 3 };   /* 0, 4096, 1m1 */
@@ -317,7 +317,7 @@ static void subrange_read(struct hf_env *e, gc_hipfile_handle fh, char *base, in
  * allocated memory region") and hipFileInvalidMappingSize ("Accessing memory
  * beyond pinned memory buffer") for it; which one is recorded.
  */
-static void test_read_registered_subrange(void *data)
+void test_read_registered_subrange(void *data)
 {
 	struct hf_env *e = data;
 	char *dev = e->dev, *end = dev + DEV_LEN;
@@ -352,19 +352,11 @@ static const struct gc_fixture fixture = {
 };
 
 static const struct gc_subtest subtests[] = {
-	{ "read-matrix", test_read_matrix,
-	  "every size x file offset x buffer offset read byte-exact, guards untouched" },
-	{ "write-matrix", test_write_matrix,
-	  "every size x file offset x buffer offset written byte-exact, the rest of the file "
-	  "untouched" },
-	{ "registered-matrix", test_registered_matrix,
-	  "a registered buffer gives the same bytes as an unregistered one" },
-	{ "read-registered-subrange", test_read_registered_subrange,
-	  "a read into the middle of a registered allocation lands exactly there" },
-	HF_EDGE_SUBTESTS
-	HF_CONC_SUBTESTS
-	HF_BATCH_SUBTESTS
-	HF_PERF_SUBTESTS
+	GC_FASTPATH_MATRIX_SUBTESTS
+	GC_FASTPATH_EDGE_SUBTESTS
+	GC_FASTPATH_CONC_SUBTESTS
+	GC_FASTPATH_BATCH_SUBTESTS
+	GC_FASTPATH_PERF_SUBTESTS
 	{ 0 }
 };
 
