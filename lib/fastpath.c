@@ -30,38 +30,6 @@ say(char *why, size_t why_len, const char *fmt, ...)
 
 /* -------------------------------------------------------- scratch files */
 
-/* lib/io's rule for tags: [A-Za-z0-9_-], not empty. */
-static bool tag_ok(const char *tag)
-{
-	if (!tag || !*tag)
-		return false;
-	for (; *tag; tag++)
-		if (!(*tag >= 'a' && *tag <= 'z') && !(*tag >= 'A' && *tag <= 'Z') &&
-		    !(*tag >= '0' && *tag <= '9') && *tag != '_' && *tag != '-')
-			return false;
-	return true;
-}
-
-/*
- * gc_io_scratch_file()'s naming and mode, but in dir rather than the
- * environment's scratch dir: "<dir>/gpuconform-<tag>-XXXXXX", 0600, O_CLOEXEC.
- */
-static int scratch_mkstemp(const char *dir, const char *tag, char *path, size_t len, int *fd)
-{
-	int n, r;
-
-	if (!tag_ok(tag))
-		return -EINVAL;
-	n = snprintf(path, len, "%s/" GC_SCRATCH_PREFIX "%s-XXXXXX", dir, tag);
-	if (n < 0 || (size_t)n >= len)
-		return -ENAMETOOLONG;
-	r = mkostemp(path, O_CLOEXEC);
-	if (r < 0)
-		return -errno;
-	*fd = r;
-	return 0;
-}
-
 /* Open fd's file again through /proc/self/fd/N: works after unlink. */
 static int reopen_fd(int fd, int flags, int *out)
 {
@@ -123,7 +91,7 @@ static int probe_odirect(struct gc_fp_scratch *s, char *why, size_t why_len)
 	char path[sizeof(s->dir) + 64];
 	int fd, dfd = -1, r;
 
-	r = scratch_mkstemp(s->dir, "probe", path, sizeof(path), &fd);
+	r = gc_io_scratch_file_in(s->dir, "probe", path, sizeof(path), &fd);
 	if (r < 0) {
 		say(why, why_len, "scratch dir %s: cannot create a file there: %s", s->dir,
 		    strerror(-r));
@@ -375,7 +343,7 @@ int gc_fp_file_create(const struct gc_fp_scratch *s, const char *tag, uint64_t s
 	f->fd = -1;
 	f->size = size;
 	f->seed = seed;
-	r = scratch_mkstemp(s->dir, tag, f->path, sizeof(f->path), &bfd);
+	r = gc_io_scratch_file_in(s->dir, tag, f->path, sizeof(f->path), &bfd);
 	if (r < 0) {
 		say(why, why_len, "create %s/" GC_SCRATCH_PREFIX "%s-XXXXXX: %s", s->dir,
 		    tag ? tag : "(null)", strerror(-r));

@@ -418,13 +418,22 @@ static bool tag_is_valid(const char *tag)
 int gc_io_scratch_file(const char *tag, char *path, size_t len, int *fd)
 {
 	char dir[PATH_MAX];
-	int r, n;
+	int r;
 
 	if (!tag_is_valid(tag))
 		return -EINVAL;
 	r = gc_io_scratch_dir(dir, sizeof(dir));
 	if (r)
 		return r;
+	return gc_io_scratch_file_in(dir, tag, path, len, fd);
+}
+
+int gc_io_scratch_file_in(const char *dir, const char *tag, char *path, size_t len, int *fd)
+{
+	int r, n;
+
+	if (!tag_is_valid(tag))
+		return -EINVAL;
 	n = snprintf(path, len, "%s/" GC_SCRATCH_PREFIX "%s-XXXXXX", dir, tag);
 	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;

@@ -149,5 +149,7 @@ int gc_io_scratch_dir(char *out, size_t len);
  * tag: [A-Za-z0-9_-], else -EINVAL.
  */
 int gc_io_scratch_file(const char *tag, char *path, size_t len, int *fd);
+/* The same in dir rather than the scratch directory. */
+int gc_io_scratch_file_in(const char *dir, const char *tag, char *path, size_t len, int *fd);
 
 #endif
