@@ -16,9 +16,12 @@
 
 /* cufile_io's own, beside the shared list. */
 void test_error_convention(void *data);
+void test_shrinking_file(void *data);
 #define CF_EXTRA_SUBTESTS                                                                     \
 	{ "error-convention", test_error_convention,                                           \
-	  "errors are -1 + the POSIX errno, or a negative CUfileOpError" },
+	  "errors are -1 + the POSIX errno, or a negative CUfileOpError" },                    \
+	{ "shrinking-file", test_shrinking_file,                                               \
+	  "a file truncated under a registered handle: short, exact reads, no stale bytes" },
 
 /* Shared by the groups. */
 #define SEED_A 0xa11ce001u

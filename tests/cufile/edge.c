@@ -87,6 +87,26 @@ void test_read_across_eof(void *data)
 	edge_close(&x);
 }
 
+/*
+ * shrinking-file: the file is truncated to 5000 bytes after registration (as
+ * another process might): a read of 64 KiB from 0 returns what is left,
+ * exact, and follows read-across-eof's rule past it; a read that now starts
+ * past the end returns 0. Never stale bytes from before the truncation.
+ */
+void test_shrinking_file(void *data)
+{
+	struct edge x;
+	ssize_t r;
+
+	edge_open(&x, data, 256 * KIB, 128 * KIB);
+	gc_assert_syscall(ftruncate(x.f.fd, 5000));
+	r = edge_read(&x, 64 * KIB, 0, 0, "read after the file shrank to 5000 bytes");
+	gc_assert_cmpint(r, ==, 5000);
+	r = edge_read(&x, 64 * KIB, 64 * KIB, 0, "read at the old middle of the file");
+	gc_assert_cmpint(r, ==, 0);
+	edge_close(&x);
+}
+
 /* read-at-eof: a read at or past EOF transfers nothing and returns 0 (POSIX). */
 void test_read_at_eof(void *data)
 {
