@@ -8,6 +8,10 @@ From results_dir/results.json:
     run's, medians marked, with the comparison's verdict and its evidence
     (results.json "comparisons": a list of baseline.Comparison.to_json(); a
     run without them plots this run's samples alone);
+  - where the run holds gap.MODE.SHAPE metrics (the bubbles binaries), a
+    "Dispatch gaps" section: per shape one plot of every mode's gaps on a
+    shared axis, p50 / p99 / max and bubbles per mode beside it, the
+    shape's overhead ratios below;
   - per test its duration, a bar chart sorted longest first;
   - the results table, failures first, states in colour, every reason, note
     and output escaped (test output can contain anything).
@@ -26,8 +30,9 @@ import os
 import re
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .baseline import BaselineError, load_results
 from .stats import median, quantile
@@ -119,61 +124,117 @@ def _thin(values: Sequence[float], limit: int) -> list[float]:
 # ------------------------------------------------------------------- plots
 
 
-def _distribution_svg(rows: list[tuple[str, Sequence[float], str]], unit: str,
-                      title: str) -> str:
-    """Strip plot with a box (quartiles) and the median per row:
-    rows = [(label, samples, colour)]."""
-    allv = [v for _, s, _ in rows for v in s]
-    factor, shown_unit = _display_unit(unit, allv)
-    allv = [v * factor for v in allv]
-    lo, hi = min(allv), max(allv)
-    if hi == lo:
-        pad = abs(lo) * 0.01 or 1.0
-        lo, hi = lo - pad, hi + pad
-    else:
-        pad = (hi - lo) * 0.05
-        lo, hi = lo - pad, hi + pad
-    width, left, right, row_h, top = 760, 130, 20, 46, 10
-    plot_w = width - left - right
-    height = top + row_h * len(rows) + 38
+@dataclass(frozen=True)
+class _Axis:
+    """Maps values (already in the shown unit) to x pixels: linear, or log10
+    where log is set (values <= lo are drawn at lo)."""
+    lo: float
+    hi: float
+    left: int
+    width: int  # of the plot area, pixels
+    log: bool = False
 
-    def x(v: float) -> float:
-        return left + (v - lo) / (hi - lo) * plot_w
+    def x(self, v: float) -> float:
+        if self.log:
+            frac = math.log10(max(v, self.lo) / self.lo) / math.log10(self.hi / self.lo)
+        else:
+            frac = (v - self.lo) / (self.hi - self.lo)
+        return self.left + frac * self.width
 
-    parts = [f'<svg class="plot" role="img" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}"><title>{_e(title)}</title>']
-    axis_y = top + row_h * len(rows) + 4
-    for t in _nice_ticks(lo, hi):
-        tx = x(t)
+    def ticks(self) -> list[float]:
+        return _log_ticks(self.lo, self.hi) if self.log else _nice_ticks(self.lo, self.hi)
+
+
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    """Ticks at 1, then 1-2-5, then every digit times the powers of ten in
+    [lo, hi]: the first of these that gives at least 4."""
+    decades = range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+    ticks: list[float] = []
+    for mantissas in ((1,), (1, 2, 5), tuple(range(1, 10))):
+        ticks = [m * 10.0 ** k for k in decades for m in mantissas if lo <= m * 10.0 ** k <= hi]
+        if len(ticks) >= 4:
+            break
+    return ticks
+
+
+def _padded(lo: float, hi: float) -> tuple[float, float]:
+    """[lo, hi] widened by 5% each side (1% of the value, or 1, when empty)."""
+    pad = (hi - lo) * 0.05 if hi > lo else abs(lo) * 0.01 or 1.0
+    return lo - pad, hi + pad
+
+
+def _axis_svg(axis: _Axis, top: int, axis_y: float, shown_unit: str, note: str) -> list[str]:
+    """Grid lines at the ticks, their labels, the axis line, its unit and a note."""
+    parts = []
+    for t in axis.ticks():
+        tx = axis.x(t)
         parts.append(f'<line x1="{tx:.1f}" y1="{top}" x2="{tx:.1f}" y2="{axis_y}" '
                      f'stroke="#e0e0e0"/>')
         parts.append(f'<text x="{tx:.1f}" y="{axis_y + 14}" font-size="11" '
                      f'text-anchor="middle">{_e(_num(t))}</text>')
-    parts.append(f'<line x1="{left}" y1="{axis_y}" x2="{width - right}" y2="{axis_y}" '
+    end = axis.left + axis.width
+    parts.append(f'<line x1="{axis.left}" y1="{axis_y}" x2="{end}" y2="{axis_y}" '
                  f'stroke="#424242"/>')
-    parts.append(f'<text x="{width - right}" y="{axis_y + 30}" font-size="11" '
+    parts.append(f'<text x="{end}" y="{axis_y + 30}" font-size="11" '
                  f'text-anchor="end">{_e(shown_unit)}</text>')
-    for i, (label, samples, colour) in enumerate(rows):
-        cy = top + row_h * i + row_h / 2
-        vals = [v * factor for v in samples]
-        parts.append(f'<text x="{left - 8}" y="{cy + 4:.1f}" font-size="12" '
-                     f'text-anchor="end">{_e(label)}</text>')
-        q1, q2, q3 = quantile(vals, 0.25), median(vals), quantile(vals, 0.75)
-        parts.append(f'<rect x="{x(q1):.1f}" y="{cy - 14:.1f}" '
-                     f'width="{max(x(q3) - x(q1), 1.0):.1f}" height="28" fill="{colour}" '
-                     f'fill-opacity="0.15" stroke="{colour}"/>')
-        parts.append(f'<line x1="{x(min(vals)):.1f}" y1="{cy:.1f}" x2="{x(max(vals)):.1f}" '
-                     f'y2="{cy:.1f}" stroke="{colour}" stroke-opacity="0.5"/>')
-        for j, v in enumerate(_thin(vals, MAX_POINTS)):
-            jitter = ((j * 37) % 23 - 11) * 1.0  # deterministic spread, +-11 px
-            parts.append(f'<circle cx="{x(v):.1f}" cy="{cy + jitter:.1f}" r="2.2" '
-                         f'fill="{colour}" fill-opacity="0.6"/>')
-        parts.append(f'<line class="median" x1="{x(q2):.1f}" y1="{cy - 18:.1f}" '
-                     f'x2="{x(q2):.1f}" y2="{cy + 18:.1f}" stroke="{colour}" '
-                     f'stroke-width="3"><title>median {_e(_num(q2))} {_e(shown_unit)}'
-                     f'</title></line>')
+    if note:
+        parts.append(f'<text x="{axis.left}" y="{axis_y + 30}" font-size="11" '
+                     f'fill="#757575">{_e(note)}</text>')
+    return parts
+
+
+def _row_svg(label: str, vals: Sequence[float], points: Sequence[float], colour: str,
+             cy: float, axis: _Axis, shown_unit: str) -> list[str]:
+    """One row of a strip + box plot: label, quartiles' box, a line from min
+    to max, the points (jittered) and the median; values in the shown unit."""
+    x = axis.x
+    parts = [f'<text x="{axis.left - 8}" y="{cy + 4:.1f}" font-size="12" '
+             f'text-anchor="end">{_e(label)}</text>']
+    q1, q2, q3 = quantile(vals, 0.25), median(vals), quantile(vals, 0.75)
+    parts.append(f'<rect x="{x(q1):.1f}" y="{cy - 14:.1f}" '
+                 f'width="{max(x(q3) - x(q1), 1.0):.1f}" height="28" fill="{colour}" '
+                 f'fill-opacity="0.15" stroke="{colour}"/>')
+    parts.append(f'<line x1="{x(min(vals)):.1f}" y1="{cy:.1f}" x2="{x(max(vals)):.1f}" '
+                 f'y2="{cy:.1f}" stroke="{colour}" stroke-opacity="0.5"/>')
+    for j, v in enumerate(points):
+        jitter = ((j * 37) % 23 - 11) * 1.0  # deterministic spread, +-11 px
+        parts.append(f'<circle cx="{x(v):.1f}" cy="{cy + jitter:.1f}" r="2.2" '
+                     f'fill="{colour}" fill-opacity="0.6"/>')
+    parts.append(f'<line class="median" x1="{x(q2):.1f}" y1="{cy - 18:.1f}" '
+                 f'x2="{x(q2):.1f}" y2="{cy + 18:.1f}" stroke="{colour}" '
+                 f'stroke-width="3"><title>median {_e(_num(q2))} {_e(shown_unit)}'
+                 f'</title></line>')
+    return parts
+
+
+def _strip_box_svg(rows: list[tuple[str, list[float], str]], axis: _Axis, shown_unit: str,
+                   title: str, thin: Callable[[list[float]], list[float]],
+                   note: str = "") -> str:
+    """Rows [(label, values in the shown unit, colour)] on one axis; thin
+    picks the points drawn of a row's values."""
+    width, row_h, top = axis.left + axis.width + 20, 46, 10
+    height = top + row_h * len(rows) + 38
+    axis_y = top + row_h * len(rows) + 4
+    parts = [f'<svg class="plot" role="img" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}"><title>{_e(title)}</title>']
+    parts.extend(_axis_svg(axis, top, axis_y, shown_unit, note))
+    for i, (label, vals, colour) in enumerate(rows):
+        parts.extend(_row_svg(label, vals, thin(vals), colour, top + row_h * i + row_h / 2,
+                              axis, shown_unit))
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _distribution_svg(rows: list[tuple[str, Sequence[float], str]], unit: str,
+                      title: str) -> str:
+    """Strip plot with a box (quartiles) and the median per row:
+    rows = [(label, samples, colour)]."""
+    factor, shown_unit = _display_unit(unit, [v for _, s, _ in rows for v in s])
+    scaled = [(label, [v * factor for v in s], colour) for label, s, colour in rows]
+    allv = [v for _, s, _ in scaled for v in s]
+    lo, hi = _padded(min(allv), max(allv))
+    return _strip_box_svg(scaled, _Axis(lo, hi, 130, 610), shown_unit, title,
+                          lambda v: _thin(v, MAX_POINTS))
 
 
 def _durations_svg(items: list[tuple[str, float, str]]) -> str:
@@ -238,6 +299,235 @@ def _run_metrics(tests: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+# ------------------------------------------------------------ dispatch gaps
+#
+# The bubbles binaries (cuda_bubbles, hip_bubbles) record, per MODE and SHAPE:
+# gap.MODE.SHAPE (a subsample of the gaps between dependent kernels),
+# gap-p50 / gap-p99 / gap-max.MODE.SHAPE (over all gaps), bubbles.MODE.SHAPE
+# and overhead.RATIO.SHAPE. The section draws, per shape, every mode's gaps on
+# one shared axis, with the numbers beside the plot and the ratios below it.
+#
+# Why box + strip on one axis, not a histogram per mode: the question is how
+# the modes differ (stream vs graph, traced vs untraced), and rows sharing an
+# axis line up the boxes and medians for direct comparison, while every dot is
+# a real gap, so the tail and its bubbles stand out as dots far to the right;
+# histograms need a panel each and their peaks read less precisely across
+# panels. Why log10 once the values span more than LOG_AXIS_SPAN: gap tails
+# reach tens to thousands of times the median, which squashes the boxes into
+# a few pixels on a linear axis; on a log axis a ratio is a distance, as the
+# overhead ratios are reported.
+
+GAP_SHAPES = ("chain2", "chain16", "chain256", "chain8192", "wide16", "wide256", "mixed",
+              "launch")
+GAP_MODES = ("stream", "graph", "graph-trace", "graph-trace-serial", "graph-detached")
+_GAP_KINDS = ("gap", "gap-p50", "gap-p99", "gap-max", "bubbles", "overhead")
+_GAP_STATS = (("gap-p50", 0.5), ("gap-p99", 0.99), ("gap-max", 1.0))
+_MODE_COLOURS = {"stream": "#ef6c00", "graph": "#1565c0", "graph-trace": "#c62828",
+                 "graph-trace-serial": "#6a1b9a", "graph-detached": "#2e7d32"}
+_OTHER_MODE_COLOUR = "#424242"
+LOG_AXIS_SPAN = 10.0  # max / smallest positive value beyond which the gap axis is log10
+GAP_PLOT_LEFT, GAP_PLOT_W = 130, 460  # label column, plot area (pixels): the table fits beside
+GAP_TAIL_POINTS = MAX_POINTS // 10  # the largest gaps, always drawn
+GAP_LABEL_CHARS = 22
+
+
+@dataclass(frozen=True)
+class _GapSet:
+    """One metric KIND.MODE.SHAPE of test@subtest[@dynamic] (MODE is the
+    ratio's name for KIND overhead)."""
+    test: str
+    dynamic: str
+    subtest: str
+    kind: str
+    mode: str
+    shape: str
+    unit: str
+    samples: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class _GapRow:
+    """One mode's gaps in one shape's plot, and the metrics that summarise them."""
+    label: str
+    colour: str
+    gaps: _GapSet
+    stats: Mapping[str, _GapSet]  # kind -> metric
+
+
+def _parse_gap_name(name: str) -> tuple[str, str, str] | None:
+    """(kind, mode, shape) of a gap-family metric name, else None."""
+    parts = name.split(".", 2)
+    if len(parts) != 3 or parts[0] not in _GAP_KINDS or not parts[1] or not parts[2]:
+        return None
+    return parts[0], parts[1], parts[2]
+
+
+def _gap_sets(tests: Mapping[str, Any]) -> list[_GapSet]:
+    out = []
+    for rec in tests.values():
+        for m in rec.get("metrics") or []:
+            parsed = _parse_gap_name(str(m.get("name", "")))
+            samples = tuple(_floats(m.get("samples")))
+            if parsed is None or not samples:
+                continue
+            out.append(_GapSet(str(m.get("test", "")), str(m.get("dynamic") or ""),
+                               str(m.get("subtest", "")), *parsed, str(m.get("unit", "")),
+                               samples))
+    return out
+
+
+def _rank(name: str, order: Sequence[str]) -> tuple[int, str]:
+    """Known names in their order, then any other by name."""
+    return (order.index(name), "") if name in order else (len(order), name)
+
+
+def _gap_groups(sets: list[_GapSet]) -> list[list[_GapSet]]:
+    """The sets per (shape, test, dynamic), shapes in GAP_SHAPES order: one
+    plot each (a merged run of two binaries or devices plots each apart)."""
+    groups: dict[tuple[str, str, str], list[_GapSet]] = {}
+    for s in sets:
+        groups.setdefault((s.shape, s.test, s.dynamic), []).append(s)
+    keys = sorted(groups, key=lambda k: (_rank(k[0], GAP_SHAPES), k[1], k[2]))
+    return [groups[k] for k in keys]
+
+
+def _row_stat(group: list[_GapSet], gaps: _GapSet, kind: str) -> _GapSet | None:
+    """The KIND metric of gaps' mode: from gaps' own subtest, else the only
+    one where no other subtest recorded gaps of that mode (it could be theirs)."""
+    found = [s for s in group if s.kind == kind and s.mode == gaps.mode]
+    same = [s for s in found if s.subtest == gaps.subtest]
+    if same:
+        return same[0]
+    shared = any(s.kind == "gap" and s.mode == gaps.mode and s.subtest != gaps.subtest
+                 for s in group)
+    return found[0] if len(found) == 1 and not shared else None
+
+
+def _gap_rows(group: list[_GapSet]) -> list[_GapRow]:
+    """One row per gap metric, modes in GAP_MODES order; a mode recorded by
+    more than one subtest is labelled with the subtest."""
+    gaps = sorted((s for s in group if s.kind == "gap"),
+                  key=lambda s: (_rank(s.mode, GAP_MODES), s.subtest))
+    per_mode: dict[str, int] = {}
+    for g in gaps:
+        per_mode[g.mode] = per_mode.get(g.mode, 0) + 1
+    rows = []
+    for g in gaps:
+        label = g.mode if per_mode[g.mode] == 1 else f"{g.mode} @{g.subtest}"
+        stats = {k: s for k in ("gap-p50", "gap-p99", "gap-max", "bubbles")
+                 if (s := _row_stat(group, g, k)) is not None}
+        rows.append(_GapRow(label, _MODE_COLOURS.get(g.mode, _OTHER_MODE_COLOUR), g, stats))
+    return rows
+
+
+def _thin_keep_tail(values: list[float]) -> list[float]:
+    """At most MAX_POINTS of values: the GAP_TAIL_POINTS largest (the
+    bubbles are what a gap plot is for), the rest thinned evenly in order."""
+    if len(values) <= MAX_POINTS:
+        return values
+    cut = sorted(values)[-GAP_TAIL_POINTS]
+    tail = [v for v in values if v >= cut][-GAP_TAIL_POINTS:]
+    return _thin([v for v in values if v < cut], MAX_POINTS - len(tail)) + tail
+
+
+def _gap_axis(values: Sequence[float]) -> _Axis:
+    """Log10 over [smallest positive, max] when that spans more than
+    LOG_AXIS_SPAN, else linear over [min, max], padded either way."""
+    positive = [v for v in values if v > 0]
+    if positive and max(positive) / min(positive) > LOG_AXIS_SPAN:
+        return _Axis(min(positive) / 1.25, max(positive) * 1.25, GAP_PLOT_LEFT, GAP_PLOT_W,
+                     log=True)
+    lo, hi = _padded(min(values), max(values))
+    return _Axis(lo, hi, GAP_PLOT_LEFT, GAP_PLOT_W)
+
+
+def _short(label: str) -> str:
+    return label if len(label) <= GAP_LABEL_CHARS else label[:GAP_LABEL_CHARS - 3] + "..."
+
+
+def _gaps_svg(rows: list[_GapRow], title: str) -> str:
+    """Every row's gaps on one axis, in the unit that suits their median."""
+    unit = rows[0].gaps.unit
+    factor, shown_unit = _display_unit(unit, [v for r in rows for v in r.gaps.samples])
+    scaled = [(_short(r.label), [v * factor for v in r.gaps.samples], r.colour) for r in rows]
+    axis = _gap_axis([v for _, vals, _ in scaled for v in vals])
+    clamped = sum(1 for _, vals, _ in scaled for v in vals if v < axis.lo) if axis.log else 0
+    note = f"{clamped} gaps <= 0 drawn at the left end" if clamped else ""
+    return _strip_box_svg(scaled, axis, shown_unit + (" (log scale)" if axis.log else ""),
+                          title, _thin_keep_tail, note)
+
+
+def _fmt(v: float, unit: str) -> str:
+    """A value in the unit that suits it: 1234 ns -> 1.234 us; 'x' attached."""
+    factor, shown = _display_unit(unit, [v])
+    return f"{_num(v * factor)}{shown}" if shown == "x" else f"{_num(v * factor)} {shown}"
+
+
+def _stat_cell(row: _GapRow, kind: str, q: float) -> str:
+    """The recorded KIND (over all gaps) or, without it, the subsample's quantile q."""
+    m = row.stats.get(kind)
+    if m is not None:
+        return _e(_fmt(median(m.samples), m.unit))
+    return (f"{_e(_fmt(quantile(row.gaps.samples, q), row.gaps.unit))}"
+            '<br><span class="muted">of the subsample</span>')
+
+
+def _bubbles_cell(row: _GapRow) -> str:
+    m = row.stats.get("bubbles")
+    if m is None:  # the rule (a multiple of the shape's p50) is the binary's: not guessed here
+        return '<span class="muted">not recorded</span>'
+    return _e(_num(median(m.samples)))
+
+
+def _gap_table(rows: list[_GapRow]) -> str:
+    out = ['<table class="gapstats"><tr><th>mode</th><th>n</th><th>p50</th><th>p99</th>'
+           "<th>max</th><th>bubbles</th></tr>"]
+    for r in rows:
+        cells = [_stat_cell(r, kind, q) for kind, q in _GAP_STATS] + [_bubbles_cell(r)]
+        out.append(f'<tr><td><span style="color:{r.colour}">&#9632;</span> {_e(r.label)}</td>'
+                   f"<td>{len(r.gaps.samples)}</td>"
+                   + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _overhead_list(group: list[_GapSet]) -> str:
+    ratios = sorted((s for s in group if s.kind == "overhead"), key=lambda s: (s.mode, s.subtest))
+    if not ratios:
+        return '<div class="explain muted">no overhead ratios recorded for this shape</div>'
+    items = []
+    for s in ratios:
+        many = f" (median of {len(s.samples)})" if len(s.samples) > 1 else ""
+        items.append(f"<li>{_e(s.mode)}: {_e(_fmt(median(s.samples), s.unit))}{many}</li>")
+    return '<ul class="overheads">' + "".join(items) + "</ul>"
+
+
+def _gap_group_html(group: list[_GapSet]) -> str:
+    first = group[0]
+    source = first.test + (f"@{first.dynamic}" if first.dynamic else "")
+    rows = _gap_rows(group)
+    title = f"dispatch gaps: {source}: {first.shape}"
+    return (f'<div class="gapshape" id="gaps-{_e(source)}-{_e(first.shape)}">'
+            f'<h3>{_e(first.shape)} <span class="muted">{_e(source)}</span></h3>'
+            f'<div class="gaprow">{_gaps_svg(rows, title)}{_gap_table(rows)}</div>'
+            f"{_overhead_list(group)}</div>")
+
+
+def _gap_section(tests: Mapping[str, Any]) -> tuple[list[str], int]:
+    """The "Dispatch gaps" section and its plot count; nothing without gap metrics."""
+    groups = [g for g in _gap_groups(_gap_sets(tests)) if any(s.kind == "gap" for s in g)]
+    if not groups:
+        return [], 0
+    out = ['<h2 id="gaps">Dispatch gaps</h2>',
+           '<p class="explain">Idle time between dependent kernels, from the kernels\' own '
+           "device timestamps: per shape, every mode's gaps on one axis (box: quartiles, "
+           "bar: median, dots: gaps, the largest always drawn). p50 / p99 / max are over all "
+           "gaps where the binary recorded them, else of the subsample plotted; bubbles: gaps "
+           "over the binary's stated multiple of the shape's p50.</p>"]
+    out.extend(_gap_group_html(g) for g in groups)
+    return out, len(groups)
+
+
 # -------------------------------------------------------------------- page
 
 _CSS = """
@@ -253,6 +543,9 @@ th{background:#f5f5f5}
 pre{white-space:pre-wrap;word-break:break-all;background:#fafafa;border:1px solid #eee;
 padding:4px;max-height:30em;overflow:auto;font-size:12px}
 .muted{color:#757575}
+.gaprow{display:flex;flex-wrap:wrap;align-items:flex-start;gap:1em}
+table.gapstats{width:auto;flex:1 1 0;font-size:12px}
+table.gapstats td:first-child{white-space:nowrap}h3{font-size:1em;margin:1em 0 .3em}
 """
 
 _SCRIPT = """
@@ -375,12 +668,13 @@ def render_html(data: Mapping[str, Any], title: str = "gpuconform results") -> s
         vcounts[str(c.get("verdict"))] = vcounts.get(str(c.get("verdict")), 0) + 1
 
     metric_html, n_metric_plots = _metric_sections(data)
+    gap_html, n_gap_plots = _gap_section(tests)
     durations = [(name, float(rec["duration"]), _STATE_COLOURS.get(str(rec.get("result")), "#000"))
                  for name, rec in tests.items()
                  if isinstance(rec.get("duration"), (int, float))
                  and not isinstance(rec.get("duration"), bool)
                  and math.isfinite(rec["duration"]) and rec.get("result") != "notrun"]
-    n_plots = n_metric_plots + (1 if durations else 0)
+    n_plots = n_metric_plots + n_gap_plots + (1 if durations else 0)
 
     p: list[str] = [
         "<!DOCTYPE html>",
@@ -409,6 +703,7 @@ def render_html(data: Mapping[str, Any], title: str = "gpuconform results") -> s
     if info:
         p.append('<table id="run" style="width:auto">' + "".join(info) + "</table>")
 
+    p.extend(gap_html)  # before the per-metric plots, which can run to hundreds
     p.append('<h2 id="metrics">Metrics</h2>')
     if comps:
         p.append("<p>" + ", ".join(f"{_verdict_badge(v)} {n}" for v, n in sorted(vcounts.items()))

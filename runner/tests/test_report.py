@@ -5,6 +5,7 @@ page's own script counts them into <body data-plots>)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -156,6 +157,163 @@ def test_bad_results_are_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "report.html").exists()
 
 
+# ------------------------------------------------------------ dispatch gaps
+
+
+def bubbles_metric(sub: str, name: str, samples: list[float], unit: str = "ns",
+                   test: str = "cuda_bubbles") -> dict[str, Any]:
+    return {"test": test, "subtest": sub, "dynamic": None, "name": name, "unit": unit,
+            "better": "lower", "samples": samples}
+
+
+GAP_MODES = ("stream", "graph", "graph-trace")
+# wide16: recorded gaps only, so p50 / p99 / max come from these samples:
+# 2000, 2010, ... 3000 ns -> p50 2500, p99 (rank 99 of 0..100) 2990, max 3000
+WIDE16_GAPS = [2000.0 + 10 * i for i in range(101)]
+
+
+def chain16_metrics() -> list[dict[str, Any]]:
+    """Three modes with every summary metric, and two overhead ratios."""
+    out = []
+    for k, mode in enumerate(GAP_MODES):
+        gaps = [1000.0 * (k + 1) + (i % 40) * 5 for i in range(400)] + [90000.0 * (k + 1)]
+        out.append(bubbles_metric("chain16", f"gap.{mode}.chain16", gaps))
+        out.append(bubbles_metric("chain16", f"gap-p50.{mode}.chain16", [1050.0 + k]))
+        out.append(bubbles_metric("chain16", f"gap-p99.{mode}.chain16", [4321.0 + k]))
+        out.append(bubbles_metric("chain16", f"gap-max.{mode}.chain16", [250000.0 + k]))
+        out.append(bubbles_metric("chain16", f"bubbles.{mode}.chain16", [17.0 + k], "count"))
+    out.append(bubbles_metric("chain16", "overhead.gap-p50-trace-over-graph.chain16", [1.42],
+                              "x"))
+    out.append(bubbles_metric("chain16", "overhead.graph-time-trace-over-graph.chain16", [2.5],
+                              "x"))
+    return out
+
+
+def gap_results() -> dict[str, Any]:
+    """synthetic() plus cuda_bubbles gap metrics of two shapes, wide16 listed first."""
+    data = synthetic()
+    wide = [bubbles_metric("wide16", f"gap.{mode}.wide16", WIDE16_GAPS) for mode in GAP_MODES]
+    data["tests"]["cuda_bubbles@wide16"] = {"result": "pass", "duration": 2.0, "metrics": wide}
+    data["tests"]["cuda_bubbles@chain16"] = {"result": "pass", "duration": 3.0,
+                                             "metrics": chain16_metrics()}
+    return data
+
+
+def gap_section(page: str) -> str:
+    assert page.count('<h2 id="gaps">Dispatch gaps</h2>') == 1
+    return page[page.index('<h2 id="gaps">'):page.index('<h2 id="metrics">')]
+
+
+def gap_cells(html_part: str, label: str) -> list[str]:
+    """The cells after the mode's own of its row in a gap table."""
+    rows = re.findall(r"<tr><td><span style=\"color:#[0-9a-f]{6}\">&#9632;</span> "
+                      + re.escape(label) + r"</td>(.*?)</tr>", html_part)
+    assert len(rows) == 1, (label, rows)
+    return re.findall(r"<td>(.*?)</td>", rows[0])
+
+
+def test_gap_section_one_plot_per_shape_with_numbers() -> None:
+    page = render_html(gap_results())
+    sec = gap_section(page)
+    # one plot per shape, shapes in the suite's order (chain16 before wide16)
+    assert sec.count('<svg class="plot"') == 2
+    assert sec.index("<h3>chain16 ") < sec.index("<h3>wide16 ")
+    assert "<title>dispatch gaps: cuda_bubbles: chain16</title>" in sec
+    # every gap metric also has its own plot in Metrics: 4 of synthetic() (3 + durations),
+    # 5 x 3 + 2 of chain16, 3 of wide16, and the 2 here
+    assert plots_expected(page) == 4 + (15 + 2) + 3 + 2
+    chain, wide = sec.split("<h3>wide16 ")
+    # each plot: the three modes, in the suite's order, one median each
+    for part in (chain, wide):
+        svg = part[part.index("<svg"):part.index("</svg>")]
+        labels = re.findall(r'font-size="12" text-anchor="end">([^<]+)</text>', svg)
+        assert labels == list(GAP_MODES) and svg.count('class="median"') == 3
+    # chain16: the recorded p50 / p99 / max / bubbles; its ratios below the plot
+    assert gap_cells(chain, "graph-trace") == ["401", "1.052 us", "4.323 us", "250 us", "19"]
+    assert gap_cells(chain, "stream") == ["401", "1.05 us", "4.321 us", "250 us", "17"]
+    assert "of the subsample</span>" not in chain
+    assert "<li>gap-p50-trace-over-graph: 1.42x</li>" in chain
+    assert "<li>graph-time-trace-over-graph: 2.5x</li>" in chain
+    assert chain.index("</svg>") < chain.index("<li>gap-p50-trace-over-graph")
+    # its tail reaches 90x the bulk: a log axis
+    assert "(log scale)" in chain
+    # wide16: computed from the samples and labelled so; no bubble rule guessed
+    sub = '<br><span class="muted">of the subsample</span>'
+    assert gap_cells(wide, "graph") == ["101", "2.5 us" + sub, "2.99 us" + sub, "3 us" + sub,
+                                        '<span class="muted">not recorded</span>']
+    assert "no overhead ratios recorded" in wide and "(log scale)" not in wide
+
+
+def test_no_gap_metrics_no_section() -> None:
+    data = synthetic()
+    # names that only resemble the family are not gap metrics
+    data["tests"]["bin@fast"]["metrics"] += [metric("fast", "gap", [1.0, 2.0]),
+                                             metric("fast", "gapx.graph.chain2", [1.0]),
+                                             metric("fast", "gap-p50.graph.chain2", [1.0])]
+    page = render_html(data)
+    assert "Dispatch gaps" not in page and 'id="gaps"' not in page
+    assert plots_expected(page) == 4 + 3  # as before, plus the three metrics' own plots
+
+
+def test_gap_mode_of_two_subtests_is_labelled_with_each() -> None:
+    data = gap_results()
+    data["tests"]["cuda_bubbles@detach"] = {"result": "pass", "duration": 1.0, "metrics": [
+        bubbles_metric("detach", "gap.graph.chain16", [1500.0, 1600.0, 1700.0]),
+        bubbles_metric("detach", "gap.graph-detached.chain16", [1550.0, 1650.0])]}
+    chain = gap_section(render_html(data)).split("<h3>wide16 ")[0]
+    # each keeps its own subtest's summary metrics; detach has none
+    assert gap_cells(chain, "graph @chain16")[1] == "1.051 us"
+    assert gap_cells(chain, "graph @detach")[1].endswith("of the subsample</span>")
+    assert gap_cells(chain, "graph-detached")[0] == "2"
+    svg = chain[chain.index("<svg"):chain.index("</svg>")]
+    assert re.findall(r'font-size="12" text-anchor="end">([^<]+)</text>', svg) == [
+        "stream", "graph @chain16", "graph @detach", "graph-trace", "graph-detached"]
+
+
+def test_gap_plot_keeps_the_largest_gaps() -> None:
+    gaps = [1000.0 + (i % 97) for i in range(10000)]
+    gaps[7777] = 123456.0  # one bubble among 10,000: thinning must not drop it
+    data = {"format": "gpuconform-results", "tests": {"cuda_bubbles@launch": {
+        "result": "pass", "duration": 1.0,
+        "metrics": [bubbles_metric("launch", "gap.graph.launch", gaps)]}}}
+    svg = gap_section(render_html(data))
+    circles = [float(x) for x in re.findall(r'<circle cx="([0-9.]+)"', svg)]
+    assert len(circles) == 1500  # MAX_POINTS; an even thinning would drop index 7777
+    # the bubble on the log axis [1000 / 1.25, 123456 x 1.25] of 460 px from x = 130
+    lo, hi = 1000 / 1.25, 123456 * 1.25
+    assert max(circles) == pytest.approx(130 + 460 * math.log10(123456 / lo)
+                                         / math.log10(hi / lo), abs=0.1)
+
+
+def test_hostile_gap_names_are_escaped(tmp_path: Path) -> None:
+    data = gap_results()
+    # load_results refuses metric names outside [A-Za-z0-9._-]+, render_html takes
+    # whatever it is given: hostile mode, shape and ratio names straight in
+    data["tests"]["cuda_bubbles@chain16"]["metrics"] += [
+        bubbles_metric("chain16", "gap.graph." + HOSTILE, [1.0, 2.0, 3.0]),
+        bubbles_metric("chain16", "gap." + HOSTILE + ".chain16", [1.0, 2.0, 3.0]),
+        bubbles_metric("chain16", "overhead." + HOSTILE + ".chain16", [1.0], HOSTILE)]
+    # and what a results.json can hold: hostile test, subtest, dynamic and unit
+    data["tests"]["cuda_bubbles@" + HOSTILE] = {"result": "pass", "duration": 1.0, "metrics": [
+        {**bubbles_metric(HOSTILE, "gap.graph.chain2", [5.0, 6.0], HOSTILE, test=HOSTILE),
+         "dynamic": HOSTILE}]}
+    page = render_html(data)
+    sec = gap_section(page)
+    # chain2, chain16, wide16, HOSTILE, and the shape after the first "." in HOSTILE
+    assert sec.count('<svg class="plot"') == 5
+    shapes = re.findall(r"<h3>(.*?) <span", sec)
+    assert shapes[:3] == ["chain2", "chain16", "wide16"]  # the suite's shapes, then the rest
+    assert all(s.startswith("title=&quot;") or s.startswith("&lt;script") for s in shapes[3:])
+    assert sec.count("&lt;b id=&quot;injected&quot;&gt;") >= 6
+    assert '<b id="injected">' not in page and "<script>document.title" not in page
+    assert page.count("<script>") == 1 and page.count("</script>") == 1
+    assert "\\x1b[31mred" in sec and "\x00" not in page
+    out = tmp_path / "report.html"
+    out.write_text(page, encoding="utf-8")
+    dom = render_in_chromium(out, tmp_path / "profile")
+    assert_rendered(dom, plots_expected(page))
+
+
 # --------------------------------------------------------------- chromium
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -225,3 +383,12 @@ def test_chromium_renders_a_real_selftest_run(selftests: Selftests, tmp_path: Pa
     assert "selftest_metrics@bad-name" in page and "not [A-Za-z0-9._-]+" in page
     dom = render_in_chromium(out, tmp_path / "profile")
     assert_rendered(dom, plots_expected(page))
+
+
+def test_chromium_renders_the_gap_plots(tmp_path: Path) -> None:
+    out = write_html(write(tmp_path / "r", gap_results()))
+    page = out.read_text(encoding="utf-8")
+    assert gap_section(page).count('<svg class="plot"') == 2
+    dom = render_in_chromium(out, tmp_path / "profile")
+    assert_rendered(dom, plots_expected(page))
+    assert 'id="gaps"' in dom and "of the subsample" in dom
