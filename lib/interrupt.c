@@ -314,6 +314,68 @@ void gc_storm_report(const struct gc_storm *s, const char *what)
 	gc_info("%s: signals %s", what, gc_storm_counts_str(s, buf, sizeof(buf)));
 }
 
+/* ------------------------------------------------------------ storm sweep */
+
+const uint64_t gc_storm_sweep_ns[GC_STORM_SWEEP_PERIODS] = {
+	20000, 50000, 130000, 370000, 1000000,
+};
+
+/* per_period cycles under a storm of period_ns; false: the sweep stops. */
+static bool sweep_period(struct gc_storm *s, struct gc_storm_sweep *sw, uint64_t period_ns)
+{
+	int r = gc_storm_start(s, &(struct gc_storm_cfg){ .interval_ns = period_ns });
+	bool ok = true;
+
+	if (r) {
+		sw->storm_err = r;
+		return false;
+	}
+	for (unsigned i = 0; i < sw->per_period && ok; i++, sw->cycles++)
+		ok = sw->cycle(sw->ctx, s, (unsigned)sw->cycles);
+	r = gc_storm_stop(s);
+	sw->delivered += gc_storm_counts(s).delivered;
+	if (r && !sw->storm_err)
+		sw->storm_err = r;
+	return ok && !r;
+}
+
+void gc_storm_sweep(struct gc_storm *s, struct gc_storm_sweep *sw)
+{
+	for (size_t k = 0; k < GC_STORM_SWEEP_PERIODS; k++)
+		if (!sweep_period(s, sw, gc_storm_sweep_ns[k]))
+			return;
+}
+
+/* "20, 50, 130, 370 and 1000": the periods in us. */
+static const char *sweep_periods_us(char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t k = 0; k < GC_STORM_SWEEP_PERIODS && n < len; k++) {
+		const char *sep = !k ? "" : k + 1 < GC_STORM_SWEEP_PERIODS ? ", " : " and ";
+
+		n += (size_t)snprintf(buf + n, len - n, "%s%" PRIu64, sep,
+				      gc_storm_sweep_ns[k] / 1000);
+	}
+	return buf;
+}
+
+void gc_storm_sweep_report(const struct gc_storm_sweep *sw, const char *what)
+{
+	char periods[64];
+
+	gc_info("%s: %" PRIu64 " signals delivered over %" PRIu64 " cycles (storms of %s us, %u "
+		"cycles each)", what, sw->delivered, sw->cycles,
+		sweep_periods_us(periods, sizeof(periods)), sw->per_period);
+}
+
+void gc_storm_sweep_assert(const struct gc_storm_sweep *sw)
+{
+	gc_assert_ok(sw->storm_err);
+	gc_assert_eq_uint(sw->cycles, (uint64_t)GC_STORM_SWEEP_PERIODS * sw->per_period);
+}
+
 /* ---------------------------------------------------------------- sigiter */
 
 int gc_sigiter_cfg_normalize(const struct gc_sigiter_cfg *cfg, struct gc_sigiter_cfg *out)

@@ -136,6 +136,57 @@ void gc_storm_report(const struct gc_storm *s, const char *what);
 				gc_storm_counts_str((s), gc_sb__, sizeof(gc_sb__)));  \
 	} while (0)
 
+/* ------------------------------------------------------------- storm sweep */
+
+/*
+ * The same cycle, again and again, under storms of a few periods one after
+ * the other (20, 50, 130, 370 and 1000 us: apart enough that the signals
+ * drift across the phases of the cycle's calls).
+ *
+ *     static struct gc_storm s;
+ *     struct gc_storm_sweep sw = { .cycle = one_cycle, .ctx = &c, .per_period = 20 };
+ *     gc_storm_sweep(&s, &sw);
+ *     ... undo what the cycles left, with no storm running ...
+ *     gc_storm_sweep_report(&sw, "what");
+ *     gc_storm_sweep_assert(&sw);
+ *
+ * A cycle brackets its own calls (gc_storm_enter/leave on s), records its
+ * failures in ctx and returns false rather than asserting, which stops the
+ * sweep: a longjmp out would leave the storm running (see the rules above).
+ */
+#define GC_STORM_SWEEP_PERIODS 5
+/* The storm periods of a sweep, in the order they run (ns). */
+extern const uint64_t gc_storm_sweep_ns[GC_STORM_SWEEP_PERIODS];
+
+struct gc_storm_sweep {
+	/* one cycle; i counts the sweep's cycles from 0; false stops the sweep */
+	bool (*cycle)(void *ctx, struct gc_storm *s, unsigned i);
+	void *ctx;
+	unsigned per_period; /* cycles under each storm period */
+	/* results: zero before the sweep */
+	uint64_t delivered; /* signals the storms delivered, all periods together */
+	uint64_t cycles;    /* cycles run, the one that returned false included */
+	int storm_err;      /* first -errno of gc_storm_start/stop; 0: none */
+};
+
+/*
+ * per_period cycles under a storm of each period of gc_storm_sweep_ns, each
+ * storm started on s before its cycles and stopped after them. Stops early,
+ * with no storm running, after a cycle that returned false or at a storm
+ * that failed to start or stop (storm_err). s must outlive the sweep (see
+ * the rules above).
+ */
+void gc_storm_sweep(struct gc_storm *s, struct gc_storm_sweep *sw);
+
+/* gc_info() of signals delivered, cycles run and the periods, prefixed by what. */
+void gc_storm_sweep_report(const struct gc_storm_sweep *sw, const char *what);
+
+/*
+ * Fail the current subtest unless every storm started and stopped and every
+ * cycle ran: storm_err == 0, cycles == GC_STORM_SWEEP_PERIODS * per_period.
+ */
+void gc_storm_sweep_assert(const struct gc_storm_sweep *sw);
+
 /* ------------------------------------------------------------------ sigiter */
 
 /*

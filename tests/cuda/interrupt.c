@@ -228,50 +228,6 @@ static void op_require_hit(const struct op_stat *o)
 		    " signals inside)", o->calls, o->name, o->signals);
 }
 
-/* ---------------------------------------------------------- storm sweeps */
-
-/* Periods of the storms a sweep runs one after the other (ns). */
-static const uint64_t sweep_ns[] = { 20000, 50000, 130000, 370000, 1000000 };
-
-struct sweep_run {
-	/* one cycle; false stops the sweep (the cycle recorded why) */
-	bool (*cycle)(void *ctx, struct gc_storm *s, unsigned i);
-	void *ctx;
-	unsigned per_interval;
-	/* results */
-	uint64_t delivered, cycles;
-	int storm_err;
-};
-
-/* per_interval cycles under each storm period of sweep_ns, until a cycle fails. */
-static void storm_sweep(struct gc_storm *s, struct sweep_run *sr)
-{
-	for (size_t k = 0; k < ARRAY_SIZE(sweep_ns); k++) {
-		int r = gc_storm_start(s, &(struct gc_storm_cfg){ .interval_ns = sweep_ns[k] });
-		bool ok = true;
-
-		if (r) {
-			sr->storm_err = r;
-			return;
-		}
-		for (unsigned i = 0; i < sr->per_interval && ok; i++, sr->cycles++)
-			ok = sr->cycle(sr->ctx, s, (unsigned)sr->cycles);
-		r = gc_storm_stop(s);
-		sr->delivered += gc_storm_counts(s).delivered;
-		if (r && !sr->storm_err)
-			sr->storm_err = r;
-		if (!ok || r)
-			return;
-	}
-}
-
-static void sweep_report(const struct sweep_run *sr, const char *what)
-{
-	gc_info("%s: %" PRIu64 " signals delivered over %" PRIu64 " cycles (storms of 20, 50, "
-		"130, 370 and 1000 us, %u cycles each)", what, sr->delivered, sr->cycles,
-		sr->per_interval);
-}
-
 /* ------------------------------------------------------------------ vmm-ops */
 
 #define VMM_SIZE (16 * MIB)
@@ -364,23 +320,23 @@ static void test_vmm_ops(void *data)
 	static struct gc_storm s;
 	struct fx *f = data;
 	struct vmm_ops v = { .f = f };
-	struct sweep_run sr = { .cycle = vmm_cycle, .ctx = &v, .per_interval = VMM_CYCLES };
+	struct gc_storm_sweep sr = { .cycle = vmm_cycle, .ctx = &v, .per_period = VMM_CYCLES };
 
 	require_vmm(f->cu, DEV);
 	v.size = vmm_size(f->cu, DEV, VMM_SIZE);
 	ops_init(v.op, vmm_op_names, V_N);
 	v.host = malloc(v.size);
 	gc_assert(v.host);
-	storm_sweep(&s, &sr);
+	gc_storm_sweep(&s, &sr);
 	free(v.host);
 
-	sweep_report(&sr, "vmm-ops");
+	gc_storm_sweep_report(&sr, "vmm-ops");
 	ops_report(f->cu, v.op, V_N, "vmm-ops");
 	gc_assert_ok(sr.storm_err);
 	ops_assert_no_error(f->cu, v.op, V_N);
 	data_assert(&v.data);
 	gc_cu_assert(f->cu, v.cleanup);
-	gc_assert_eq_uint(sr.cycles, ARRAY_SIZE(sweep_ns) * VMM_CYCLES);
+	gc_assert_eq_uint(sr.cycles, GC_STORM_SWEEP_PERIODS * VMM_CYCLES);
 	ops_require_hits(v.op, V_N);
 }
 
@@ -448,24 +404,24 @@ static void test_alloc_copy_free(void *data)
 	static struct gc_storm s;
 	struct fx *f = data;
 	struct acf a = { .f = f };
-	struct sweep_run sr = { .cycle = acf_cycle, .ctx = &a, .per_interval = ACF_CYCLES };
+	struct gc_storm_sweep sr = { .cycle = acf_cycle, .ctx = &a, .per_period = ACF_CYCLES };
 
 	ops_init(a.op, acf_op_names, A_N);
 	a.src = malloc(ACF_SIZE);
 	a.dst = malloc(ACF_SIZE);
 	if (a.src && a.dst)
-		storm_sweep(&s, &sr);
+		gc_storm_sweep(&s, &sr);
 	free(a.src);
 	free(a.dst);
 	gc_assert(a.src && a.dst);
 
-	sweep_report(&sr, "alloc-copy-free");
+	gc_storm_sweep_report(&sr, "alloc-copy-free");
 	ops_report(f->cu, a.op, A_N, "alloc-copy-free");
 	gc_assert_ok(sr.storm_err);
 	ops_assert_no_error(f->cu, a.op, A_N);
 	data_assert(&a.data);
 	gc_cu_assert(f->cu, a.cleanup);
-	gc_assert_eq_uint(sr.cycles, ARRAY_SIZE(sweep_ns) * ACF_CYCLES);
+	gc_assert_eq_uint(sr.cycles, GC_STORM_SWEEP_PERIODS * ACF_CYCLES);
 	/* A 4 MiB copy lasts longer than the slowest storm's period: each copy kind is hit. */
 	op_require_hit(&a.op[A_HTOD]);
 	op_require_hit(&a.op[A_DTOH]);
@@ -689,24 +645,24 @@ static void test_sync(void *data)
 	static struct gc_storm s;
 	struct fx *f = data;
 	struct sync_run y = { .f = f };
-	struct sweep_run sr = { .cycle = sync_round, .ctx = &y, .per_interval = SYNC_ROUNDS };
+	struct gc_storm_sweep sr = { .cycle = sync_round, .ctx = &y, .per_period = SYNC_ROUNDS };
 	CUresult setup, teardown;
 
 	require_uva(f->cu, DEV);
 	ops_init(y.op, sync_op_names, S_N);
 	setup = sync_setup(&y);
 	if (!setup)
-		storm_sweep(&s, &sr);
+		gc_storm_sweep(&s, &sr);
 	teardown = sync_teardown(&y);
 
 	gc_cu_assert(f->cu, setup);
-	sweep_report(&sr, "sync");
+	gc_storm_sweep_report(&sr, "sync");
 	ops_report(f->cu, y.op, S_N, "sync");
 	gc_assert_ok(sr.storm_err);
 	ops_assert_no_error(f->cu, y.op, S_N);
 	data_assert(&y.data);
 	gc_cu_assert(f->cu, teardown);
-	gc_assert_eq_uint(sr.cycles, ARRAY_SIZE(sweep_ns) * SYNC_ROUNDS);
+	gc_assert_eq_uint(sr.cycles, GC_STORM_SWEEP_PERIODS * SYNC_ROUNDS);
 	/* Each sync waits for ~20 ms of queued fills, longer than the slowest storm's period. */
 	for (int kind = S_CTX; kind <= S_EVENT_BLOCKING; kind++)
 		op_require_hit(&y.op[kind]);

@@ -128,56 +128,6 @@ static uint64_t va_get(const struct gc_kfd *kfd, uint64_t size)
 	return va;
 }
 
-/* ---------------------------------------------------------- storm sweeps */
-
-/* Periods of the storms a sweep runs one after the other (ns). */
-static const uint64_t sweep_ns[] = { 20000, 50000, 130000, 370000, 1000000 };
-
-struct sweep {
-	/* one cycle; false stops the sweep (the cycle recorded why) */
-	bool (*cycle)(void *ctx, struct gc_storm *s, unsigned i);
-	void *ctx;
-	unsigned per_period;
-	/* results */
-	uint64_t delivered, cycles;
-	int storm_err;
-};
-
-/* per_period cycles under each storm period of sweep_ns, until a cycle fails. */
-static void storm_sweep(struct gc_storm *s, struct sweep *sw)
-{
-	for (size_t k = 0; k < ARRAY_SIZE(sweep_ns); k++) {
-		int r = gc_storm_start(s, &(struct gc_storm_cfg){ .interval_ns = sweep_ns[k] });
-		bool ok = true;
-
-		if (r) {
-			sw->storm_err = r;
-			return;
-		}
-		for (unsigned i = 0; i < sw->per_period && ok; i++, sw->cycles++)
-			ok = sw->cycle(sw->ctx, s, (unsigned)sw->cycles);
-		r = gc_storm_stop(s);
-		sw->delivered += gc_storm_counts(s).delivered;
-		if (r && !sw->storm_err)
-			sw->storm_err = r;
-		if (!ok || r)
-			return;
-	}
-}
-
-static void sweep_report(const struct sweep *sw, const char *what)
-{
-	gc_info("%s: %" PRIu64 " signals delivered over %" PRIu64 " cycles (storms of 20, 50, "
-		"130, 370 and 1000 us, %u cycles each)", what, sw->delivered, sw->cycles,
-		sw->per_period);
-}
-
-static void sweep_assert(const struct sweep *sw)
-{
-	gc_assert_ok(sw->storm_err);
-	gc_assert_eq_uint(sw->cycles, ARRAY_SIZE(sweep_ns) * sw->per_period);
-}
-
 /* ------------------------------------------------------ restart accounting */
 
 struct restart_sum {
@@ -331,7 +281,7 @@ static void af_gpu(void *arg)
 {
 	static struct gc_storm s;
 	struct af *a = arg;
-	struct sweep sw = { .cycle = af_cycle, .ctx = a, .per_period = CYCLES };
+	struct gc_storm_sweep sw = { .cycle = af_cycle, .ctx = a, .per_period = CYCLES };
 	uint64_t avail = 0;
 	int r;
 
@@ -343,16 +293,16 @@ static void af_gpu(void *arg)
 	gc_require_f(avail >= 2 * ALLOC_SIZE, "gpu %u: %" PRIu64 " MiB of VRAM available, the "
 		     "test allocates %" PRIu64 " MiB", a->gpu_id, avail / MIB, ALLOC_SIZE / MIB);
 	a->va = va_get(a->kfd, ALLOC_SIZE);
-	storm_sweep(&s, &sw);
+	gc_storm_sweep(&s, &sw);
 	r = gc_kfd_va_release(a->va, ALLOC_SIZE);
 
-	sweep_report(&sw, "alloc-free");
+	gc_storm_sweep_report(&sw, "alloc-free");
 	kfd_op_report(&a->op[AF_ALLOC], "alloc-free");
 	kfd_op_report(&a->op[AF_FREE], "alloc-free");
 	gc_info("alloc-free: %" PRIu64 " interrupted allocations left no handle and no memory "
 		"taken", a->eintr_checked);
 	verdict_assert(&a->v);
-	sweep_assert(&sw);
+	gc_storm_sweep_assert(&sw);
 	gc_assert_ok(r);
 	kfd_op_assert_eintr_hit(&a->op[AF_ALLOC]);
 	kfd_op_assert_eintr_hit(&a->op[AF_FREE]);
@@ -472,7 +422,7 @@ static void ma_run(struct fx *f, bool test_unmap)
 {
 	static struct gc_storm s;
 	static struct ma a;
-	struct sweep sw = { .cycle = ma_cycle, .ctx = &a, .per_period = CYCLES };
+	struct gc_storm_sweep sw = { .cycle = ma_cycle, .ctx = &a, .per_period = CYCLES };
 	const char *what = test_unmap ? "unmap-all" : "map-all";
 	int op = test_unmap ? MA_UNMAP : MA_MAP;
 	uint64_t va;
@@ -484,17 +434,17 @@ static void ma_run(struct fx *f, bool test_unmap)
 	a.op[MA_UNMAP].name = "UNMAP_MEMORY_FROM_GPU (all)";
 	a.op[MA_CHECK].name = "UNMAP_MEMORY_FROM_GPU (one GPU, the check)";
 	ma_alloc(&a, &va);
-	storm_sweep(&s, &sw);
+	gc_storm_sweep(&s, &sw);
 	fr = ma_free(&a); /* no storm: nothing interrupts it */
 	vr = gc_kfd_va_release(va, MAP_SIZE);
 
-	sweep_report(&sw, what);
+	gc_storm_sweep_report(&sw, what);
 	for (int o = 0; o < MA_N; o++)
 		kfd_op_report(&a.op[o], what);
 	restart_report(&a.sum[MA_MAP], "MAP_MEMORY_TO_GPU of all GPUs");
 	restart_report(&a.sum[MA_UNMAP], "UNMAP_MEMORY_FROM_GPU of all GPUs");
 	verdict_assert(&a.v);
-	sweep_assert(&sw);
+	gc_storm_sweep_assert(&sw);
 	/* Every mapping was undone once: a count left above zero would be -EBUSY. */
 	gc_assert_ok(fr);
 	gc_assert_ok(vr);

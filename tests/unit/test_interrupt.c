@@ -3,11 +3,14 @@
  * Unit tests of lib/interrupt's pure logic: the sigiter delay schedule, pass
  * classification and stop rule, and the restart bookkeeping (gc_progress).
  * The storm lifecycle checks arm timers far in the future: no signal fires.
+ * The storm sweep checks run real storms over plain host sleeps.
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "core.h"
 #include "interrupt.h"
@@ -216,6 +219,81 @@ static void test_storm_lifecycle(void *fx)
 	gc_assert_syscall(sigaction(sig, &(struct sigaction){ .sa_handler = SIG_DFL }, NULL));
 }
 
+/* A sweep's cycle: counts its calls, sleeps 200 us, returns false at call stop_at. */
+struct sweep_count {
+	unsigned calls;
+	unsigned stop_at; /* UINT_MAX: never */
+	bool in_order;    /* every call got i == calls so far, under a running storm s */
+};
+
+static bool count_cycle(void *ctx, struct gc_storm *s, unsigned i)
+{
+	struct sweep_count *c = ctx;
+	struct timespec ts = { .tv_nsec = 200000 };
+
+	c->in_order &= i == c->calls && gc_storm_current() == s;
+	c->calls++;
+	nanosleep(&ts, NULL); /* EINTR is the storm's doing: nothing to check */
+	return i != c->stop_at;
+}
+
+#define SWEEP_PER_PERIOD 4u
+
+/*
+ * interrupt.h: "per_period cycles under a storm of each period of
+ * gc_storm_sweep_ns, each storm started on s before its cycles and stopped
+ * after them", and gc_storm_sweep_assert() passes on such a sweep.
+ */
+static void test_storm_sweep(void *fx)
+{
+	static struct gc_storm s; /* static: still valid if an assert leaves early */
+	struct sweep_count c = { .stop_at = UINT_MAX, .in_order = true };
+	struct gc_storm_sweep sw = { .cycle = count_cycle, .ctx = &c,
+				     .per_period = SWEEP_PER_PERIOD };
+
+	(void)fx;
+	gc_storm_sweep(&s, &sw);
+	gc_storm_sweep_report(&sw, "storm-sweep");
+	gc_assert(gc_storm_current() == NULL);
+	gc_assert_ok(sw.storm_err);
+	gc_assert_eq_uint(sw.cycles, GC_STORM_SWEEP_PERIODS * SWEEP_PER_PERIOD);
+	gc_assert_eq_uint(c.calls, sw.cycles);
+	gc_assert_f(c.in_order, "a cycle got the wrong index or ran with no storm on s");
+	gc_assert_cmpuint(sw.delivered, >, 0);
+	gc_storm_sweep_assert(&sw);
+}
+
+static void sweep_assert_child(void *arg)
+{
+	gc_storm_sweep_assert(arg);
+}
+
+/*
+ * interrupt.h: "Stops early, with no storm running, after a cycle that
+ * returned false"; gc_storm_sweep_assert() then fails (cycles short).
+ */
+static void test_storm_sweep_stop(void *fx)
+{
+	static struct gc_storm s;
+	/* first call, end of the first period, inside the second, inside the last */
+	static const unsigned stops[] = { 0, 3, 5, 18 };
+
+	(void)fx;
+	for (size_t k = 0; k < sizeof(stops) / sizeof(stops[0]); k++) {
+		struct sweep_count c = { .stop_at = stops[k], .in_order = true };
+		struct gc_storm_sweep sw = { .cycle = count_cycle, .ctx = &c,
+					     .per_period = SWEEP_PER_PERIOD };
+
+		gc_storm_sweep(&s, &sw);
+		gc_assert(gc_storm_current() == NULL);
+		gc_assert_ok(sw.storm_err);
+		gc_assert_eq_uint(sw.cycles, stops[k] + 1);
+		gc_assert_eq_uint(c.calls, stops[k] + 1);
+		gc_assert(c.in_order);
+		gc_expect_child_exit(sweep_assert_child, &sw, GC_EXIT_FAILURE, 10000);
+	}
+}
+
 static void after_each(void *fx)
 {
 	struct gc_storm *s = gc_storm_current();
@@ -233,6 +311,8 @@ static const struct gc_subtest subtests[] = {
 	{ "progress-advance", test_progress_advance, "write(2)-style deltas; impossible: EPROTO" },
 	{ "progress-report", test_progress_report, "n_success-style totals; backwards: EPROTO" },
 	{ "storm-lifecycle", test_storm_lifecycle, "EBUSY, EINVAL, old action and mask restored" },
+	{ "storm-sweep", test_storm_sweep, "per_period cycles under each of the 5 storms" },
+	{ "storm-sweep-stop", test_storm_sweep_stop, "a cycle returning false stops the sweep" },
 	{ 0 }
 };
 
