@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bubbles.h"
 #include "measure.h"
@@ -138,9 +139,44 @@ void bx_stream_launch(struct bx *b, const struct bx_shape *sh)
 	}
 }
 
+/* How many of the n dispatches have run, read on a stream of its own (the work may hang). */
+unsigned bx_done_count(struct bx *b, unsigned n)
+{
+	unsigned done = 0;
+	CUstream s;
+
+	gc_cu_assert(b->cu, b->cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	gc_cu_assert(b->cu, b->cu->cuMemcpyDtoHAsync(b->h_counts, b->counts, (size_t)n * 4, s));
+	for (int i = 0; i < 2000 && b->cu->cuStreamQuery(s) == CUDA_ERROR_NOT_READY; i++)
+		usleep(1000);
+	for (unsigned i = 0; i < n; i++)
+		done += b->h_counts[i] != 0;
+	b->cu->cuStreamDestroy(s);
+	return done;
+}
+
+/*
+ * Wait for the stream with a watchdog: a dispatch that never starts fails the
+ * subtest with "hang: N of M kernels done" after BX_WATCHDOG_S, instead of
+ * waiting for the runner's timeout.
+ */
+void bx_wait(struct bx *b, unsigned n, const char *what)
+{
+	uint64_t deadline = gc_now_ns() + BX_WATCHDOG_S * 1000000000ull;
+	CUresult r;
+
+	while ((r = b->cu->cuStreamQuery(b->s)) == CUDA_ERROR_NOT_READY) {
+		if (gc_now_ns() > deadline)
+			gc_fail("hang: %u of %u kernels done %d s after %s was launched",
+				bx_done_count(b, n), n, BX_WATCHDOG_S, what);
+		usleep(100);
+	}
+	gc_cu_assert(b->cu, r);
+}
+
 static void fetch(struct bx *b, unsigned n)
 {
-	gc_cu_assert(b->cu, b->cu->cuStreamSynchronize(b->s));
+	bx_wait(b, n, "the work");
 	gc_cu_assert(b->cu, b->cu->cuMemcpyDtoH(b->h_stamps, b->stamps, 2 * (size_t)n * 8));
 	gc_cu_assert(b->cu, b->cu->cuMemcpyDtoH(b->h_counts, b->counts, (size_t)n * 4));
 }

@@ -84,6 +84,11 @@ struct bx_stats {
 /* Statistics and metrics gap.MODE.SHAPE, gap-p50/p99/max, bubbles, graph-time. */
 struct bx_stats bx_report(const struct bx_gaps *g, const char *mode, const char *shape);
 
+/* Watchdog: a launch that has not finished after this many seconds is a hang. */
+#define BX_WATCHDOG_S 60
+unsigned bx_done_count(struct bx *b, unsigned n);
+void bx_wait(struct bx *b, unsigned n, const char *what);
+
 /* GPUCONFORM_BUBBLES_REMOVE names what (stamp, record) to remove on purpose. */
 bool bx_remove(const char *what);
 

@@ -513,23 +513,6 @@ static CUgraph deep_graph(struct deep *d, CUgraphExec *x)
 	return g;
 }
 
-/* How many dispatches have run, read on a stream of its own while the graph may hang. */
-static unsigned done_count(struct deep *d)
-{
-	CUstream s;
-	unsigned n = 0;
-
-	gc_cu_assert(d->b->cu, d->b->cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	gc_cu_assert(d->b->cu, d->b->cu->cuMemcpyDtoHAsync(d->b->h_counts, d->b->counts,
-							   DEEP_KERNELS * 4, s));
-	for (int i = 0; i < 2000 && d->b->cu->cuStreamQuery(s) == CUDA_ERROR_NOT_READY; i++)
-		usleep(1000);
-	for (unsigned i = 0; i < DEEP_KERNELS; i++)
-		n += d->b->h_counts[i] != 0;
-	d->b->cu->cuStreamDestroy(s);
-	return n;
-}
-
 static void deep_case(void *arg)
 {
 	struct deep *d = arg;
@@ -550,13 +533,13 @@ static void deep_case(void *arg)
 		cupti_switch(d->c, d->kind, true);
 	gc_cu_assert(d->b->cu, d->b->cu->cuGraphLaunch(x, d->b->s));
 	usleep(200000);
-	held = done_count(d);
+	held = bx_done_count(d->b, DEEP_KERNELS);
 	__atomic_store_n(d->flag, 1, __ATOMIC_SEQ_CST);
 	while (d->b->cu->cuStreamQuery(d->b->s) == CUDA_ERROR_NOT_READY && waited < 60000)
 		usleep(1000), waited++;
 	if (waited >= 60000)
-		gc_fail("hang: %u of %u kernels done 60 s after the gate opened", done_count(d),
-			DEEP_KERNELS);
+		gc_fail("hang: %u of %u kernels done 60 s after the gate opened",
+			bx_done_count(d->b, DEEP_KERNELS), DEEP_KERNELS);
 	gc_cu_assert(d->b->cu, d->b->cu->cuStreamSynchronize(d->b->s));
 	if (d->kind)
 		cupti_switch(d->c, d->kind, false);
