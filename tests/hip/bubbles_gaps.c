@@ -1,0 +1,552 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hip_bubbles: gaps between dependent kernels, HIP stream launches vs HIP
+ * graph launches of the same work (the AMD half of cuda_bubbles' gaps and
+ * launch-gap; same subtest and metric names).
+ *
+ * UNVERIFIED ON HARDWARE: built against Debian 12's HIP 5.2.3 headers with no
+ * AMD GPU; seen only skipping.
+ *
+ * "graph" is a HIP graph: hipGraphCreate, one hipGraphAddKernelNode per
+ * gc_stamp dispatch (hipMemsetNode / hipMemcpyNode1D between them for
+ * "mixed"), hipGraphInstantiate once, hipGraphLaunch per launch. The issue
+ * asks for HIP graphs because that is where the seed's rocprofiler-sdk
+ * failures were (graph kernel-trace runs that crashed or emitted nothing, wide
+ * graphs the hard case); a hand-built AQL "graph" on a raw HSA queue would
+ * measure the packet processor alone and miss HIP's graph executor, which is
+ * the code under test. The kernel is the code object's gc_stamp, loaded with
+ * hipModuleLoadData from the same data/kernels/gpuconform.<gfx>.hsaco bytes
+ * gc_hsa loaded; the node's `func` is that hipFunction_t: the HIP runtime
+ * (clr, hip_graph_internal.hpp, hipGraphKernelNode::getFunc) takes a func it
+ * does not know as a host stub to be a hipFunction_t. Node arguments go by
+ * kernelParams (the graph node copies them by the kernel's signature);
+ * stream launches pass them by `extra` (HIP_LAUNCH_PARAM_BUFFER_POINTER),
+ * because Debian 5.2.3's hip_runtime_api.h says of hipModuleLaunchKernel:
+ * "kernellParams argument is not yet implemented in HIP. Please use extra".
+ * "stream" is hipModuleLaunchKernel back to back on one non-blocking stream.
+ *
+ * libamdhip64 is dlopen'd (libamdhip64.so, .so.7, .so.6, .so.5), never
+ * linked, for the reason lib/hipfile/gc_hipfile.h gives: the binary starts
+ * without ROCm, or with a ROCm whose soname is not Debian's, and skips with
+ * the loader's words. It shares the fixture's ROCr (libhsa-runtime64.so.1;
+ * hsa_init is reference counted).
+ *
+ * Clock: gc_stamp stamps s_memrealtime. HIP documents its rate as
+ * hipDeviceAttributeWallClockRate ("Constant frequency of wall clock in
+ * kilohertz"), which the HIP runtime (ROCclr rocdevice.cpp) fills from
+ * HSA_AMD_AGENT_INFO_TIMESTAMP_FREQUENCY / 1000; gc_hsa reads that same HSA
+ * attribute in Hz (Debian's 5.2.3 HIP header has no WallClockRate
+ * enumerator to ask for). When ROCr does not answer it, a subtest that needs
+ * nanoseconds fails saying so: no rate is guessed.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bubbles_hip.h"
+#include "measure.h"
+
+const struct hb_shape hb_shapes[] = {
+	{ "chain2", HB_CHAIN, 2, 2 },       { "chain16", HB_CHAIN, 16, 16 },
+	{ "chain256", HB_CHAIN, 256, 256 }, { "chain8192", HB_CHAIN, 8192, 8192 },
+	{ "wide16", HB_WIDE, 16, 18 },      { "wide256", HB_WIDE, 256, 258 },
+	{ "mixed", HB_MIXED, 16, 16 },
+};
+const unsigned hb_n_shapes = HB_ARRAY_SIZE(hb_shapes);
+
+const struct hb_shape *hb_shape(const char *name)
+{
+	for (unsigned i = 0; i < hb_n_shapes; i++)
+		if (strcmp(hb_shapes[i].name, name) == 0)
+			return &hb_shapes[i];
+	gc_fail("no shape %s", name);
+}
+
+/* ------------------------------------------------------------- loading */
+
+static const char *const hip_sonames[] = { "libamdhip64.so", "libamdhip64.so.7",
+					    "libamdhip64.so.6", "libamdhip64.so.5" };
+
+const char *hb_err(const struct hb *b, hipError_t e)
+{
+	const char *s = b->f.hipGetErrorName ? b->f.hipGetErrorName(e) : NULL;
+
+	return s ? s : "unknown hipError_t";
+}
+
+static void hb_load(struct hb *b)
+{
+	char first[256] = "";
+
+	for (size_t i = 0; i < HB_ARRAY_SIZE(hip_sonames) && !b->lib; i++) {
+		b->lib = dlopen(hip_sonames[i], RTLD_NOW | RTLD_GLOBAL);
+		if (b->lib)
+			snprintf(b->soname, sizeof(b->soname), "%s", hip_sonames[i]);
+		else if (!first[0])
+			snprintf(first, sizeof(first), "%s", dlerror());
+	}
+	if (!b->lib)
+		gc_skip("HIP runtime not loadable: %s (also tried libamdhip64.so.7, .so.6, .so.5)",
+			first);
+#define HB_RESOLVE(name)                                                                  \
+	b->f.name = (__typeof__(name) *)dlsym(b->lib, #name);                             \
+	if (!b->f.name)                                                                   \
+		gc_skip("%s lacks %s (HIP graphs need HIP >= 5.2)", b->soname, #name);
+	HB_HIP_FUNCS(HB_RESOLVE)
+#undef HB_RESOLVE
+	hb_assert(b, b->f.hipRuntimeGetVersion(&b->version));
+}
+
+static void hb_alloc(struct hb *b)
+{
+	hb_assert(b, b->f.hipSetDevice(0));
+	hb_assert(b, b->f.hipModuleLoadData(&b->mod, b->hsa->code));
+	hb_assert(b, b->f.hipModuleGetFunction(&b->stamp, b->mod, "gc_stamp"));
+	hb_assert(b, b->f.hipStreamCreateWithFlags(&b->s, hipStreamNonBlocking));
+	hb_assert(b, b->f.hipMalloc(&b->stamps, 2 * (size_t)HB_MAX_KERNELS * 8));
+	hb_assert(b, b->f.hipMalloc(&b->counts, (size_t)HB_MAX_KERNELS * 4));
+	hb_assert(b, b->f.hipMalloc(&b->scratch, 8192));
+	b->h_stamps = calloc(2 * (size_t)HB_MAX_KERNELS, 8);
+	b->h_counts = calloc(HB_MAX_KERNELS, 4);
+	gc_assert_f(b->h_stamps && b->h_counts, "out of host memory");
+}
+
+/*
+ * The first HIP subtest of the process opens the runtime; every HIP
+ * subtest needs the s_memrealtime rate (see the top comment).
+ */
+void hb_require(struct hb *b)
+{
+	const char *env = getenv("GPUCONFORM_BUBBLES_LAUNCHES");
+
+	b->launches = env && *env ? (unsigned)strtoul(env, NULL, 10) : 1000;
+	gc_assert_f(b->launches > 0, "GPUCONFORM_BUBBLES_LAUNCHES=%s: not a positive count", env);
+	if (!b->open) {
+		hb_load(b);
+		b->open = true;
+		hb_alloc(b);
+		gc_info("HIP runtime %d (%s) on %s", b->version, b->soname, b->hsa->gpu_name);
+	}
+	b->hz = b->hsa->gpu_ts_hz;
+	if (!b->hz)
+		gc_fail("no s_memrealtime rate: ROCr does not answer HSA_AMD_AGENT_INFO_TIMESTAMP_"
+			"FREQUENCY (the source of hipDeviceAttributeWallClockRate; ROCm >= 6.1), so "
+			"device ticks cannot be turned into ns; no rate is guessed");
+	b->work_ticks = (HB_WORK_NS * b->hz + 999999999ull) / 1000000000ull;
+}
+
+void hb_close(struct hb *b)
+{
+	if (b->open) {
+		b->f.hipStreamSynchronize(b->s);
+		b->f.hipFree(b->stamps);
+		b->f.hipFree(b->counts);
+		b->f.hipFree(b->scratch);
+		b->f.hipStreamDestroy(b->s);
+		b->f.hipModuleUnload(b->mod);
+	}
+	free(b->h_stamps);
+	free(b->h_counts);
+	b->h_stamps = NULL;
+	b->h_counts = NULL;
+	b->open = false;
+	/* The library stays mapped: the HIP runtime's threads may still be unwinding. */
+}
+
+double hb_ns(const struct hb *b, uint64_t ticks)
+{
+	return (double)ticks * 1e9 / (double)b->hz;
+}
+
+/* ------------------------------------------------------------- graphs */
+
+static hipGraphNode_t add_stamp(struct hb *b, hipGraph_t g, const hipGraphNode_t *deps,
+				size_t ndeps, unsigned idx)
+{
+	unsigned int i = idx;
+	uint64_t work = b->work_ticks;
+	void *args[] = { &b->stamps, &b->counts, &i, &work };
+	hipKernelNodeParams p;
+	hipGraphNode_t n;
+
+	memset(&p, 0, sizeof(p));
+	p.func = (void *)b->stamp;
+	p.gridDim.x = p.gridDim.y = p.gridDim.z = 1;
+	p.blockDim.x = GC_HSA_BLOCK, p.blockDim.y = p.blockDim.z = 1;
+	p.kernelParams = args;
+	hb_assert(b, b->f.hipGraphAddKernelNode(&n, g, deps, ndeps, &p));
+	return n;
+}
+
+static hipGraphNode_t add_memset(struct hb *b, hipGraph_t g, hipGraphNode_t dep)
+{
+	hipMemsetParams p;
+	hipGraphNode_t n;
+
+	memset(&p, 0, sizeof(p));
+	p.dst = b->scratch, p.elementSize = 4, p.value = 0x5a5a5a5a, p.width = 1024, p.height = 1;
+	hb_assert(b, b->f.hipGraphAddMemsetNode(&n, g, &dep, 1, &p));
+	return n;
+}
+
+static hipGraphNode_t add_memcpy(struct hb *b, hipGraph_t g, hipGraphNode_t dep)
+{
+	hipGraphNode_t n;
+
+	hb_assert(b, b->f.hipGraphAddMemcpyNode1D(&n, g, &dep, 1, (char *)b->scratch + 4096,
+						 b->scratch, 4096, hipMemcpyDeviceToDevice));
+	return n;
+}
+
+void hb_graph_build(struct hb *b, const struct hb_shape *sh, struct hb_graph *gr)
+{
+	hipGraphNode_t prev = NULL;
+
+	memset(gr, 0, sizeof(*gr));
+	gr->n = sh->kernels;
+	gr->nodes = calloc(gr->n, sizeof(*gr->nodes));
+	gc_assert(gr->nodes);
+	hb_assert(b, b->f.hipGraphCreate(&gr->g, 0));
+	if (sh->kind == HB_WIDE) {
+		gr->nodes[0] = add_stamp(b, gr->g, NULL, 0, 0);
+		for (unsigned i = 1; i <= sh->n; i++)
+			gr->nodes[i] = add_stamp(b, gr->g, &gr->nodes[0], 1, i);
+		gr->nodes[sh->n + 1] = add_stamp(b, gr->g, &gr->nodes[1], sh->n, sh->n + 1);
+	} else {
+		for (unsigned i = 0; i < sh->n; i++) {
+			if (prev && sh->kind == HB_MIXED)
+				prev = i % 2 ? add_memset(b, gr->g, prev) : add_memcpy(b, gr->g, prev);
+			gr->nodes[i] = add_stamp(b, gr->g, prev ? &prev : NULL, prev ? 1 : 0, i);
+			prev = gr->nodes[i];
+		}
+	}
+	hb_assert(b, b->f.hipGraphInstantiate(&gr->x, gr->g, NULL, NULL, 0));
+}
+
+void hb_graph_free(struct hb *b, struct hb_graph *gr)
+{
+	if (gr->x)
+		b->f.hipGraphExecDestroy(gr->x);
+	if (gr->g)
+		b->f.hipGraphDestroy(gr->g);
+	free(gr->nodes);
+	memset(gr, 0, sizeof(*gr));
+}
+
+/* ------------------------------------------------------------- runs */
+
+void hb_launch_stamp(struct hb *b, unsigned idx)
+{
+	char args[32]; /* gc_stamp's explicit arguments: offsets 0, 8, 16, 24 */
+	size_t size = sizeof(args);
+	void *extra[] = { HIP_LAUNCH_PARAM_BUFFER_POINTER, args, HIP_LAUNCH_PARAM_BUFFER_SIZE,
+			  &size, HIP_LAUNCH_PARAM_END };
+
+	gc_hsa_stamp_args(args, b->stamps, b->counts, idx, b->work_ticks);
+	hb_assert(b, b->f.hipModuleLaunchKernel(b->stamp, 1, 1, 1, GC_HSA_BLOCK, 1, 1, 0, b->s,
+						NULL, extra));
+}
+
+static void stream_launch(struct hb *b, const struct hb_shape *sh)
+{
+	for (unsigned i = 0; i < sh->n; i++) {
+		if (i && sh->kind == HB_MIXED)
+			hb_assert(b, i % 2 ? b->f.hipMemsetD32Async(b->scratch, 0x5a5a5a5a, 1024,
+								   b->s) :
+					     b->f.hipMemcpyDtoDAsync((char *)b->scratch + 4096,
+								     b->scratch, 4096, b->s));
+		hb_launch_stamp(b, i);
+	}
+}
+
+/* How many of the n dispatches have run, read on a stream of its own (the work may hang). */
+unsigned hb_done_count(struct hb *b, unsigned n)
+{
+	unsigned done = 0;
+	hipStream_t s;
+
+	hb_assert(b, b->f.hipStreamCreateWithFlags(&s, hipStreamNonBlocking));
+	memset(b->h_counts, 0, (size_t)n * 4);
+	hb_assert(b, b->f.hipMemcpyDtoHAsync(b->h_counts, b->counts, (size_t)n * 4, s));
+	for (int i = 0; i < 2000 && b->f.hipStreamQuery(s) == hipErrorNotReady; i++)
+		usleep(1000);
+	for (unsigned i = 0; i < n; i++)
+		done += b->h_counts[i] != 0;
+	b->f.hipStreamDestroy(s);
+	return done;
+}
+
+/* The stream with a watchdog: "hang: N of M kernels done" instead of the runner's timeout. */
+void hb_wait(struct hb *b, unsigned n, const char *what)
+{
+	uint64_t deadline = gc_now_ns() + HB_WATCHDOG_S * 1000000000ull;
+	hipError_t r;
+
+	while ((r = b->f.hipStreamQuery(b->s)) == hipErrorNotReady) {
+		if (gc_now_ns() > deadline)
+			gc_fail("hang: %u of %u kernels done %d s after %s was launched",
+				hb_done_count(b, n), n, HB_WATCHDOG_S, what);
+		usleep(100);
+	}
+	hb_assert(b, r);
+}
+
+static void fetch(struct hb *b, unsigned n)
+{
+	hb_wait(b, n, "the work");
+	hb_assert(b, b->f.hipMemcpyDtoH(b->h_stamps, b->stamps, 2 * (size_t)n * 8));
+	hb_assert(b, b->f.hipMemcpyDtoH(b->h_counts, b->counts, (size_t)n * 4));
+}
+
+void hb_expect_counts(const struct hb *b, unsigned n, const char *what)
+{
+	for (unsigned i = 0; i < n; i++)
+		gc_assert_f(b->h_counts[i] == 1, "%s: dispatch %u of %u ran %u times (%s)", what, i,
+			    n, b->h_counts[i], b->h_counts[i] ? "replayed" : "lost: it never ran");
+}
+
+/*
+ * GPUCONFORM_BUBBLES_REMOVE=stamp forgets the last dispatch's count of every
+ * graph run, =record one trace record (bubbles_prof.c): the completeness
+ * checks must then fail. How they can be seen to fail; never set in a real run.
+ */
+bool hb_remove(const char *what)
+{
+	const char *v = getenv("GPUCONFORM_BUBBLES_REMOVE");
+
+	return v && strcmp(v, what) == 0;
+}
+
+void hb_run_graph(struct hb *b, const struct hb_shape *sh, struct hb_graph *gr)
+{
+	hb_assert(b, b->f.hipMemsetD32Async(b->counts, 0, sh->kernels, b->s));
+	hb_assert(b, b->f.hipGraphLaunch(gr->x, b->s));
+	fetch(b, sh->kernels);
+	if (hb_remove("stamp"))
+		b->h_counts[sh->kernels - 1] = 0;
+	hb_expect_counts(b, sh->kernels, sh->name);
+}
+
+void hb_run_stream(struct hb *b, const struct hb_shape *sh)
+{
+	hb_assert(b, b->f.hipMemsetD32Async(b->counts, 0, sh->kernels, b->s));
+	stream_launch(b, sh);
+	fetch(b, sh->kernels);
+	hb_expect_counts(b, sh->kernels, sh->name);
+}
+
+/* ------------------------------------------------------------- gaps */
+
+void hb_push(double **v, size_t *n, size_t *cap, double x)
+{
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 1u << 16;
+		*v = realloc(*v, *cap * sizeof(**v));
+		gc_assert_f(*v, "out of memory for %zu gap samples", *cap);
+	}
+	(*v)[(*n)++] = x;
+}
+
+/* c depends on a: c's start - a's end, in ns; never negative. */
+double hb_gap_of(const struct hb *b, unsigned a, unsigned c)
+{
+	uint64_t end = b->h_stamps[2 * a + 1], start = b->h_stamps[2 * c];
+
+	gc_assert_f(b->h_stamps[2 * a] <= end, "dispatch %u ended (tick %llu) before it started "
+		    "(tick %llu): the device clock went backwards", a, (unsigned long long)end,
+		    (unsigned long long)b->h_stamps[2 * a]);
+	gc_assert_f(start >= end, "dispatch %u started at tick %llu, before dispatch %u it "
+		    "depends on ended at tick %llu: the device clock went backwards or the "
+		    "dependency was not honoured", c, (unsigned long long)start, a,
+		    (unsigned long long)end);
+	return hb_ns(b, start - end);
+}
+
+void hb_gaps_add_run(struct hb *b, const struct hb_shape *sh, struct hb_gaps *g)
+{
+	uint64_t first = UINT64_MAX, last = 0;
+	unsigned join = sh->n + 1, late = 1;
+
+	if (sh->kind == HB_WIDE) {
+		for (unsigned i = 1; i <= sh->n; i++) {
+			hb_push(&g->v, &g->n, &g->cap, hb_gap_of(b, 0, i));
+			if (b->h_stamps[2 * i + 1] > b->h_stamps[2 * late + 1])
+				late = i;
+		}
+		hb_push(&g->v, &g->n, &g->cap, hb_gap_of(b, late, join));
+	} else {
+		for (unsigned i = 1; i < sh->n; i++)
+			hb_push(&g->v, &g->n, &g->cap, hb_gap_of(b, i - 1, i));
+	}
+	for (unsigned i = 0; i < sh->kernels; i++) {
+		first = b->h_stamps[2 * i] < first ? b->h_stamps[2 * i] : first;
+		last = b->h_stamps[2 * i + 1] > last ? b->h_stamps[2 * i + 1] : last;
+	}
+	hb_push(&g->span_us, &g->runs, &g->runs_cap, hb_ns(b, last - first) / 1e3);
+}
+
+void hb_gaps_free(struct hb_gaps *g)
+{
+	free(g->v);
+	free(g->span_us);
+	memset(g, 0, sizeof(*g));
+}
+
+static void metric1(const char *what, const char *mode, const char *shape, const char *unit,
+		    double x)
+{
+	char name[128];
+
+	snprintf(name, sizeof(name), "%s.%s.%s", what, mode, shape);
+	gc_metric(name, unit, GC_LOWER_IS_BETTER, &x, 1);
+}
+
+void hb_ratio(const char *what, const char *shape, double x)
+{
+	metric1("overhead", what, shape, "x", x);
+}
+
+/*
+ * The bubble rule (cuda_bubbles' bx_report): a gap over HB_BUBBLE_FACTOR x
+ * the median gap of the same shape and mode. The median is what the launch
+ * mechanism costs between two dependent kernels of this shape; 4x that is
+ * idle time the mechanism does not explain (a host round trip, a doorbell
+ * missed, a profiler's completion handler), while a clock step (10 ns at
+ * s_memrealtime's usual 100 MHz) or a kernel's own jitter stays far below it.
+ */
+struct hb_stats hb_report(const struct hb_gaps *g, const char *mode, const char *shape)
+{
+	struct hb_stats st = { .n = g->n };
+	size_t step = g->n > HB_METRIC_SAMPLES ? g->n / HB_METRIC_SAMPLES : 1;
+	double *sub = malloc((g->n / step + 1) * sizeof(*sub));
+	size_t nsub = 0;
+	char name[128];
+
+	gc_assert_f(g->n > 0 && sub, "%s.%s: no gaps", mode, shape);
+	st.p50 = gc_stat_median(g->v, g->n);
+	st.p99 = gc_stat_percentile(g->v, g->n, 99);
+	st.max = gc_stat_max(g->v, g->n);
+	for (size_t i = 0; i < g->n; i++)
+		st.bubbles += g->v[i] > HB_BUBBLE_FACTOR * st.p50;
+	for (size_t i = 0; i < g->n; i += step)
+		sub[nsub++] = g->v[i];
+	st.span_us = g->runs ? gc_stat_mean(g->span_us, g->runs) : 0;
+	snprintf(name, sizeof(name), "gap.%s.%s", mode, shape);
+	gc_metric(name, "ns", GC_LOWER_IS_BETTER, sub, nsub);
+	metric1("gap-p50", mode, shape, "ns", st.p50);
+	metric1("gap-p99", mode, shape, "ns", st.p99);
+	metric1("gap-max", mode, shape, "ns", st.max);
+	metric1("bubbles", mode, shape, "count", (double)st.bubbles);
+	snprintf(name, sizeof(name), "graph-time.%s.%s", mode, shape);
+	gc_metric(name, "us", GC_LOWER_IS_BETTER, g->span_us, g->runs);
+	gc_info("%-20s %-10s gaps %zu: p50 %.0f ns, p99 %.0f ns, max %.0f ns, bubbles %llu", mode,
+		shape, g->n, st.p50, st.p99, st.max, (unsigned long long)st.bubbles);
+	free(sub);
+	return st;
+}
+
+/* ------------------------------------------------------------- subtests */
+
+struct gcase {
+	struct hb *b;
+	const struct hb_shape *sh;
+	bool stream;
+};
+
+static void gaps_case(void *arg)
+{
+	struct gcase *c = arg;
+	struct hb_gaps g = { 0 };
+	struct hb_graph gr = { 0 };
+
+	if (!c->stream)
+		hb_graph_build(c->b, c->sh, &gr);
+	for (unsigned l = 0; l < c->b->launches; l++) {
+		if (c->stream)
+			hb_run_stream(c->b, c->sh);
+		else
+			hb_run_graph(c->b, c->sh, &gr);
+		hb_gaps_add_run(c->b, c->sh, &g);
+	}
+	hb_report(&g, c->stream ? "stream" : "graph", c->sh->name);
+	hb_gaps_free(&g);
+	hb_graph_free(c->b, &gr);
+}
+
+/*
+ * gaps. Contract (issue 8 item 2): per shape, each launched b->launches
+ * times, every dispatch runs exactly once per launch (a count of 0 is a lost
+ * dispatch, 2 a replayed one) and every gap is >= 0; p50 / p99 / max and
+ * bubbles are metrics. Stream launches only for chains and mixed (a stream
+ * has no fan-out).
+ */
+void hb_test_gaps(struct hb *b)
+{
+	struct gcase c = { .b = b };
+
+	hb_require(b);
+	for (int stream = 1; stream >= 0; stream--)
+		for (unsigned i = 0; i < hb_n_shapes; i++) {
+			c.sh = &hb_shapes[i], c.stream = stream;
+			if (stream && c.sh->kind == HB_WIDE)
+				continue;
+			gc_dynamic_f(gaps_case, &c, "%s-%s", stream ? "stream" : "graph",
+				     c.sh->name);
+		}
+}
+
+static void set_node_idx(struct hb *b, struct hb_graph *gr, unsigned k, unsigned idx)
+{
+	unsigned int i = idx;
+	uint64_t work = b->work_ticks;
+	void *args[] = { &b->stamps, &b->counts, &i, &work };
+	hipKernelNodeParams p;
+
+	memset(&p, 0, sizeof(p));
+	p.func = (void *)b->stamp;
+	p.gridDim.x = p.gridDim.y = p.gridDim.z = 1;
+	p.blockDim.x = GC_HSA_BLOCK, p.blockDim.y = p.blockDim.z = 1;
+	p.kernelParams = args;
+	hb_assert(b, b->f.hipGraphExecKernelNodeSetParams(gr->x, gr->nodes[k], &p));
+}
+
+/*
+ * launch-gap. Contract: consecutive launches of one chain2 graph, queued
+ * back to back without waiting, each run once with the arguments it was
+ * launched with (its nodes' idx set by hipGraphExecKernelNodeSetParams before
+ * its hipGraphLaunch: a launch that ran with a later launch's arguments shows
+ * as one slot counted twice and one never); the gap from the last kernel of
+ * launch i to the first of launch i + 1 is >= 0 and is the metric
+ * gap.graph.launch.
+ */
+void hb_test_launch_gap(struct hb *b)
+{
+	const struct hb_shape *sh = hb_shape("chain2");
+	struct hb_gaps g = { 0 };
+	struct hb_graph gr;
+	unsigned n;
+
+	hb_require(b);
+	n = b->launches < HB_MAX_KERNELS / 2 ? b->launches : HB_MAX_KERNELS / 2;
+	hb_graph_build(b, sh, &gr);
+	hb_assert(b, b->f.hipMemsetD32Async(b->counts, 0, 2 * n, b->s));
+	for (unsigned l = 0; l < n; l++) {
+		set_node_idx(b, &gr, 0, 2 * l);
+		set_node_idx(b, &gr, 1, 2 * l + 1);
+		hb_assert(b, b->f.hipGraphLaunch(gr.x, b->s));
+	}
+	fetch(b, 2 * n);
+	hb_expect_counts(b, 2 * n, "launch-gap");
+	for (unsigned l = 1; l < n; l++)
+		hb_push(&g.v, &g.n, &g.cap, hb_gap_of(b, 2 * l - 1, 2 * l));
+	gc_assert_f(b->h_stamps[4 * n - 1] >= b->h_stamps[0], "the last launch ended before the "
+		    "first started: the device clock went backwards");
+	hb_push(&g.span_us, &g.runs, &g.runs_cap,
+		hb_ns(b, b->h_stamps[4 * n - 1] - b->h_stamps[0]) / 1e3);
+	hb_report(&g, "graph", "launch");
+	hb_gaps_free(&g);
+	hb_graph_free(b, &gr);
+}

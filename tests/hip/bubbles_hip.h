@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hip_bubbles: the HIP half (bubbles_gaps.c: HIP runtime, graphs, gaps;
+ * bubbles_prof.c: rocprofiler-sdk kernel-dispatch tracing). bubbles.c keeps
+ * the fixture and deep-inflight on raw AQL queues.
+ *
+ * UNVERIFIED ON HARDWARE: built against Debian 12's HIP 5.2.3 headers with no
+ * AMD GPU and no rocprofiler-sdk; seen only skipping.
+ */
+#ifndef GPUCONFORM_HIP_BUBBLES_H
+#define GPUCONFORM_HIP_BUBBLES_H
+
+#include <hip/hip_runtime_api.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core.h"
+#include "gc_hsa.h"
+
+#define HB_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define HB_WORK_NS 1000ull       /* each dispatch spins 1 us of the device clock */
+#define HB_MAX_KERNELS 8200u     /* the largest shape: chain8192 */
+#define HB_METRIC_SAMPLES 10000u /* gap samples written as a metric: an even subsample */
+#define HB_BUBBLE_FACTOR 4.0     /* a bubble: a gap over 4 x the shape's median (bx_report) */
+#define HB_WATCHDOG_S 60         /* a launch not done after this long is a hang */
+
+/* Debian 5.2.3's prototypes (the ABI called; unchanged in HIP 6.x headers); all required. */
+#define HB_HIP_FUNCS(X)                                                                   \
+	X(hipRuntimeGetVersion) X(hipGetErrorName) X(hipSetDevice) X(hipModuleLoadData)     \
+	X(hipModuleGetFunction) X(hipModuleUnload) X(hipModuleLaunchKernel)                 \
+	X(hipStreamCreateWithFlags) X(hipStreamDestroy) X(hipStreamQuery)                   \
+	X(hipStreamSynchronize) X(hipMalloc) X(hipFree) X(hipMemsetD32Async)               \
+	X(hipMemcpyDtoDAsync) X(hipMemcpyDtoH) X(hipMemcpyDtoHAsync) X(hipMemGetInfo)      \
+	X(hipGraphCreate) X(hipGraphDestroy) X(hipGraphAddKernelNode)                       \
+	X(hipGraphAddMemsetNode) X(hipGraphAddMemcpyNode1D) X(hipGraphInstantiate)          \
+	X(hipGraphExecDestroy) X(hipGraphLaunch) X(hipGraphExecKernelNodeSetParams)
+
+struct hb_fns {
+#define HB_MEMBER(name) __typeof__(name) *name;
+	HB_HIP_FUNCS(HB_MEMBER)
+#undef HB_MEMBER
+};
+
+enum hb_kind { HB_CHAIN, HB_WIDE, HB_MIXED };
+
+struct hb_shape {
+	const char *name;
+	enum hb_kind kind;
+	unsigned n;       /* chain: length; wide: branches; mixed: kernels */
+	unsigned kernels; /* gc_stamp dispatches it makes */
+};
+
+extern const struct hb_shape hb_shapes[];
+extern const unsigned hb_n_shapes;
+const struct hb_shape *hb_shape(const char *name);
+
+struct hb_prof; /* bubbles_prof.c */
+
+struct hb {
+	struct gc_hsa *hsa;  /* the fixture's ROCr: s_memrealtime rate, the code object bytes */
+	void *lib;
+	char soname[32];
+	int version;
+	struct hb_fns f;
+	bool open;
+	hipModule_t mod;
+	hipFunction_t stamp;
+	hipStream_t s;
+	void *stamps, *counts, *scratch; /* device memory */
+	uint64_t *h_stamps;
+	uint32_t *h_counts;
+	uint64_t hz;           /* s_memrealtime ticks per second */
+	uint64_t work_ticks;   /* HB_WORK_NS in ticks */
+	unsigned launches;     /* per shape: $GPUCONFORM_BUBBLES_LAUNCHES, default 1000 */
+	struct hb_prof *prof;  /* NULL: rocprofiler-sdk not registered in this process */
+	char prof_why[384];    /* why not */
+};
+
+/* Open HIP (once per process) and set up b, or skip / fail saying why. */
+void hb_require(struct hb *b);
+void hb_close(struct hb *b);
+
+const char *hb_err(const struct hb *b, hipError_t e);
+#define hb_assert(b, call)                                                               \
+	do {                                                                              \
+		hipError_t hb_e__ = (call);                                               \
+		gc_assert_f(hb_e__ == hipSuccess, "%s: %s (%d)", #call, hb_err(b, hb_e__), \
+			    (int)hb_e__);                                                 \
+	} while (0)
+
+/* A built graph: its kernel nodes in idx order. */
+struct hb_graph {
+	hipGraph_t g;
+	hipGraphExec_t x;
+	hipGraphNode_t *nodes;
+	unsigned n;
+};
+void hb_graph_build(struct hb *b, const struct hb_shape *sh, struct hb_graph *gr);
+void hb_graph_free(struct hb *b, struct hb_graph *gr);
+
+/* Zero the counts, launch, wait (watchdog), fetch stamps and counts, check each ran once. */
+void hb_run_graph(struct hb *b, const struct hb_shape *sh, struct hb_graph *gr);
+void hb_run_stream(struct hb *b, const struct hb_shape *sh);
+void hb_wait(struct hb *b, unsigned n, const char *what);
+/* One gc_stamp dispatch of slot idx on b->s (hipModuleLaunchKernel). */
+void hb_launch_stamp(struct hb *b, unsigned idx);
+unsigned hb_done_count(struct hb *b, unsigned n);
+void hb_expect_counts(const struct hb *b, unsigned n, const char *what);
+bool hb_remove(const char *what);
+double hb_ns(const struct hb *b, uint64_t ticks);
+
+struct hb_gaps {
+	double *v;
+	size_t n, cap;
+	double *span_us; /* one per run */
+	size_t runs, runs_cap;
+};
+void hb_push(double **v, size_t *n, size_t *cap, double x);
+double hb_gap_of(const struct hb *b, unsigned a, unsigned c);
+void hb_gaps_add_run(struct hb *b, const struct hb_shape *sh, struct hb_gaps *g);
+void hb_gaps_free(struct hb_gaps *g);
+
+struct hb_stats {
+	double p50, p99, max;
+	uint64_t bubbles;
+	size_t n;
+	double span_us;
+};
+struct hb_stats hb_report(const struct hb_gaps *g, const char *mode, const char *shape);
+void hb_ratio(const char *what, const char *shape, double x);
+
+/* bubbles_gaps.c */
+void hb_test_gaps(struct hb *b);
+void hb_test_launch_gap(struct hb *b);
+
+/*
+ * bubbles_prof.c. hb_prof_register() must run before ROCr initialises (it
+ * is called from the fixture, before hsa_init); it leaves b->prof NULL and
+ * the reason in b->prof_why when it does not register.
+ */
+void hb_prof_register(struct hb *b, const char *first_subtest);
+void hb_test_traced_concurrent(struct hb *b);
+void hb_test_traced_serialized(struct hb *b);
+void hb_test_trace_leak(struct hb *b);
+void hb_test_attach_detach(struct hb *b);
+
+#endif
