@@ -19,20 +19,12 @@
 #include "bubbles.h"
 #include "measure.h"
 
-const struct bx_shape bx_shapes[] = {
-	{ "chain2", BX_CHAIN, 2, 2 },       { "chain16", BX_CHAIN, 16, 16 },
-	{ "chain256", BX_CHAIN, 256, 256 }, { "chain8192", BX_CHAIN, 8192, 8192 },
-	{ "wide16", BX_WIDE, 16, 18 },      { "wide256", BX_WIDE, 256, 258 },
-	{ "mixed", BX_MIXED, 16, 16 },
-};
-const unsigned bx_n_shapes = ARRAY_SIZE(bx_shapes);
-
-const struct bx_shape *bx_shape(const char *name)
+const struct gc_shape *bx_shape(const char *name)
 {
-	for (unsigned i = 0; i < bx_n_shapes; i++)
-		if (strcmp(bx_shapes[i].name, name) == 0)
-			return &bx_shapes[i];
-	gc_fail("no shape %s", name);
+	const struct gc_shape *sh = gc_shape_find(name);
+
+	gc_assert_f(sh, "no shape %s", name);
+	return sh;
 }
 
 /* ------------------------------------------------------------- graphs */
@@ -80,7 +72,7 @@ static CUgraphNode add_memcpy(struct bx *b, CUgraph g, CUgraphNode dep)
 	return n;
 }
 
-void bx_graph_build(struct bx *b, const struct bx_shape *sh, struct bx_graph *gr)
+void bx_graph_build(struct bx *b, const struct gc_shape *sh, struct bx_graph *gr)
 {
 	CUgraphNode prev = NULL;
 
@@ -89,14 +81,14 @@ void bx_graph_build(struct bx *b, const struct bx_shape *sh, struct bx_graph *gr
 	gr->nodes = calloc(gr->n, sizeof(*gr->nodes));
 	gc_assert(gr->nodes);
 	gc_cu_assert(b->cu, b->cu->cuGraphCreate(&gr->g, 0));
-	if (sh->kind == BX_WIDE) {
+	if (sh->kind == GC_SHAPE_WIDE) {
 		gr->nodes[0] = add_stamp(b, gr->g, NULL, 0, 0);
 		for (unsigned i = 1; i <= sh->n; i++)
 			gr->nodes[i] = add_stamp(b, gr->g, &gr->nodes[0], 1, i);
 		gr->nodes[sh->n + 1] = add_stamp(b, gr->g, &gr->nodes[1], sh->n, sh->n + 1);
 	} else {
 		for (unsigned i = 0; i < sh->n; i++) {
-			if (prev && sh->kind == BX_MIXED)
+			if (prev && sh->kind == GC_SHAPE_MIXED)
 				prev = i % 2 ? add_memset(b, gr->g, prev) : add_memcpy(b, gr->g, prev);
 			gr->nodes[i] = add_stamp(b, gr->g, prev ? &prev : NULL, prev ? 1 : 0, i);
 			prev = gr->nodes[i];
@@ -127,10 +119,10 @@ static void launch_stamp(struct bx *b, unsigned idx)
 						   args, NULL));
 }
 
-void bx_stream_launch(struct bx *b, const struct bx_shape *sh)
+void bx_stream_launch(struct bx *b, const struct gc_shape *sh)
 {
 	for (unsigned i = 0; i < sh->n; i++) {
-		if (i && sh->kind == BX_MIXED)
+		if (i && sh->kind == GC_SHAPE_MIXED)
 			gc_cu_assert(b->cu, i % 2 ? b->cu->cuMemsetD32Async(b->scratch, 0x5a5a5a5a,
 									  1024, b->s) :
 						    b->cu->cuMemcpyDtoDAsync(b->scratch + 4096,
@@ -201,7 +193,7 @@ bool bx_remove(const char *what)
 	return v && strcmp(v, what) == 0;
 }
 
-void bx_run_graph(struct bx *b, const struct bx_shape *sh, struct bx_graph *gr)
+void bx_run_graph(struct bx *b, const struct gc_shape *sh, struct bx_graph *gr)
 {
 	gc_cu_assert(b->cu, b->cu->cuMemsetD32Async(b->counts, 0, sh->kernels, b->s));
 	gc_cu_assert(b->cu, b->cu->cuGraphLaunch(gr->x, b->s));
@@ -211,7 +203,7 @@ void bx_run_graph(struct bx *b, const struct bx_shape *sh, struct bx_graph *gr)
 	bx_expect_counts(b, sh->kernels, sh->name);
 }
 
-void bx_run_stream(struct bx *b, const struct bx_shape *sh)
+void bx_run_stream(struct bx *b, const struct gc_shape *sh)
 {
 	gc_cu_assert(b->cu, b->cu->cuMemsetD32Async(b->counts, 0, sh->kernels, b->s));
 	bx_stream_launch(b, sh);
@@ -221,14 +213,14 @@ void bx_run_stream(struct bx *b, const struct bx_shape *sh)
 
 /* ------------------------------------------------------------- gaps */
 
-static void push(double **v, size_t *n, size_t *cap, double x)
+static void gap_add(struct gc_gaps *g, double gap_ns)
 {
-	if (*n == *cap) {
-		*cap = *cap ? *cap * 2 : 1u << 16;
-		*v = realloc(*v, *cap * sizeof(**v));
-		gc_assert_f(*v, "out of memory for %zu gap samples", *cap);
-	}
-	(*v)[(*n)++] = x;
+	gc_assert_f(gc_gaps_add(g, gap_ns) == 0, "out of memory for %zu gap samples", g->n + 1);
+}
+
+static void span_add(struct gc_gaps *g, double span_us)
+{
+	gc_assert_f(gc_gaps_add_span(g, span_us) == 0, "out of memory for %zu runs", g->runs + 1);
 }
 
 static double gap_of(const struct bx *b, unsigned a, unsigned c)
@@ -241,96 +233,41 @@ static double gap_of(const struct bx *b, unsigned a, unsigned c)
 	return (double)(start - end);
 }
 
-void bx_gaps_add_run(struct bx *b, const struct bx_shape *sh, struct bx_gaps *g)
+void bx_gaps_add_run(struct bx *b, const struct gc_shape *sh, struct gc_gaps *g)
 {
 	uint64_t first = UINT64_MAX, last = 0;
 	unsigned join = sh->n + 1, late = 1;
 
-	if (sh->kind == BX_WIDE) {
+	if (sh->kind == GC_SHAPE_WIDE) {
 		for (unsigned i = 1; i <= sh->n; i++) {
-			push(&g->v, &g->n, &g->cap, gap_of(b, 0, i));
+			gap_add(g, gap_of(b, 0, i));
 			if (b->h_stamps[2 * i + 1] > b->h_stamps[2 * late + 1])
 				late = i;
 		}
-		push(&g->v, &g->n, &g->cap, gap_of(b, late, join));
+		gap_add(g, gap_of(b, late, join));
 	} else {
 		for (unsigned i = 1; i < sh->n; i++)
-			push(&g->v, &g->n, &g->cap, gap_of(b, i - 1, i));
+			gap_add(g, gap_of(b, i - 1, i));
 	}
 	for (unsigned i = 0; i < sh->kernels; i++) {
 		first = b->h_stamps[2 * i] < first ? b->h_stamps[2 * i] : first;
 		last = b->h_stamps[2 * i + 1] > last ? b->h_stamps[2 * i + 1] : last;
 	}
-	push(&g->span_us, &g->runs, &g->runs_cap, (double)(last - first) / 1e3);
-}
-
-void bx_gaps_free(struct bx_gaps *g)
-{
-	free(g->v);
-	free(g->span_us);
-	memset(g, 0, sizeof(*g));
-}
-
-static void metric1(const char *what, const char *mode, const char *shape, const char *unit,
-		    double x)
-{
-	char name[128];
-
-	snprintf(name, sizeof(name), "%s.%s.%s", what, mode, shape);
-	gc_metric(name, unit, GC_LOWER_IS_BETTER, &x, 1);
-}
-
-/*
- * The bubble rule: a gap over BX_BUBBLE_FACTOR x the median gap of the same
- * shape and mode. The median is what the launch mechanism costs between two
- * dependent kernels of this shape (about 1 us for a graph chain on an H100);
- * 4x that is idle time the mechanism does not explain (a host round trip, a
- * doorbell missed, a profiler's callback), while a timer step (32 ns) or a
- * kernel's own jitter stays far below it.
- */
-struct bx_stats bx_report(const struct bx_gaps *g, const char *mode, const char *shape)
-{
-	struct bx_stats st = { .n = g->n };
-	size_t step = g->n > BX_METRIC_SAMPLES ? g->n / BX_METRIC_SAMPLES : 1;
-	double *sub = malloc((g->n / step + 1) * sizeof(*sub));
-	size_t nsub = 0;
-	char name[128];
-
-	gc_assert_f(g->n > 0 && sub, "%s.%s: no gaps", mode, shape);
-	st.p50 = gc_stat_median(g->v, g->n);
-	st.p99 = gc_stat_percentile(g->v, g->n, 99);
-	st.max = gc_stat_max(g->v, g->n);
-	for (size_t i = 0; i < g->n; i++)
-		st.bubbles += g->v[i] > BX_BUBBLE_FACTOR * st.p50;
-	for (size_t i = 0; i < g->n; i += step)
-		sub[nsub++] = g->v[i];
-	st.span_us = g->runs ? gc_stat_mean(g->span_us, g->runs) : 0;
-	snprintf(name, sizeof(name), "gap.%s.%s", mode, shape);
-	gc_metric(name, "ns", GC_LOWER_IS_BETTER, sub, nsub);
-	metric1("gap-p50", mode, shape, "ns", st.p50);
-	metric1("gap-p99", mode, shape, "ns", st.p99);
-	metric1("gap-max", mode, shape, "ns", st.max);
-	metric1("bubbles", mode, shape, "count", (double)st.bubbles);
-	snprintf(name, sizeof(name), "graph-time.%s.%s", mode, shape);
-	gc_metric(name, "us", GC_LOWER_IS_BETTER, g->span_us, g->runs);
-	gc_info("%-20s %-10s gaps %zu: p50 %.0f ns, p99 %.0f ns, max %.0f ns, bubbles %llu", mode,
-		shape, g->n, st.p50, st.p99, st.max, (unsigned long long)st.bubbles);
-	free(sub);
-	return st;
+	span_add(g, (double)(last - first) / 1e3);
 }
 
 /* ------------------------------------------------------------- subtests */
 
 struct gcase {
 	struct bx *b;
-	const struct bx_shape *sh;
+	const struct gc_shape *sh;
 	bool stream;
 };
 
 static void gaps_case(void *arg)
 {
 	struct gcase *c = arg;
-	struct bx_gaps g = { 0 };
+	struct gc_gaps g = { 0 };
 	struct bx_graph gr = { 0 };
 
 	if (!c->stream)
@@ -342,8 +279,8 @@ static void gaps_case(void *arg)
 			bx_run_graph(c->b, c->sh, &gr);
 		bx_gaps_add_run(c->b, c->sh, &g);
 	}
-	bx_report(&g, c->stream ? "stream" : "graph", c->sh->name);
-	bx_gaps_free(&g);
+	gc_gaps_report(&g, c->stream ? "stream" : "graph", c->sh->name);
+	gc_gaps_free(&g);
 	bx_graph_free(c->b, &gr);
 }
 
@@ -358,9 +295,9 @@ static void test_gaps(void *data)
 	struct gcase c = { .b = data };
 
 	for (int stream = 1; stream >= 0; stream--)
-		for (unsigned i = 0; i < bx_n_shapes; i++) {
-			c.sh = &bx_shapes[i], c.stream = stream;
-			if (stream && c.sh->kind == BX_WIDE)
+		for (unsigned i = 0; i < GC_N_SHAPES; i++) {
+			c.sh = &gc_shapes[i], c.stream = stream;
+			if (stream && c.sh->kind == GC_SHAPE_WIDE)
 				continue;
 			gc_dynamic_f(gaps_case, &c, "%s-%s", stream ? "stream" : "graph",
 				     c.sh->name);
@@ -376,10 +313,10 @@ static void test_gaps(void *data)
 static void test_launch_gap(void *data)
 {
 	struct bx *b = data;
-	const struct bx_shape *sh = bx_shape("chain2");
+	const struct gc_shape *sh = bx_shape("chain2");
 	unsigned n = b->launches < BX_MAX_KERNELS / 2 ? b->launches : BX_MAX_KERNELS / 2;
 	unsigned long long work = BX_WORK_NS;
-	struct bx_gaps g = { 0 };
+	struct gc_gaps g = { 0 };
 	struct bx_graph gr;
 
 	bx_graph_build(b, sh, &gr);
@@ -403,11 +340,11 @@ static void test_launch_gap(void *data)
 	fetch(b, 2 * n);
 	bx_expect_counts(b, 2 * n, "launch-gap");
 	for (unsigned l = 1; l < n; l++)
-		push(&g.v, &g.n, &g.cap, gap_of(b, 2 * l - 1, 2 * l));
-	push(&g.span_us, &g.runs, &g.runs_cap,
+		gap_add(&g, gap_of(b, 2 * l - 1, 2 * l));
+	span_add(&g,
 	     (double)(b->h_stamps[4 * n - 1] - b->h_stamps[0]) / 1e3);
-	bx_report(&g, "graph", "launch");
-	bx_gaps_free(&g);
+	gc_gaps_report(&g, "graph", "launch");
+	gc_gaps_free(&g);
 	bx_graph_free(b, &gr);
 }
 

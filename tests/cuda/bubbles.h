@@ -14,27 +14,15 @@
 #include <stdint.h>
 
 #include "core.h"
+#include "gaps.h"
 #include "gc_cuda.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define BX_WORK_NS 1000ull       /* each dispatch spins 1 us on the device clock */
 #define BX_MAX_KERNELS 8200u     /* the largest shape: chain8192 */
-#define BX_METRIC_SAMPLES 10000u /* gaps written as metric samples: an even subsample */
-/* A bubble is a gap over this multiple of the shape's median gap (see bx_stats). */
-#define BX_BUBBLE_FACTOR 4.0
 
-enum bx_kind { BX_CHAIN, BX_WIDE, BX_MIXED };
-
-struct bx_shape {
-	const char *name;
-	enum bx_kind kind;
-	unsigned n;     /* chain: length; wide: branches; mixed: kernels */
-	unsigned kernels; /* dispatches of gc_stamp it makes */
-};
-
-extern const struct bx_shape bx_shapes[];
-extern const unsigned bx_n_shapes;
-const struct bx_shape *bx_shape(const char *name);
+/* gc_shape_find() or fail naming the shape. */
+const struct gc_shape *bx_shape(const char *name);
 
 struct bx {
 	struct gc_cuda *cu;
@@ -54,35 +42,18 @@ struct bx_graph {
 	unsigned n;
 };
 
-void bx_graph_build(struct bx *b, const struct bx_shape *sh, struct bx_graph *gr);
+void bx_graph_build(struct bx *b, const struct gc_shape *sh, struct bx_graph *gr);
 void bx_graph_free(struct bx *b, struct bx_graph *gr);
 
 /* Launch the shape's dispatches one by one on the stream (chain and mixed only). */
-void bx_stream_launch(struct bx *b, const struct bx_shape *sh);
+void bx_stream_launch(struct bx *b, const struct gc_shape *sh);
 
 /* Zero the counts, run, wait, copy stamps and counts back, check each ran exactly once. */
-void bx_run_graph(struct bx *b, const struct bx_shape *sh, struct bx_graph *gr);
-void bx_run_stream(struct bx *b, const struct bx_shape *sh);
+void bx_run_graph(struct bx *b, const struct gc_shape *sh, struct bx_graph *gr);
+void bx_run_stream(struct bx *b, const struct gc_shape *sh);
 
-/* Gap samples of one run of sh (from b->h_stamps), appended; fails on a negative gap. */
-struct bx_gaps {
-	double *v;
-	size_t n, cap;
-	double span_us_sum; /* device span of each run, summed */
-	double *span_us;    /* one per run */
-	size_t runs, runs_cap;
-};
-void bx_gaps_add_run(struct bx *b, const struct bx_shape *sh, struct bx_gaps *g);
-void bx_gaps_free(struct bx_gaps *g);
-
-struct bx_stats {
-	double p50, p99, max;
-	uint64_t bubbles;
-	size_t n;
-	double span_us; /* mean device span of one run */
-};
-/* Statistics and metrics gap.MODE.SHAPE, gap-p50/p99/max, bubbles, graph-time. */
-struct bx_stats bx_report(const struct bx_gaps *g, const char *mode, const char *shape);
+/* The gaps and the span of one run of sh (from b->h_stamps), appended; fails on a negative gap. */
+void bx_gaps_add_run(struct bx *b, const struct gc_shape *sh, struct gc_gaps *g);
 
 /* Watchdog: a launch that has not finished after this many seconds is a hang. */
 #define BX_WATCHDOG_S 60

@@ -174,7 +174,7 @@ static void check_records(struct gc_cupti_take *t, const uint64_t *ids,
 
 struct tcase {
 	struct bx *b;
-	const struct bx_shape *sh;
+	const struct gc_shape *sh;
 	struct gc_cupti *c;
 	CUpti_ActivityKind kind;
 };
@@ -191,11 +191,11 @@ static void node_ids(struct tcase *c, const struct bx_graph *gr, uint64_t *ids)
 	}
 }
 
-static struct bx_stats run_shape(struct tcase *c, struct bx_graph *gr, unsigned n,
+static struct gc_gap_stats run_shape(struct tcase *c, struct bx_graph *gr, unsigned n,
 				 const char *mode, struct launch_stamps *keep)
 {
-	struct bx_gaps g = { 0 };
-	struct bx_stats st;
+	struct gc_gaps g = { 0 };
+	struct gc_gap_stats st;
 
 	for (unsigned l = 0; l < n; l++) {
 		bx_run_graph(c->b, c->sh, gr);
@@ -204,18 +204,10 @@ static struct bx_stats run_shape(struct tcase *c, struct bx_graph *gr, unsigned 
 			memcpy(&keep->st[(size_t)l * 2 * keep->n], c->b->h_stamps,
 			       2 * (size_t)keep->n * 8);
 	}
-	st = bx_report(&g, mode, c->sh->name);
+	st = gc_gaps_report(&g, mode, c->sh->name);
 	st.p50 = st.p50 > 0 ? st.p50 : 1; /* ratios of a 0 ns median are reported against 1 ns */
-	bx_gaps_free(&g);
+	gc_gaps_free(&g);
 	return st;
-}
-
-static void ratio(const char *what, const char *shape, double x)
-{
-	char name[128];
-
-	snprintf(name, sizeof(name), "overhead.%s.%s", what, shape);
-	gc_metric(name, "x", GC_LOWER_IS_BETTER, &x, 1);
 }
 
 static void traced_case(void *arg)
@@ -223,7 +215,7 @@ static void traced_case(void *arg)
 	struct tcase *c = arg;
 	struct launch_stamps ls = { .n = c->sh->kernels };
 	struct gc_cupti_take t;
-	struct bx_stats plain, traced;
+	struct gc_gap_stats plain, traced;
 	struct bx_graph gr;
 	uint64_t *ids;
 
@@ -242,13 +234,13 @@ static void traced_case(void *arg)
 	gc_assert(gc_cupti_flush(c->c) == 0);
 	gc_cupti_take(&t);
 	check_records(&t, ids, &ls, TRACE_LAUNCHES, c->sh->name);
-	ratio(c->kind == CUPTI_ACTIVITY_KIND_KERNEL ? "gap-p50-serial-over-graph" :
+	gc_gap_ratio(c->kind == CUPTI_ACTIVITY_KIND_KERNEL ? "gap-p50-serial-over-graph" :
 						      "gap-p50-trace-over-graph",
 	      c->sh->name, traced.p50 / plain.p50);
-	ratio(c->kind == CUPTI_ACTIVITY_KIND_KERNEL ? "gap-p99-serial-over-graph" :
+	gc_gap_ratio(c->kind == CUPTI_ACTIVITY_KIND_KERNEL ? "gap-p99-serial-over-graph" :
 						      "gap-p99-trace-over-graph",
 	      c->sh->name, traced.p99 / (plain.p99 > 0 ? plain.p99 : 1));
-	ratio(c->kind == CUPTI_ACTIVITY_KIND_KERNEL ? "graph-time-serial-over-graph" :
+	gc_gap_ratio(c->kind == CUPTI_ACTIVITY_KIND_KERNEL ? "graph-time-serial-over-graph" :
 						      "graph-time-trace-over-graph",
 	      c->sh->name, traced.span_us / (plain.span_us > 0 ? plain.span_us : 1));
 	gc_cupti_take_free(&t);
@@ -370,7 +362,7 @@ void test_trace_leak(void *data)
 
 struct launcher {
 	struct bx *b;
-	const struct bx_shape *sh;
+	const struct gc_shape *sh;
 	struct bx_graph *gr;
 	volatile int stop;
 	unsigned launches;
@@ -389,18 +381,18 @@ static void *launcher_thread(void *p)
 	return NULL;
 }
 
-static struct bx_stats plain_gaps(struct bx *b, const struct bx_shape *sh, struct bx_graph *gr,
+static struct gc_gap_stats plain_gaps(struct bx *b, const struct gc_shape *sh, struct bx_graph *gr,
 				  const char *mode)
 {
-	struct bx_gaps g = { 0 };
-	struct bx_stats st;
+	struct gc_gaps g = { 0 };
+	struct gc_gap_stats st;
 
 	for (unsigned l = 0; l < TRACE_LAUNCHES; l++) {
 		bx_run_graph(b, sh, gr);
 		bx_gaps_add_run(b, sh, &g);
 	}
-	st = bx_report(&g, mode, sh->name);
-	bx_gaps_free(&g);
+	st = gc_gaps_report(&g, mode, sh->name);
+	gc_gaps_free(&g);
 	return st;
 }
 
@@ -427,10 +419,10 @@ static void check_windows(const struct gc_cupti_take *t, const uint64_t *on, con
 void test_attach_detach(void *data)
 {
 	struct bx *b = data;
-	const struct bx_shape *sh = bx_shape("chain16");
+	const struct gc_shape *sh = bx_shape("chain16");
 	uint64_t on[100], off[100];
 	struct launcher l = { .b = b, .sh = sh };
-	struct bx_stats before, after;
+	struct gc_gap_stats before, after;
 	struct gc_cupti_take t;
 	struct gc_cupti cp;
 	struct bx_graph gr;
@@ -466,8 +458,10 @@ void test_attach_detach(void *data)
 	gc_assert_f(t.nk > 0, "no record in 100 enabled windows of 2 ms");
 	gc_cupti_take_free(&t);
 	after = plain_gaps(b, sh, &gr, "graph-detached");
-	ratio("gap-p50-detached-over-graph", sh->name, after.p50 / (before.p50 > 0 ? before.p50 : 1));
-	ratio("gap-p99-detached-over-graph", sh->name, after.p99 / (before.p99 > 0 ? before.p99 : 1));
+	gc_gap_ratio("gap-p50-detached-over-graph", sh->name,
+		     after.p50 / (before.p50 > 0 ? before.p50 : 1));
+	gc_gap_ratio("gap-p99-detached-over-graph", sh->name,
+		     after.p99 / (before.p99 > 0 ? before.p99 : 1));
 	bx_graph_free(b, &gr);
 }
 

@@ -49,20 +49,12 @@
 #include "bubbles_hip.h"
 #include "measure.h"
 
-const struct hb_shape hb_shapes[] = {
-	{ "chain2", HB_CHAIN, 2, 2 },       { "chain16", HB_CHAIN, 16, 16 },
-	{ "chain256", HB_CHAIN, 256, 256 }, { "chain8192", HB_CHAIN, 8192, 8192 },
-	{ "wide16", HB_WIDE, 16, 18 },      { "wide256", HB_WIDE, 256, 258 },
-	{ "mixed", HB_MIXED, 16, 16 },
-};
-const unsigned hb_n_shapes = HB_ARRAY_SIZE(hb_shapes);
-
-const struct hb_shape *hb_shape(const char *name)
+const struct gc_shape *hb_shape(const char *name)
 {
-	for (unsigned i = 0; i < hb_n_shapes; i++)
-		if (strcmp(hb_shapes[i].name, name) == 0)
-			return &hb_shapes[i];
-	gc_fail("no shape %s", name);
+	const struct gc_shape *sh = gc_shape_find(name);
+
+	gc_assert_f(sh, "no shape %s", name);
+	return sh;
 }
 
 /* ------------------------------------------------------------- loading */
@@ -201,7 +193,7 @@ static hipGraphNode_t add_memcpy(struct hb *b, hipGraph_t g, hipGraphNode_t dep)
 	return n;
 }
 
-void hb_graph_build(struct hb *b, const struct hb_shape *sh, struct hb_graph *gr)
+void hb_graph_build(struct hb *b, const struct gc_shape *sh, struct hb_graph *gr)
 {
 	hipGraphNode_t prev = NULL;
 
@@ -210,14 +202,14 @@ void hb_graph_build(struct hb *b, const struct hb_shape *sh, struct hb_graph *gr
 	gr->nodes = calloc(gr->n, sizeof(*gr->nodes));
 	gc_assert(gr->nodes);
 	hb_assert(b, b->f.hipGraphCreate(&gr->g, 0));
-	if (sh->kind == HB_WIDE) {
+	if (sh->kind == GC_SHAPE_WIDE) {
 		gr->nodes[0] = add_stamp(b, gr->g, NULL, 0, 0);
 		for (unsigned i = 1; i <= sh->n; i++)
 			gr->nodes[i] = add_stamp(b, gr->g, &gr->nodes[0], 1, i);
 		gr->nodes[sh->n + 1] = add_stamp(b, gr->g, &gr->nodes[1], sh->n, sh->n + 1);
 	} else {
 		for (unsigned i = 0; i < sh->n; i++) {
-			if (prev && sh->kind == HB_MIXED)
+			if (prev && sh->kind == GC_SHAPE_MIXED)
 				prev = i % 2 ? add_memset(b, gr->g, prev) : add_memcpy(b, gr->g, prev);
 			gr->nodes[i] = add_stamp(b, gr->g, prev ? &prev : NULL, prev ? 1 : 0, i);
 			prev = gr->nodes[i];
@@ -250,10 +242,10 @@ void hb_launch_stamp(struct hb *b, unsigned idx)
 						NULL, extra));
 }
 
-static void stream_launch(struct hb *b, const struct hb_shape *sh)
+static void stream_launch(struct hb *b, const struct gc_shape *sh)
 {
 	for (unsigned i = 0; i < sh->n; i++) {
-		if (i && sh->kind == HB_MIXED)
+		if (i && sh->kind == GC_SHAPE_MIXED)
 			hb_assert(b, i % 2 ? b->f.hipMemsetD32Async(b->scratch, 0x5a5a5a5a, 1024,
 								   b->s) :
 					     b->f.hipMemcpyDtoDAsync((char *)b->scratch + 4096,
@@ -320,7 +312,7 @@ bool hb_remove(const char *what)
 	return v && strcmp(v, what) == 0;
 }
 
-void hb_run_graph(struct hb *b, const struct hb_shape *sh, struct hb_graph *gr)
+void hb_run_graph(struct hb *b, const struct gc_shape *sh, struct hb_graph *gr)
 {
 	hb_assert(b, b->f.hipMemsetD32Async(b->counts, 0, sh->kernels, b->s));
 	hb_assert(b, b->f.hipGraphLaunch(gr->x, b->s));
@@ -330,7 +322,7 @@ void hb_run_graph(struct hb *b, const struct hb_shape *sh, struct hb_graph *gr)
 	hb_expect_counts(b, sh->kernels, sh->name);
 }
 
-void hb_run_stream(struct hb *b, const struct hb_shape *sh)
+void hb_run_stream(struct hb *b, const struct gc_shape *sh)
 {
 	hb_assert(b, b->f.hipMemsetD32Async(b->counts, 0, sh->kernels, b->s));
 	stream_launch(b, sh);
@@ -340,14 +332,14 @@ void hb_run_stream(struct hb *b, const struct hb_shape *sh)
 
 /* ------------------------------------------------------------- gaps */
 
-void hb_push(double **v, size_t *n, size_t *cap, double x)
+void hb_gap_add(struct gc_gaps *g, double gap_ns)
 {
-	if (*n == *cap) {
-		*cap = *cap ? *cap * 2 : 1u << 16;
-		*v = realloc(*v, *cap * sizeof(**v));
-		gc_assert_f(*v, "out of memory for %zu gap samples", *cap);
-	}
-	(*v)[(*n)++] = x;
+	gc_assert_f(gc_gaps_add(g, gap_ns) == 0, "out of memory for %zu gap samples", g->n + 1);
+}
+
+void hb_span_add(struct gc_gaps *g, double span_us)
+{
+	gc_assert_f(gc_gaps_add_span(g, span_us) == 0, "out of memory for %zu runs", g->runs + 1);
 }
 
 /* c depends on a: c's start - a's end, in ns; never negative. */
@@ -365,101 +357,41 @@ double hb_gap_of(const struct hb *b, unsigned a, unsigned c)
 	return hb_ns(b, start - end);
 }
 
-void hb_gaps_add_run(struct hb *b, const struct hb_shape *sh, struct hb_gaps *g)
+void hb_gaps_add_run(struct hb *b, const struct gc_shape *sh, struct gc_gaps *g)
 {
 	uint64_t first = UINT64_MAX, last = 0;
 	unsigned join = sh->n + 1, late = 1;
 
-	if (sh->kind == HB_WIDE) {
+	if (sh->kind == GC_SHAPE_WIDE) {
 		for (unsigned i = 1; i <= sh->n; i++) {
-			hb_push(&g->v, &g->n, &g->cap, hb_gap_of(b, 0, i));
+			hb_gap_add(g, hb_gap_of(b, 0, i));
 			if (b->h_stamps[2 * i + 1] > b->h_stamps[2 * late + 1])
 				late = i;
 		}
-		hb_push(&g->v, &g->n, &g->cap, hb_gap_of(b, late, join));
+		hb_gap_add(g, hb_gap_of(b, late, join));
 	} else {
 		for (unsigned i = 1; i < sh->n; i++)
-			hb_push(&g->v, &g->n, &g->cap, hb_gap_of(b, i - 1, i));
+			hb_gap_add(g, hb_gap_of(b, i - 1, i));
 	}
 	for (unsigned i = 0; i < sh->kernels; i++) {
 		first = b->h_stamps[2 * i] < first ? b->h_stamps[2 * i] : first;
 		last = b->h_stamps[2 * i + 1] > last ? b->h_stamps[2 * i + 1] : last;
 	}
-	hb_push(&g->span_us, &g->runs, &g->runs_cap, hb_ns(b, last - first) / 1e3);
-}
-
-void hb_gaps_free(struct hb_gaps *g)
-{
-	free(g->v);
-	free(g->span_us);
-	memset(g, 0, sizeof(*g));
-}
-
-static void metric1(const char *what, const char *mode, const char *shape, const char *unit,
-		    double x)
-{
-	char name[128];
-
-	snprintf(name, sizeof(name), "%s.%s.%s", what, mode, shape);
-	gc_metric(name, unit, GC_LOWER_IS_BETTER, &x, 1);
-}
-
-void hb_ratio(const char *what, const char *shape, double x)
-{
-	metric1("overhead", what, shape, "x", x);
-}
-
-/*
- * The bubble rule (cuda_bubbles' bx_report): a gap over HB_BUBBLE_FACTOR x
- * the median gap of the same shape and mode. The median is what the launch
- * mechanism costs between two dependent kernels of this shape; 4x that is
- * idle time the mechanism does not explain (a host round trip, a doorbell
- * missed, a profiler's completion handler), while a clock step (10 ns at
- * s_memrealtime's usual 100 MHz) or a kernel's own jitter stays far below it.
- */
-struct hb_stats hb_report(const struct hb_gaps *g, const char *mode, const char *shape)
-{
-	struct hb_stats st = { .n = g->n };
-	size_t step = g->n > HB_METRIC_SAMPLES ? g->n / HB_METRIC_SAMPLES : 1;
-	double *sub = malloc((g->n / step + 1) * sizeof(*sub));
-	size_t nsub = 0;
-	char name[128];
-
-	gc_assert_f(g->n > 0 && sub, "%s.%s: no gaps", mode, shape);
-	st.p50 = gc_stat_median(g->v, g->n);
-	st.p99 = gc_stat_percentile(g->v, g->n, 99);
-	st.max = gc_stat_max(g->v, g->n);
-	for (size_t i = 0; i < g->n; i++)
-		st.bubbles += g->v[i] > HB_BUBBLE_FACTOR * st.p50;
-	for (size_t i = 0; i < g->n; i += step)
-		sub[nsub++] = g->v[i];
-	st.span_us = g->runs ? gc_stat_mean(g->span_us, g->runs) : 0;
-	snprintf(name, sizeof(name), "gap.%s.%s", mode, shape);
-	gc_metric(name, "ns", GC_LOWER_IS_BETTER, sub, nsub);
-	metric1("gap-p50", mode, shape, "ns", st.p50);
-	metric1("gap-p99", mode, shape, "ns", st.p99);
-	metric1("gap-max", mode, shape, "ns", st.max);
-	metric1("bubbles", mode, shape, "count", (double)st.bubbles);
-	snprintf(name, sizeof(name), "graph-time.%s.%s", mode, shape);
-	gc_metric(name, "us", GC_LOWER_IS_BETTER, g->span_us, g->runs);
-	gc_info("%-20s %-10s gaps %zu: p50 %.0f ns, p99 %.0f ns, max %.0f ns, bubbles %llu", mode,
-		shape, g->n, st.p50, st.p99, st.max, (unsigned long long)st.bubbles);
-	free(sub);
-	return st;
+	hb_span_add(g, hb_ns(b, last - first) / 1e3);
 }
 
 /* ------------------------------------------------------------- subtests */
 
 struct gcase {
 	struct hb *b;
-	const struct hb_shape *sh;
+	const struct gc_shape *sh;
 	bool stream;
 };
 
 static void gaps_case(void *arg)
 {
 	struct gcase *c = arg;
-	struct hb_gaps g = { 0 };
+	struct gc_gaps g = { 0 };
 	struct hb_graph gr = { 0 };
 
 	if (!c->stream)
@@ -471,8 +403,8 @@ static void gaps_case(void *arg)
 			hb_run_graph(c->b, c->sh, &gr);
 		hb_gaps_add_run(c->b, c->sh, &g);
 	}
-	hb_report(&g, c->stream ? "stream" : "graph", c->sh->name);
-	hb_gaps_free(&g);
+	gc_gaps_report(&g, c->stream ? "stream" : "graph", c->sh->name);
+	gc_gaps_free(&g);
 	hb_graph_free(c->b, &gr);
 }
 
@@ -489,9 +421,9 @@ void hb_test_gaps(struct hb *b)
 
 	hb_require(b);
 	for (int stream = 1; stream >= 0; stream--)
-		for (unsigned i = 0; i < hb_n_shapes; i++) {
-			c.sh = &hb_shapes[i], c.stream = stream;
-			if (stream && c.sh->kind == HB_WIDE)
+		for (unsigned i = 0; i < GC_N_SHAPES; i++) {
+			c.sh = &gc_shapes[i], c.stream = stream;
+			if (stream && c.sh->kind == GC_SHAPE_WIDE)
 				continue;
 			gc_dynamic_f(gaps_case, &c, "%s-%s", stream ? "stream" : "graph",
 				     c.sh->name);
@@ -524,8 +456,8 @@ static void set_node_idx(struct hb *b, struct hb_graph *gr, unsigned k, unsigned
  */
 void hb_test_launch_gap(struct hb *b)
 {
-	const struct hb_shape *sh = hb_shape("chain2");
-	struct hb_gaps g = { 0 };
+	const struct gc_shape *sh = hb_shape("chain2");
+	struct gc_gaps g = { 0 };
 	struct hb_graph gr;
 	unsigned n;
 
@@ -541,12 +473,12 @@ void hb_test_launch_gap(struct hb *b)
 	fetch(b, 2 * n);
 	hb_expect_counts(b, 2 * n, "launch-gap");
 	for (unsigned l = 1; l < n; l++)
-		hb_push(&g.v, &g.n, &g.cap, hb_gap_of(b, 2 * l - 1, 2 * l));
+		hb_gap_add(&g, hb_gap_of(b, 2 * l - 1, 2 * l));
 	gc_assert_f(b->h_stamps[4 * n - 1] >= b->h_stamps[0], "the last launch ended before the "
 		    "first started: the device clock went backwards");
-	hb_push(&g.span_us, &g.runs, &g.runs_cap,
+	hb_span_add(&g,
 		hb_ns(b, b->h_stamps[4 * n - 1] - b->h_stamps[0]) / 1e3);
-	hb_report(&g, "graph", "launch");
-	hb_gaps_free(&g);
+	gc_gaps_report(&g, "graph", "launch");
+	gc_gaps_free(&g);
 	hb_graph_free(b, &gr);
 }

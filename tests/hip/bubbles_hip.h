@@ -16,13 +16,12 @@
 #include <stdint.h>
 
 #include "core.h"
+#include "gaps.h"
 #include "gc_hsa.h"
 
 #define HB_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define HB_WORK_NS 1000ull       /* each dispatch spins 1 us of the device clock */
 #define HB_MAX_KERNELS 8200u     /* the largest shape: chain8192 */
-#define HB_METRIC_SAMPLES 10000u /* gap samples written as a metric: an even subsample */
-#define HB_BUBBLE_FACTOR 4.0     /* a bubble: a gap over 4 x the shape's median (bx_report) */
 #define HB_WATCHDOG_S 60         /* a launch not done after this long is a hang */
 
 /* Debian 5.2.3's prototypes (the ABI called; unchanged in HIP 6.x headers); all required. */
@@ -42,18 +41,8 @@ struct hb_fns {
 #undef HB_MEMBER
 };
 
-enum hb_kind { HB_CHAIN, HB_WIDE, HB_MIXED };
-
-struct hb_shape {
-	const char *name;
-	enum hb_kind kind;
-	unsigned n;       /* chain: length; wide: branches; mixed: kernels */
-	unsigned kernels; /* gc_stamp dispatches it makes */
-};
-
-extern const struct hb_shape hb_shapes[];
-extern const unsigned hb_n_shapes;
-const struct hb_shape *hb_shape(const char *name);
+/* gc_shape_find() or fail naming the shape. */
+const struct gc_shape *hb_shape(const char *name);
 
 struct hb_prof; /* bubbles_prof.c */
 
@@ -96,12 +85,12 @@ struct hb_graph {
 	hipGraphNode_t *nodes;
 	unsigned n;
 };
-void hb_graph_build(struct hb *b, const struct hb_shape *sh, struct hb_graph *gr);
+void hb_graph_build(struct hb *b, const struct gc_shape *sh, struct hb_graph *gr);
 void hb_graph_free(struct hb *b, struct hb_graph *gr);
 
 /* Zero the counts, launch, wait (watchdog), fetch stamps and counts, check each ran once. */
-void hb_run_graph(struct hb *b, const struct hb_shape *sh, struct hb_graph *gr);
-void hb_run_stream(struct hb *b, const struct hb_shape *sh);
+void hb_run_graph(struct hb *b, const struct gc_shape *sh, struct hb_graph *gr);
+void hb_run_stream(struct hb *b, const struct gc_shape *sh);
 void hb_wait(struct hb *b, unsigned n, const char *what);
 /* One gc_stamp dispatch of slot idx on b->s (hipModuleLaunchKernel). */
 void hb_launch_stamp(struct hb *b, unsigned idx);
@@ -110,25 +99,11 @@ void hb_expect_counts(const struct hb *b, unsigned n, const char *what);
 bool hb_remove(const char *what);
 double hb_ns(const struct hb *b, uint64_t ticks);
 
-struct hb_gaps {
-	double *v;
-	size_t n, cap;
-	double *span_us; /* one per run */
-	size_t runs, runs_cap;
-};
-void hb_push(double **v, size_t *n, size_t *cap, double x);
 double hb_gap_of(const struct hb *b, unsigned a, unsigned c);
-void hb_gaps_add_run(struct hb *b, const struct hb_shape *sh, struct hb_gaps *g);
-void hb_gaps_free(struct hb_gaps *g);
-
-struct hb_stats {
-	double p50, p99, max;
-	uint64_t bubbles;
-	size_t n;
-	double span_us;
-};
-struct hb_stats hb_report(const struct hb_gaps *g, const char *mode, const char *shape);
-void hb_ratio(const char *what, const char *shape, double x);
+/* The gaps and span of one run of sh, appended (fails on a negative gap or no memory). */
+void hb_gaps_add_run(struct hb *b, const struct gc_shape *sh, struct gc_gaps *g);
+void hb_gap_add(struct gc_gaps *g, double gap_ns);
+void hb_span_add(struct gc_gaps *g, double span_us);
 
 /* bubbles_gaps.c */
 void hb_test_gaps(struct hb *b);

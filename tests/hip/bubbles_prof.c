@@ -420,14 +420,14 @@ static int cmp_start(const void *a, const void *b)
 }
 
 /* idx[j] for the records r[0..n) of one launch of sh (r sorted by dispatch_id). */
-static void match_launch(const struct hb_shape *sh, struct hb_rec *r, const uint64_t *st,
+static void match_launch(const struct gc_shape *sh, struct hb_rec *r, const uint64_t *st,
 			 unsigned *idx)
 {
 	unsigned n = sh->kernels;
 
 	for (unsigned j = 0; j < n; j++)
 		idx[j] = j;
-	if (sh->kind != HB_WIDE)
+	if (sh->kind != GC_SHAPE_WIDE)
 		return;
 	qsort(r + 1, n - 2, sizeof(*r), cmp_start); /* branches: start order vs stamp order */
 	for (unsigned i = 2; i < n - 1; i++)
@@ -448,7 +448,7 @@ static int64_t min64(int64_t a, int64_t b)
  * start <= end, and one clock offset C with rec.start - C <= stamp.start and
  * stamp.end <= rec.end - C for every dispatch (stamps in ns).
  */
-static void check_records(struct hb *b, const struct hb_shape *sh, struct hb_take *t,
+static void check_records(struct hb *b, const struct gc_shape *sh, struct hb_take *t,
 			  const uint64_t *stamps, unsigned launches)
 {
 	unsigned n = sh->kernels, *idx = calloc(n, sizeof(*idx));
@@ -494,15 +494,15 @@ static void check_records(struct hb *b, const struct hb_shape *sh, struct hb_tak
 struct tcase {
 	struct hb *b;
 	struct hb_prof *p;
-	const struct hb_shape *sh;
+	const struct gc_shape *sh;
 	uint64_t kid;
 };
 
-static struct hb_stats run_shape(struct tcase *c, struct hb_graph *gr, const char *mode,
+static struct gc_gap_stats run_shape(struct tcase *c, struct hb_graph *gr, const char *mode,
 				 uint64_t *keep)
 {
-	struct hb_gaps g = { 0 };
-	struct hb_stats st;
+	struct gc_gaps g = { 0 };
+	struct gc_gap_stats st;
 	size_t per = 2 * (size_t)c->sh->kernels;
 
 	for (unsigned l = 0; l < TRACE_LAUNCHES; l++) {
@@ -511,8 +511,8 @@ static struct hb_stats run_shape(struct tcase *c, struct hb_graph *gr, const cha
 		if (keep)
 			memcpy(&keep[l * per], c->b->h_stamps, per * 8);
 	}
-	st = hb_report(&g, mode, c->sh->name);
-	hb_gaps_free(&g);
+	st = gc_gaps_report(&g, mode, c->sh->name);
+	gc_gaps_free(&g);
 	return st;
 }
 
@@ -525,7 +525,7 @@ static void traced_case(void *arg)
 {
 	struct tcase *c = arg;
 	uint64_t *keep = malloc((size_t)TRACE_LAUNCHES * 2 * c->sh->kernels * 8);
-	struct hb_stats plain, traced;
+	struct gc_gap_stats plain, traced;
 	struct hb_take t;
 	struct hb_graph gr;
 
@@ -540,9 +540,9 @@ static void traced_case(void *arg)
 	collect(c->p, c->kid, (size_t)TRACE_LAUNCHES * c->sh->kernels, &t);
 	keep_kernel(&t, c->kid);
 	check_records(c->b, c->sh, &t, keep, TRACE_LAUNCHES);
-	hb_ratio("gap-p50-trace-over-graph", c->sh->name, ratio_of(traced.p50, plain.p50));
-	hb_ratio("gap-p99-trace-over-graph", c->sh->name, ratio_of(traced.p99, plain.p99));
-	hb_ratio("graph-time-trace-over-graph", c->sh->name,
+	gc_gap_ratio("gap-p50-trace-over-graph", c->sh->name, ratio_of(traced.p50, plain.p50));
+	gc_gap_ratio("gap-p99-trace-over-graph", c->sh->name, ratio_of(traced.p99, plain.p99));
+	gc_gap_ratio("graph-time-trace-over-graph", c->sh->name,
 		 ratio_of(traced.span_us, plain.span_us));
 	free(t.r);
 	free(keep);
@@ -565,8 +565,8 @@ void hb_test_traced_concurrent(struct hb *b)
 	c.kid = stamp_kernel_id(b, c.p);
 	gc_info("rocprofiler-sdk %s registered; gc_stamp is kernel_id %llu", c.p->soname,
 		(unsigned long long)c.kid);
-	for (unsigned i = 0; i < hb_n_shapes; i++) {
-		c.sh = &hb_shapes[i];
+	for (unsigned i = 0; i < GC_N_SHAPES; i++) {
+		c.sh = &gc_shapes[i];
 		gc_dynamic(c.sh->name, traced_case, &c);
 	}
 }
@@ -626,7 +626,7 @@ static struct usage usage_now(struct hb *b)
 void hb_test_trace_leak(struct hb *b)
 {
 	struct hb_prof *p = prof_require(b);
-	const struct hb_shape *sh = hb_shape("chain256");
+	const struct gc_shape *sh = hb_shape("chain256");
 	uint64_t kid = stamp_kernel_id(b, p);
 	size_t records = 0;
 	struct usage u0, u1;
@@ -688,20 +688,20 @@ static void *launcher_thread(void *arg)
 }
 
 /* Untraced gaps of sh; *span_max_ns: the longest device span of one launch. */
-static struct hb_stats plain_gaps(struct hb *b, const struct hb_shape *sh, struct hb_graph *gr,
+static struct gc_gap_stats plain_gaps(struct hb *b, const struct gc_shape *sh, struct hb_graph *gr,
 				  const char *mode, double *span_max_ns)
 {
-	struct hb_gaps g = { 0 };
-	struct hb_stats st;
+	struct gc_gaps g = { 0 };
+	struct gc_gap_stats st;
 
 	for (unsigned l = 0; l < TRACE_LAUNCHES; l++) {
 		hb_run_graph(b, sh, gr);
 		hb_gaps_add_run(b, sh, &g);
 	}
-	st = hb_report(&g, mode, sh->name);
+	st = gc_gaps_report(&g, mode, sh->name);
 	if (span_max_ns)
 		*span_max_ns = gc_stat_max(g.span_us, g.runs) * 1e3;
-	hb_gaps_free(&g);
+	gc_gaps_free(&g);
 	return st;
 }
 
@@ -749,10 +749,10 @@ static void join_launcher(struct hb *b, pthread_t th, struct launcher *l)
 void hb_test_attach_detach(struct hb *b)
 {
 	struct hb_prof *p = prof_require(b);
-	const struct hb_shape *sh = hb_shape("chain16");
+	const struct gc_shape *sh = hb_shape("chain16");
 	struct launcher l = { .b = b };
 	uint64_t on[100], off[100];
-	struct hb_stats before, after;
+	struct gc_gap_stats before, after;
 	struct hb_graph gr;
 	struct hb_take t;
 	double span_max;
@@ -780,7 +780,7 @@ void hb_test_attach_detach(struct hb *b)
 	gc_assert_f(t.n > 0, "no record in 100 enabled windows of 2 ms");
 	free(t.r);
 	after = plain_gaps(b, sh, &gr, "graph-detached", NULL);
-	hb_ratio("gap-p50-detached-over-graph", sh->name, ratio_of(after.p50, before.p50));
-	hb_ratio("gap-p99-detached-over-graph", sh->name, ratio_of(after.p99, before.p99));
+	gc_gap_ratio("gap-p50-detached-over-graph", sh->name, ratio_of(after.p50, before.p50));
+	gc_gap_ratio("gap-p99-detached-over-graph", sh->name, ratio_of(after.p99, before.p99));
 	hb_graph_free(b, &gr);
 }
