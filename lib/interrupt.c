@@ -262,6 +262,17 @@ struct gc_storm *gc_storm_current(void)
 	return active_storm;
 }
 
+bool gc_storm_stop_leftover(void)
+{
+	struct gc_storm *s = gc_storm_current();
+
+	if (!s)
+		return false;
+	gc_storm_stop(s);
+	gc_warn("a storm was still running after the subtest; stopped");
+	return true;
+}
+
 void gc_storm_enter(struct gc_storm *s)
 {
 	atomic_store_explicit(&s->bracket_hits, 0, RELAXED);

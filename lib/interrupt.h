@@ -23,7 +23,7 @@
  *    the reverse order of their start (each restores the action it found).
  *  - The struct must outlive the storm. A subtest that can fail (longjmp out)
  *    while a storm runs must keep the struct where the fixture's after_each
- *    can find it and call gc_storm_stop(gc_storm_current()); a struct on the
+ *    can find it and call gc_storm_stop_leftover(); a struct on the
  *    failed subtest's stack is gone by then. Better: stop the storm before
  *    asserting anything.
  *  - A storm does not survive fork(): the child has no timer. Start a new one
@@ -103,6 +103,12 @@ int gc_storm_stop(struct gc_storm *s);
 
 /* The calling thread's running storm, or NULL (for fixture cleanup). */
 struct gc_storm *gc_storm_current(void);
+/*
+ * For a fixture's after_each: stop the storm a failed subtest left running on
+ * this thread (gc_storm_current(), so its struct must outlive the subtest),
+ * with a warning. True when there was one.
+ */
+bool gc_storm_stop_leftover(void);
 
 /*
  * Bracket the call under test. Compiler fences keep the call between them;

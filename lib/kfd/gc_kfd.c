@@ -344,6 +344,12 @@ struct gc_kfd *gc_kfd_require(void)
 	}
 }
 
+void gc_kfd_require_leak_check(struct gc_kfd *kfd)
+{
+	gc_kfd_require_minor(kfd, 9, "the leak check (AMDKFD_IOC_AVAILABLE_MEMORY)");
+	gc_kfd_require_vms(kfd);
+}
+
 bool gc_kfd_has_minor(const struct gc_kfd *kfd, uint32_t minor)
 {
 	return kfd->major == KFD_IOCTL_MAJOR_VERSION && kfd->minor >= minor;

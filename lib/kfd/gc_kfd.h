@@ -81,6 +81,13 @@ int gc_kfd_acquire_all(struct gc_kfd *kfd, char *why, size_t why_len);
 /* gc_kfd_acquire_all() or skip (-ENOENT, -EACCES, -ENODEV) / fail (others). */
 void gc_kfd_require_vms(struct gc_kfd *kfd);
 
+/*
+ * What every leak-checked KFD fixture requires of an open kfd: KFD 1.9 for
+ * the leak check's AMDKFD_IOC_AVAILABLE_MEMORY ("1.9 - Add available memory
+ * ioctl"), then gc_kfd_require_vms().
+ */
+void gc_kfd_require_leak_check(struct gc_kfd *kfd);
+
 /* ----------------------------------------------------------- raw ioctls */
 
 /* One ioctl(2) on /dev/kfd: 0, or -errno as the kernel gave it. */

@@ -1376,12 +1376,8 @@ static void before_each(void *data)
 static void after_each(void *data)
 {
 	struct fx *f = data;
-	struct gc_storm *s = gc_storm_current();
 
-	if (s) {
-		gc_storm_stop(s);
-		gc_warn("a storm was still running after the subtest; stopped");
-	}
+	gc_storm_stop_leftover();
 	gc_cu_assert(f->cu, gc_cuda_use(f->cu, DEV));
 	gc_cu_assert(f->cu, f->cu->cuCtxSynchronize());
 	gc_cuda_leak_check(f->cu, &f->snap, LEAK_SLACK);

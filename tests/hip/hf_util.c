@@ -285,11 +285,9 @@ void hf_before_each(void *data)
 void hf_after_each(void *data)
 {
 	struct hf_env *e = data;
-	struct gc_storm *st = gc_storm_current();
 	int fds;
 
-	if (st)
-		gc_storm_stop(st);
+	gc_storm_stop_leftover();
 	hf_release_all(e);
 	if (hf_have(e, GC_HF_HIPFILE))
 		gc_assert_f(e->h.hf.use_count() == e->use_baseline,

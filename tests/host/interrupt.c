@@ -682,13 +682,8 @@ static void test_syscall_latency(void *fx)
 /* A subtest that failed with a storm running leaves it here: stop it. */
 static void after_each(void *fx)
 {
-	struct gc_storm *s = gc_storm_current();
-
 	(void)fx;
-	if (s) {
-		gc_storm_stop(s);
-		gc_warn("a storm was still running after the subtest; stopped");
-	}
+	gc_storm_stop_leftover();
 }
 
 static const struct gc_fixture fixture = { .after_each = after_each };

@@ -603,9 +603,7 @@ static void *setup(void)
 	struct gc_kfd *kfd = gc_kfd_require();
 	struct fx *f;
 
-	/* The leak checks read AMDKFD_IOC_AVAILABLE_MEMORY: "1.9 - Add available memory ioctl". */
-	gc_kfd_require_minor(kfd, 9, "the VRAM leak check (AMDKFD_IOC_AVAILABLE_MEMORY)");
-	gc_kfd_require_vms(kfd);
+	gc_kfd_require_leak_check(kfd);
 	f = calloc(1, sizeof(*f));
 	gc_assert(f);
 	f->kfd = kfd;
@@ -634,12 +632,8 @@ static void before_each(void *data)
 static void after_each(void *data)
 {
 	struct fx *f = data;
-	struct gc_storm *s = gc_storm_current();
 
-	if (s) {
-		gc_storm_stop(s);
-		gc_warn("a storm was still running after the subtest; stopped");
-	}
+	gc_storm_stop_leftover();
 	gc_kfd_leak_check(f->kfd, &f->snap, LEAK_SLACK, SETTLE_MS);
 }
 

@@ -692,9 +692,7 @@ static void *setup(void)
 	struct gc_kfd *kfd = open_two();
 	struct fx *f;
 
-	/* The leak checks read AMDKFD_IOC_AVAILABLE_MEMORY: "1.9 - Add available memory ioctl". */
-	gc_kfd_require_minor(kfd, 9, "the VRAM leak check (AMDKFD_IOC_AVAILABLE_MEMORY)");
-	gc_kfd_require_vms(kfd);
+	gc_kfd_require_leak_check(kfd);
 	f = calloc(1, sizeof(*f));
 	gc_assert(f);
 	f->kfd = kfd;

@@ -567,8 +567,7 @@ static void *svm_setup(void)
 	struct svm_fx *fx;
 
 	gc_kfd_require_minor(kfd, 5, "AMDKFD_IOC_SVM");
-	gc_kfd_require_minor(kfd, 9, "the leak check (AMDKFD_IOC_AVAILABLE_MEMORY)");
-	gc_kfd_require_vms(kfd);
+	gc_kfd_require_leak_check(kfd);
 	fx = calloc(1, sizeof(*fx));
 	gc_assert_f(fx != NULL, "calloc(%zu) failed", sizeof(*fx));
 	fx->kfd = kfd;
