@@ -190,3 +190,88 @@ void gc_cupti_take_free(struct gc_cupti_take *t)
 	free(t->api);
 	memset(t, 0, sizeof(*t));
 }
+
+/* ------------------------------------------------------------ clones */
+
+static void CUPTIAPI clone_seen(void *user, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
+				const void *cbdata)
+{
+	struct gc_cupti_clones *w = user;
+	const CUpti_ResourceData *rd = cbdata;
+	const CUpti_GraphData *g = rd ? rd->resourceDescriptor : NULL;
+	uint64_t id = 0;
+
+	if (dom != CUPTI_CB_DOMAIN_RESOURCE || cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED || !g)
+		return;
+	pthread_mutex_lock(&w->lock);
+	if (w->c->cuptiGetGraphNodeId(g->node, &id) != CUPTI_SUCCESS ||
+	    !grow((void **)&w->v, &w->cap, w->n, sizeof(*w->v)))
+		w->lost++;
+	else
+		w->v[w->n++] = (struct gc_cupti_clone){ g->originalNode, g->node, id };
+	pthread_mutex_unlock(&w->lock);
+}
+
+int gc_cupti_clones_watch(const struct gc_cupti *c, struct gc_cupti_clones *w, char *why,
+			  size_t why_len)
+{
+	CUptiResult r;
+	char eb[160];
+
+	memset(w, 0, sizeof(*w));
+	w->c = c;
+	pthread_mutex_init(&w->lock, NULL);
+	r = c->cuptiSubscribe(&w->sub, clone_seen, w);
+	if (r == CUPTI_SUCCESS)
+		r = c->cuptiEnableCallback(1, w->sub, CUPTI_CB_DOMAIN_RESOURCE,
+					   CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+	if (r != CUPTI_SUCCESS) {
+		snprintf(why, why_len, "cuptiSubscribe / cuptiEnableCallback(GRAPHNODE_CLONED): %s",
+			 gc_cupti_strerror(c, r, eb, sizeof(eb)));
+		return -EIO;
+	}
+	return 0;
+}
+
+void gc_cupti_clones_stop(struct gc_cupti_clones *w)
+{
+	if (w->sub)
+		w->c->cuptiUnsubscribe(w->sub);
+	free(w->v);
+	pthread_mutex_destroy(&w->lock);
+	memset(w, 0, sizeof(*w));
+}
+
+size_t gc_cupti_clones_seen(struct gc_cupti_clones *w)
+{
+	size_t n;
+
+	pthread_mutex_lock(&w->lock);
+	n = w->n;
+	pthread_mutex_unlock(&w->lock);
+	return n;
+}
+
+size_t gc_cupti_clone_ids(struct gc_cupti_clones *w, size_t since, CUgraphNode t, uint64_t *ids,
+			  size_t max)
+{
+	CUgraphNode front[64];
+	size_t nf = 0, n = 0;
+
+	if (max && w->c->cuptiGetGraphNodeId(t, &ids[0]) == CUPTI_SUCCESS)
+		n = 1;
+	front[nf++] = t;
+	pthread_mutex_lock(&w->lock);
+	while (nf && n < max) { /* breadth-first over the copies of copies */
+		CUgraphNode o = front[--nf];
+
+		for (size_t i = since; i < w->n && n < max; i++)
+			if (w->v[i].original == o) {
+				ids[n++] = w->v[i].id;
+				if (nf < sizeof(front) / sizeof(front[0]))
+					front[nf++] = w->v[i].node;
+			}
+	}
+	pthread_mutex_unlock(&w->lock);
+	return n;
+}

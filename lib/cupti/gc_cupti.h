@@ -15,6 +15,7 @@
 #define GPUCONFORM_GC_CUPTI_H
 
 #include <cupti.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -23,7 +24,8 @@
 	X(cuptiActivityEnable) X(cuptiActivityDisable) X(cuptiActivityRegisterCallbacks) \
 	X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord)                          \
 	X(cuptiActivityGetNumDroppedRecords) X(cuptiGetTimestamp)                       \
-	X(cuptiGetResultString) X(cuptiFinalize) X(cuptiGetGraphNodeId)
+	X(cuptiGetResultString) X(cuptiFinalize) X(cuptiGetGraphNodeId)                 \
+	X(cuptiSubscribe) X(cuptiUnsubscribe) X(cuptiEnableCallback)
 
 struct gc_cupti {
 	void *lib;
@@ -71,6 +73,44 @@ struct gc_cupti_take {
 };
 void gc_cupti_take(struct gc_cupti_take *t);
 void gc_cupti_take_free(struct gc_cupti_take *t);
+
+/*
+ * Graph node clones. cuGraphInstantiate copies the template's nodes, and a
+ * launch's kernel records name the copies (CUpti_ActivityKernel's
+ * graphNodeId), not the nodes the caller added. CUPTI's resource callback
+ * CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED reports each copy with its original;
+ * the watcher keeps (original, copy, copy's id) so that a record can be
+ * traced back to the template node, through copies of copies.
+ */
+struct gc_cupti_clone {
+	CUgraphNode original, node;
+	uint64_t id;
+};
+
+struct gc_cupti_clones {
+	const struct gc_cupti *c;
+	CUpti_SubscriberHandle sub;
+	pthread_mutex_t lock;
+	struct gc_cupti_clone *v;
+	size_t n, cap;
+	uint64_t lost; /* clones not kept (out of memory, or no id) */
+};
+
+/* Subscribe and enable the clone callback. 0, or -EIO with why[]. */
+int gc_cupti_clones_watch(const struct gc_cupti *c, struct gc_cupti_clones *w, char *why,
+			  size_t why_len);
+void gc_cupti_clones_stop(struct gc_cupti_clones *w);
+
+/*
+ * Every graph node id that stands for template node t: t's own, and the ids
+ * of its copies made since clone number `since` (w->n before the graph was
+ * instantiated: node handles of freed graphs are reused), transitively; up
+ * to max into ids. Returns the count.
+ */
+size_t gc_cupti_clone_ids(struct gc_cupti_clones *w, size_t since, CUgraphNode t, uint64_t *ids,
+			  size_t max);
+/* How many clones have been seen (the `since` of a graph about to be instantiated). */
+size_t gc_cupti_clones_seen(struct gc_cupti_clones *w);
 
 /* "CUPTI_ERROR_NOT_INITIALIZED (...)" */
 const char *gc_cupti_strerror(const struct gc_cupti *c, CUptiResult r, char *buf, size_t len);
