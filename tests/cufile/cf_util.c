@@ -185,6 +185,36 @@ void cf_dev_expect(const struct cf_env *e, CUdeviceptr d, uint64_t total, uint64
 	free(h);
 }
 
+/*
+ * What the n bytes at h are, for a region that is neither untouched nor
+ * zero: how many are zero, and where in this file (seed) their first 64
+ * bytes come from, if anywhere in [0, scan): stale bytes of an earlier
+ * request, say.
+ */
+static void describe_stale(const uint8_t *h, uint64_t n, uint64_t scan, uint64_t seed,
+			   const char *what)
+{
+	uint64_t zeros = 0, probe = n < 64 ? n : 64;
+	uint8_t *file = host_alloc(scan);
+	const uint8_t *hit;
+
+	for (uint64_t i = 0; i < n; i++)
+		zeros += h[i] == 0;
+	gc_pattern_fill(file, scan, 0, seed);
+	hit = probe ? memmem(file, scan, h, probe) : NULL;
+	if (hit)
+		gc_info("%s: of the %llu bytes past EOF, %llu are zero; the first %llu equal this "
+			"file's bytes at offset %lld: stale data of an earlier request", what,
+			(unsigned long long)n, (unsigned long long)zeros,
+			(unsigned long long)probe, (long long)(hit - file));
+	else
+		gc_info("%s: of the %llu bytes past EOF, %llu are zero; the first %llu are found "
+			"nowhere in this file's first %llu bytes", what, (unsigned long long)n,
+			(unsigned long long)zeros, (unsigned long long)probe,
+			(unsigned long long)scan);
+	free(file);
+}
+
 void cf_dev_expect_eof(const struct cf_env *e, CUdeviceptr d, uint64_t total, uint64_t boff,
 		       uint64_t done, uint64_t req, uint64_t foff, uint64_t seed, const char *what)
 {
@@ -197,6 +227,8 @@ void cf_dev_expect_eof(const struct cf_env *e, CUdeviceptr d, uint64_t total, ui
 	expect_region(h, boff, from, key, seed, false, what, "data");
 	for (uint64_t i = from; i < to && zero; i++)
 		zero = h[i] == 0;
+	if (!zero && gc_pattern_check_inv(h + from, to - from, key + from, seed, NULL) >= 0)
+		describe_stale(h + from, to - from, foff + req + (1u << 20), seed, what);
 	if (!zero || from == to)
 		expect_region(h, from, to, key, seed, true, what,
 			      "request past EOF (neither untouched nor zero-filled)");
