@@ -131,20 +131,36 @@ void bx_stream_launch(struct bx *b, const struct gc_shape *sh)
 	}
 }
 
-/* How many of the n dispatches have run, read on a stream of its own (the work may hang). */
 unsigned bx_done_count(struct bx *b, unsigned n)
 {
 	unsigned done = 0;
+	bool read = false;
 	CUstream s;
 
+	memset(b->probe, 0xff, (size_t)n * 4);
 	gc_cu_assert(b->cu, b->cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	gc_cu_assert(b->cu, b->cu->cuMemcpyDtoHAsync(b->h_counts, b->counts, (size_t)n * 4, s));
-	for (int i = 0; i < 2000 && b->cu->cuStreamQuery(s) == CUDA_ERROR_NOT_READY; i++)
-		usleep(1000);
-	for (unsigned i = 0; i < n; i++)
-		done += b->h_counts[i] != 0;
+	gc_cu_assert(b->cu, b->cu->cuMemcpyDtoHAsync(b->probe, b->counts, (size_t)n * 4, s));
+	for (int i = 0; i < 2000 && !read; i++) {
+		read = b->cu->cuStreamQuery(s) == CUDA_SUCCESS;
+		if (!read)
+			usleep(1000);
+	}
 	b->cu->cuStreamDestroy(s);
-	return done;
+	for (unsigned i = 0; i < n && read; i++)
+		done += b->probe[i] != 0;
+	return read ? done : BX_DONE_UNKNOWN;
+}
+
+const char *bx_done_str(struct bx *b, unsigned n, char *buf, size_t len)
+{
+	unsigned done = bx_done_count(b, n);
+
+	if (done == BX_DONE_UNKNOWN)
+		snprintf(buf, len, "an unknown number of %u kernels done (reading the counts did not "
+			 "complete within 2 s)", n);
+	else
+		snprintf(buf, len, "%u of %u kernels done", done, n);
+	return buf;
 }
 
 /*
@@ -155,12 +171,13 @@ unsigned bx_done_count(struct bx *b, unsigned n)
 void bx_wait(struct bx *b, unsigned n, const char *what)
 {
 	uint64_t deadline = gc_now_ns() + BX_WATCHDOG_S * 1000000000ull;
+	char done[160];
 	CUresult r;
 
 	while ((r = b->cu->cuStreamQuery(b->s)) == CUDA_ERROR_NOT_READY) {
 		if (gc_now_ns() > deadline)
-			gc_fail("hang: %u of %u kernels done %d s after %s was launched",
-				bx_done_count(b, n), n, BX_WATCHDOG_S, what);
+			gc_fail("hang: %s %d s after %s was launched",
+				bx_done_str(b, n, done, sizeof(done)), BX_WATCHDOG_S, what);
 		usleep(100);
 	}
 	gc_cu_assert(b->cu, r);
@@ -223,6 +240,9 @@ static void span_add(struct gc_gaps *g, double span_us)
 	gc_assert_f(gc_gaps_add_span(g, span_us) == 0, "out of memory for %zu runs", g->runs + 1);
 }
 
+/* Gaps over this are logged (the first 5 of a gap set), with where they lie on the device clock. */
+#define LONG_GAP_NS 100000.0
+
 static double gap_of(const struct bx *b, unsigned a, unsigned c)
 {
 	uint64_t end = b->h_stamps[2 * a + 1], start = b->h_stamps[2 * c];
@@ -233,21 +253,34 @@ static double gap_of(const struct bx *b, unsigned a, unsigned c)
 	return (double)(start - end);
 }
 
+static void add_gap(struct bx *b, struct gc_gaps *g, unsigned a, unsigned c)
+{
+	double gap = gap_of(b, a, c);
+
+	if (gap > LONG_GAP_NS && b->long_gaps++ < 5)
+		gc_info("long gap: %.0f ns from dispatch %u to %u of run %zu (device clock %llu ns)",
+			gap, a, c, g->runs, (unsigned long long)b->h_stamps[2 * c]);
+	gap_add(g, gap);
+}
+
 void bx_gaps_add_run(struct bx *b, const struct gc_shape *sh, struct gc_gaps *g)
 {
 	uint64_t first = UINT64_MAX, last = 0;
 	unsigned join = sh->n + 1, late = 1;
 
+	if (g->runs == 0)
+		b->long_gaps = 0;
+
 	if (sh->kind == GC_SHAPE_WIDE) {
 		for (unsigned i = 1; i <= sh->n; i++) {
-			gap_add(g, gap_of(b, 0, i));
+			add_gap(b, g, 0, i);
 			if (b->h_stamps[2 * i + 1] > b->h_stamps[2 * late + 1])
 				late = i;
 		}
-		gap_add(g, gap_of(b, late, join));
+		add_gap(b, g, late, join);
 	} else {
 		for (unsigned i = 1; i < sh->n; i++)
-			gap_add(g, gap_of(b, i - 1, i));
+			add_gap(b, g, i - 1, i);
 	}
 	for (unsigned i = 0; i < sh->kernels; i++) {
 		first = b->h_stamps[2 * i] < first ? b->h_stamps[2 * i] : first;
@@ -339,8 +372,9 @@ static void test_launch_gap(void *data)
 		}
 	fetch(b, 2 * n);
 	bx_expect_counts(b, 2 * n, "launch-gap");
+	b->long_gaps = 0;
 	for (unsigned l = 1; l < n; l++)
-		gap_add(&g, gap_of(b, 2 * l - 1, 2 * l));
+		add_gap(b, &g, 2 * l - 1, 2 * l);
 	span_add(&g,
 	     (double)(b->h_stamps[4 * n - 1] - b->h_stamps[0]) / 1e3);
 	gc_gaps_report(&g, "graph", "launch");
@@ -371,6 +405,7 @@ static void *bx_setup(void)
 	b->h_stamps = calloc(2 * (size_t)BX_MAX_KERNELS, 8);
 	b->h_counts = calloc(BX_MAX_KERNELS, 4);
 	gc_assert(b->h_stamps && b->h_counts);
+	gc_cu_assert(b->cu, b->cu->cuMemHostAlloc((void **)&b->probe, BX_MAX_KERNELS * 4, 0));
 	return b;
 }
 
@@ -382,6 +417,7 @@ static void bx_teardown(void *data)
 	b->cu->cuMemFree(b->counts);
 	b->cu->cuMemFree(b->scratch);
 	b->cu->cuStreamDestroy(b->s);
+	b->cu->cuMemFreeHost(b->probe);
 	gc_cu_kernels_unload(b->cu, &b->k);
 	gc_cuda_close(b->cu);
 	free(b->h_stamps);

@@ -11,11 +11,13 @@
 #define GPUCONFORM_BUBBLES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core.h"
 #include "gaps.h"
 #include "gc_cuda.h"
+#include "gc_cupti.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define BX_WORK_NS 1000ull       /* each dispatch spins 1 us on the device clock */
@@ -31,7 +33,9 @@ struct bx {
 	CUdeviceptr stamps, counts, scratch; /* scratch: memset / memcpy nodes of mixed */
 	uint64_t *h_stamps;
 	uint32_t *h_counts;
+	uint32_t *probe;     /* pinned: counts read while the work may still be running */
 	unsigned launches;   /* per shape ($GPUCONFORM_BUBBLES_LAUNCHES, default 1000) */
+	unsigned long_gaps;  /* long gaps logged for the current gap set */
 };
 
 /* A built graph: its kernel nodes in idx order (for CUPTI node ids). */
@@ -57,7 +61,16 @@ void bx_gaps_add_run(struct bx *b, const struct gc_shape *sh, struct gc_gaps *g)
 
 /* Watchdog: a launch that has not finished after this many seconds is a hang. */
 #define BX_WATCHDOG_S 60
+/*
+ * How many of the first n dispatches have counted themselves, read on a
+ * stream of its own while the work may still run; BX_DONE_UNKNOWN when that
+ * read itself did not complete within 2 s (a profiler that serializes every
+ * operation of the context holds it behind the running work).
+ */
+#define BX_DONE_UNKNOWN UINT32_MAX
 unsigned bx_done_count(struct bx *b, unsigned n);
+/* "N of M kernels done", or says that the count could not be read. */
+const char *bx_done_str(struct bx *b, unsigned n, char *buf, size_t len);
 void bx_wait(struct bx *b, unsigned n, const char *what);
 
 /* GPUCONFORM_BUBBLES_REMOVE names what (stamp, record) to remove on purpose. */
@@ -66,11 +79,18 @@ bool bx_remove(const char *what);
 /* Every dispatch of the last run counted exactly once, else fail naming the first that was not. */
 void bx_expect_counts(struct bx *b, unsigned n, const char *what);
 
+/* CUPTI up or skip naming why; tracing of one kind on or off, or fail. */
+void bx_cupti_up(struct gc_cupti *c);
+void bx_cupti_switch(struct gc_cupti *c, CUpti_ActivityKind kind, bool on);
+/* Drop one record on purpose when GPUCONFORM_BUBBLES_REMOVE=record. */
+void bx_remove_record(struct gc_cupti_take *t);
+
 /* tests/cuda/bubbles_trace.c */
 void test_traced_concurrent(void *data);
 void test_traced_serialized(void *data);
 void test_trace_leak(void *data);
 void test_attach_detach(void *data);
+/* tests/cuda/bubbles_deep.c */
 void test_deep_inflight(void *data);
 
 #endif
