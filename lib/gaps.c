@@ -119,3 +119,66 @@ struct gc_gap_stats gc_gaps_report(const struct gc_gaps *g, const char *mode, co
 	free(sub);
 	return st;
 }
+
+/* ------------------------------------------------------------ bracketing */
+
+static int cmp_bracket(const void *a, const void *b)
+{
+	const struct gc_bracket_rec *x = a, *y = b;
+
+	return x->stamp_start < y->stamp_start ? -1 : x->stamp_start > y->stamp_start;
+}
+
+static int64_t rec_lo(const struct gc_bracket_rec *r)
+{
+	return (int64_t)r->stamp_end - (int64_t)r->rec_end;
+}
+
+static int64_t rec_hi(const struct gc_bracket_rec *r)
+{
+	return (int64_t)r->stamp_start - (int64_t)r->rec_start;
+}
+
+static int bracket_bad(struct gc_bracket *out, size_t k, const char *why)
+{
+	out->bad = k;
+	out->why = why;
+	return -EINVAL;
+}
+
+int gc_bracket_check(struct gc_bracket_rec *v, size_t n, const struct gc_bracket_rule *rule,
+		     struct gc_bracket *out)
+{
+	int64_t lo = INT64_MIN, hi = INT64_MAX, slack, step;
+	size_t len = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->tight = INT64_MAX;
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_bracket);
+	slack = rule->slack_ns + (int64_t)((v[n - 1].stamp_start - v[0].stamp_start) / 1000000 *
+					   rule->ppm);
+	for (size_t k = 0; k < n; k++) {
+		int64_t l = rec_lo(&v[k]), h = rec_hi(&v[k]);
+		int64_t nlo = l > lo ? l : lo, nhi = h < hi ? h : hi;
+
+		if (h - l < -rule->slack_ns)
+			return bracket_bad(out, k, "the record is shorter than its dispatch's stamps");
+		if (nhi - nlo >= -slack) {
+			lo = nlo, hi = nhi, len++;
+			continue;
+		}
+		if (len < rule->min_seg || n - k < rule->min_seg || ++out->steps > rule->max_steps)
+			return bracket_bad(out, k, "no clock offset, nor an accepted clock step, "
+					   "makes it bracket its stamps like its neighbours");
+		step = l > hi ? l - hi : lo - h; /* the distance between the two intervals */
+		out->max_step = step > out->max_step ? step : out->max_step;
+		out->tight = hi - lo < out->tight ? hi - lo : out->tight;
+		out->mid0 = out->steps == 1 ? lo / 2 + hi / 2 : out->mid0;
+		lo = l, hi = h, len = 1;
+	}
+	out->tight = hi - lo < out->tight ? hi - lo : out->tight;
+	out->mid0 = out->steps == 0 ? lo / 2 + hi / 2 : out->mid0;
+	return 0;
+}

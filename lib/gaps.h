@@ -84,4 +84,44 @@ struct gc_gap_stats gc_gaps_report(const struct gc_gaps *g, const char *mode, co
 /* The metric overhead.WHAT.SHAPE (unit x, lower is better), one sample. */
 void gc_gap_ratio(const char *what, const char *shape, double x);
 
+/*
+ * Profiler records against the dispatches' own stamps. With D = device
+ * clock - profiler clock, a record brackets its stamps when rec_start <=
+ * stamp_start - D and stamp_end - D <= rec_end: D in [stamp_end - rec_end,
+ * stamp_start - rec_start]. Walking the records in the order their
+ * dispatches started, a segment is a run of records whose intervals share
+ * one D within slack_ns (plus ppm of the walk's span: the clocks drift).
+ * The clock relation may step now and then, which starts a new segment; a
+ * step is accepted only between two segments of min_seg records or more,
+ * at most max_steps times, so that a lone mistimed record still fails.
+ */
+struct gc_bracket_rec {
+	uint64_t stamp_start, stamp_end; /* device clock, ns */
+	uint64_t rec_start, rec_end;     /* profiler clock, ns; both non-zero */
+	unsigned tag;                    /* the caller's: which dispatch */
+};
+
+struct gc_bracket_rule {
+	int64_t slack_ns;
+	unsigned ppm, min_seg, max_steps;
+};
+
+struct gc_bracket {
+	unsigned steps;
+	int64_t max_step;  /* the largest step, ns */
+	int64_t tight;     /* the narrowest segment's interval width, ns */
+	int64_t mid0;      /* the middle of the first segment's interval: D then */
+	size_t bad;        /* on failure: the index (after sorting) of the record that failed */
+	const char *why;   /* on failure: what is wrong with it */
+};
+
+/*
+ * Sorts v by stamp_start and checks it. 0, or -EINVAL with out->bad and
+ * out->why (a record shorter than its own stamps, or one no offset nor an
+ * acceptable step explains); n == 0 is 0 with nothing measured. Pure:
+ * unit-tested.
+ */
+int gc_bracket_check(struct gc_bracket_rec *v, size_t n, const struct gc_bracket_rule *rule,
+		     struct gc_bracket *out);
+
 #endif

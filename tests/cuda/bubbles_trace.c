@@ -140,44 +140,19 @@ static bool match_launch(struct gc_cupti_kernel *r, const uint64_t *st, const st
 }
 
 /*
- * How one launch's records bracket its stamps. With D = %globaltimer - CUPTI
- * clock, record r brackets stamps s when r.start <= s.start - D and
- * s.end - D <= r.end: D in [s.end - r.end, s.start - r.start]. Walking the
- * records in the order their kernels started, a segment is a run of records
- * whose intervals share one D (within the slack). The relation between the
- * two clocks drifts (12-20 ppm seen) and now and then steps (2.2 us seen
- * inside one 16 ms launch): a new segment starts at a step. A step is only
- * accepted between segments of BRACKET_MIN_SEG records or more, so that one
- * mistimed record (a segment of 1) still fails.
+ * How one launch's records bracket its kernels' stamps: gc_bracket_check()
+ * over the timed records (untimed ones counted per node). The relation
+ * between %globaltimer and CUPTI's clock drifts (12-20 ppm seen) and now and
+ * then steps (2.2 us inside one 16 ms launch seen on the H100).
  */
-#define BRACKET_MIN_SEG 16
-#define BRACKET_MAX_STEPS 2 /* per launch */
-
-struct seg_rec {
-	uint64_t start; /* the kernel's stamped start: the walk's order */
-	int64_t lo, hi; /* D's interval for this record */
-	unsigned j;
+static const struct gc_bracket_rule bracket_rule = {
+	.slack_ns = BRACKET_SLACK_NS, .ppm = BRACKET_DRIFT_PPM, .min_seg = 16, .max_steps = 2,
 };
 
-struct bracket {
-	unsigned steps;
-	int64_t max_step;  /* the largest step, ns */
-	int64_t tight;     /* the narrowest closed segment: hi - lo */
-	int64_t mid0;      /* middle of the first segment's interval */
-	unsigned timed;    /* records with timestamps */
-};
-
-static int cmp_seg(const void *a, const void *b)
-{
-	const struct seg_rec *x = a, *y = b;
-
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* Each timed record's interval, in kernel start order; counts the untimed. */
-static unsigned launch_intervals(const struct gc_cupti_kernel *r, const uint64_t *st,
-				 const int *idx, unsigned n, unsigned l, const char *what,
-				 struct seg_rec *v, unsigned *untimed)
+/* Returns how many of the launch's records carry timestamps. */
+static unsigned bracket_launch(const struct gc_cupti_kernel *r, const uint64_t *st,
+			       const int *idx, unsigned n, unsigned l, const char *what,
+			       struct gc_bracket *b, unsigned *untimed, struct gc_bracket_rec *v)
 {
 	unsigned m = 0;
 
@@ -188,61 +163,15 @@ static unsigned launch_intervals(const struct gc_cupti_kernel *r, const uint64_t
 			untimed[i]++;
 			continue;
 		}
-		gc_assert_f(r[j].end >= r[j].start, "%s: launch %u: the record of node %d ends "
-			    "(%llu) before it starts (%llu)", what, l, i,
-			    (unsigned long long)r[j].end, (unsigned long long)r[j].start);
-		v[m++] = (struct seg_rec){ st[2 * i], (int64_t)st[2 * i + 1] - (int64_t)r[j].end,
-					   (int64_t)st[2 * i] - (int64_t)r[j].start, j };
+		v[m++] = (struct gc_bracket_rec){ st[2 * i], st[2 * i + 1], r[j].start, r[j].end,
+						  (unsigned)i };
 	}
-	qsort(v, m, sizeof(*v), cmp_seg);
-	return m;
-}
-
-static void seg_fail(const struct gc_cupti_kernel *r, const uint64_t *st, const int *idx,
-		     const struct seg_rec *x, unsigned l, const char *what, const char *why)
-{
-	int i = idx[x->j];
-
-	gc_fail("%s: launch %u: %s: node %d record [%llu, %llu] stamps [%llu, %llu]", what, l, why,
-		i, (unsigned long long)r[x->j].start, (unsigned long long)r[x->j].end,
-		(unsigned long long)st[2 * i], (unsigned long long)st[2 * i + 1]);
-}
-
-static void bracket_launch(const struct gc_cupti_kernel *r, const uint64_t *st, const int *idx,
-			   unsigned n, unsigned l, const char *what, struct bracket *b,
-			   unsigned *untimed, struct seg_rec *v)
-{
-	unsigned m = launch_intervals(r, st, idx, n, l, what, v, untimed), len = 0;
-	int64_t lo = INT64_MIN, hi = INT64_MAX, slack;
-
-	memset(b, 0, sizeof(*b));
-	b->tight = INT64_MAX;
-	b->timed = m;
-	if (!m)
-		return;
-	slack = BRACKET_SLACK_NS +
-		(int64_t)((v[m - 1].start - v[0].start) / 1000000 * BRACKET_DRIFT_PPM);
-	for (unsigned k = 0; k < m; k++) {
-		int64_t nlo = v[k].lo > lo ? v[k].lo : lo, nhi = v[k].hi < hi ? v[k].hi : hi;
-
-		if (v[k].hi - v[k].lo < -BRACKET_SLACK_NS)
-			seg_fail(r, st, idx, &v[k], l, what, "the record is shorter than its "
-				 "kernel's own stamps");
-		if (nhi - nlo >= -slack) {
-			lo = nlo, hi = nhi, len++;
-			continue;
-		}
-		if (len < BRACKET_MIN_SEG || m - k < BRACKET_MIN_SEG || ++b->steps > BRACKET_MAX_STEPS)
-			seg_fail(r, st, idx, &v[k], l, what, "no clock offset, nor a clock step "
-				 "between two runs of 16 records, makes it bracket its stamps like "
-				 "its neighbours");
-		b->max_step = MAX_I64(b->max_step, v[k].lo > hi ? v[k].lo - hi : lo - v[k].hi);
-		b->tight = MIN_I64(b->tight, hi - lo);
-		b->mid0 = b->steps == 1 ? lo / 2 + hi / 2 : b->mid0;
-		lo = v[k].lo, hi = v[k].hi, len = 1;
-	}
-	b->tight = MIN_I64(b->tight, hi - lo);
-	b->mid0 = b->steps == 0 ? lo / 2 + hi / 2 : b->mid0;
+	if (gc_bracket_check(v, m, &bracket_rule, b) == 0)
+		return m;
+	gc_fail("%s: launch %u: %s: node %u record [%llu, %llu] stamps [%llu, %llu]", what, l,
+		b->why, v[b->bad].tag, (unsigned long long)v[b->bad].rec_start,
+		(unsigned long long)v[b->bad].rec_end, (unsigned long long)v[b->bad].stamp_start,
+		(unsigned long long)v[b->bad].stamp_end);
 }
 
 /* Fail when records came without timestamps, saying which nodes' and how many. */
@@ -285,7 +214,7 @@ static void check_records(struct gc_cupti_take *t, const struct node_ids *ids,
 	unsigned *seen = calloc(ls->n, sizeof(*seen));
 	unsigned *untimed = calloc(ls->n, sizeof(*untimed));
 	int *idx = calloc(ls->n, sizeof(*idx));
-	struct seg_rec *v = calloc(ls->n, sizeof(*v));
+	struct gc_bracket_rec *v = calloc(ls->n, sizeof(*v));
 	int64_t tight = INT64_MAX, max_step = 0, d0 = 0, d1 = 0;
 	unsigned steps = 0, timed = 0;
 	bool by_id = true;
@@ -301,7 +230,8 @@ static void check_records(struct gc_cupti_take *t, const struct node_ids *ids,
 	for (unsigned l = 0; l < launches; l++) {
 		struct gc_cupti_kernel *r = &t->k[(size_t)l * ls->n];
 		const uint64_t *st = &ls->st[(size_t)l * 2 * ls->n];
-		struct bracket b;
+		struct gc_bracket b;
+		unsigned m;
 
 		for (unsigned j = 0; j < ls->n; j++)
 			gc_assert_f(r[j].correlation_id == r[0].correlation_id,
@@ -311,15 +241,15 @@ static void check_records(struct gc_cupti_take *t, const struct node_ids *ids,
 		for (unsigned j = 0; j < ls->n; j++)
 			gc_assert_f(seen[idx[j]]++ == 0, "%s: launch %u: node %d recorded twice", what,
 				    l, idx[j]);
-		bracket_launch(r, st, idx, ls->n, l, what, &b, untimed, v);
-		if (!b.timed)
+		m = bracket_launch(r, st, idx, ls->n, l, what, &b, untimed, v);
+		if (!m) /* no record of this launch has timestamps */
 			continue;
-		timed += b.timed;
+		timed += m;
 		steps += b.steps;
 		max_step = MAX_I64(max_step, b.max_step);
 		tight = MIN_I64(tight, b.tight);
 		d1 = b.mid0;
-		if (timed == b.timed)
+		if (timed == m)
 			d0 = d1;
 	}
 	{

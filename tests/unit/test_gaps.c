@@ -2,7 +2,7 @@
 /*
  * Unit tests of lib/gaps: the shapes table, gap statistics and the bubble
  * rule (percentiles as NumPy's default "linear" method), the metric
- * subsample.
+ * subsample, the bracketing of profiler records against stamps.
  */
 #include <errno.h>
 #include <math.h>
@@ -101,12 +101,127 @@ static void test_subsample(void *fx)
 	gc_assert_cmpuint(count, ==, 10000);
 }
 
+/* ------------------------------------------------------------ bracketing */
+
+static const struct gc_bracket_rule rule = { .slack_ns = 100, .ppm = 50, .min_seg = 16,
+					     .max_steps = 2 };
+
+/*
+ * n dispatches of 1 us, 2 us apart on the device clock from 1e9 ns; each
+ * record is the kernel widened by 400 ns on both sides, on a profiler clock
+ * 1 ms ahead (D = -1,000,000), plus step_ns from dispatch step_at on.
+ * Stored in reverse order: the check sorts them.
+ */
+static void make(struct gc_bracket_rec *v, size_t n, size_t step_at, int64_t step_ns)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t s = 1000000000ull + 2000 * i;
+		int64_t d = 1000000 + (i >= step_at ? step_ns : 0);
+
+		v[n - 1 - i] = (struct gc_bracket_rec){ s, s + 1000, s + d - 400, s + 1000 + d + 400,
+							(unsigned)i };
+	}
+}
+
+/* One offset fits all: no step, D = -1 ms in the middle of an 800 ns wide interval. */
+static void test_bracket_steady(void *fx)
+{
+	struct gc_bracket_rec v[64];
+	struct gc_bracket b;
+
+	(void)fx;
+	make(v, 64, 64, 0);
+	gc_assert_ok(gc_bracket_check(v, 64, &rule, &b));
+	gc_assert_cmpuint(b.steps, ==, 0);
+	gc_assert_cmpint(b.tight, ==, 800);
+	gc_assert_cmpint(b.mid0, ==, -1000000);
+	gc_assert_cmpuint(v[0].tag, ==, 0); /* sorted by stamp start */
+	gc_assert_ok(gc_bracket_check(v, 0, &rule, &b));
+}
+
+/* A 2.2 us step after 32 of 64 records: accepted, measured. */
+static void test_bracket_step(void *fx)
+{
+	struct gc_bracket_rec v[64];
+	struct gc_bracket b;
+
+	(void)fx;
+	make(v, 64, 32, 2200);
+	gc_assert_ok(gc_bracket_check(v, 64, &rule, &b));
+	gc_assert_cmpuint(b.steps, ==, 1);
+	gc_assert_cmpint(b.max_step, ==, 2200 - 800);
+	gc_assert_cmpint(b.mid0, ==, -1000000);
+}
+
+/* One record mistimed by 2.2 us in the middle: a segment of one, fails naming it. */
+static void test_bracket_outlier(void *fx)
+{
+	struct gc_bracket_rec v[64];
+	struct gc_bracket b;
+
+	(void)fx;
+	make(v, 64, 64, 0);
+	for (size_t i = 0; i < 64; i++)
+		if (v[i].tag == 40)
+			v[i].rec_start += 2200, v[i].rec_end += 2200;
+	gc_assert_cmpint(gc_bracket_check(v, 64, &rule, &b), ==, -EINVAL);
+	gc_assert_cmpuint(v[b.bad].tag, ==, 41); /* 40 starts a segment, 41 cannot join it */
+}
+
+/* A step 4 records before the end cannot be told from mistimed records: fails. */
+static void test_bracket_late_step(void *fx)
+{
+	struct gc_bracket_rec v[64];
+	struct gc_bracket b;
+
+	(void)fx;
+	make(v, 64, 60, 2200);
+	gc_assert_cmpint(gc_bracket_check(v, 64, &rule, &b), ==, -EINVAL);
+	gc_assert_cmpuint(v[b.bad].tag, ==, 60);
+}
+
+/* A record shorter than its kernel's stamps brackets nothing, whatever the offset. */
+static void test_bracket_short(void *fx)
+{
+	struct gc_bracket_rec v[64];
+	struct gc_bracket b;
+
+	(void)fx;
+	make(v, 64, 64, 0);
+	for (size_t i = 0; i < 64; i++)
+		if (v[i].tag == 7)
+			v[i].rec_end = v[i].rec_start + 500;
+	gc_assert_cmpint(gc_bracket_check(v, 64, &rule, &b), ==, -EINVAL);
+	gc_assert_cmpuint(v[b.bad].tag, ==, 7);
+}
+
+/* Three steps in one walk exceed max_steps. */
+static void test_bracket_many_steps(void *fx)
+{
+	struct gc_bracket_rec v[128];
+	struct gc_bracket b;
+
+	(void)fx;
+	make(v, 128, 128, 0);
+	for (size_t i = 0; i < 128; i++) /* +2.2 us per 32 records: steps at 32, 64, 96 */
+		v[i].rec_start += 2200 * (v[i].tag / 32), v[i].rec_end += 2200 * (v[i].tag / 32);
+	gc_assert_cmpint(gc_bracket_check(v, 128, &rule, &b), ==, -EINVAL);
+	gc_assert_cmpuint(v[b.bad].tag, ==, 96);
+	gc_assert_cmpuint(b.steps, ==, 3);
+}
+
 static const struct gc_subtest subtests[] = {
 	{ "shapes", test_shapes, "the shapes table" },
 	{ "stats", test_stats, "p50, p99, max, bubbles, mean span" },
 	{ "bubble-edge", test_bubble_edge, "the bubble rule is strictly above 4 x p50" },
 	{ "empty", test_empty, "no gap: -EINVAL" },
 	{ "subsample", test_subsample, "the metric subsample: at most the maximum, even" },
+	{ "bracket-steady", test_bracket_steady, "records bracket their stamps under one offset" },
+	{ "bracket-step", test_bracket_step, "a clock step between two long runs is accepted" },
+	{ "bracket-outlier", test_bracket_outlier, "one mistimed record fails" },
+	{ "bracket-late-step", test_bracket_late_step, "a step too near the end fails" },
+	{ "bracket-short", test_bracket_short, "a record shorter than its stamps fails" },
+	{ "bracket-many-steps", test_bracket_many_steps, "more than max_steps steps fail" },
 	{ 0 }
 };
 
