@@ -628,8 +628,8 @@ struct window_check {
 
 /*
  * One kernel record: its launch is the driver-API record of the same
- * correlation id (the cuGraphLaunch call, timed on the host), which must lie
- * in an enabled window; counted against the launcher's launch made then.
+ * correlation id (the cuGraphLaunch call, timed on the host), which must
+ * overlap an enabled window; counted against the launcher's launch made then.
  */
 static void check_record(const struct gc_cupti_kernel *k, size_t r, const struct launcher *l,
 			 const struct windows *w, const struct gc_cupti_take *t, uint8_t *per,
