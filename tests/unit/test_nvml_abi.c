@@ -22,7 +22,8 @@
 #define SAME_OFFSET(ours, of, theirs, tf)                                      \
 	_Static_assert(offsetof(ours, of) == offsetof(theirs, tf),             \
 		       #ours "." #of " offset differs from " #theirs "." #tf)
-#define SAME_VALUE(ours, theirs) _Static_assert((long)(ours) == (long)(theirs), #ours " != " #theirs)
+#define SAME_VALUE(ours, theirs) \
+	_Static_assert((long)(ours) == (long)(theirs), #ours " != " #theirs)
 
 SAME_LAYOUT(gc_nvml_ret, nvmlReturn_t);
 SAME_LAYOUT(gc_nvml_device, nvmlDevice_t);

@@ -1,0 +1,629 @@
+// SPDX-License-Identifier: MIT
+/*
+ * nvml_session: the session contract on NVML. nvml.h: nvmlInit_v2 keeps "a
+ * reference count of the number of initializations ... Shutdown only occurs
+ * when the reference count reaches zero"; nvmlShutdown returns
+ * NVML_ERROR_UNINITIALIZED "if the library has not been successfully
+ * initialized". A daemon that opens a session per request relies on that
+ * count, on thread safety, on the device nodes being released at the
+ * outermost shutdown, and on devices found again by UUID in every session.
+ *
+ * NOT YET RUN WITH A DRIVER: written when no device time was left; it joins
+ * the suite once it has run on the H100 and the H200.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "devfd.h"
+#include "gc_nvml.h"
+#include "measure.h"
+
+#define DEV_PREFIX "/dev/nvidia"
+#define MAX_DEV 16
+
+/* A device as a persistent session sees it: what every per-request answer must equal. */
+struct ref_dev {
+	char uuid[GC_NVML_UUID_LEN], name[GC_NVML_NAME_LEN], serial[GC_NVML_SERIAL_LEN];
+	char bus_id[GC_NVML_BUS_ID_LEN];
+	unsigned long long mem_total;
+	gc_nvml_ret serial_ret;
+};
+
+struct fx {
+	struct gc_nvml n;
+	unsigned count;
+	struct ref_dev dev[MAX_DEV];
+	int fds0; /* device nodes open before any session */
+};
+
+static const char *rs(const struct fx *f, gc_nvml_ret r, char *buf, size_t len)
+{
+	return gc_nvml_strerror(&f->n, r, buf, len);
+}
+
+#define nv_ok(f, call)                                                                   \
+	do {                                                                             \
+		gc_nvml_ret r_ = (call);                                                 \
+		char b_[128];                                                            \
+		gc_assert_f(r_ == GC_NVML_SUCCESS, "%s: %s", #call, rs(f, r_, b_, sizeof(b_))); \
+	} while (0)
+
+static int devfds(void)
+{
+	int n = gc_devfd_count(DEV_PREFIX);
+
+	gc_assert_f(n >= 0, "/proc/self/fd: %s", strerror(-n));
+	return n;
+}
+
+static void ref_take(struct fx *f, unsigned i)
+{
+	struct ref_dev *d = &f->dev[i];
+	gc_nvml_device h;
+	gc_nvml_pci pci;
+	gc_nvml_memory m;
+
+	nv_ok(f, f->n.fn.by_index(i, &h));
+	nv_ok(f, f->n.fn.uuid(h, d->uuid, sizeof(d->uuid)));
+	nv_ok(f, f->n.fn.name(h, d->name, sizeof(d->name)));
+	nv_ok(f, f->n.fn.pci(h, &pci));
+	nv_ok(f, f->n.fn.memory(h, &m));
+	snprintf(d->bus_id, sizeof(d->bus_id), "%s", pci.bus_id);
+	d->mem_total = m.total;
+	d->serial_ret = f->n.fn.serial(h, d->serial, sizeof(d->serial));
+}
+
+static void *fx_setup(void)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	char why[256], b[128];
+	gc_nvml_ret r;
+
+	gc_assert(f);
+	if (gc_nvml_open(&f->n, why, sizeof(why)) < 0)
+		gc_skip("NVML: %s", why);
+	f->fds0 = devfds();
+	r = f->n.fn.init();
+	if (r == GC_NVML_ERROR_DRIVER_NOT_LOADED || r == GC_NVML_ERROR_LIBRARY_NOT_FOUND)
+		gc_skip("nvmlInit_v2: %s", rs(f, r, b, sizeof(b)));
+	gc_assert_f(r == GC_NVML_SUCCESS, "nvmlInit_v2: %s", rs(f, r, b, sizeof(b)));
+	nv_ok(f, f->n.fn.count(&f->count));
+	if (f->count == 0) {
+		f->n.fn.shutdown();
+		gc_skip("NVML sees no GPU");
+	}
+	f->count = f->count > MAX_DEV ? MAX_DEV : f->count;
+	for (unsigned i = 0; i < f->count; i++)
+		ref_take(f, i);
+	nv_ok(f, f->n.fn.shutdown());
+	gc_assert_f(devfds() == f->fds0, "%d " DEV_PREFIX "* fds open after the reference "
+		    "session's shutdown, %d before it", devfds(), f->fds0);
+	return f;
+}
+
+static void fx_teardown(void *data)
+{
+	struct fx *f = data;
+
+	gc_nvml_close(&f->n);
+	free(f);
+}
+
+/* ------------------------------------------------------------ refcount */
+
+struct kcase {
+	struct fx *f;
+	unsigned k;
+};
+
+/*
+ * refcount: k inits, then k shutdowns. The library answers until the k-th
+ * shutdown, the device nodes stay open while the count is above zero and
+ * are back to where they were after it; the (k+1)-th shutdown returns
+ * NVML_ERROR_UNINITIALIZED.
+ */
+static void refcount_case(void *arg)
+{
+	struct kcase *c = arg;
+	struct fx *f = c->f;
+	unsigned n;
+	char b[128], fds[256];
+	gc_nvml_ret r = GC_NVML_SUCCESS;
+	gc_nvml_device h;
+
+	for (unsigned i = 0; i < c->k; i++)
+		nv_ok(f, f->n.fn.init());
+	nv_ok(f, f->n.fn.by_index(0, &h)); /* nvmlInit_v2 attaches a GPU only when asked for one */
+	gc_devfd_list(DEV_PREFIX, fds, sizeof(fds));
+	gc_info("after %u inits: %d device fds (%s), %d before", c->k, devfds(), fds, f->fds0);
+	gc_assert_f(devfds() > f->fds0, "no " DEV_PREFIX "* fd open in a session");
+	for (unsigned i = 1; i <= c->k; i++) {
+		nv_ok(f, f->n.fn.shutdown());
+		r = f->n.fn.count(&n);
+		if (i < c->k) {
+			gc_assert_f(r == GC_NVML_SUCCESS, "shutdown %u of %u: nvmlDeviceGetCount_v2: %s",
+				    i, c->k, rs(f, r, b, sizeof(b)));
+			gc_assert_f(devfds() > f->fds0, "shutdown %u of %u closed the device nodes",
+				    i, c->k);
+		}
+	}
+	gc_assert_f(r == GC_NVML_ERROR_UNINITIALIZED, "after the last shutdown "
+		    "nvmlDeviceGetCount_v2: %s, not NVML_ERROR_UNINITIALIZED", rs(f, r, b, sizeof(b)));
+	gc_assert_cmpint(devfds(), ==, f->fds0);
+	r = f->n.fn.shutdown();
+	gc_assert_f(r == GC_NVML_ERROR_UNINITIALIZED, "one shutdown too many: %s",
+		    rs(f, r, b, sizeof(b)));
+}
+
+static void test_refcount(void *data)
+{
+	static const unsigned ks[] = { 1, 2, 16 };
+	struct kcase c = { .f = data };
+
+	for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
+		c.k = ks[i];
+		gc_dynamic_f(refcount_case, &c, "k%u", c.k);
+	}
+}
+
+/* ------------------------------------------------------------ concurrency */
+
+#define THREADS 256
+#define WATCHDOG_S 120
+
+/* What the worker threads found; the first problem is kept, the main thread fails on it. */
+struct shared {
+	struct fx *f;
+	unsigned rounds;
+	pthread_mutex_t lock;
+	char first[320];
+	unsigned problems;
+	unsigned done;       /* threads finished */
+	unsigned long answers;
+	volatile int stop;   /* the watcher's */
+	unsigned long polls; /* the watcher's */
+};
+
+static void problem(struct shared *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void problem(struct shared *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&s->lock);
+	if (__atomic_fetch_add(&s->problems, 1, __ATOMIC_RELAXED) == 0) {
+		va_start(ap, fmt);
+		vsnprintf(s->first, sizeof(s->first), fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+#define CHECK(s, what, r)                                                             \
+	do {                                                                          \
+		char b_[128];                                                         \
+		if ((r) != GC_NVML_SUCCESS) {                                         \
+			problem(s, "%s: %s", what, rs((s)->f, r, b_, sizeof(b_)));    \
+			return false;                                                 \
+		}                                                                     \
+	} while (0)
+
+/* One request: the device by UUID, its answers against the reference. */
+static bool request(struct shared *s, const struct ref_dev *d)
+{
+	const struct gc_nvml_fn *fn = &s->f->n.fn;
+	char name[GC_NVML_NAME_LEN], serial[GC_NVML_SERIAL_LEN];
+	gc_nvml_utilization u;
+	gc_nvml_device h;
+	gc_nvml_memory m;
+	gc_nvml_pci pci;
+	unsigned t;
+	gc_nvml_ret r;
+
+	CHECK(s, "nvmlDeviceGetHandleByUUID", fn->by_uuid(d->uuid, &h));
+	CHECK(s, "nvmlDeviceGetName", fn->name(h, name, sizeof(name)));
+	CHECK(s, "nvmlDeviceGetPciInfo_v3", fn->pci(h, &pci));
+	CHECK(s, "nvmlDeviceGetMemoryInfo", fn->memory(h, &m));
+	if (strcmp(name, d->name) || strcmp(pci.bus_id, d->bus_id) || m.total != d->mem_total) {
+		problem(s, "%s answered %s / %s / %llu bytes, the persistent session %s / %s / %llu",
+			d->uuid, name, pci.bus_id, m.total, d->name, d->bus_id, d->mem_total);
+		return false;
+	}
+	r = fn->serial(h, serial, sizeof(serial));
+	if (r != d->serial_ret || (r == GC_NVML_SUCCESS && strcmp(serial, d->serial))) {
+		problem(s, "%s: serial %s (%d), the persistent session %s (%d)", d->uuid,
+			r == GC_NVML_SUCCESS ? serial : "-", r, d->serial, d->serial_ret);
+		return false;
+	}
+	r = fn->temperature(h, GC_NVML_TEMPERATURE_GPU, &t);
+	if (r != GC_NVML_ERROR_NOT_SUPPORTED)
+		CHECK(s, "nvmlDeviceGetTemperature", r);
+	r = fn->utilization(h, &u);
+	if (r != GC_NVML_ERROR_NOT_SUPPORTED)
+		CHECK(s, "nvmlDeviceGetUtilizationRates", r);
+	return true;
+}
+
+static void *worker(void *p)
+{
+	struct shared *s = p;
+	const struct gc_nvml_fn *fn = &s->f->n.fn;
+	unsigned long answers = 0;
+
+	for (unsigned i = 0; i < s->rounds && !__atomic_load_n(&s->problems, __ATOMIC_RELAXED);
+	     i++) {
+		gc_nvml_ret r = fn->init();
+
+		if (r != GC_NVML_SUCCESS) {
+			char b[128];
+
+			problem(s, "nvmlInit_v2 in round %u: %s", i, rs(s->f, r, b, sizeof(b)));
+			break;
+		}
+		answers += request(s, &s->f->dev[i % s->f->count]);
+		r = fn->shutdown();
+		if (r != GC_NVML_SUCCESS) {
+			char b[128];
+
+			problem(s, "nvmlShutdown in round %u: %s", i, rs(s->f, r, b, sizeof(b)));
+			break;
+		}
+	}
+	pthread_mutex_lock(&s->lock);
+	s->done++;
+	s->answers += answers;
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* The watcher: its own session for the whole test, polling every device. */
+static void *watcher(void *p)
+{
+	struct shared *s = p;
+	const struct gc_nvml_fn *fn = &s->f->n.fn;
+	char b[128];
+	gc_nvml_ret r = fn->init();
+
+	if (r != GC_NVML_SUCCESS) {
+		problem(s, "watcher nvmlInit_v2: %s", rs(s->f, r, b, sizeof(b)));
+		return NULL;
+	}
+	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&s->problems, __ATOMIC_RELAXED)) {
+		s->polls += request(s, &s->f->dev[s->polls % s->f->count]);
+		usleep(1000);
+	}
+	r = fn->shutdown();
+	if (r != GC_NVML_SUCCESS)
+		problem(s, "watcher nvmlShutdown: %s", rs(s->f, r, b, sizeof(b)));
+	return NULL;
+}
+
+/* Wait for the workers; fail naming how many are stuck after WATCHDOG_S (never join those). */
+static void await_workers(struct shared *s, unsigned n)
+{
+	uint64_t deadline = gc_now_ns() + WATCHDOG_S * 1000000000ull;
+	unsigned done;
+
+	for (;;) {
+		pthread_mutex_lock(&s->lock);
+		done = s->done;
+		pthread_mutex_unlock(&s->lock);
+		if (done == n)
+			return;
+		if (gc_now_ns() > deadline)
+			gc_fail("deadlock: %u of %u threads still inside NVML %d s after they started "
+				"(%lu answers so far)", n - done, n, WATCHDOG_S, s->answers);
+		usleep(10000);
+	}
+}
+
+/*
+ * concurrent-sessions: 256 threads, each init -> queries by UUID -> shutdown
+ * for `rounds` rounds ($GPUCONFORM_SESSION_ROUNDS, default 1000), while a
+ * watcher holds its own session and polls: no deadlock (watchdog), no error,
+ * every answer equal to the persistent session's, device nodes back after.
+ */
+static void test_concurrent(void *data)
+{
+	struct shared s = { .f = data, .lock = PTHREAD_MUTEX_INITIALIZER };
+	const char *env = getenv("GPUCONFORM_SESSION_ROUNDS");
+	pthread_t th[THREADS], w;
+
+	s.rounds = env && *env ? (unsigned)strtoul(env, NULL, 10) : 1000;
+	gc_assert_f(s.rounds > 0, "GPUCONFORM_SESSION_ROUNDS=%s: not a positive count", env);
+	gc_assert(pthread_create(&w, NULL, watcher, &s) == 0);
+	for (unsigned i = 0; i < THREADS; i++)
+		gc_assert(pthread_create(&th[i], NULL, worker, &s) == 0);
+	await_workers(&s, THREADS);
+	for (unsigned i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(w, NULL);
+	gc_info("%u threads x %u rounds: %lu answers checked, watcher %lu polls, %u problems",
+		THREADS, s.rounds, s.answers, s.polls, s.problems);
+	gc_assert_f(s.problems == 0, "%u problems; the first: %s", s.problems, s.first);
+	gc_assert_cmpuint(s.answers, ==, (unsigned long)THREADS * s.rounds);
+	gc_assert_cmpint(devfds(), ==, s.f->fds0);
+}
+
+/* ------------------------------------------------------------ reviewer's case */
+
+#define UNPAIRED 64
+
+struct unpaired {
+	struct shared *s;
+	pthread_barrier_t *go;
+	bool shut; /* this thread shuts down instead of initialising */
+};
+
+static void *unpaired_thread(void *p)
+{
+	struct unpaired *u = p;
+	const struct gc_nvml_fn *fn = &u->s->f->n.fn;
+	gc_nvml_ret r;
+	char b[128];
+
+	pthread_barrier_wait(u->go);
+	r = u->shut ? fn->shutdown() : fn->init();
+	if (r != GC_NVML_SUCCESS)
+		problem(u->s, "%s: %s", u->shut ? "nvmlShutdown" : "nvmlInit_v2",
+			rs(u->s->f, r, b, sizeof(b)));
+	return NULL;
+}
+
+/* n threads released at once, each one call (init or shutdown). */
+static void burst(struct shared *s, bool shut, unsigned n)
+{
+	pthread_t th[UNPAIRED];
+	struct unpaired u[UNPAIRED];
+	pthread_barrier_t go;
+
+	gc_assert(pthread_barrier_init(&go, NULL, n) == 0);
+	for (unsigned i = 0; i < n; i++) {
+		u[i] = (struct unpaired){ s, &go, shut };
+		gc_assert(pthread_create(&th[i], NULL, unpaired_thread, &u[i]) == 0);
+	}
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&go);
+}
+
+/*
+ * unpaired-init: 64 threads call init at once and never shut down; 64 other
+ * threads then call shutdown at once. The count ends at zero: the next
+ * shutdown is NVML_ERROR_UNINITIALIZED and the device nodes are released.
+ */
+static void test_unpaired(void *data)
+{
+	struct shared s = { .f = data, .lock = PTHREAD_MUTEX_INITIALIZER };
+	char b[128];
+	gc_nvml_ret r;
+	int held;
+
+	burst(&s, false, UNPAIRED);
+	held = devfds();
+	burst(&s, true, UNPAIRED);
+	gc_assert_f(s.problems == 0, "%u problems; the first: %s", s.problems, s.first);
+	r = s.f->n.fn.shutdown();
+	gc_info("%d device fds after %d concurrent inits, %d after as many shutdowns from other "
+		"threads, %d before; one more shutdown: %s", held, UNPAIRED, devfds(), s.f->fds0,
+		rs(s.f, r, b, sizeof(b)));
+	gc_assert_f(r == GC_NVML_ERROR_UNINITIALIZED, "the count did not end at zero: one more "
+		    "shutdown gave %s", rs(s.f, r, b, sizeof(b)));
+	gc_assert_cmpint(devfds(), ==, s.f->fds0);
+}
+
+/* ------------------------------------------------------------ handles */
+
+struct stale {
+	struct fx *f;
+	gc_nvml_device h;
+};
+
+/* In a child: a handle of an ended session names the same device or fails; exit 0 / 1 / 2. */
+static void stale_use(void *arg)
+{
+	struct stale *st = arg;
+	char uuid[GC_NVML_UUID_LEN];
+	gc_nvml_ret r = st->f->n.fn.uuid(st->h, uuid, sizeof(uuid));
+
+	printf("stale handle: nvmlDeviceGetUUID -> %d%s%s\n", r, r ? "" : " ",
+	       r ? "" : uuid);
+	fflush(stdout);
+	exit(r != GC_NVML_SUCCESS ? 1 : strcmp(uuid, st->f->dev[0].uuid) == 0 ? 0 : 2);
+}
+
+/*
+ * handles-across-cycles: a handle from one session, used after a full
+ * shutdown + init (in a forked child: it may fault), names the same device
+ * or fails cleanly, never another device; the device found again by UUID
+ * has the same PCI bus id and serial.
+ */
+static void test_handles(void *data)
+{
+	struct fx *f = data;
+	struct stale st = { .f = f };
+	struct gc_child_status cs;
+	struct ref_dev again;
+
+	nv_ok(f, f->n.fn.init());
+	nv_ok(f, f->n.fn.by_index(0, &st.h));
+	nv_ok(f, f->n.fn.shutdown());
+	nv_ok(f, f->n.fn.init());
+	gc_assert_ok(gc_fork_run(stale_use, &st, 10000, &cs));
+	gc_info("stale handle in a child: %s %d", cs.fate == GC_CHILD_EXITED ? "exit" :
+		cs.fate == GC_CHILD_SIGNALED ? "signal" : "timed out", cs.code);
+	gc_assert_f(cs.fate == GC_CHILD_EXITED && cs.code != 2, "a handle of an ended session %s",
+		    cs.fate == GC_CHILD_EXITED ? "named another device" :
+		    cs.fate == GC_CHILD_SIGNALED ? "crashed the process" : "hung");
+	memset(&again, 0, sizeof(again));
+	{
+		gc_nvml_device h;
+		gc_nvml_pci pci;
+
+		nv_ok(f, f->n.fn.by_uuid(f->dev[0].uuid, &h));
+		nv_ok(f, f->n.fn.pci(h, &pci));
+		again.serial_ret = f->n.fn.serial(h, again.serial, sizeof(again.serial));
+		gc_assert_eq_str(pci.bus_id, f->dev[0].bus_id);
+	}
+	gc_assert_cmpint(again.serial_ret, ==, f->dev[0].serial_ret);
+	if (again.serial_ret == GC_NVML_SUCCESS)
+		gc_assert_eq_str(again.serial, f->dev[0].serial);
+	nv_ok(f, f->n.fn.shutdown());
+}
+
+/*
+ * unknown-uuid: a well-formed UUID that names no device gives
+ * NVML_ERROR_NOT_FOUND (nvml.h: "if uuid does not match a valid device"),
+ * a malformed one NOT_FOUND or INVALID_ARGUMENT ("if uuid is invalid").
+ */
+static void test_unknown_uuid(void *data)
+{
+	struct fx *f = data;
+	gc_nvml_device h;
+	gc_nvml_ret r;
+	char b[128];
+
+	nv_ok(f, f->n.fn.init());
+	r = f->n.fn.by_uuid("GPU-00000000-0000-0000-0000-000000000000", &h);
+	gc_info("unknown UUID: %s", rs(f, r, b, sizeof(b)));
+	gc_assert_f(r == GC_NVML_ERROR_NOT_FOUND, "unknown UUID: %s", rs(f, r, b, sizeof(b)));
+	r = f->n.fn.by_uuid("not-a-uuid", &h);
+	gc_info("malformed UUID: %s", rs(f, r, b, sizeof(b)));
+	gc_assert_f(r == GC_NVML_ERROR_NOT_FOUND || r == GC_NVML_ERROR_INVALID_ARGUMENT,
+		    "malformed UUID: %s", rs(f, r, b, sizeof(b)));
+	nv_ok(f, f->n.fn.shutdown());
+}
+
+/* ------------------------------------------------------------ init flags */
+
+struct flag_case {
+	struct fx *f;
+	unsigned flags;
+};
+
+/* What one init flag opens: device fds and the device count in that session; released after. */
+static void flag_case(void *arg)
+{
+	struct flag_case *c = arg;
+	struct fx *f = c->f;
+	char fds[256], b[128];
+	unsigned n = 0;
+	gc_nvml_ret r;
+
+	nv_ok(f, f->n.fn.init_flags(c->flags));
+	gc_devfd_list(DEV_PREFIX, fds, sizeof(fds));
+	r = f->n.fn.count(&n);
+	gc_info("nvmlInitWithFlags(%u): %d device fds (%s); nvmlDeviceGetCount_v2: %s, %u", c->flags,
+		devfds(), fds, rs(f, r, b, sizeof(b)), n);
+	nv_ok(f, f->n.fn.shutdown());
+	gc_assert_cmpint(devfds(), ==, f->fds0);
+}
+
+/* init-flags: NVML_INIT_FLAG_NO_GPUS and NO_ATTACH each init; what they open is released. */
+static void test_init_flags(void *data)
+{
+	struct flag_case c = { .f = data };
+
+	c.flags = GC_NVML_INIT_FLAG_NO_GPUS;
+	gc_dynamic("no-gpus", flag_case, &c);
+	c.flags = GC_NVML_INIT_FLAG_NO_ATTACH;
+	gc_dynamic("no-attach", flag_case, &c);
+}
+
+/* exclusive-node: the /dev/gim-smi0 case is AMD's (amdsmi_session, rsmi_session). */
+static void test_exclusive_node(void *data)
+{
+	(void)data;
+	gc_skip("no exclusive management node on NVIDIA (the /dev/gim-smi0 case is AMD's)");
+}
+
+/* ------------------------------------------------------------ cost */
+
+#define COST_REPS 200
+
+static double ns_since(uint64_t t0)
+{
+	return (double)(gc_now_ns() - t0);
+}
+
+/*
+ * cost: init and shutdown from zero (each a full session: what a lazy daemon
+ * pays per request), init and shutdown while another session holds the
+ * count (warm), one query in a held session, and the per-request session
+ * (init + query + shutdown from zero) over a persistent session's query, as
+ * a ratio.
+ */
+static void test_cost(void *data)
+{
+	struct fx *f = data;
+	double cold_init[COST_REPS], cold_shut[COST_REPS], warm[COST_REPS], query[COST_REPS];
+	double lazy[COST_REPS], ratio;
+	gc_nvml_device h;
+	gc_nvml_memory m;
+
+	for (unsigned i = 0; i < COST_REPS; i++) {
+		uint64_t t0 = gc_now_ns();
+
+		nv_ok(f, f->n.fn.init());
+		cold_init[i] = ns_since(t0);
+		nv_ok(f, f->n.fn.by_uuid(f->dev[0].uuid, &h));
+		nv_ok(f, f->n.fn.memory(h, &m));
+		lazy[i] = ns_since(t0);
+		t0 = gc_now_ns();
+		nv_ok(f, f->n.fn.shutdown());
+		cold_shut[i] = ns_since(t0);
+		lazy[i] += cold_shut[i];
+	}
+	nv_ok(f, f->n.fn.init());
+	for (unsigned i = 0; i < COST_REPS; i++) {
+		uint64_t t0 = gc_now_ns();
+
+		nv_ok(f, f->n.fn.init());
+		nv_ok(f, f->n.fn.shutdown());
+		warm[i] = ns_since(t0);
+		t0 = gc_now_ns();
+		nv_ok(f, f->n.fn.by_uuid(f->dev[0].uuid, &h));
+		nv_ok(f, f->n.fn.memory(h, &m));
+		query[i] = ns_since(t0);
+	}
+	nv_ok(f, f->n.fn.shutdown());
+	gc_metric("init-cold", "ns", GC_LOWER_IS_BETTER, cold_init, COST_REPS);
+	gc_metric("shutdown-cold", "ns", GC_LOWER_IS_BETTER, cold_shut, COST_REPS);
+	gc_metric("init-shutdown-warm", "ns", GC_LOWER_IS_BETTER, warm, COST_REPS);
+	gc_metric("query", "ns", GC_LOWER_IS_BETTER, query, COST_REPS);
+	gc_metric("request-lazy", "ns", GC_LOWER_IS_BETTER, lazy, COST_REPS);
+	ratio = gc_stat_median(lazy, COST_REPS) / gc_stat_median(query, COST_REPS);
+	gc_metric("lazy-over-persistent", "x", GC_LOWER_IS_BETTER, &ratio, 1);
+	gc_assert_cmpint(devfds(), ==, f->fds0);
+}
+
+/* ------------------------------------------------------------ main */
+
+static const struct gc_fixture fixture = { .setup = fx_setup, .teardown = fx_teardown };
+
+static const struct gc_subtest subtests[] = {
+	{ "refcount", test_refcount, "k inits and k shutdowns: works until the k-th, nodes held "
+	  "only while the count is above zero, one shutdown too many is UNINITIALIZED" },
+	{ "concurrent-sessions", test_concurrent, "256 threads init -> query by UUID -> shutdown "
+	  "while a watcher holds a session: no deadlock, answers equal the persistent session's" },
+	{ "unpaired-init", test_unpaired, "64 concurrent inits, then 64 shutdowns from other "
+	  "threads: the count ends at zero, the nodes are released" },
+	{ "handles-across-cycles", test_handles, "a handle of an ended session names its device "
+	  "or fails; the UUID finds the same device again" },
+	{ "unknown-uuid", test_unknown_uuid, "a UUID that names no device: NVML_ERROR_NOT_FOUND" },
+	{ "init-flags", test_init_flags, "what NO_GPUS and NO_ATTACH open, released at shutdown" },
+	{ "exclusive-node", test_exclusive_node, "a node one session at a time may hold (AMD only)" },
+	{ "cost", test_cost, "init, shutdown, query, cold and warm; lazy over persistent" },
+	{ 0 }
+};
+
+GC_MAIN(.name = "nvml_session",
+	.description = "NVML init / shutdown sessions: refcount, threads, device nodes, handles",
+	.subtests = subtests, .fixture = &fixture)
