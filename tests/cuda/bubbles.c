@@ -29,20 +29,27 @@ const struct gc_shape *bx_shape(const char *name)
 
 /* ------------------------------------------------------------- graphs */
 
-static CUgraphNode add_stamp(struct bx *b, CUgraph g, const CUgraphNode *deps, size_t ndeps,
-			     unsigned idx)
+CUDA_KERNEL_NODE_PARAMS bx_kernel_params(CUfunction f, void **args)
+{
+	CUDA_KERNEL_NODE_PARAMS p;
+
+	memset(&p, 0, sizeof(p));
+	p.func = f;
+	p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+	p.blockDimX = GC_CU_BLOCK, p.blockDimY = p.blockDimZ = 1;
+	p.kernelParams = args;
+	return p;
+}
+
+CUgraphNode bx_add_stamp(struct bx *b, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+			 unsigned idx)
 {
 	unsigned long long work = BX_WORK_NS;
 	unsigned int i = idx;
 	void *args[] = { &b->stamps, &b->counts, &i, &work };
-	CUDA_KERNEL_NODE_PARAMS p;
+	CUDA_KERNEL_NODE_PARAMS p = bx_kernel_params(b->k.stamp, args);
 	CUgraphNode n;
 
-	memset(&p, 0, sizeof(p));
-	p.func = b->k.stamp;
-	p.gridDimX = p.gridDimY = p.gridDimZ = 1;
-	p.blockDimX = GC_CU_BLOCK, p.blockDimY = p.blockDimZ = 1;
-	p.kernelParams = args;
 	gc_cu_assert(b->cu, b->cu->cuGraphAddKernelNode(&n, g, deps, ndeps, &p));
 	return n;
 }
@@ -82,15 +89,15 @@ void bx_graph_build(struct bx *b, const struct gc_shape *sh, struct bx_graph *gr
 	gc_assert(gr->nodes);
 	gc_cu_assert(b->cu, b->cu->cuGraphCreate(&gr->g, 0));
 	if (sh->kind == GC_SHAPE_WIDE) {
-		gr->nodes[0] = add_stamp(b, gr->g, NULL, 0, 0);
+		gr->nodes[0] = bx_add_stamp(b, gr->g, NULL, 0, 0);
 		for (unsigned i = 1; i <= sh->n; i++)
-			gr->nodes[i] = add_stamp(b, gr->g, &gr->nodes[0], 1, i);
-		gr->nodes[sh->n + 1] = add_stamp(b, gr->g, &gr->nodes[1], sh->n, sh->n + 1);
+			gr->nodes[i] = bx_add_stamp(b, gr->g, &gr->nodes[0], 1, i);
+		gr->nodes[sh->n + 1] = bx_add_stamp(b, gr->g, &gr->nodes[1], sh->n, sh->n + 1);
 	} else {
 		for (unsigned i = 0; i < sh->n; i++) {
 			if (prev && sh->kind == GC_SHAPE_MIXED)
 				prev = i % 2 ? add_memset(b, gr->g, prev) : add_memcpy(b, gr->g, prev);
-			gr->nodes[i] = add_stamp(b, gr->g, prev ? &prev : NULL, prev ? 1 : 0, i);
+			gr->nodes[i] = bx_add_stamp(b, gr->g, prev ? &prev : NULL, prev ? 1 : 0, i);
 			prev = gr->nodes[i];
 		}
 	}
@@ -358,13 +365,8 @@ static void test_launch_gap(void *data)
 		for (unsigned k = 0; k < 2; k++) {
 			unsigned int idx = 2 * l + k;
 			void *args[] = { &b->stamps, &b->counts, &idx, &work };
-			CUDA_KERNEL_NODE_PARAMS p;
+			CUDA_KERNEL_NODE_PARAMS p = bx_kernel_params(b->k.stamp, args);
 
-			memset(&p, 0, sizeof(p));
-			p.func = b->k.stamp;
-			p.gridDimX = p.gridDimY = p.gridDimZ = 1;
-			p.blockDimX = GC_CU_BLOCK, p.blockDimY = p.blockDimZ = 1;
-			p.kernelParams = args;
 			gc_cu_assert(b->cu, b->cu->cuGraphExecKernelNodeSetParams(gr.x, gr.nodes[k],
 										   &p));
 			if (k == 1)

@@ -46,6 +46,12 @@ struct bx_graph {
 	unsigned n;
 };
 
+/* One block of GC_CU_BLOCK threads running f(args): how every bubbles dispatch is made. */
+CUDA_KERNEL_NODE_PARAMS bx_kernel_params(CUfunction f, void **args);
+/* A gc_stamp node (1 us of work) stamping slot idx, after deps[0..ndeps). */
+CUgraphNode bx_add_stamp(struct bx *b, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+			 unsigned idx);
+
 void bx_graph_build(struct bx *b, const struct gc_shape *sh, struct bx_graph *gr);
 void bx_graph_free(struct bx *b, struct bx_graph *gr);
 

@@ -5,7 +5,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "bubbles.h"
@@ -26,23 +25,6 @@ struct deep {
 	CUdeviceptr flag_dev, result;
 };
 
-static CUgraphNode deep_node(struct deep *d, CUgraph g, CUgraphNode dep, unsigned idx)
-{
-	unsigned long long work = BX_WORK_NS;
-	unsigned int i = idx;
-	void *args[] = { &d->b->stamps, &d->b->counts, &i, &work };
-	CUDA_KERNEL_NODE_PARAMS p;
-	CUgraphNode n;
-
-	memset(&p, 0, sizeof(p));
-	p.func = d->b->k.stamp;
-	p.gridDimX = p.gridDimY = p.gridDimZ = 1;
-	p.blockDimX = GC_CU_BLOCK, p.blockDimY = p.blockDimZ = 1;
-	p.kernelParams = args;
-	gc_cu_assert(d->b->cu, d->b->cu->cuGraphAddKernelNode(&n, g, &dep, 1, &p));
-	return n;
-}
-
 /*
  * The gate, one stamped dispatch right after it (its stamps bound the gate's
  * end), and DEEP_KERNELS dispatches that all depend on that one.
@@ -51,20 +33,15 @@ static CUgraph deep_graph(struct deep *d, CUgraphExec *x)
 {
 	unsigned long long timeout = GATE_TIMEOUT_NS;
 	void *gargs[] = { &d->flag_dev, &timeout, &d->result };
-	CUDA_KERNEL_NODE_PARAMS p;
+	CUDA_KERNEL_NODE_PARAMS p = bx_kernel_params(d->b->k.gate, gargs);
 	CUgraphNode gate, after;
 	CUgraph g;
 
-	memset(&p, 0, sizeof(p));
-	p.func = d->b->k.gate;
-	p.gridDimX = p.gridDimY = p.gridDimZ = 1;
-	p.blockDimX = GC_CU_BLOCK, p.blockDimY = p.blockDimZ = 1;
-	p.kernelParams = gargs;
 	gc_cu_assert(d->b->cu, d->b->cu->cuGraphCreate(&g, 0));
 	gc_cu_assert(d->b->cu, d->b->cu->cuGraphAddKernelNode(&gate, g, NULL, 0, &p));
-	after = deep_node(d, g, gate, DEEP_AFTER);
+	after = bx_add_stamp(d->b, g, &gate, 1, DEEP_AFTER);
 	for (unsigned i = 0; i < DEEP_KERNELS; i++)
-		deep_node(d, g, after, i);
+		bx_add_stamp(d->b, g, &after, 1, i);
 	gc_cu_assert(d->b->cu, d->b->cu->cuGraphInstantiate(x, g, 0));
 	return g;
 }

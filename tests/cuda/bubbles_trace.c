@@ -12,7 +12,6 @@
  * one clock offset under which every record's [start, end] contains its
  * kernel's own stamps.
  */
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -316,9 +315,28 @@ static struct gc_gap_stats run_shape(struct tcase *c, struct bx_graph *gr, unsig
 			       2 * (size_t)keep->n * 8);
 	}
 	st = gc_gaps_report(&g, mode, c->sh->name);
-	st.p50 = st.p50 > 0 ? st.p50 : 1; /* ratios of a 0 ns median are reported against 1 ns */
 	gc_gaps_free(&g);
 	return st;
+}
+
+/*
+ * overhead.gap-p50-WHAT-over-graph.SHAPE and gap-p99 (and graph-time, with
+ * time) of x against base, the untraced run of the same process; a 0 base
+ * is taken as 1 (ns, us).
+ */
+static void ratios(const char *what, const char *shape, const struct gc_gap_stats *x,
+		   const struct gc_gap_stats *base, bool time)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "gap-p50-%s-over-graph", what);
+	gc_gap_ratio(name, shape, x->p50 / (base->p50 > 0 ? base->p50 : 1));
+	snprintf(name, sizeof(name), "gap-p99-%s-over-graph", what);
+	gc_gap_ratio(name, shape, x->p99 / (base->p99 > 0 ? base->p99 : 1));
+	if (!time)
+		return;
+	snprintf(name, sizeof(name), "graph-time-%s-over-graph", what);
+	gc_gap_ratio(name, shape, x->span_us / (base->span_us > 0 ? base->span_us : 1));
 }
 
 static void traced_case(void *arg)
@@ -344,15 +362,8 @@ static void traced_case(void *arg)
 	bx_cupti_switch(c->c, c->kind, false);
 	gc_assert(gc_cupti_flush(c->c) == 0);
 	gc_cupti_take(&t);
-	gc_gap_ratio(c->kind == CUPTI_ACTIVITY_KIND_KERNEL ? "gap-p50-serial-over-graph" :
-						      "gap-p50-trace-over-graph",
-	      c->sh->name, traced.p50 / plain.p50);
-	gc_gap_ratio(c->kind == CUPTI_ACTIVITY_KIND_KERNEL ? "gap-p99-serial-over-graph" :
-						      "gap-p99-trace-over-graph",
-	      c->sh->name, traced.p99 / (plain.p99 > 0 ? plain.p99 : 1));
-	gc_gap_ratio(c->kind == CUPTI_ACTIVITY_KIND_KERNEL ? "graph-time-serial-over-graph" :
-						      "graph-time-trace-over-graph",
-	      c->sh->name, traced.span_us / (plain.span_us > 0 ? plain.span_us : 1));
+	ratios(c->kind == CUPTI_ACTIVITY_KIND_KERNEL ? "serial" : "trace", c->sh->name, &traced,
+	       &plain, true);
 	check_records(&t, &ids, &ls, TRACE_LAUNCHES, c->sh->name);
 	gc_cupti_take_free(&t);
 	free(ids.v);
@@ -772,10 +783,7 @@ void test_attach_detach(void *data)
 	check_windows(&t, &l, w, &wc);
 	gc_cupti_take_free(&t);
 	after = plain_gaps(b, sh, &gr, "graph-detached");
-	gc_gap_ratio("gap-p50-detached-over-graph", sh->name,
-		     after.p50 / (before.p50 > 0 ? before.p50 : 1));
-	gc_gap_ratio("gap-p99-detached-over-graph", sh->name,
-		     after.p99 / (before.p99 > 0 ? before.p99 : 1));
+	ratios("detached", sh->name, &after, &before, false);
 	gc_assert_f(wc.missing == 0, "%u kernel records missing from %u launches made and "
 		    "finished while tracing was on", wc.missing, wc.inside);
 	gc_assert_f(wc.orphans <= 16 * wc.straddles, "%u kernel records belong to no recorded "
