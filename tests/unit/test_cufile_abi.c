@@ -18,12 +18,7 @@
 #ifdef GC_HAVE_CUFILE_H
 #include <cufile.h>
 
-#define SAME_LAYOUT(ours, theirs) \
-	_Static_assert(sizeof(ours) == sizeof(theirs), #ours " size differs from " #theirs)
-#define SAME_OFFSET(ours, of, theirs, tf)                                      \
-	_Static_assert(offsetof(ours, of) == offsetof(theirs, tf),             \
-		       #ours "." #of " offset differs from " #theirs "." #tf)
-#define SAME_VALUE(ours, theirs) _Static_assert((int)(ours) == (int)(theirs), #ours " != " #theirs)
+#include "abi_check.h"
 
 SAME_LAYOUT(gc_cufile_err, CUfileError_t);
 SAME_OFFSET(gc_cufile_err, cu_err, CUfileError_t, cu_err);

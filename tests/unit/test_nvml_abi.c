@@ -17,13 +17,7 @@
 #ifdef GC_HAVE_NVML_H
 #include <nvml.h>
 
-#define SAME_LAYOUT(ours, theirs) \
-	_Static_assert(sizeof(ours) == sizeof(theirs), #ours " size differs from " #theirs)
-#define SAME_OFFSET(ours, of, theirs, tf)                                      \
-	_Static_assert(offsetof(ours, of) == offsetof(theirs, tf),             \
-		       #ours "." #of " offset differs from " #theirs "." #tf)
-#define SAME_VALUE(ours, theirs) \
-	_Static_assert((long)(ours) == (long)(theirs), #ours " != " #theirs)
+#include "abi_check.h"
 
 SAME_LAYOUT(gc_nvml_ret, nvmlReturn_t);
 SAME_LAYOUT(gc_nvml_device, nvmlDevice_t);
