@@ -8,21 +8,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dl.h"
+
 static const char *const sonames[] = { "libcufile.so.0", "libcufile.so" };
 
 static void *open_lib(struct gc_cufile *cf, char *why, size_t why_len)
 {
-	for (size_t i = 0; i < sizeof(sonames) / sizeof(sonames[0]); i++) {
-		void *lib = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);
-
-		if (lib) {
-			snprintf(cf->soname, sizeof(cf->soname), "%s", sonames[i]);
-			return lib;
-		}
-		if (i == 0) /* the versioned name's error is the one to report */
-			snprintf(why, why_len, "%s", dlerror());
-	}
-	return NULL;
+	return gc_dlopen_first(sonames, sizeof(sonames) / sizeof(sonames[0]), RTLD_NOW | RTLD_LOCAL,
+			       cf->soname, sizeof(cf->soname), why, why_len);
 }
 
 static int resolve(struct gc_cufile *cf, char *why, size_t why_len)

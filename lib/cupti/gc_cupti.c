@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dl.h"
+
 #ifndef GC_CUDA_DIR
 #define GC_CUDA_DIR "/usr/local/cuda"
 #endif
@@ -31,13 +33,8 @@ int gc_cupti_open(struct gc_cupti *c, char *why, size_t why_len)
 	};
 
 	memset(c, 0, sizeof(*c));
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !c->lib; i++) {
-		c->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-		if (c->lib)
-			snprintf(c->path, sizeof(c->path), "%s", names[i]);
-		else if (i == 0)
-			snprintf(why, why_len, "%s", dlerror());
-	}
+	c->lib = gc_dlopen_first(names, sizeof(names) / sizeof(names[0]), RTLD_NOW | RTLD_LOCAL,
+				 c->path, sizeof(c->path), why, why_len);
 	if (!c->lib)
 		return -ENOENT;
 #define GC_CUPTI_RESOLVE(name)                                                      \

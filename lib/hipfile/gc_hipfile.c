@@ -12,6 +12,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "dl.h"
+
 /* ------------------------------------------------------------- loading */
 
 static const char *const hip_sonames[] = { "libamdhip64.so", "libamdhip64.so.7",
@@ -53,15 +55,11 @@ static int load_runtime(struct gc_hipfile *h, char *why, size_t why_len)
 
 	if (runtime_from_hipfile(h))
 		return 0;
-	for (size_t i = 0; i < sizeof(hip_sonames) / sizeof(hip_sonames[0]); i++) {
-		h->hip_lib = dlopen(hip_sonames[i], RTLD_NOW | RTLD_GLOBAL);
-		if (h->hip_lib) {
-			snprintf(h->hip_soname, sizeof(h->hip_soname), "%s", hip_sonames[i]);
-			return 0;
-		}
-		if (!first[0])
-			snprintf(first, sizeof(first), "%s", dlerror());
-	}
+	h->hip_lib = gc_dlopen_first(hip_sonames, sizeof(hip_sonames) / sizeof(hip_sonames[0]),
+				     RTLD_NOW | RTLD_GLOBAL, h->hip_soname, sizeof(h->hip_soname),
+				     first, sizeof(first));
+	if (h->hip_lib)
+		return 0;
 	snprintf(why, why_len, "%s (also tried libamdhip64.so.7, .so.6, .so.5)", first);
 	return -ENOENT;
 }
@@ -214,15 +212,12 @@ static void load_hipfile(struct gc_hipfile *h)
 {
 	char first[256] = "";
 
-	for (size_t i = 0; i < sizeof(hipfile_sonames) / sizeof(hipfile_sonames[0]); i++) {
-		h->hf_lib = dlopen(hipfile_sonames[i], RTLD_NOW | RTLD_GLOBAL);
-		if (h->hf_lib) {
-			snprintf(h->hf_soname, sizeof(h->hf_soname), "%s", hipfile_sonames[i]);
-			return;
-		}
-		if (!first[0])
-			snprintf(first, sizeof(first), "%s", dlerror());
-	}
+	h->hf_lib = gc_dlopen_first(hipfile_sonames,
+				    sizeof(hipfile_sonames) / sizeof(hipfile_sonames[0]),
+				    RTLD_NOW | RTLD_GLOBAL, h->hf_soname, sizeof(h->hf_soname), first,
+				    sizeof(first));
+	if (h->hf_lib)
+		return;
 	snprintf(h->backend[GC_HF_HIPFILE].why, sizeof(h->backend[GC_HF_HIPFILE].why),
 		 "%s (also tried libhipfile.so; hipFile ships with ROCm >= 7.2)", first);
 }

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dl.h"
+
 static const struct {
 	size_t off;
 	const char *sym;
@@ -34,13 +36,8 @@ int gc_nvml_open(struct gc_nvml *n, char *why, size_t why_len)
 	static const char *const sonames[] = { "libnvidia-ml.so.1", "libnvidia-ml.so" };
 
 	memset(n, 0, sizeof(*n));
-	for (size_t i = 0; i < sizeof(sonames) / sizeof(sonames[0]) && !n->lib; i++) {
-		n->lib = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);
-		if (n->lib)
-			snprintf(n->soname, sizeof(n->soname), "%s", sonames[i]);
-		else if (i == 0)
-			snprintf(why, why_len, "%s", dlerror());
-	}
+	n->lib = gc_dlopen_first(sonames, sizeof(sonames) / sizeof(sonames[0]), RTLD_NOW | RTLD_LOCAL,
+				 n->soname, sizeof(n->soname), why, why_len);
 	if (!n->lib)
 		return -ENOENT;
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
