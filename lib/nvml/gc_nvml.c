@@ -55,8 +55,11 @@ int gc_nvml_open(struct gc_nvml *n, char *why, size_t why_len)
 
 void gc_nvml_close(struct gc_nvml *n)
 {
-	if (n->lib)
-		dlclose(n->lib);
+	/*
+	 * No dlclose: a thread a watchdog gave up on may still be inside the
+	 * library, and unloading it under that thread crashes the process. The
+	 * driver's library stays loaded, as libcuda does.
+	 */
 	memset(n, 0, sizeof(*n));
 }
 

@@ -38,6 +38,7 @@ struct gc_nvml {
 
 /* dlopen and resolve: 0, -ENOENT (no library) or -ENOSYS (a symbol missing), with why[]. */
 int gc_nvml_open(struct gc_nvml *n, char *why, size_t why_len);
+/* Forget the table; the library stays loaded (threads may still be inside it). */
 void gc_nvml_close(struct gc_nvml *n);
 
 /* "NVML_ERROR_UNINITIALIZED" for the codes the tests name, else "nvmlReturn_t N". Pure. */
