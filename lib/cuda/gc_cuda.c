@@ -194,6 +194,22 @@ struct gc_cuda *gc_cuda_require(void)
 	return cu;
 }
 
+CUresult gc_cuda_release_primary(struct gc_cuda *cu)
+{
+	CUresult first = cu->cuCtxSetCurrent(NULL);
+
+	for (int i = 0; i < cu->n_devices; i++) {
+		CUresult r = CUDA_SUCCESS;
+
+		if (cu->devices[i].ctx)
+			r = cu->cuDevicePrimaryCtxRelease(cu->devices[i].dev);
+		cu->devices[i].ctx = NULL;
+		if (!first)
+			first = r;
+	}
+	return first;
+}
+
 CUresult gc_cuda_use(const struct gc_cuda *cu, int i)
 {
 	return cu->cuCtxSetCurrent(cu->devices[i].ctx);
@@ -331,21 +347,47 @@ static void kernels_path(char *out, size_t len)
 	snprintf(out, len, "%s/kernels/gpuconform.ptx", dir && *dir ? dir : GPUCONFORM_DATA_DIR);
 }
 
+/* The PTX text (malloc'd) into *ptx, its path into path[]; why[] on failure. */
+static CUresult read_ptx(char **ptx, char *path, size_t path_len, char *why, size_t why_len)
+{
+	size_t len = 0;
+
+	kernels_path(path, path_len);
+	*ptx = read_file(path, &len);
+	if (*ptx)
+		return CUDA_SUCCESS;
+	snprintf(why, why_len, "%s: %s (set GPUCONFORM_DATA_DIR)", path, strerror(errno));
+	return CUDA_ERROR_FILE_NOT_FOUND;
+}
+
+CUresult gc_cu_kernels_library(const struct gc_cuda *cu, CUlibrary *lib, char *why,
+			       size_t why_len)
+{
+	char path[4096], err[160];
+	char *ptx;
+	CUresult r = read_ptx(&ptx, path, sizeof(path), why, why_len);
+
+	if (r)
+		return r;
+	r = cu->cuLibraryLoadData(lib, ptx, NULL, NULL, 0, NULL, NULL, 0);
+	free(ptx);
+	if (r)
+		snprintf(why, why_len, "cuLibraryLoadData(%s): %s", path,
+			 gc_cu_strerror(cu, r, err, sizeof(err)));
+	return r;
+}
+
 CUresult gc_cu_kernels_load(const struct gc_cuda *cu, struct gc_cu_kernels *k, char *why,
 			    size_t why_len)
 {
 	char path[4096], err[160];
-	size_t len = 0;
 	char *ptx;
 	CUresult r;
 
 	memset(k, 0, sizeof(*k));
-	kernels_path(path, sizeof(path));
-	ptx = read_file(path, &len);
-	if (!ptx) {
-		snprintf(why, why_len, "%s: %s (set GPUCONFORM_DATA_DIR)", path, strerror(errno));
-		return CUDA_ERROR_FILE_NOT_FOUND;
-	}
+	r = read_ptx(&ptx, path, sizeof(path), why, why_len);
+	if (r)
+		return r;
 	r = cu->cuModuleLoadData(&k->module, ptx);
 	free(ptx);
 	if (!r)

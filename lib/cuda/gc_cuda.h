@@ -44,7 +44,9 @@
 	X(cuStreamQuery) X(cuGraphCreate) X(cuGraphDestroy)                     \
 	X(cuGraphAddKernelNode) X(cuGraphAddMemsetNode) X(cuGraphAddMemcpyNode) \
 	X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy)            \
-	X(cuGraphExecKernelNodeSetParams) X(cuMemsetD32Async) X(cuMemcpyDtoDAsync)
+	X(cuGraphExecKernelNodeSetParams) X(cuMemsetD32Async) X(cuMemcpyDtoDAsync) \
+	X(cuDevicePrimaryCtxGetState) X(cuPointerGetAttribute) X(cuLibraryLoadData) \
+	X(cuLibraryUnload) X(cuLibraryGetKernel)
 
 struct gc_cuda_device {
 	int ordinal;
@@ -82,6 +84,14 @@ struct gc_cuda *gc_cuda_require(void);
 
 /* "CUDA_ERROR_INVALID_VALUE (invalid argument)" into buf. */
 const char *gc_cu_strerror(const struct gc_cuda *cu, CUresult r, char *buf, size_t len);
+
+/*
+ * Give back the primary-context references gc_cuda_open() took (every
+ * device's ctx becomes NULL, none is current on this thread): for tests of
+ * the primary context's own lifecycle, which must start from no reference.
+ * The first error, CUDA_SUCCESS when none.
+ */
+CUresult gc_cuda_release_primary(struct gc_cuda *cu);
 
 /* Make device i's primary context current on this thread. */
 CUresult gc_cuda_use(const struct gc_cuda *cu, int i);
@@ -152,6 +162,14 @@ struct gc_cu_kernels {
 CUresult gc_cu_kernels_load(const struct gc_cuda *cu, struct gc_cu_kernels *k, char *why,
 			    size_t why_len);
 void gc_cu_kernels_unload(const struct gc_cuda *cu, struct gc_cu_kernels *k);
+
+/*
+ * The same PTX as a context-independent library (cuLibraryLoadData): its
+ * kernels (cuLibraryGetKernel) launch in whichever context is current, also
+ * in contexts created after the load. why[] as for gc_cu_kernels_load().
+ */
+CUresult gc_cu_kernels_library(const struct gc_cuda *cu, CUlibrary *lib, char *why,
+			       size_t why_len);
 
 /* The pattern gc_fill_u32 writes: must equal the kernel's gc_pattern_u32(). */
 uint32_t gc_pattern_u32(uint64_t i, uint32_t seed);
