@@ -7,9 +7,6 @@
  * initialized". A daemon that opens a session per request relies on that
  * count, on thread safety, on the device nodes being released at the
  * outermost shutdown, and on devices found again by UUID in every session.
- *
- * NOT YET RUN WITH A DRIVER: written when no device time was left; it joins
- * the suite once it has run on the H100 and the H200.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -175,19 +172,32 @@ static void test_refcount(void *data)
 /* ------------------------------------------------------------ concurrency */
 
 #define THREADS 256
-#define WATCHDOG_S 120
+#define STALL_S 30 /* no round finished anywhere for this long: a deadlock */
+#define POLL_GAPS 4096
 
-/* What the worker threads found; the first problem is kept, the main thread fails on it. */
+struct worker {
+	struct shared *s;
+	unsigned id;
+};
+
+/*
+ * What the worker threads found; the first problem is kept, the main thread
+ * fails on it. On the heap: after a deadlock, stuck threads keep using it.
+ */
 struct shared {
+	struct worker wk[THREADS];
 	struct fx *f;
 	unsigned rounds;
 	pthread_mutex_t lock;
 	char first[320];
 	unsigned problems;
 	unsigned done;       /* threads finished */
+	unsigned long rounds_done; /* atomic: the watchdog's progress count */
 	unsigned long answers;
-	volatile int stop;   /* the watcher's */
+	int stop;            /* atomic: the watcher's, and everyone's after a deadlock */
 	unsigned long polls; /* the watcher's */
+	double round_ns[THREADS];      /* each thread's mean init -> queries -> shutdown */
+	double poll_gap_ns[POLL_GAPS]; /* the watcher's time between polls, the first ones */
 };
 
 static void problem(struct shared *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -251,12 +261,14 @@ static bool request(struct shared *s, const struct ref_dev *d)
 
 static void *worker(void *p)
 {
-	struct shared *s = p;
+	struct shared *s = ((struct worker *)p)->s;
 	const struct gc_nvml_fn *fn = &s->f->n.fn;
 	unsigned long answers = 0;
+	uint64_t t0 = gc_now_ns();
+	unsigned i;
 
-	for (unsigned i = 0; i < s->rounds && !__atomic_load_n(&s->problems, __ATOMIC_RELAXED);
-	     i++) {
+	for (i = 0; i < s->rounds && !__atomic_load_n(&s->problems, __ATOMIC_RELAXED) &&
+	     !__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE); i++) {
 		gc_nvml_ret r = fn->init();
 
 		if (r != GC_NVML_SUCCESS) {
@@ -273,10 +285,12 @@ static void *worker(void *p)
 			problem(s, "nvmlShutdown in round %u: %s", i, rs(s->f, r, b, sizeof(b)));
 			break;
 		}
+		__atomic_fetch_add(&s->rounds_done, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_lock(&s->lock);
 	s->done++;
 	s->answers += answers;
+	s->round_ns[((struct worker *)p)->id] = i ? (double)(gc_now_ns() - t0) / i : 0;
 	pthread_mutex_unlock(&s->lock);
 	return NULL;
 }
@@ -293,9 +307,15 @@ static void *watcher(void *p)
 		problem(s, "watcher nvmlInit_v2: %s", rs(s->f, r, b, sizeof(b)));
 		return NULL;
 	}
-	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE) &&
-	       !__atomic_load_n(&s->problems, __ATOMIC_RELAXED)) {
+	for (uint64_t last = gc_now_ns(); !__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE) &&
+	     !__atomic_load_n(&s->problems, __ATOMIC_RELAXED);) {
+		uint64_t now;
+
 		s->polls += request(s, &s->f->dev[s->polls % s->f->count]);
+		now = gc_now_ns();
+		if (s->polls && s->polls <= POLL_GAPS)
+			s->poll_gap_ns[s->polls - 1] = (double)(now - last);
+		last = now;
 		usleep(1000);
 	}
 	r = fn->shutdown();
@@ -304,10 +324,15 @@ static void *watcher(void *p)
 	return NULL;
 }
 
-/* Wait for the workers; fail naming how many are stuck after WATCHDOG_S (never join those). */
+/*
+ * Wait for the workers. Slow is not stuck: the watchdog fails only when no
+ * round has finished anywhere for STALL_S, naming the threads still inside
+ * NVML. Those are never joined, and s (on the heap) is left to them.
+ */
 static void await_workers(struct shared *s, unsigned n)
 {
-	uint64_t deadline = gc_now_ns() + WATCHDOG_S * 1000000000ull;
+	unsigned long last = 0, now;
+	uint64_t t_last = gc_now_ns();
 	unsigned done;
 
 	for (;;) {
@@ -316,9 +341,15 @@ static void await_workers(struct shared *s, unsigned n)
 		pthread_mutex_unlock(&s->lock);
 		if (done == n)
 			return;
-		if (gc_now_ns() > deadline)
-			gc_fail("deadlock: %u of %u threads still inside NVML %d s after they started "
-				"(%lu answers so far)", n - done, n, WATCHDOG_S, s->answers);
+		now = __atomic_load_n(&s->rounds_done, __ATOMIC_RELAXED);
+		if (now != last) {
+			last = now;
+			t_last = gc_now_ns();
+		} else if (gc_now_ns() - t_last > STALL_S * 1000000000ull) {
+			__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+			gc_fail("deadlock: %u of %u threads still inside NVML, no round finished for "
+				"%d s (%lu rounds done)", n - done, n, STALL_S, now);
+		}
 		usleep(10000);
 	}
 }
@@ -331,25 +362,36 @@ static void await_workers(struct shared *s, unsigned n)
  */
 static void test_concurrent(void *data)
 {
-	struct shared s = { .f = data, .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct shared *s = calloc(1, sizeof(*s));
 	const char *env = getenv("GPUCONFORM_SESSION_ROUNDS");
 	pthread_t th[THREADS], w;
 
-	s.rounds = env && *env ? (unsigned)strtoul(env, NULL, 10) : 1000;
-	gc_assert_f(s.rounds > 0, "GPUCONFORM_SESSION_ROUNDS=%s: not a positive count", env);
-	gc_assert(pthread_create(&w, NULL, watcher, &s) == 0);
-	for (unsigned i = 0; i < THREADS; i++)
-		gc_assert(pthread_create(&th[i], NULL, worker, &s) == 0);
-	await_workers(&s, THREADS);
+	gc_assert(s);
+	s->f = data;
+	pthread_mutex_init(&s->lock, NULL);
+	s->rounds = env && *env ? (unsigned)strtoul(env, NULL, 10) : 1000;
+	gc_assert_f(s->rounds > 0, "GPUCONFORM_SESSION_ROUNDS=%s: not a positive count", env);
+	gc_assert(pthread_create(&w, NULL, watcher, s) == 0);
+	for (unsigned i = 0; i < THREADS; i++) {
+		s->wk[i] = (struct worker){ s, i };
+		gc_assert(pthread_create(&th[i], NULL, worker, &s->wk[i]) == 0);
+	}
+	await_workers(s, THREADS);
 	for (unsigned i = 0; i < THREADS; i++)
 		pthread_join(th[i], NULL);
-	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
 	pthread_join(w, NULL);
 	gc_info("%u threads x %u rounds: %lu answers checked, watcher %lu polls, %u problems",
-		THREADS, s.rounds, s.answers, s.polls, s.problems);
-	gc_assert_f(s.problems == 0, "%u problems; the first: %s", s.problems, s.first);
-	gc_assert_cmpuint(s.answers, ==, (unsigned long)THREADS * s.rounds);
-	gc_assert_cmpint(devfds(), ==, s.f->fds0);
+		THREADS, s->rounds, s->answers, s->polls, s->problems);
+	gc_assert_f(s->problems == 0, "%u problems; the first: %s", s->problems, s->first);
+	gc_assert_cmpuint(s->answers, ==, (unsigned long)THREADS * s->rounds);
+	gc_assert_cmpint(devfds(), ==, s->f->fds0);
+	gc_metric("round-of-256", "ns", GC_LOWER_IS_BETTER, s->round_ns, THREADS);
+	if (s->polls > 1)
+		gc_metric("watcher-poll-gap", "ns", GC_LOWER_IS_BETTER, s->poll_gap_ns,
+			  s->polls < POLL_GAPS ? s->polls : POLL_GAPS);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
 }
 
 /* ------------------------------------------------------------ reviewer's case */
@@ -553,34 +595,55 @@ static double ns_since(uint64_t t0)
 	return (double)(gc_now_ns() - t0);
 }
 
-/*
- * cost: init and shutdown from zero (each a full session: what a lazy daemon
- * pays per request), init and shutdown while another session holds the
- * count (warm), one query in a held session, and the per-request session
- * (init + query + shutdown from zero) over a persistent session's query, as
- * a ratio.
- */
-static void test_cost(void *data)
+/* Nanoseconds since *t0, and *t0 moved to now. */
+static double lap(uint64_t *t0)
 {
-	struct fx *f = data;
-	double cold_init[COST_REPS], cold_shut[COST_REPS], warm[COST_REPS], query[COST_REPS];
-	double lazy[COST_REPS], ratio;
+	uint64_t now = gc_now_ns();
+	double d = (double)(now - *t0);
+
+	*t0 = now;
+	return d;
+}
+
+/*
+ * Cold: each session from zero, what a lazy daemon pays per request. init
+ * alone, then the first handle (NVML attaches the GPU only then), one query,
+ * and the outermost shutdown; request-lazy is the whole of it.
+ */
+static void cost_cold(struct fx *f, double *lazy)
+{
+	double init[COST_REPS], first[COST_REPS], shut[COST_REPS];
 	gc_nvml_device h;
 	gc_nvml_memory m;
 
 	for (unsigned i = 0; i < COST_REPS; i++) {
-		uint64_t t0 = gc_now_ns();
+		uint64_t t0 = gc_now_ns(), t1, t2, t3;
 
 		nv_ok(f, f->n.fn.init());
-		cold_init[i] = ns_since(t0);
+		t1 = gc_now_ns();
 		nv_ok(f, f->n.fn.by_uuid(f->dev[0].uuid, &h));
+		t2 = gc_now_ns();
 		nv_ok(f, f->n.fn.memory(h, &m));
-		lazy[i] = ns_since(t0);
-		t0 = gc_now_ns();
+		t3 = gc_now_ns();
 		nv_ok(f, f->n.fn.shutdown());
-		cold_shut[i] = ns_since(t0);
-		lazy[i] += cold_shut[i];
+		init[i] = (double)(t1 - t0);
+		first[i] = (double)(t2 - t1);
+		shut[i] = ns_since(t3);
+		lazy[i] = ns_since(t0);
 	}
+	gc_metric("init-cold", "ns", GC_LOWER_IS_BETTER, init, COST_REPS);
+	gc_metric("first-handle-cold", "ns", GC_LOWER_IS_BETTER, first, COST_REPS);
+	gc_metric("shutdown-cold", "ns", GC_LOWER_IS_BETTER, shut, COST_REPS);
+	gc_metric("request-lazy", "ns", GC_LOWER_IS_BETTER, lazy, COST_REPS);
+}
+
+/* Warm, in a held session: an init / shutdown pair, and handle + memory (the persistent request). */
+static void cost_warm(struct fx *f, double *query)
+{
+	double warm[COST_REPS];
+	gc_nvml_device h;
+	gc_nvml_memory m;
+
 	nv_ok(f, f->n.fn.init());
 	for (unsigned i = 0; i < COST_REPS; i++) {
 		uint64_t t0 = gc_now_ns();
@@ -594,11 +657,61 @@ static void test_cost(void *data)
 		query[i] = ns_since(t0);
 	}
 	nv_ok(f, f->n.fn.shutdown());
-	gc_metric("init-cold", "ns", GC_LOWER_IS_BETTER, cold_init, COST_REPS);
-	gc_metric("shutdown-cold", "ns", GC_LOWER_IS_BETTER, cold_shut, COST_REPS);
 	gc_metric("init-shutdown-warm", "ns", GC_LOWER_IS_BETTER, warm, COST_REPS);
 	gc_metric("query", "ns", GC_LOWER_IS_BETTER, query, COST_REPS);
-	gc_metric("request-lazy", "ns", GC_LOWER_IS_BETTER, lazy, COST_REPS);
+}
+
+/* Each query of a request alone, in a held session: where a request's time goes. */
+static void cost_each_query(struct fx *f)
+{
+	double t[6][COST_REPS];
+	static const char *const names[6] = { "query-name", "query-pci", "query-memory",
+					      "query-serial", "query-temperature",
+					      "query-utilization" };
+	char buf[GC_NVML_NAME_LEN];
+	gc_nvml_utilization u;
+	gc_nvml_device h;
+	gc_nvml_memory m;
+	gc_nvml_pci pci;
+	unsigned temp;
+
+	nv_ok(f, f->n.fn.init());
+	nv_ok(f, f->n.fn.by_uuid(f->dev[0].uuid, &h));
+	for (unsigned i = 0; i < COST_REPS; i++) {
+		uint64_t t0 = gc_now_ns();
+
+		f->n.fn.name(h, buf, sizeof(buf));
+		t[0][i] = lap(&t0);
+		f->n.fn.pci(h, &pci);
+		t[1][i] = lap(&t0);
+		f->n.fn.memory(h, &m);
+		t[2][i] = lap(&t0);
+		f->n.fn.serial(h, buf, GC_NVML_SERIAL_LEN);
+		t[3][i] = lap(&t0);
+		f->n.fn.temperature(h, GC_NVML_TEMPERATURE_GPU, &temp);
+		t[4][i] = lap(&t0);
+		f->n.fn.utilization(h, &u);
+		t[5][i] = lap(&t0);
+	}
+	nv_ok(f, f->n.fn.shutdown());
+	for (unsigned q = 0; q < 6; q++)
+		gc_metric(names[q], "ns", GC_LOWER_IS_BETTER, t[q], COST_REPS);
+}
+
+/*
+ * cost: init, the first handle and shutdown from zero (cold), an init /
+ * shutdown pair while another session holds the count (warm), one query in
+ * a held session and each query alone, and the per-request session over the
+ * persistent query, as a ratio: what lazy mode costs a daemon.
+ */
+static void test_cost(void *data)
+{
+	struct fx *f = data;
+	double lazy[COST_REPS], query[COST_REPS], ratio;
+
+	cost_cold(f, lazy);
+	cost_warm(f, query);
+	cost_each_query(f);
 	ratio = gc_stat_median(lazy, COST_REPS) / gc_stat_median(query, COST_REPS);
 	gc_metric("lazy-over-persistent", "x", GC_LOWER_IS_BETTER, &ratio, 1);
 	gc_assert_cmpint(devfds(), ==, f->fds0);
