@@ -1,0 +1,555 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cuda_context: the primary context's lifecycle, the session contract of the
+ * CUDA driver API. cuda.h: cuDevicePrimaryCtxRetain "retains the primary
+ * context ... creating a new primary context if necessary"; of
+ * cuDevicePrimaryCtxRelease, "the context is automatically reset once the
+ * last reference to it is released" and "releasing a primary context that
+ * has not been previously retained will fail with CUDA_ERROR_INVALID_CONTEXT".
+ * Of CU_POINTER_ATTRIBUTE_CONTEXT: "if ptr was not allocated by ... a
+ * CUcontext which uses unified virtual addressing then
+ * CUDA_ERROR_INVALID_VALUE is returned".
+ *
+ * Device memory is watched from outside the context under test, through an
+ * NVML session the fixture holds for the whole binary: cuMemGetInfo would
+ * need a context, and so would change what it measures.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "devfd.h"
+#include "gc_cuda.h"
+#include "gc_nvml.h"
+#include "measure.h"
+
+#define DEV_PREFIX "/dev/nvidia"
+#define MIB (1024ull * 1024ull)
+#define ALLOC_BYTES (64 * MIB) /* what a refcount case allocates in the context */
+#define MEM_SLACK (2 * MIB)    /* NVML's used memory may move by a page table or two */
+#define SETTLE_MS 2000         /* how long freed memory may take to show in NVML */
+
+struct fx {
+	struct gc_cuda *cu;
+	struct gc_nvml n;
+	gc_nvml_device nv[16];
+	CUlibrary lib;
+	CUkernel fill;
+	int ndev;
+	int fds0; /* /dev/nvidia* open with no primary context retained */
+	unsigned long long used0[16];
+};
+
+static int devfds(void)
+{
+	int n = gc_devfd_count(DEV_PREFIX);
+
+	gc_assert_f(n >= 0, "/proc/self/fd: %s", strerror(-n));
+	return n;
+}
+
+static void fds_info(const char *when)
+{
+	char fds[512];
+
+	gc_devfd_list(DEV_PREFIX, fds, sizeof(fds));
+	gc_info("%s: %d " DEV_PREFIX "* fds (%s)", when, devfds(), fds);
+}
+
+/* Device i's used memory as NVML reports it (bytes). */
+static unsigned long long used(const struct fx *f, int i)
+{
+	gc_nvml_memory m;
+	gc_nvml_ret r = f->n.fn.memory(f->nv[i], &m);
+	char b[128];
+
+	gc_assert_f(r == GC_NVML_SUCCESS, "nvmlDeviceGetMemoryInfo(device %d): %s", i,
+		    gc_nvml_strerror(&f->n, r, b, sizeof(b)));
+	return m.used;
+}
+
+/* Wait up to SETTLE_MS for device i's used memory to come back to the baseline. */
+static void expect_used_back(const struct fx *f, int i, const char *after)
+{
+	unsigned long long now = used(f, i);
+
+	for (int ms = 0; ms < SETTLE_MS && now > f->used0[i] + MEM_SLACK; ms += 10) {
+		usleep(10000);
+		now = used(f, i);
+	}
+	gc_info("device %d used memory %s: %llu MiB, %llu MiB before", i, after, now / MIB,
+		f->used0[i] / MIB);
+	gc_assert_f(now <= f->used0[i] + MEM_SLACK && now + MEM_SLACK >= f->used0[i],
+		    "device %d: %llu bytes used %s, %llu before the first retain (slack %llu)", i,
+		    now, after, f->used0[i], MEM_SLACK);
+}
+
+/* Whether device i's primary context is active, from cuDevicePrimaryCtxGetState. */
+static bool active(const struct fx *f, int i)
+{
+	unsigned flags;
+	int on = -1;
+
+	gc_cu_assert(f->cu, f->cu->cuDevicePrimaryCtxGetState(f->cu->devices[i].dev, &flags, &on));
+	return on != 0;
+}
+
+static void nvml_attach(struct fx *f)
+{
+	char why[256], b[128], uuid[48];
+	gc_nvml_ret r;
+
+	if (gc_nvml_open(&f->n, why, sizeof(why)) < 0)
+		gc_skip("NVML (device memory is watched through it): %s", why);
+	r = f->n.fn.init();
+	gc_assert_f(r == GC_NVML_SUCCESS, "nvmlInit_v2: %s", gc_nvml_strerror(&f->n, r, b,
+										 sizeof(b)));
+	for (int i = 0; i < f->ndev; i++) {
+		snprintf(uuid, sizeof(uuid), "GPU-%s", f->cu->devices[i].uuid);
+		r = f->n.fn.by_uuid(uuid, &f->nv[i]);
+		gc_assert_f(r == GC_NVML_SUCCESS, "NVML has no %s (CUDA device %d): %s", uuid, i,
+			    gc_nvml_strerror(&f->n, r, b, sizeof(b)));
+	}
+}
+
+static void *fx_setup(void)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	char why[512];
+
+	gc_assert(f);
+	f->cu = gc_cuda_require();
+	f->ndev = f->cu->n_devices < 16 ? f->cu->n_devices : 16;
+	gc_cu_assert(f->cu, gc_cuda_release_primary(f->cu));
+	if (gc_cu_kernels_library(f->cu, &f->lib, why, sizeof(why)))
+		gc_fail("%s", why);
+	gc_cu_assert(f->cu, f->cu->cuLibraryGetKernel(&f->fill, f->lib, "gc_fill_u32"));
+	nvml_attach(f);
+	for (int i = 0; i < f->ndev; i++) {
+		gc_assert_f(!active(f, i), "device %d's primary context is active with no "
+			    "reference retained", i);
+		f->used0[i] = used(f, i);
+	}
+	f->fds0 = devfds();
+	fds_info("no primary context retained");
+	return f;
+}
+
+static void fx_teardown(void *data)
+{
+	struct fx *f = data;
+
+	f->cu->cuLibraryUnload(f->lib);
+	f->n.fn.shutdown();
+	gc_nvml_close(&f->n);
+	gc_cuda_close(f->cu);
+	free(f);
+}
+
+/* Every device inactive, its memory and the fds as before the first retain. */
+static void expect_baseline(const struct fx *f, const char *after)
+{
+	for (int i = 0; i < f->ndev; i++) {
+		gc_assert_f(!active(f, i), "device %d's primary context still active %s", i, after);
+		expect_used_back(f, i, after);
+	}
+	fds_info(after);
+	gc_assert_cmpint(devfds(), ==, f->fds0);
+}
+
+/* Fill n words at p with the pattern on the current context's default stream. */
+static CUresult fill(const struct fx *f, CUdeviceptr p, uint64_t n, uint32_t seed)
+{
+	void *args[] = { &p, &n, &seed };
+	unsigned blocks = (unsigned)((n + GC_CU_BLOCK - 1) / GC_CU_BLOCK);
+
+	return f->cu->cuLaunchKernel((CUfunction)f->fill, blocks, 1, 1, GC_CU_BLOCK, 1, 1, 0, 0,
+				     args, NULL);
+}
+
+/* Words of host[0..n) that differ from the pattern. */
+static uint64_t mismatches(const uint32_t *host, uint64_t n, uint32_t seed)
+{
+	uint64_t bad = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		bad += host[i] != gc_pattern_u32(i, seed);
+	return bad;
+}
+
+/* ------------------------------------------------------------ refcount */
+
+struct kcase {
+	struct fx *f;
+	int dev;
+	unsigned k;
+};
+
+/* k retains: one context, active, 64 MiB allocated and filled in it. */
+static CUdeviceptr retain_k(const struct kcase *c, CUcontext *ctx)
+{
+	struct gc_cuda *cu = c->f->cu;
+	CUdevice d = cu->devices[c->dev].dev;
+	CUdeviceptr p;
+	CUcontext again;
+
+	gc_cu_assert(cu, cu->cuDevicePrimaryCtxRetain(ctx, d));
+	for (unsigned i = 1; i < c->k; i++) {
+		gc_cu_assert(cu, cu->cuDevicePrimaryCtxRetain(&again, d));
+		gc_assert_f(again == *ctx, "retain %u of %u gave context %p, the first %p", i + 1,
+			    c->k, (void *)again, (void *)*ctx);
+	}
+	gc_assert_f(active(c->f, c->dev), "not active after %u retains", c->k);
+	gc_cu_assert(cu, cu->cuCtxSetCurrent(*ctx));
+	gc_cu_assert(cu, cu->cuMemAlloc(&p, ALLOC_BYTES));
+	gc_cu_assert(cu, fill(c->f, p, ALLOC_BYTES / 4, c->k));
+	gc_cu_assert(cu, cu->cuCtxSynchronize());
+	gc_assert_f(used(c->f, c->dev) >= c->f->used0[c->dev] + ALLOC_BYTES,
+		    "device %d: %llu bytes used with a %llu-byte allocation, %llu before", c->dev,
+		    used(c->f, c->dev), ALLOC_BYTES, c->f->used0[c->dev]);
+	return p;
+}
+
+/*
+ * refcount: k retains (k = 1, 2, 16) give one context; with 64 MiB allocated
+ * in it, k - 1 releases leave it active and the allocation usable; the k-th
+ * frees everything (memory and fds back to where they were, inactive); a
+ * (k+1)-th is CUDA_ERROR_INVALID_CONTEXT.
+ */
+static void refcount_case(void *arg)
+{
+	struct kcase *c = arg;
+	struct gc_cuda *cu = c->f->cu;
+	CUdevice d = cu->devices[c->dev].dev;
+	CUcontext ctx, owner = NULL;
+	CUdeviceptr p = retain_k(c, &ctx);
+	char when[64];
+
+	snprintf(when, sizeof(when), "with %u references", c->k);
+	fds_info(when);
+	gc_info("device %d used memory with %u references and 64 MiB: %llu MiB", c->dev, c->k,
+		used(c->f, c->dev) / MIB);
+	for (unsigned i = 1; i < c->k; i++) {
+		gc_cu_assert(cu, cu->cuDevicePrimaryCtxRelease(d));
+		gc_assert_f(active(c->f, c->dev), "release %u of %u reset the context", i, c->k);
+	}
+	gc_cu_assert(cu, cu->cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, p));
+	gc_assert_f(owner == ctx, "the allocation's context is %p, the primary %p", (void *)owner,
+		    (void *)ctx);
+	gc_cu_assert(cu, cu->cuMemsetD32(p, 0, ALLOC_BYTES / 4));
+	gc_cu_assert(cu, cu->cuDevicePrimaryCtxRelease(d));
+	gc_cu_assert(cu, cu->cuCtxSetCurrent(NULL));
+	expect_baseline(c->f, "after the last release");
+	gc_cu_assert_err(cu, cu->cuDevicePrimaryCtxRelease(d), CUDA_ERROR_INVALID_CONTEXT);
+}
+
+static void test_refcount(void *data)
+{
+	static const unsigned ks[] = { 1, 2, 16 };
+	struct fx *f = data;
+	struct kcase c = { .f = f };
+
+	for (c.dev = 0; c.dev < f->ndev; c.dev++)
+		for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
+			c.k = ks[i];
+			gc_dynamic_f(refcount_case, &c, "dev%d-k%u", c.dev, c.k);
+		}
+}
+
+/* ------------------------------------------------------------ stale pointer */
+
+/*
+ * stale-pointer: a pointer allocated in one generation of the primary
+ * context, asked about in the next (after the last release and a new
+ * retain), gives the documented CUDA_ERROR_INVALID_VALUE, and cuMemFree of it
+ * fails rather than freeing something of the new generation. Whether the
+ * new generation reuses the address or the handle is recorded: where it
+ * does, a stale pointer silently aliases live memory.
+ */
+static void stale_case(void *arg)
+{
+	struct kcase *c = arg;
+	struct gc_cuda *cu = c->f->cu;
+	CUdevice d = cu->devices[c->dev].dev;
+	CUcontext gen1, gen2, owner = NULL;
+	CUdeviceptr old, fresh;
+	char b[160];
+	CUresult r;
+
+	gc_cu_assert(cu, cu->cuDevicePrimaryCtxRetain(&gen1, d));
+	gc_cu_assert(cu, cu->cuCtxSetCurrent(gen1));
+	gc_cu_assert(cu, cu->cuMemAlloc(&old, ALLOC_BYTES));
+	gc_cu_assert(cu, cu->cuDevicePrimaryCtxRelease(d));
+	gc_assert_f(!active(c->f, c->dev), "the only release left the context active");
+	gc_cu_assert(cu, cu->cuDevicePrimaryCtxRetain(&gen2, d));
+	gc_cu_assert(cu, cu->cuCtxSetCurrent(gen2));
+	r = cu->cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, old);
+	gc_info("pointer of the ended generation: CU_POINTER_ATTRIBUTE_CONTEXT -> %s",
+		gc_cu_strerror(cu, r, b, sizeof(b)));
+	gc_cu_assert_err(cu, r, CUDA_ERROR_INVALID_VALUE);
+	r = cu->cuMemFree(old);
+	gc_info("cuMemFree of it: %s", gc_cu_strerror(cu, r, b, sizeof(b)));
+	gc_assert_f(r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_INVALID_CONTEXT,
+		    "cuMemFree of a pointer of an ended context: %s, not a documented error", b);
+	gc_cu_assert(cu, cu->cuMemAlloc(&fresh, ALLOC_BYTES));
+	gc_info("new generation: handle %s, first 64 MiB allocation %s", gen2 == gen1 ?
+		"reused" : "new", fresh == old ? "at the ended one's address (a stale pointer "
+		"would alias it)" : "at a new address");
+	gc_cu_assert(cu, cu->cuMemFree(fresh));
+	gc_cu_assert(cu, cu->cuDevicePrimaryCtxRelease(d));
+	gc_cu_assert(cu, cu->cuCtxSetCurrent(NULL));
+	expect_baseline(c->f, "after the second generation");
+}
+
+static void test_stale(void *data)
+{
+	struct fx *f = data;
+	struct kcase c = { .f = f, .k = 1 };
+
+	for (c.dev = 0; c.dev < f->ndev; c.dev++)
+		gc_dynamic_f(stale_case, &c, "dev%d", c.dev);
+}
+
+/* ------------------------------------------------------------ concurrency */
+
+#define THREADS 256
+#define WORDS 4096
+#define STALL_S 60 /* no round finished anywhere for this long: a deadlock */
+
+struct worker {
+	struct shared *s;
+	unsigned id;
+};
+
+/* On the heap: after a deadlock, stuck threads keep using it. */
+struct shared {
+	struct worker wk[THREADS];
+	struct fx *f;
+	unsigned rounds;
+	pthread_mutex_t lock;
+	char first[320];
+	unsigned problems; /* atomic */
+	unsigned done;     /* threads finished, under lock */
+	unsigned long rounds_done; /* atomic */
+	int stop;          /* atomic */
+	unsigned long found_inactive; /* atomic: retains that found no context */
+};
+
+static void problem(struct shared *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void problem(struct shared *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&s->lock);
+	if (__atomic_fetch_add(&s->problems, 1, __ATOMIC_RELAXED) == 0) {
+		va_start(ap, fmt);
+		vsnprintf(s->first, sizeof(s->first), fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+#define STEP(s, call)                                                                    \
+	do {                                                                             \
+		CUresult r_ = (call);                                                    \
+		char b_[160];                                                            \
+		if (r_ != CUDA_SUCCESS) {                                                \
+			problem(s, "%s: %s", #call, gc_cu_strerror((s)->f->cu, r_, b_,   \
+								    sizeof(b_)));        \
+			return false;                                                    \
+		}                                                                        \
+	} while (0)
+
+/* In the current context: allocate, fill on the GPU, read back, compare, free. */
+static bool launch_and_check(struct shared *s, uint32_t seed, uint32_t *host)
+{
+	const struct gc_cuda *cu = s->f->cu;
+	CUdeviceptr p;
+	uint64_t bad;
+
+	STEP(s, cu->cuMemAlloc(&p, WORDS * 4));
+	STEP(s, fill(s->f, p, WORDS, seed));
+	STEP(s, cu->cuMemcpyDtoH(host, p, WORDS * 4));
+	STEP(s, cu->cuMemFree(p));
+	bad = mismatches(host, WORDS, seed);
+	if (bad)
+		problem(s, "seed %u: %llu of %d words wrong after the kernel", seed,
+			(unsigned long long)bad, WORDS);
+	return bad == 0;
+}
+
+/* One round: retain device dev's primary context, launch and check, release. */
+static bool round_once(struct shared *s, int dev, uint32_t seed, uint32_t *host)
+{
+	const struct gc_cuda *cu = s->f->cu;
+	CUdevice d = cu->devices[dev].dev;
+	CUcontext ctx;
+	unsigned flags;
+	int on = 1;
+	bool ok;
+
+	STEP(s, cu->cuDevicePrimaryCtxGetState(d, &flags, &on));
+	if (!on)
+		__atomic_fetch_add(&s->found_inactive, 1, __ATOMIC_RELAXED);
+	STEP(s, cu->cuDevicePrimaryCtxRetain(&ctx, d));
+	STEP(s, cu->cuCtxSetCurrent(ctx));
+	ok = launch_and_check(s, seed, host);
+	STEP(s, cu->cuCtxSetCurrent(NULL));
+	STEP(s, cu->cuDevicePrimaryCtxRelease(d));
+	return ok;
+}
+
+static void *worker(void *p)
+{
+	struct worker *w = p;
+	struct shared *s = w->s;
+	uint32_t *host = malloc(WORDS * 4);
+
+	for (unsigned r = 0; host && r < s->rounds &&
+	     !__atomic_load_n(&s->problems, __ATOMIC_RELAXED) &&
+	     !__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE); r++) {
+		if (!round_once(s, (int)((w->id + r) % (unsigned)s->f->ndev), w->id * 100003u + r,
+				host))
+			break;
+		__atomic_fetch_add(&s->rounds_done, 1, __ATOMIC_RELAXED);
+	}
+	if (!host)
+		problem(s, "thread %u: out of host memory", w->id);
+	free(host);
+	pthread_mutex_lock(&s->lock);
+	s->done++;
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/*
+ * Wait for the workers; slow is not stuck: fail only when no round has
+ * finished for STALL_S, naming the threads still inside the driver. They
+ * are never joined, and s (on the heap) is left to them.
+ */
+static void await_workers(struct shared *s, unsigned n)
+{
+	unsigned long last = 0, now;
+	uint64_t t_last = gc_now_ns();
+	unsigned done;
+
+	for (;;) {
+		pthread_mutex_lock(&s->lock);
+		done = s->done;
+		pthread_mutex_unlock(&s->lock);
+		if (done == n)
+			return;
+		now = __atomic_load_n(&s->rounds_done, __ATOMIC_RELAXED);
+		if (now != last) {
+			last = now;
+			t_last = gc_now_ns();
+		} else if (gc_now_ns() - t_last > STALL_S * 1000000000ull) {
+			__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+			gc_fail("deadlock: %u of %u threads still inside the driver, no round "
+				"finished for %d s (%lu rounds done)", n - done, n, STALL_S, now);
+		}
+		usleep(10000);
+	}
+}
+
+/*
+ * concurrent-retain: 256 threads, each $GPUCONFORM_CONTEXT_ROUNDS rounds
+ * (default 100) of retain -> allocate, launch, read back, check -> release,
+ * spread over every device, so a context may be reset and created again
+ * under them (how often is recorded):
+ * every result correct, no error, no deadlock (watchdog); after, every
+ * context inactive and memory and fds as before.
+ */
+static void test_concurrent(void *data)
+{
+	struct shared *s = calloc(1, sizeof(*s));
+	pthread_t th[THREADS];
+	const char *env = getenv("GPUCONFORM_CONTEXT_ROUNDS");
+	uint64_t t0 = gc_now_ns();
+
+	gc_assert(s);
+	s->f = data;
+	pthread_mutex_init(&s->lock, NULL);
+	s->rounds = env && *env ? (unsigned)strtoul(env, NULL, 10) : 100;
+	gc_assert_f(s->rounds > 0, "GPUCONFORM_CONTEXT_ROUNDS=%s: not a positive count", env);
+	for (unsigned i = 0; i < THREADS; i++) {
+		s->wk[i] = (struct worker){ s, i };
+		gc_assert(pthread_create(&th[i], NULL, worker, &s->wk[i]) == 0);
+	}
+	await_workers(s, THREADS);
+	for (unsigned i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	gc_info("%u threads x %u rounds on %d devices: %lu rounds in %.2f s, %u problems; %lu "
+		"retains found the context inactive (a new generation, or a race with one)",
+		THREADS, s->rounds, s->f->ndev, s->rounds_done, (double)(gc_now_ns() - t0) / 1e9,
+		s->problems, s->found_inactive);
+	gc_assert_f(s->problems == 0, "%u problems; the first: %s", s->problems, s->first);
+	gc_assert_cmpuint(s->rounds_done, ==, (unsigned long)THREADS * s->rounds);
+	expect_baseline(s->f, "after every thread's last release");
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+/* ------------------------------------------------------------ cost */
+
+#define COST_REPS 20
+
+/*
+ * cost: creating the primary context (the first retain) and resetting it
+ * (the last release) on device 0, and a retain / release pair while another
+ * reference holds it: what a library that retains per call pays.
+ */
+static void test_cost(void *data)
+{
+	struct fx *f = data;
+	struct gc_cuda *cu = f->cu;
+	CUdevice d = cu->devices[0].dev;
+	double create[COST_REPS], reset[COST_REPS], warm[COST_REPS];
+	CUcontext ctx;
+
+	for (unsigned i = 0; i < COST_REPS; i++) {
+		uint64_t t0 = gc_now_ns();
+
+		gc_cu_assert(cu, cu->cuDevicePrimaryCtxRetain(&ctx, d));
+		create[i] = (double)(gc_now_ns() - t0);
+		t0 = gc_now_ns();
+		gc_cu_assert(cu, cu->cuDevicePrimaryCtxRelease(d));
+		reset[i] = (double)(gc_now_ns() - t0);
+	}
+	gc_cu_assert(cu, cu->cuDevicePrimaryCtxRetain(&ctx, d));
+	for (unsigned i = 0; i < COST_REPS; i++) {
+		uint64_t t0 = gc_now_ns();
+
+		gc_cu_assert(cu, cu->cuDevicePrimaryCtxRetain(&ctx, d));
+		gc_cu_assert(cu, cu->cuDevicePrimaryCtxRelease(d));
+		warm[i] = (double)(gc_now_ns() - t0);
+	}
+	gc_cu_assert(cu, cu->cuDevicePrimaryCtxRelease(d));
+	gc_metric("retain-create", "ns", GC_LOWER_IS_BETTER, create, COST_REPS);
+	gc_metric("release-reset", "ns", GC_LOWER_IS_BETTER, reset, COST_REPS);
+	gc_metric("retain-release-warm", "ns", GC_LOWER_IS_BETTER, warm, COST_REPS);
+	expect_baseline(f, "after the cost cycles");
+}
+
+/* ------------------------------------------------------------ main */
+
+static const struct gc_fixture fixture = { .setup = fx_setup, .teardown = fx_teardown };
+
+static const struct gc_subtest subtests[] = {
+	{ "refcount", test_refcount, "k retains, k releases per device: one context, alive until "
+	  "the k-th, memory and fds back after it, one more is INVALID_CONTEXT" },
+	{ "stale-pointer", test_stale, "a pointer of an ended context generation: "
+	  "INVALID_VALUE, and cuMemFree of it fails; address reuse recorded" },
+	{ "concurrent-retain", test_concurrent, "256 threads retain / launch / check / release "
+	  "over every device: correct results, no deadlock, everything back after" },
+	{ "cost", test_cost, "primary context create, reset, and a warm retain / release" },
+	{ 0 }
+};
+
+GC_MAIN(.name = "cuda_context",
+	.description = "CUDA primary context retain / release: refcount, generations, 256 threads",
+	.subtests = subtests, .fixture = &fixture)
