@@ -184,8 +184,13 @@ struct worker {
  * What the worker threads found; the first problem is kept, the main thread
  * fails on it. On the heap: after a deadlock, stuck threads keep using it.
  */
+enum round_kind { ROUND_FULL, ROUND_QUERIES, ROUND_SESSIONS };
+
 struct shared {
 	struct worker wk[THREADS];
+	pthread_t th[THREADS];
+	unsigned nthreads;
+	enum round_kind kind;
 	struct fx *f;
 	unsigned rounds;
 	pthread_mutex_t lock;
@@ -259,32 +264,38 @@ static bool request(struct shared *s, const struct ref_dev *d)
 	return true;
 }
 
+/* One init -> request -> shutdown round, or only its request, or only init + shutdown. */
+static bool one_round(struct shared *s, unsigned i)
+{
+	const struct gc_nvml_fn *fn = &s->f->n.fn;
+	gc_nvml_ret r = GC_NVML_SUCCESS;
+	char b[128];
+	bool answered;
+
+	if (s->kind != ROUND_QUERIES && (r = fn->init()) != GC_NVML_SUCCESS) {
+		problem(s, "nvmlInit_v2 in round %u: %s", i, rs(s->f, r, b, sizeof(b)));
+		return false;
+	}
+	answered = s->kind == ROUND_SESSIONS ? true : request(s, &s->f->dev[i % s->f->count]);
+	if (s->kind != ROUND_QUERIES && (r = fn->shutdown()) != GC_NVML_SUCCESS) {
+		problem(s, "nvmlShutdown in round %u: %s", i, rs(s->f, r, b, sizeof(b)));
+		return false;
+	}
+	return answered;
+}
+
 static void *worker(void *p)
 {
 	struct shared *s = ((struct worker *)p)->s;
-	const struct gc_nvml_fn *fn = &s->f->n.fn;
 	unsigned long answers = 0;
 	uint64_t t0 = gc_now_ns();
 	unsigned i;
 
 	for (i = 0; i < s->rounds && !__atomic_load_n(&s->problems, __ATOMIC_RELAXED) &&
 	     !__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE); i++) {
-		gc_nvml_ret r = fn->init();
-
-		if (r != GC_NVML_SUCCESS) {
-			char b[128];
-
-			problem(s, "nvmlInit_v2 in round %u: %s", i, rs(s->f, r, b, sizeof(b)));
+		if (!one_round(s, i))
 			break;
-		}
-		answers += request(s, &s->f->dev[i % s->f->count]);
-		r = fn->shutdown();
-		if (r != GC_NVML_SUCCESS) {
-			char b[128];
-
-			problem(s, "nvmlShutdown in round %u: %s", i, rs(s->f, r, b, sizeof(b)));
-			break;
-		}
+		answers++;
 		__atomic_fetch_add(&s->rounds_done, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_lock(&s->lock);
@@ -360,25 +371,49 @@ static void await_workers(struct shared *s, unsigned n)
  * watcher holds its own session and polls: no deadlock (watchdog), no error,
  * every answer equal to the persistent session's, device nodes back after.
  */
-static void test_concurrent(void *data)
+static struct shared *shared_new(struct fx *f, enum round_kind kind, unsigned nthreads,
+				 unsigned rounds)
 {
 	struct shared *s = calloc(1, sizeof(*s));
-	const char *env = getenv("GPUCONFORM_SESSION_ROUNDS");
-	pthread_t th[THREADS], w;
 
 	gc_assert(s);
-	s->f = data;
+	s->f = f;
+	s->kind = kind;
+	s->nthreads = nthreads;
+	s->rounds = rounds;
 	pthread_mutex_init(&s->lock, NULL);
-	s->rounds = env && *env ? (unsigned)strtoul(env, NULL, 10) : 1000;
-	gc_assert_f(s->rounds > 0, "GPUCONFORM_SESSION_ROUNDS=%s: not a positive count", env);
-	gc_assert(pthread_create(&w, NULL, watcher, s) == 0);
-	for (unsigned i = 0; i < THREADS; i++) {
+	return s;
+}
+
+/* Start the workers, wait for them (the watchdog), join them. */
+static void run_workers(struct shared *s)
+{
+	for (unsigned i = 0; i < s->nthreads; i++) {
 		s->wk[i] = (struct worker){ s, i };
-		gc_assert(pthread_create(&th[i], NULL, worker, &s->wk[i]) == 0);
+		gc_assert(pthread_create(&s->th[i], NULL, worker, &s->wk[i]) == 0);
 	}
-	await_workers(s, THREADS);
-	for (unsigned i = 0; i < THREADS; i++)
-		pthread_join(th[i], NULL);
+	await_workers(s, s->nthreads);
+	for (unsigned i = 0; i < s->nthreads; i++)
+		pthread_join(s->th[i], NULL);
+}
+
+static void shared_free(struct shared *s)
+{
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+static void test_concurrent(void *data)
+{
+	const char *env = getenv("GPUCONFORM_SESSION_ROUNDS");
+	unsigned rounds = env && *env ? (unsigned)strtoul(env, NULL, 10) : 1000;
+	struct shared *s;
+	pthread_t w;
+
+	gc_assert_f(rounds > 0, "GPUCONFORM_SESSION_ROUNDS=%s: not a positive count", env);
+	s = shared_new(data, ROUND_FULL, THREADS, rounds);
+	gc_assert(pthread_create(&w, NULL, watcher, s) == 0);
+	run_workers(s);
 	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
 	pthread_join(w, NULL);
 	gc_info("%u threads x %u rounds: %lu answers checked, watcher %lu polls, %u problems",
@@ -390,8 +425,66 @@ static void test_concurrent(void *data)
 	if (s->polls > 1)
 		gc_metric("watcher-poll-gap", "ns", GC_LOWER_IS_BETTER, s->poll_gap_ns,
 			  s->polls < POLL_GAPS ? s->polls : POLL_GAPS);
-	pthread_mutex_destroy(&s->lock);
-	free(s);
+	shared_free(s);
+}
+
+/* ------------------------------------------------------------ contention */
+
+#define CONTENTION_ROUNDS 100
+
+struct contention {
+	struct fx *f;
+	enum round_kind kind;
+	unsigned threads;
+};
+
+/*
+ * One contention case, in a session the main thread holds: each thread's
+ * mean round, and the wall time per round of all threads together (what
+ * the library serves per second, inverted).
+ */
+static void contention_case(void *arg)
+{
+	struct contention *c = arg;
+	struct shared *s = shared_new(c->f, c->kind, c->threads, CONTENTION_ROUNDS);
+	uint64_t t0;
+	double per_round;
+
+	nv_ok(c->f, c->f->n.fn.init());
+	t0 = gc_now_ns();
+	run_workers(s);
+	per_round = (double)(gc_now_ns() - t0) / ((double)c->threads * CONTENTION_ROUNDS);
+	nv_ok(c->f, c->f->n.fn.shutdown());
+	gc_assert_f(s->problems == 0, "%u problems; the first: %s", s->problems, s->first);
+	gc_info("%u threads x %d rounds: %.0f ns of wall time per round", c->threads,
+		CONTENTION_ROUNDS, per_round);
+	gc_metric("round", "ns", GC_LOWER_IS_BETTER, s->round_ns, c->threads);
+	gc_metric("wall-per-round", "ns", GC_LOWER_IS_BETTER, &per_round, 1);
+	shared_free(s);
+}
+
+/*
+ * contention: where the time of a concurrent-sessions round goes. The full
+ * round, only its queries, and only its init + shutdown pair (warm: the
+ * main thread holds a session), each from 1 and from 256 threads. Nothing
+ * is asserted of the times; the answers are checked as in
+ * concurrent-sessions.
+ */
+static void test_contention(void *data)
+{
+	static const struct { const char *name; enum round_kind kind; } kinds[] = {
+		{ "full", ROUND_FULL }, { "queries", ROUND_QUERIES },
+		{ "init-shutdown", ROUND_SESSIONS },
+	};
+	static const unsigned threads[] = { 1, THREADS };
+	struct contention c = { .f = data };
+
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+		for (size_t t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
+			c.kind = kinds[k].kind;
+			c.threads = threads[t];
+			gc_dynamic_f(contention_case, &c, "%s-%u", kinds[k].name, c.threads);
+		}
 }
 
 /* ------------------------------------------------------------ reviewer's case */
@@ -726,6 +819,8 @@ static const struct gc_subtest subtests[] = {
 	  "only while the count is above zero, one shutdown too many is UNINITIALIZED" },
 	{ "concurrent-sessions", test_concurrent, "256 threads init -> query by UUID -> shutdown "
 	  "while a watcher holds a session: no deadlock, answers equal the persistent session's" },
+	{ "contention", test_contention, "full rounds, queries only, init + shutdown only, "
+	  "from 1 and 256 threads: where a concurrent round's time goes" },
 	{ "unpaired-init", test_unpaired, "64 concurrent inits, then 64 shutdowns from other "
 	  "threads: the count ends at zero, the nodes are released" },
 	{ "handles-across-cycles", test_handles, "a handle of an ended session names its device "
