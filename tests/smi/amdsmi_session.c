@@ -135,6 +135,17 @@ static ss_status a_id_of(void *ctx, uintptr_t h, char *id, size_t len)
 	return a->fn.uuid((gc_amdsmi_processor)h, &l, id);
 }
 
+/* A fixed-size char field of the ABI (terminated or not) as a string, cut to fit. */
+static void copy_field(char *dst, size_t len, const char *src, size_t src_len)
+{
+	size_t n = strnlen(src, src_len);
+
+	if (n >= len)
+		n = len - 1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
 static void a_query(void *ctx, uintptr_t h, struct ss_answer *ans)
 {
 	const struct gc_amdsmi *a = ctx;
@@ -148,10 +159,10 @@ static void a_query(void *ctx, uintptr_t h, struct ss_answer *ans)
 	memset(&info, 0, sizeof(info));
 	ans->st[SS_Q_NAME] = ans->st[SS_Q_SERIAL] = a->fn.asic_info(p, &info);
 	if (ans->st[SS_Q_NAME] == GC_AMDSMI_STATUS_SUCCESS) {
-		snprintf(ans->name, sizeof(ans->name), "%.*s", (int)sizeof(info.market_name),
-			 info.market_name);
-		snprintf(ans->serial, sizeof(ans->serial), "%.*s", (int)sizeof(info.asic_serial),
-			 info.asic_serial);
+		copy_field(ans->name, sizeof(ans->name), info.market_name,
+			   sizeof(info.market_name));
+		copy_field(ans->serial, sizeof(ans->serial), info.asic_serial,
+			   sizeof(info.asic_serial));
 	}
 	ans->st[SS_Q_BUS] = a->fn.bdf_id(p, &bdf);
 	if (ans->st[SS_Q_BUS] == GC_AMDSMI_STATUS_SUCCESS)
