@@ -15,7 +15,6 @@
  * need a context, and so would change what it measures.
  */
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +25,7 @@
 #include "gc_cuda.h"
 #include "gc_nvml.h"
 #include "measure.h"
+#include "workers.h"
 
 #define DEV_PREFIX "/dev/nvidia"
 #define MIB (1024ull * 1024ull)
@@ -330,35 +330,18 @@ struct shared {
 	struct worker wk[THREADS];
 	struct fx *f;
 	unsigned rounds;
-	pthread_mutex_t lock;
-	char first[320];
-	unsigned problems; /* atomic */
-	unsigned done;     /* threads finished, under lock */
-	unsigned long rounds_done; /* atomic */
+	struct gc_problems pr;
+	struct gc_progress pg;
 	int stop;          /* atomic */
 	unsigned long found_inactive; /* atomic: retains that found no context */
 };
-
-static void problem(struct shared *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void problem(struct shared *s, const char *fmt, ...)
-{
-	va_list ap;
-
-	pthread_mutex_lock(&s->lock);
-	if (__atomic_fetch_add(&s->problems, 1, __ATOMIC_RELAXED) == 0) {
-		va_start(ap, fmt);
-		vsnprintf(s->first, sizeof(s->first), fmt, ap);
-		va_end(ap);
-	}
-	pthread_mutex_unlock(&s->lock);
-}
 
 #define STEP(s, call)                                                                    \
 	do {                                                                             \
 		CUresult r_ = (call);                                                    \
 		char b_[160];                                                            \
 		if (r_ != CUDA_SUCCESS) {                                                \
-			problem(s, "%s: %s", #call, gc_cu_strerror((s)->f->cu, r_, b_,   \
+			gc_problem(&s->pr, "%s: %s", #call, gc_cu_strerror((s)->f->cu, r_, b_,   \
 								    sizeof(b_)));        \
 			return false;                                                    \
 		}                                                                        \
@@ -377,7 +360,7 @@ static bool launch_and_check(struct shared *s, uint32_t seed, uint32_t *host)
 	STEP(s, cu->cuMemFree(p));
 	bad = mismatches(host, WORDS, seed);
 	if (bad)
-		problem(s, "seed %u: %llu of %d words wrong after the kernel", seed,
+		gc_problem(&s->pr, "seed %u: %llu of %d words wrong after the kernel", seed,
 			(unsigned long long)bad, WORDS);
 	return bad == 0;
 }
@@ -410,19 +393,17 @@ static void *worker(void *p)
 	uint32_t *host = malloc(WORDS * 4);
 
 	for (unsigned r = 0; host && r < s->rounds &&
-	     !__atomic_load_n(&s->problems, __ATOMIC_RELAXED) &&
+	     !gc_problems_count(&s->pr) &&
 	     !__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE); r++) {
 		if (!round_once(s, (int)((w->id + r) % (unsigned)s->f->ndev), w->id * 100003u + r,
 				host))
 			break;
-		__atomic_fetch_add(&s->rounds_done, 1, __ATOMIC_RELAXED);
+		gc_progress_round(&s->pg);
 	}
 	if (!host)
-		problem(s, "thread %u: out of host memory", w->id);
+		gc_problem(&s->pr, "thread %u: out of host memory", w->id);
 	free(host);
-	pthread_mutex_lock(&s->lock);
-	s->done++;
-	pthread_mutex_unlock(&s->lock);
+	gc_progress_done(&s->pg);
 	return NULL;
 }
 
@@ -433,27 +414,12 @@ static void *worker(void *p)
  */
 static void await_workers(struct shared *s, unsigned n)
 {
-	unsigned long last = 0, now;
-	uint64_t t_last = gc_now_ns();
-	unsigned done;
-
-	for (;;) {
-		pthread_mutex_lock(&s->lock);
-		done = s->done;
-		pthread_mutex_unlock(&s->lock);
-		if (done == n)
-			return;
-		now = __atomic_load_n(&s->rounds_done, __ATOMIC_RELAXED);
-		if (now != last) {
-			last = now;
-			t_last = gc_now_ns();
-		} else if (gc_now_ns() - t_last > STALL_S * 1000000000ull) {
-			__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
-			gc_fail("deadlock: %u of %u threads still inside the driver, no round "
-				"finished for %d s (%lu rounds done)", n - done, n, STALL_S, now);
-		}
-		usleep(10000);
-	}
+	if (gc_progress_wait(&s->pg, n, STALL_S * 1000) == 0)
+		return;
+	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+	gc_fail("deadlock: %u of %u threads still inside the driver, no round finished for %d s "
+		"(%lu rounds done)", n - gc_progress_finished(&s->pg), n, STALL_S,
+		gc_progress_rounds(&s->pg));
 }
 
 /*
@@ -473,7 +439,7 @@ static void test_concurrent(void *data)
 
 	gc_assert(s);
 	s->f = data;
-	pthread_mutex_init(&s->lock, NULL);
+	gc_problems_init(&s->pr);
 	s->rounds = env && *env ? (unsigned)strtoul(env, NULL, 10) : 100;
 	gc_assert_f(s->rounds > 0, "GPUCONFORM_CONTEXT_ROUNDS=%s: not a positive count", env);
 	for (unsigned i = 0; i < THREADS; i++) {
@@ -485,12 +451,13 @@ static void test_concurrent(void *data)
 		pthread_join(th[i], NULL);
 	gc_info("%u threads x %u rounds on %d devices: %lu rounds in %.2f s, %u problems; %lu "
 		"retains found the context inactive (a new generation, or a race with one)",
-		THREADS, s->rounds, s->f->ndev, s->rounds_done, (double)(gc_now_ns() - t0) / 1e9,
-		s->problems, s->found_inactive);
-	gc_assert_f(s->problems == 0, "%u problems; the first: %s", s->problems, s->first);
-	gc_assert_cmpuint(s->rounds_done, ==, (unsigned long)THREADS * s->rounds);
+		THREADS, s->rounds, s->f->ndev, gc_progress_rounds(&s->pg),
+		(double)(gc_now_ns() - t0) / 1e9, gc_problems_count(&s->pr), s->found_inactive);
+	gc_assert_f(gc_problems_count(&s->pr) == 0, "%u problems; the first: %s",
+		    gc_problems_count(&s->pr), s->pr.first);
+	gc_assert_cmpuint(gc_progress_rounds(&s->pg), ==, (unsigned long)THREADS * s->rounds);
 	expect_baseline(s->f, "after every thread's last release");
-	pthread_mutex_destroy(&s->lock);
+	gc_problems_destroy(&s->pr);
 	free(s);
 }
 

@@ -10,7 +10,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 #include "devfd.h"
 #include "gc_nvml.h"
 #include "measure.h"
+#include "workers.h"
 
 #define DEV_PREFIX "/dev/nvidia"
 #define MAX_DEV 16
@@ -194,11 +194,9 @@ struct shared {
 	struct fx *f;
 	unsigned rounds;
 	pthread_mutex_t lock;
-	char first[320];
-	unsigned problems;
-	unsigned done;       /* threads finished */
-	uint64_t t_end;      /* when the last one finished (the watchdog polls too coarsely) */
-	unsigned long rounds_done; /* atomic: the watchdog's progress count */
+	struct gc_problems pr;
+	struct gc_progress pg; /* the watchdog's */
+	uint64_t t_end;        /* when the last worker finished (the watchdog polls too coarsely) */
 	unsigned long answers;
 	int stop;            /* atomic: the watcher's, and everyone's after a deadlock */
 	unsigned long polls; /* the watcher's */
@@ -206,25 +204,11 @@ struct shared {
 	double poll_gap_ns[POLL_GAPS]; /* the watcher's time between polls, the first ones */
 };
 
-static void problem(struct shared *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void problem(struct shared *s, const char *fmt, ...)
-{
-	va_list ap;
-
-	pthread_mutex_lock(&s->lock);
-	if (__atomic_fetch_add(&s->problems, 1, __ATOMIC_RELAXED) == 0) {
-		va_start(ap, fmt);
-		vsnprintf(s->first, sizeof(s->first), fmt, ap);
-		va_end(ap);
-	}
-	pthread_mutex_unlock(&s->lock);
-}
-
 #define CHECK(s, what, r)                                                             \
 	do {                                                                          \
 		char b_[128];                                                         \
 		if ((r) != GC_NVML_SUCCESS) {                                         \
-			problem(s, "%s: %s", what, rs((s)->f, r, b_, sizeof(b_)));    \
+			gc_problem(&s->pr, "%s: %s", what, rs((s)->f, r, b_, sizeof(b_)));    \
 			return false;                                                 \
 		}                                                                     \
 	} while (0)
@@ -246,13 +230,13 @@ static bool request(struct shared *s, const struct ref_dev *d)
 	CHECK(s, "nvmlDeviceGetPciInfo_v3", fn->pci(h, &pci));
 	CHECK(s, "nvmlDeviceGetMemoryInfo", fn->memory(h, &m));
 	if (strcmp(name, d->name) || strcmp(pci.bus_id, d->bus_id) || m.total != d->mem_total) {
-		problem(s, "%s answered %s / %s / %llu bytes, the persistent session %s / %s / %llu",
+		gc_problem(&s->pr, "%s answered %s / %s / %llu bytes, the persistent session %s / %s / %llu",
 			d->uuid, name, pci.bus_id, m.total, d->name, d->bus_id, d->mem_total);
 		return false;
 	}
 	r = fn->serial(h, serial, sizeof(serial));
 	if (r != d->serial_ret || (r == GC_NVML_SUCCESS && strcmp(serial, d->serial))) {
-		problem(s, "%s: serial %s (%d), the persistent session %s (%d)", d->uuid,
+		gc_problem(&s->pr, "%s: serial %s (%d), the persistent session %s (%d)", d->uuid,
 			r == GC_NVML_SUCCESS ? serial : "-", r, d->serial, d->serial_ret);
 		return false;
 	}
@@ -274,12 +258,12 @@ static bool one_round(struct shared *s, unsigned i)
 	bool answered;
 
 	if (s->kind != ROUND_QUERIES && (r = fn->init()) != GC_NVML_SUCCESS) {
-		problem(s, "nvmlInit_v2 in round %u: %s", i, rs(s->f, r, b, sizeof(b)));
+		gc_problem(&s->pr, "nvmlInit_v2 in round %u: %s", i, rs(s->f, r, b, sizeof(b)));
 		return false;
 	}
 	answered = s->kind == ROUND_SESSIONS ? true : request(s, &s->f->dev[i % s->f->count]);
 	if (s->kind != ROUND_QUERIES && (r = fn->shutdown()) != GC_NVML_SUCCESS) {
-		problem(s, "nvmlShutdown in round %u: %s", i, rs(s->f, r, b, sizeof(b)));
+		gc_problem(&s->pr, "nvmlShutdown in round %u: %s", i, rs(s->f, r, b, sizeof(b)));
 		return false;
 	}
 	return answered;
@@ -292,20 +276,20 @@ static void *worker(void *p)
 	uint64_t t0 = gc_now_ns();
 	unsigned i;
 
-	for (i = 0; i < s->rounds && !__atomic_load_n(&s->problems, __ATOMIC_RELAXED) &&
+	for (i = 0; i < s->rounds && !gc_problems_count(&s->pr) &&
 	     !__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE); i++) {
 		if (!one_round(s, i))
 			break;
 		answers++;
-		__atomic_fetch_add(&s->rounds_done, 1, __ATOMIC_RELAXED);
+		gc_progress_round(&s->pg);
 	}
 	pthread_mutex_lock(&s->lock);
-	s->done++;
 	s->answers += answers;
 	s->round_ns[((struct worker *)p)->id] = i ? (double)(gc_now_ns() - t0) / i : 0;
 	if (gc_now_ns() > s->t_end)
 		s->t_end = gc_now_ns();
 	pthread_mutex_unlock(&s->lock);
+	gc_progress_done(&s->pg);
 	return NULL;
 }
 
@@ -318,11 +302,11 @@ static void *watcher(void *p)
 	gc_nvml_ret r = fn->init();
 
 	if (r != GC_NVML_SUCCESS) {
-		problem(s, "watcher nvmlInit_v2: %s", rs(s->f, r, b, sizeof(b)));
+		gc_problem(&s->pr, "watcher nvmlInit_v2: %s", rs(s->f, r, b, sizeof(b)));
 		return NULL;
 	}
 	for (uint64_t last = gc_now_ns(); !__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE) &&
-	     !__atomic_load_n(&s->problems, __ATOMIC_RELAXED);) {
+	     !gc_problems_count(&s->pr);) {
 		uint64_t now;
 
 		s->polls += request(s, &s->f->dev[s->polls % s->f->count]);
@@ -334,7 +318,7 @@ static void *watcher(void *p)
 	}
 	r = fn->shutdown();
 	if (r != GC_NVML_SUCCESS)
-		problem(s, "watcher nvmlShutdown: %s", rs(s->f, r, b, sizeof(b)));
+		gc_problem(&s->pr, "watcher nvmlShutdown: %s", rs(s->f, r, b, sizeof(b)));
 	return NULL;
 }
 
@@ -345,27 +329,12 @@ static void *watcher(void *p)
  */
 static void await_workers(struct shared *s, unsigned n)
 {
-	unsigned long last = 0, now;
-	uint64_t t_last = gc_now_ns();
-	unsigned done;
-
-	for (;;) {
-		pthread_mutex_lock(&s->lock);
-		done = s->done;
-		pthread_mutex_unlock(&s->lock);
-		if (done == n)
-			return;
-		now = __atomic_load_n(&s->rounds_done, __ATOMIC_RELAXED);
-		if (now != last) {
-			last = now;
-			t_last = gc_now_ns();
-		} else if (gc_now_ns() - t_last > STALL_S * 1000000000ull) {
-			__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
-			gc_fail("deadlock: %u of %u threads still inside NVML, no round finished for "
-				"%d s (%lu rounds done)", n - done, n, STALL_S, now);
-		}
-		usleep(10000);
-	}
+	if (gc_progress_wait(&s->pg, n, STALL_S * 1000) == 0)
+		return;
+	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+	gc_fail("deadlock: %u of %u threads still inside NVML, no round finished for %d s "
+		"(%lu rounds done)", n - gc_progress_finished(&s->pg), n, STALL_S,
+		gc_progress_rounds(&s->pg));
 }
 
 /*
@@ -385,6 +354,7 @@ static struct shared *shared_new(struct fx *f, enum round_kind kind, unsigned nt
 	s->nthreads = nthreads;
 	s->rounds = rounds;
 	pthread_mutex_init(&s->lock, NULL);
+	gc_problems_init(&s->pr);
 	return s;
 }
 
@@ -402,6 +372,7 @@ static void run_workers(struct shared *s)
 
 static void shared_free(struct shared *s)
 {
+	gc_problems_destroy(&s->pr);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
@@ -420,8 +391,8 @@ static void test_concurrent(void *data)
 	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
 	pthread_join(w, NULL);
 	gc_info("%u threads x %u rounds: %lu answers checked, watcher %lu polls, %u problems",
-		THREADS, s->rounds, s->answers, s->polls, s->problems);
-	gc_assert_f(s->problems == 0, "%u problems; the first: %s", s->problems, s->first);
+		THREADS, s->rounds, s->answers, s->polls, gc_problems_count(&s->pr));
+	gc_assert_f(gc_problems_count(&s->pr) == 0, "%u problems; the first: %s", gc_problems_count(&s->pr), s->pr.first);
 	gc_assert_cmpuint(s->answers, ==, (unsigned long)THREADS * s->rounds);
 	gc_assert_cmpint(devfds(), ==, s->f->fds0);
 	gc_metric("round-of-256", "ns", GC_LOWER_IS_BETTER, s->round_ns, THREADS);
@@ -465,7 +436,7 @@ static void contention_case(void *arg)
 	if (c->watched)
 		pthread_join(w, NULL);
 	nv_ok(c->f, c->f->n.fn.shutdown());
-	gc_assert_f(s->problems == 0, "%u problems; the first: %s", s->problems, s->first);
+	gc_assert_f(gc_problems_count(&s->pr) == 0, "%u problems; the first: %s", gc_problems_count(&s->pr), s->pr.first);
 	gc_info("%u threads x %d rounds: %.0f ns of wall time per round%s (%lu polls)", c->threads,
 		CONTENTION_ROUNDS, per_round, c->watched ? ", a watcher polling" : "", s->polls);
 	gc_metric("round", "ns", GC_LOWER_IS_BETTER, s->round_ns, c->threads);
@@ -522,7 +493,7 @@ static void *unpaired_thread(void *p)
 	pthread_barrier_wait(u->go);
 	r = u->shut ? fn->shutdown() : fn->init();
 	if (r != GC_NVML_SUCCESS)
-		problem(u->s, "%s: %s", u->shut ? "nvmlShutdown" : "nvmlInit_v2",
+		gc_problem(&u->s->pr, "%s: %s", u->shut ? "nvmlShutdown" : "nvmlInit_v2",
 			rs(u->s->f, r, b, sizeof(b)));
 	return NULL;
 }
@@ -551,22 +522,25 @@ static void burst(struct shared *s, bool shut, unsigned n)
  */
 static void test_unpaired(void *data)
 {
-	struct shared s = { .f = data, .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct shared *s = shared_new(data, ROUND_FULL, 0, 0);
+	const struct fx *f = data;
 	char b[128];
 	gc_nvml_ret r;
 	int held;
 
-	burst(&s, false, UNPAIRED);
+	burst(s, false, UNPAIRED);
 	held = devfds();
-	burst(&s, true, UNPAIRED);
-	gc_assert_f(s.problems == 0, "%u problems; the first: %s", s.problems, s.first);
-	r = s.f->n.fn.shutdown();
+	burst(s, true, UNPAIRED);
+	gc_assert_f(gc_problems_count(&s->pr) == 0, "%u problems; the first: %s",
+		    gc_problems_count(&s->pr), s->pr.first);
+	r = f->n.fn.shutdown();
 	gc_info("%d device fds after %d concurrent inits, %d after as many shutdowns from other "
-		"threads, %d before; one more shutdown: %s", held, UNPAIRED, devfds(), s.f->fds0,
-		rs(s.f, r, b, sizeof(b)));
+		"threads, %d before; one more shutdown: %s", held, UNPAIRED, devfds(), f->fds0,
+		rs(f, r, b, sizeof(b)));
 	gc_assert_f(r == GC_NVML_ERROR_UNINITIALIZED, "the count did not end at zero: one more "
-		    "shutdown gave %s", rs(s.f, r, b, sizeof(b)));
-	gc_assert_cmpint(devfds(), ==, s.f->fds0);
+		    "shutdown gave %s", rs(f, r, b, sizeof(b)));
+	gc_assert_cmpint(devfds(), ==, f->fds0);
+	shared_free(s);
 }
 
 /* ------------------------------------------------------------ handles */
