@@ -18,13 +18,13 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "measure.h"
+#include "workers.h"
 
 #define THREADS 256
 #define UNPAIRED 64
@@ -58,8 +58,7 @@ struct run {
 	unsigned done, wdone;         /* workers, watcher returned (atomic) */
 	pthread_mutex_t lock;         /* the fields below */
 	unsigned long answers, requests, polls;
-	unsigned problems;            /* also read without the lock (atomic) */
-	char first[400];
+	struct gc_problems pr;        /* its own lock */
 	struct tally tally[TALLY];
 	unsigned ntally;
 	unsigned long untallied;
@@ -75,6 +74,7 @@ static struct run *run_new(struct ss_fx *f, unsigned nthreads, unsigned rounds)
 	run->nthreads = nthreads;
 	run->rounds = rounds;
 	pthread_mutex_init(&run->lock, NULL);
+	gc_problems_init(&run->pr);
 	for (unsigned i = 0; i < nthreads; i++)
 		run->t[i] = (struct thread){ .run = run, .id = i };
 	return run;
@@ -82,6 +82,7 @@ static struct run *run_new(struct ss_fx *f, unsigned nthreads, unsigned rounds)
 
 static void run_free(struct run *run)
 {
+	gc_problems_destroy(&run->pr);
 	pthread_mutex_destroy(&run->lock);
 	free(run);
 }
@@ -89,7 +90,7 @@ static void run_free(struct run *run)
 static bool stopped(struct run *run)
 {
 	return __atomic_load_n(&run->stop, __ATOMIC_ACQUIRE) ||
-	       __atomic_load_n(&run->problems, __ATOMIC_RELAXED);
+	       gc_problems_count(&run->pr);
 }
 
 /* ------------------------------------------------------------ inside the library */
@@ -106,20 +107,6 @@ static ss_status leave(struct thread *t, ss_status r)
 }
 
 #define IN_LIB(t, call, expr) (enter((t), (call)), leave((t), (expr)))
-
-static void problem(struct run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void problem(struct run *run, const char *fmt, ...)
-{
-	va_list ap;
-
-	pthread_mutex_lock(&run->lock);
-	if (__atomic_fetch_add(&run->problems, 1, __ATOMIC_RELAXED) == 0) {
-		va_start(ap, fmt);
-		vsnprintf(run->first, sizeof(run->first), fmt, ap);
-		va_end(ap);
-	}
-	pthread_mutex_unlock(&run->lock);
-}
 
 static void count_status(struct run *run, const char *call, ss_status st)
 {
@@ -144,7 +131,7 @@ static void seen(struct run *run, const char *call, ss_status r)
 	char b[192];
 
 	if (run->f->lib.refcounted)
-		problem(run, "%s: %s", call, ss_rs(run->f, r, b, sizeof(b)));
+		gc_problem(&run->pr, "%s: %s", call, ss_rs(run->f, r, b, sizeof(b)));
 	else
 		count_status(run, call, r);
 }
@@ -173,7 +160,7 @@ static bool request(struct thread *t, const struct ss_dev *d)
 		return true;
 	if (wrong) {
 		ss_diff_text(run->f, d, &a, q, b, sizeof(b));
-		problem(run, "wrong answer about %s: %s", d->id, b);
+		gc_problem(&run->pr, "wrong answer about %s: %s", d->id, b);
 	} else {
 		seen(run, l->query_call[q], a.st[q]);
 	}
@@ -446,8 +433,8 @@ void ss_test_concurrent(void *data)
 	answers = run->answers;
 	requests = run->requests;
 	polls = run->polls;
-	problems = run->problems;
-	snprintf(first, sizeof(first), "%s", run->first);
+	problems = gc_problems_count(&run->pr);
+	snprintf(first, sizeof(first), "%s", run->pr.first);
 	run_free(run);
 	gc_assert_f(problems == 0, "%u problems; the first: %s", problems, first);
 	if (f->lib.refcounted)
@@ -494,14 +481,15 @@ void ss_test_unpaired(void *data)
 	ss_need_ids(f);
 	inits = burst(f, false);
 	report_tally(inits, "concurrent inits");
-	if (f->lib.refcounted && inits->problems == 0)
+	if (f->lib.refcounted && gc_problems_count(&inits->pr) == 0)
 		ss_expect_count(f, "between the bursts");
 	ss_record_count(f, "between the bursts");
 	shuts = burst(f, true);
 	report_tally(shuts, "concurrent shutdowns");
 	ss_record_count(f, "after the bursts");
-	problems = inits->problems + shuts->problems;
-	snprintf(first, sizeof(first), "%s", inits->problems ? inits->first : shuts->first);
+	problems = gc_problems_count(&inits->pr) + gc_problems_count(&shuts->pr);
+	snprintf(first, sizeof(first), "%s", gc_problems_count(&inits->pr) ? inits->pr.first :
+		 shuts->pr.first);
 	run_free(inits);
 	run_free(shuts);
 	gc_assert_f(problems == 0, "%u problems; the first: %s", problems, first);
