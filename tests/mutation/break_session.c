@@ -223,8 +223,10 @@ static void note_handle(handle_t h)
 	}
 	if (i == sizeof(nv_handles) / sizeof(nv_handles[0]))
 		i = free_slot;
-	if (i < sizeof(nv_handles) / sizeof(nv_handles[0]))
-		nv_handles[i].h = h, nv_handles[i].gen = nv_gen;
+	if (i < sizeof(nv_handles) / sizeof(nv_handles[0])) {
+		nv_handles[i].h = h;
+		nv_handles[i].gen = nv_gen;
+	}
 	pthread_mutex_unlock(&lock);
 }
 
