@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "core.h"
 #include "measure.h"
 
 void gc_problems_init(struct gc_problems *p)
@@ -37,6 +38,14 @@ void gc_problem(struct gc_problems *p, const char *fmt, ...)
 unsigned gc_problems_count(struct gc_problems *p)
 {
 	return __atomic_load_n(&p->count, __ATOMIC_RELAXED);
+}
+
+void gc_problems_assert_none(struct gc_problems *p)
+{
+	unsigned n = gc_problems_count(p);
+
+	if (n)
+		gc_fail("%u problems; the first: %s", n, p->first);
 }
 
 void gc_progress_round(struct gc_progress *p)
@@ -76,4 +85,15 @@ int gc_progress_wait(struct gc_progress *p, unsigned n, unsigned stall_ms)
 		usleep(poll_us);
 	}
 	return 0;
+}
+
+void gc_progress_await(struct gc_progress *p, unsigned n, unsigned stall_s, int *stop,
+		       const char *inside)
+{
+	if (gc_progress_wait(p, n, stall_s * 1000) == 0)
+		return;
+	__atomic_store_n(stop, 1, __ATOMIC_RELEASE);
+	gc_fail("deadlock: %u of %u threads still inside %s, no round finished for %u s "
+		"(%lu rounds done)", n - gc_progress_finished(p), n, inside, stall_s,
+		gc_progress_rounds(p));
 }

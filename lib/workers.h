@@ -8,8 +8,8 @@
  *     gc_problems_init(&pr);
  *     ... in each worker: gc_problem(&pr, "..."), gc_progress_round(&pg) per
  *         round, gc_progress_done(&pg) when it returns ...
- *     if (gc_progress_wait(&pg, n, 30000) == -ETIMEDOUT)
- *             gc_fail("deadlock: %u of %u threads ...", n - gc_progress_finished(&pg), n);
+ *     gc_progress_await(&pg, n, 30, &stop, "NVML");   // or fails: "deadlock: ..."
+ *     gc_problems_assert_none(&pr);                   // or fails: "N problems; ..."
  *
  * A thread that never returns keeps using both: keep them on the heap and
  * leave them to it after a timeout.
@@ -30,6 +30,8 @@ void gc_problems_destroy(struct gc_problems *p);
 /* Count a problem; the first one's text is kept. Thread-safe. */
 void gc_problem(struct gc_problems *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 unsigned gc_problems_count(struct gc_problems *p);
+/* Fail the subtest with "N problems; the first: ..." unless there was none. */
+void gc_problems_assert_none(struct gc_problems *p);
 
 struct gc_progress {
 	unsigned long rounds; /* atomic: rounds any worker finished */
@@ -46,5 +48,14 @@ unsigned gc_progress_finished(struct gc_progress *p);
  * finished for stall_ms (checked every 10 ms or stall_ms, the smaller).
  */
 int gc_progress_wait(struct gc_progress *p, unsigned n, unsigned stall_ms);
+
+/*
+ * gc_progress_wait() for a subtest: on a stall, *stop is set (atomically:
+ * the workers' signal to give up) and the subtest fails with "deadlock: K
+ * of n threads still inside <inside>, no round finished for S s (R rounds
+ * done)".
+ */
+void gc_progress_await(struct gc_progress *p, unsigned n, unsigned stall_s, int *stop,
+		       const char *inside);
 
 #endif

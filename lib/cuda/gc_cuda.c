@@ -416,15 +416,20 @@ static unsigned blocks_for(uint64_t n)
 	return (unsigned)((n + GC_CU_BLOCK - 1) / GC_CU_BLOCK);
 }
 
-CUresult gc_cu_fill_u32(const struct gc_cuda *cu, const struct gc_cu_kernels *k, CUdeviceptr p,
-			uint64_t n, uint32_t seed, CUstream s)
+CUresult gc_cu_launch_fill(const struct gc_cuda *cu, CUfunction fill, CUdeviceptr p, uint64_t n,
+			   uint32_t seed, CUstream s)
 {
 	void *args[] = { &p, &n, &seed };
 
 	if (!n)
 		return CUDA_SUCCESS;
-	return cu->cuLaunchKernel(k->fill_u32, blocks_for(n), 1, 1, GC_CU_BLOCK, 1, 1, 0, s, args,
-				  NULL);
+	return cu->cuLaunchKernel(fill, blocks_for(n), 1, 1, GC_CU_BLOCK, 1, 1, 0, s, args, NULL);
+}
+
+CUresult gc_cu_fill_u32(const struct gc_cuda *cu, const struct gc_cu_kernels *k, CUdeviceptr p,
+			uint64_t n, uint32_t seed, CUstream s)
+{
+	return gc_cu_launch_fill(cu, k->fill_u32, p, n, seed, s);
 }
 
 CUresult gc_cu_check_u32(const struct gc_cuda *cu, const struct gc_cu_kernels *k, CUdeviceptr p,

@@ -174,6 +174,12 @@ CUresult gc_cu_kernels_library(const struct gc_cuda *cu, CUlibrary *lib, char *w
 /* The pattern gc_fill_u32 writes: must equal the kernel's gc_pattern_u32(). */
 uint32_t gc_pattern_u32(uint64_t i, uint32_t seed);
 
+/*
+ * Launch gc_fill_u32 given as fill (a CUfunction, or a library's CUkernel
+ * cast to one, which launches in the current context) over n words at p.
+ */
+CUresult gc_cu_launch_fill(const struct gc_cuda *cu, CUfunction fill, CUdeviceptr p, uint64_t n,
+			   uint32_t seed, CUstream s);
 /* Launch fill / check over n 32-bit words at p on stream s (0: legacy default). */
 CUresult gc_cu_fill_u32(const struct gc_cuda *cu, const struct gc_cu_kernels *k, CUdeviceptr p,
 			uint64_t n, uint32_t seed, CUstream s);

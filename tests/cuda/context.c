@@ -161,16 +161,6 @@ static void expect_baseline(const struct fx *f, const char *after)
 	gc_assert_cmpint(devfds(), ==, f->fds0);
 }
 
-/* Fill n words at p with the pattern on the current context's default stream. */
-static CUresult fill(const struct fx *f, CUdeviceptr p, uint64_t n, uint32_t seed)
-{
-	void *args[] = { &p, &n, &seed };
-	unsigned blocks = (unsigned)((n + GC_CU_BLOCK - 1) / GC_CU_BLOCK);
-
-	return f->cu->cuLaunchKernel((CUfunction)f->fill, blocks, 1, 1, GC_CU_BLOCK, 1, 1, 0, 0,
-				     args, NULL);
-}
-
 /* Words of host[0..n) that differ from the pattern. */
 static uint64_t mismatches(const uint32_t *host, uint64_t n, uint32_t seed)
 {
@@ -206,7 +196,7 @@ static CUdeviceptr retain_k(const struct kcase *c, CUcontext *ctx)
 	gc_assert_f(active(c->f, c->dev), "not active after %u retains", c->k);
 	gc_cu_assert(cu, cu->cuCtxSetCurrent(*ctx));
 	gc_cu_assert(cu, cu->cuMemAlloc(&p, ALLOC_BYTES));
-	gc_cu_assert(cu, fill(c->f, p, ALLOC_BYTES / 4, c->k));
+	gc_cu_assert(cu, gc_cu_launch_fill(cu, (CUfunction)c->f->fill, p, ALLOC_BYTES / 4, c->k, 0));
 	gc_cu_assert(cu, cu->cuCtxSynchronize());
 	gc_assert_f(used(c->f, c->dev) >= c->f->used0[c->dev] + ALLOC_BYTES,
 		    "device %d: %llu bytes used with a %llu-byte allocation, %llu before", c->dev,
@@ -355,7 +345,7 @@ static bool launch_and_check(struct shared *s, uint32_t seed, uint32_t *host)
 	uint64_t bad;
 
 	STEP(s, cu->cuMemAlloc(&p, WORDS * 4));
-	STEP(s, fill(s->f, p, WORDS, seed));
+	STEP(s, gc_cu_launch_fill(cu, (CUfunction)s->f->fill, p, WORDS, seed, 0));
 	STEP(s, cu->cuMemcpyDtoH(host, p, WORDS * 4));
 	STEP(s, cu->cuMemFree(p));
 	bad = mismatches(host, WORDS, seed);
@@ -408,21 +398,6 @@ static void *worker(void *p)
 }
 
 /*
- * Wait for the workers; slow is not stuck: fail only when no round has
- * finished for STALL_S, naming the threads still inside the driver. They
- * are never joined, and s (on the heap) is left to them.
- */
-static void await_workers(struct shared *s, unsigned n)
-{
-	if (gc_progress_wait(&s->pg, n, STALL_S * 1000) == 0)
-		return;
-	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
-	gc_fail("deadlock: %u of %u threads still inside the driver, no round finished for %d s "
-		"(%lu rounds done)", n - gc_progress_finished(&s->pg), n, STALL_S,
-		gc_progress_rounds(&s->pg));
-}
-
-/*
  * concurrent-retain: 256 threads, each $GPUCONFORM_CONTEXT_ROUNDS rounds
  * (default 100) of retain -> allocate, launch, read back, check -> release,
  * spread over every device, so a context may be reset and created again
@@ -446,15 +421,14 @@ static void test_concurrent(void *data)
 		s->wk[i] = (struct worker){ s, i };
 		gc_assert(pthread_create(&th[i], NULL, worker, &s->wk[i]) == 0);
 	}
-	await_workers(s, THREADS);
+	gc_progress_await(&s->pg, THREADS, STALL_S, &s->stop, "the driver");
 	for (unsigned i = 0; i < THREADS; i++)
 		pthread_join(th[i], NULL);
 	gc_info("%u threads x %u rounds on %d devices: %lu rounds in %.2f s, %u problems; %lu "
 		"retains found the context inactive (a new generation, or a race with one)",
 		THREADS, s->rounds, s->f->ndev, gc_progress_rounds(&s->pg),
 		(double)(gc_now_ns() - t0) / 1e9, gc_problems_count(&s->pr), s->found_inactive);
-	gc_assert_f(gc_problems_count(&s->pr) == 0, "%u problems; the first: %s",
-		    gc_problems_count(&s->pr), s->pr.first);
+	gc_problems_assert_none(&s->pr);
 	gc_assert_cmpuint(gc_progress_rounds(&s->pg), ==, (unsigned long)THREADS * s->rounds);
 	expect_baseline(s->f, "after every thread's last release");
 	gc_problems_destroy(&s->pr);

@@ -197,7 +197,6 @@ struct shared {
 	struct gc_problems pr;
 	struct gc_progress pg; /* the watchdog's */
 	uint64_t t_end;        /* when the last worker finished (the watchdog polls too coarsely) */
-	unsigned long answers;
 	int stop;            /* atomic: the watcher's, and everyone's after a deadlock */
 	unsigned long polls; /* the watcher's */
 	double round_ns[THREADS];      /* each thread's mean init -> queries -> shutdown */
@@ -272,7 +271,6 @@ static bool one_round(struct shared *s, unsigned i)
 static void *worker(void *p)
 {
 	struct shared *s = ((struct worker *)p)->s;
-	unsigned long answers = 0;
 	uint64_t t0 = gc_now_ns();
 	unsigned i;
 
@@ -280,11 +278,9 @@ static void *worker(void *p)
 	     !__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE); i++) {
 		if (!one_round(s, i))
 			break;
-		answers++;
 		gc_progress_round(&s->pg);
 	}
 	pthread_mutex_lock(&s->lock);
-	s->answers += answers;
 	s->round_ns[((struct worker *)p)->id] = i ? (double)(gc_now_ns() - t0) / i : 0;
 	if (gc_now_ns() > s->t_end)
 		s->t_end = gc_now_ns();
@@ -323,21 +319,6 @@ static void *watcher(void *p)
 }
 
 /*
- * Wait for the workers. Slow is not stuck: the watchdog fails only when no
- * round has finished anywhere for STALL_S, naming the threads still inside
- * NVML. Those are never joined, and s (on the heap) is left to them.
- */
-static void await_workers(struct shared *s, unsigned n)
-{
-	if (gc_progress_wait(&s->pg, n, STALL_S * 1000) == 0)
-		return;
-	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
-	gc_fail("deadlock: %u of %u threads still inside NVML, no round finished for %d s "
-		"(%lu rounds done)", n - gc_progress_finished(&s->pg), n, STALL_S,
-		gc_progress_rounds(&s->pg));
-}
-
-/*
  * concurrent-sessions: 256 threads, each init -> queries by UUID -> shutdown
  * for `rounds` rounds ($GPUCONFORM_SESSION_ROUNDS, default 1000), while a
  * watcher holds its own session and polls: no deadlock (watchdog), no error,
@@ -365,7 +346,7 @@ static void run_workers(struct shared *s)
 		s->wk[i] = (struct worker){ s, i };
 		gc_assert(pthread_create(&s->th[i], NULL, worker, &s->wk[i]) == 0);
 	}
-	await_workers(s, s->nthreads);
+	gc_progress_await(&s->pg, s->nthreads, STALL_S, &s->stop, "NVML");
 	for (unsigned i = 0; i < s->nthreads; i++)
 		pthread_join(s->th[i], NULL);
 }
@@ -391,9 +372,9 @@ static void test_concurrent(void *data)
 	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
 	pthread_join(w, NULL);
 	gc_info("%u threads x %u rounds: %lu answers checked, watcher %lu polls, %u problems",
-		THREADS, s->rounds, s->answers, s->polls, gc_problems_count(&s->pr));
-	gc_assert_f(gc_problems_count(&s->pr) == 0, "%u problems; the first: %s", gc_problems_count(&s->pr), s->pr.first);
-	gc_assert_cmpuint(s->answers, ==, (unsigned long)THREADS * s->rounds);
+		THREADS, s->rounds, gc_progress_rounds(&s->pg), s->polls, gc_problems_count(&s->pr));
+	gc_problems_assert_none(&s->pr);
+	gc_assert_cmpuint(gc_progress_rounds(&s->pg), ==, (unsigned long)THREADS * s->rounds);
 	gc_assert_cmpint(devfds(), ==, s->f->fds0);
 	gc_metric("round-of-256", "ns", GC_LOWER_IS_BETTER, s->round_ns, THREADS);
 	if (s->polls > 1)
@@ -436,7 +417,7 @@ static void contention_case(void *arg)
 	if (c->watched)
 		pthread_join(w, NULL);
 	nv_ok(c->f, c->f->n.fn.shutdown());
-	gc_assert_f(gc_problems_count(&s->pr) == 0, "%u problems; the first: %s", gc_problems_count(&s->pr), s->pr.first);
+	gc_problems_assert_none(&s->pr);
 	gc_info("%u threads x %d rounds: %.0f ns of wall time per round%s (%lu polls)", c->threads,
 		CONTENTION_ROUNDS, per_round, c->watched ? ", a watcher polling" : "", s->polls);
 	gc_metric("round", "ns", GC_LOWER_IS_BETTER, s->round_ns, c->threads);
@@ -531,8 +512,7 @@ static void test_unpaired(void *data)
 	burst(s, false, UNPAIRED);
 	held = devfds();
 	burst(s, true, UNPAIRED);
-	gc_assert_f(gc_problems_count(&s->pr) == 0, "%u problems; the first: %s",
-		    gc_problems_count(&s->pr), s->pr.first);
+	gc_problems_assert_none(&s->pr);
 	r = f->n.fn.shutdown();
 	gc_info("%d device fds after %d concurrent inits, %d after as many shutdowns from other "
 		"threads, %d before; one more shutdown: %s", held, UNPAIRED, devfds(), f->fds0,
@@ -719,7 +699,7 @@ static void cost_cold(struct fx *f, double *lazy)
 	gc_metric("request-lazy", "ns", GC_LOWER_IS_BETTER, lazy, COST_REPS);
 }
 
-/* Warm, in a held session: an init / shutdown pair, and handle + memory (the persistent request). */
+/* Warm, in a held session: an init / shutdown pair, and handle + memory (a persistent request). */
 static void cost_warm(struct fx *f, double *query)
 {
 	double warm[COST_REPS];
