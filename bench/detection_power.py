@@ -92,12 +92,13 @@ def num(v: float | None) -> float:
 
 
 def run_once(build: Path, results: Path, slowdown: float) -> tuple[dict, float]:
-    env = {**os.environ, "GPUCONFORM_SELFTEST_SLOWDOWN": repr(slowdown)}
+    env = {**os.environ, "GPUCONFORM_SELFTEST_SLOWDOWN": repr(slowdown),
+           "GPUCONFORM_PYTHON": sys.executable}
     t0 = time.monotonic()
     # The kernel log is not watched: on a shared machine other jobs' messages
     # would end runs; the comparison is done here, not by the run.
     p = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "gpuconform"), "run", "--build", str(build), "--selftest",
+        [str(REPO_ROOT / "gpuconform"), "run", "--build", str(build), "--selftest",
          "-k", KEYWORD, "--results", str(results), "--kmsg", "off", "--taint-file", "off",
          "--no-baseline", "--no-report", "--retries", "0", "--progress", "off"],
         env=env, capture_output=True, text=True, timeout=600)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -39,13 +40,14 @@ def through_runner(binary: Path, n: int, tmp: Path, kmsg: bool) -> tuple[float, 
     (build / "gpuconform-selftest.txt").write_text(f"{binary}\n")
     results = tmp / "results"
     t0 = time.monotonic()
-    subprocess.run([sys.executable, str(REPO / "gpuconform"), "run", "--build", str(build),
+    subprocess.run([str(REPO / "gpuconform"), "run", "--build", str(build),
                     "--selftest", "--results", str(results), "--progress", "off",
                     "--no-baseline", "--no-report",
                     *([] if kmsg else ["--kmsg", "off", "--taint-file", "off"]),
                     "--", "-q", "-k", " or ".join(f"t{i:03d}" for i in range(n)) if n < 1000
                     else "selftest_many"],
-                   check=True, stdout=subprocess.DEVNULL)
+                   check=True, stdout=subprocess.DEVNULL,
+                   env={**os.environ, "GPUCONFORM_PYTHON": sys.executable})
     wall = time.monotonic() - t0
     tests = json.loads((results / "results.json").read_text())["tests"]
     return wall, [t["time"]["end"] - t["time"]["start"] for t in tests.values()]

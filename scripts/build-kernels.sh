@@ -16,6 +16,12 @@ out=data/kernels
 check=0
 if [ "${1:-}" = --check ]; then
 	check=1
+	# The committed outputs are clang 14's: another clang writes other bytes for the same source.
+	if ! "$CLANG" --version 2>/dev/null | grep -q 'clang version 14\.'; then
+		echo "build-kernels: no clang 14 here (Debian's clang-14): the committed device kernels" \
+			"were not rebuilt and compared with their source"
+		exit 0
+	fi
 	out=$(mktemp -d)
 	trap 'rm -rf "$out"' EXIT
 fi

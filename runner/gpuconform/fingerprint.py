@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-__all__ = ["Fingerprint", "current_fingerprint", "NONE"]
+__all__ = ["Fingerprint", "current_fingerprint", "device_ids", "NONE"]
 
 NONE = "none"
 # Fields that identify a machine for baselines; anything else is information.
@@ -253,6 +253,33 @@ def _cpu_model(root: Path) -> str:
     if "CPU part" in found:
         return f"arm implementer {found.get('CPU implementer', '?')} part {found['CPU part']}"
     return found.get("uarch") or found.get("cpu") or NONE
+
+
+def device_ids(root: Path = Path("/")) -> list[str]:
+    """What tells one host's GPUs from an identical host's, and is therefore
+    not in the fingerprint: NVIDIA's GPU UUIDs ("GPU UUID:" of
+    /proc/driver/nvidia/gpus/*/information), AMD's KFD unique_id of each GPU
+    node ("amd-<hex>"). For the record of a run (which host made which
+    baseline run), never for choosing a baseline."""
+    out: list[str] = []
+    try:
+        gpus = sorted((root / "proc/driver/nvidia/gpus").iterdir())
+    except OSError:
+        gpus = []
+    for d in gpus:
+        for line in (_read(d / "information") or "").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "GPU UUID" and value.strip():
+                out.append(value.strip())
+    try:
+        nodes = sorted((root / "sys/class/kfd/kfd/topology/nodes").iterdir())
+    except OSError:
+        nodes = []
+    for d in nodes:
+        props = _kfd_properties(_read(d / "properties") or "")
+        if props.get("simd_count") and props.get("unique_id"):
+            out.append(f"amd-{props['unique_id']:x}")
+    return out
 
 
 def current_fingerprint(

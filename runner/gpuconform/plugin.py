@@ -83,6 +83,7 @@ from .expectations import (
     load_expectations,
     should_retry,
 )
+from .fingerprint import device_ids
 from .journal import (
     JOURNAL_NAME,
     RUN_ID_ENV,
@@ -1209,6 +1210,7 @@ class GcSession:
             "retries": o.retries,
             "options": o.to_json(),
             "hostname": socket.gethostname(),
+            "devices": device_ids(),
             "kernel": f"{u.sysname} {u.release} {u.machine}",
             "platform": self.inputs.platform,
             "pytest_exitstatus": int(exitstatus),

@@ -18,6 +18,8 @@ import pytest
 _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
+# ./gpuconform, started by the tests, runs under the interpreter the tests run under.
+os.environ["GPUCONFORM_PYTHON"] = sys.executable
 
 from gc_testutil import MARKER_ENV, Selftests, build_dir, processes_with  # noqa: E402
 from gpuconform.manifest import SELFTEST_MANIFEST, read_manifest  # noqa: E402

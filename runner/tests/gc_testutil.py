@@ -85,6 +85,6 @@ class CliRun:
 
 def run_launcher(argv: list[str], env: dict[str, str], results: Path | None) -> CliRun:
     """`gpuconform ARGV` from the repository root, under HANG_GUARD_S."""
-    p = subprocess.run([sys.executable, str(LAUNCHER), *argv], capture_output=True, text=True,
+    p = subprocess.run([str(LAUNCHER), *argv], capture_output=True, text=True,
                        timeout=HANG_GUARD_S, env=env, cwd=REPO_ROOT)
     return CliRun(p.returncode, p.stdout, p.stderr, results or Path("/nonexistent"))

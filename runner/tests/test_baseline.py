@@ -778,7 +778,7 @@ def test_compare_results_bad_input(tmp_path: Path) -> None:
 def gpuconform(selftests: Selftests, results_dir: Path, keyword: str,
                env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(REPO_ROOT / "gpuconform"), "run", "--build", str(selftests.build),
+        [str(REPO_ROOT / "gpuconform"), "run", "--build", str(selftests.build),
          "--selftest", "-k", keyword, "--results", str(results_dir),
          *RUN_ISOLATED],
         env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=300)

@@ -321,7 +321,7 @@ def test_sigterm_to_the_runner_kills_the_running_test(selftests: Selftests, tmp_
     env = dict(os.environ, **{MARKER_ENV: marker})
     results = tmp_path / "r"
     proc = subprocess.Popen(
-        [sys.executable, str(LAUNCHER), "run", "--results", str(results), "--build",
+        [str(LAUNCHER), "run", "--results", str(results), "--build",
          str(selftests.build), "--selftest", "--timeout", "600", "-k", "sleep-forever"],
         env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

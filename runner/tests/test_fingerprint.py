@@ -164,3 +164,23 @@ def test_this_machine() -> None:
     assert v is None or re.fullmatch(r"\d+\.\d+", v)
     if not Path("/proc/driver/nvidia/version").exists() and not Path("/sys/class/kfd").exists():
         assert f.gpu_model == "none"
+
+
+def test_device_ids_nvidia_and_amd(tmp_path: Path) -> None:
+    """Device identities for a run's record: NVIDIA GPU UUIDs, AMD KFD unique ids
+    of GPU nodes (CPU nodes have no SIMDs); none on a machine without GPUs."""
+    from gpuconform.fingerprint import device_ids
+
+    assert device_ids(tmp_path) == []
+    g = tmp_path / "proc/driver/nvidia/gpus/0000:01:00.0"
+    g.mkdir(parents=True)
+    g.joinpath("information").write_text(
+        "Model: \t\t NVIDIA H100 80GB HBM3\nGPU UUID: \t GPU-0123abcd-0000-1111-2222-333344445555\n")
+    cpu = tmp_path / "sys/class/kfd/kfd/topology/nodes/0"
+    gpu = tmp_path / "sys/class/kfd/kfd/topology/nodes/1"
+    cpu.mkdir(parents=True)
+    gpu.mkdir(parents=True)
+    cpu.joinpath("properties").write_text("simd_count 0\nunique_id 0\n")
+    gpu.joinpath("properties").write_text("simd_count 304\nunique_id 5036709208347297025\n")
+    assert device_ids(tmp_path) == ["GPU-0123abcd-0000-1111-2222-333344445555",
+                                    "amd-45e5fc56e07ac501"]

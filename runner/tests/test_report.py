@@ -365,7 +365,7 @@ def test_chromium_renders_the_synthetic_report(tmp_path: Path) -> None:
 def test_chromium_renders_a_real_selftest_run(selftests: Selftests, tmp_path: Path) -> None:
     results = tmp_path / "run"
     p = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "gpuconform"), "run", "--build", str(selftests.build),
+        [str(REPO_ROOT / "gpuconform"), "run", "--build", str(selftests.build),
          "--selftest", "-k", "metrics", "--results", str(results),
          *RUN_ISOLATED],
         capture_output=True, text=True, timeout=300)

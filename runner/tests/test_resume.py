@@ -132,7 +132,7 @@ def last_starts(lines: list[dict[str, Any]], done: dict[str, Any]) -> list[dict[
 
 
 def launch(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, str(LAUNCHER), *args], env=env, cwd=REPO_ROOT,
+    return subprocess.Popen([str(LAUNCHER), *args], env=env, cwd=REPO_ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
@@ -270,7 +270,7 @@ def test_kill_9_and_resume(selftests: Selftests, tmp_path: Path, marker_env: byt
 
 def test_resume_errors(tmp_path: Path) -> None:
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, str(LAUNCHER), *args], capture_output=True,
+        return subprocess.run([str(LAUNCHER), *args], capture_output=True,
                               text=True, timeout=HANG_GUARD_S, cwd=REPO_ROOT)
 
     r = cli("resume", str(tmp_path))
@@ -298,7 +298,7 @@ def test_resume_of_a_live_run_is_refused(selftests: Selftests, tmp_path: Path,
         while not (results / "run.json").exists():
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.005)
-        r = subprocess.run([sys.executable, str(LAUNCHER), "resume", str(results)],
+        r = subprocess.run([str(LAUNCHER), "resume", str(results)],
                            capture_output=True, text=True, timeout=HANG_GUARD_S, cwd=REPO_ROOT)
         assert r.returncode == 2 and r.stderr.count("\n") == 1
         assert "the run is still going" in r.stderr

@@ -390,7 +390,7 @@ def test_progress_line(selftests: Selftests, tmp_path: Path) -> None:
     r = run(selftests, tmp_path / "r", *sel, "--progress", "plain")
     assert r.returncode == 0
     assert "gpuconform: [2/2] 1 pass, 1 skip | ETA 0s\n" in r.stderr
-    p = subprocess.run([sys.executable, str(LAUNCHER), "run", "--build", str(selftests.build),
+    p = subprocess.run([str(LAUNCHER), "run", "--build", str(selftests.build),
                         "--selftest", "--results", str(tmp_path / "r2"), "--no-baseline",
                         "--kmsg", "off", *sel,
                         "--progress", "tty"], capture_output=True, timeout=HANG_GUARD_S,
