@@ -7,6 +7,11 @@ Modules, from the bottom up:
   manifest  the manifest files meson writes (one binary a line)
   execute   running one binary: process group, timeout, temp-file output, stray processes
   results   per-test records, results.json and the summary
+  jsondoc   JSON files read with one-line errors that name the file, line and field
+  gate      the regression gate: from K clean runs, a metric's limit and MDE, or trend only
+  baseline  baseline files (one summary per clean run), update, and a run judged by the gate
+  compare   `gpuconform compare A B`: state changes and sample-level metric deltas
+  fmt       numbers as the runner prints them (units, percentages, p-values)
   plugin    the pytest plugin (collection, items, recording)
   cli       the `gpuconform` command
 """

@@ -5,7 +5,7 @@
     gpuconform list     [--build DIR] [--selftest] [--testlist ...] [--include RE] ...
     gpuconform resume   RESULTS_DIR [-- PYTEST ARGS...]
     gpuconform compare  A B
-    gpuconform baseline update RESULTS [--out FILE]
+    gpuconform baseline update RESULTS... [--out FILE] [--append]
     gpuconform report   RESULTS
     gpuconform merge    OUT DIR...
     gpuconform doctor   [--scratch-dir DIR] [--fix] [--json]
@@ -187,12 +187,13 @@ def build_parser() -> argparse.ArgumentParser:
     bl = sub.add_parser("baseline", help="timing baselines")
     blsub = bl.add_subparsers(dest="baseline_command", metavar="ACTION", required=True)
     up = blsub.add_parser("update", help="make or update the baseline of a run's fingerprint")
-    up.add_argument("results", metavar="RESULTS", type=Path)
+    up.add_argument("results", metavar="RESULTS", type=Path, nargs="+",
+                    help="results directories of clean runs, each one run of the baseline")
     up.add_argument("--out", metavar="FILE", type=Path, default=None,
                     help="baseline file (default data/baselines/<fingerprint key>.json)")
     up.add_argument("--append", action="store_true",
-                    help="add this run's samples to the baseline's instead of replacing them "
-                    "(a baseline pooled from several clean runs carries run-to-run drift)")
+                    help="add these runs to the baseline's runs instead of replacing them "
+                    "(the gate needs 3 runs, 5 or more on 2 hosts or more to be useful)")
 
     rep = sub.add_parser("report", help="write RESULTS/report.html")
     rep.add_argument("results", metavar="RESULTS", type=Path)
@@ -432,7 +433,7 @@ def _call(fn: Any, *a: Any, **kw: Any) -> Any:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    text = _call(_helper("baseline", "compare_results"), args.a, args.b)
+    text = _call(_helper("compare", "compare_results"), args.a, args.b)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return EXIT_OK
 

@@ -957,7 +957,7 @@ class GcSession:
         if o.no_baseline:
             return
         try:
-            from .baseline import find_baseline, load_baseline
+            from .baseline import check_fingerprint, find_baseline, load_baseline
             from .fingerprint import Fingerprint
 
             if self.inputs.fingerprint is None:
@@ -970,7 +970,9 @@ class GcSession:
                 self.messages.append(f"baseline: none for fingerprint {fp.key()} in {where}")
                 return
             self.baseline_path = path
-            self.baseline = load_baseline(path)
+            baseline = load_baseline(path)
+            check_fingerprint(baseline, fp)
+            self.baseline = baseline
         except Exception as e:  # noqa: BLE001 - reported in one line; the run goes on
             self.baseline_error = f"baseline: {_oneline(e) or type(e).__name__}"
 

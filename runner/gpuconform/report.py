@@ -4,10 +4,12 @@
 
 From results_dir/results.json:
   - a summary (totals, the run, the fingerprint, the metric verdicts);
-  - per metric an inline SVG strip + box plot: the baseline's samples and this
-    run's, medians marked, with the comparison's verdict and its evidence
-    (results.json "comparisons": a list of baseline.Comparison.to_json(); a
-    run without them plots this run's samples alone);
+  - per metric an inline SVG strip + box plot: the baseline's runs (one
+    good-half mean each: what the gate compares) and this run's samples,
+    medians marked, with the comparison's verdict and its evidence, and a
+    mark on metrics the baseline keeps for trends only (results.json
+    "comparisons": baseline.GateComparison.to_json(); a run without them
+    plots this run's samples alone);
   - where the run holds gap.MODE.SHAPE metrics (the bubbles binaries), a
     "Dispatch gaps" section: per shape one plot of every mode's gaps on a
     shared axis, p50 / p99 / max and bubbles per mode beside it, the
@@ -53,7 +55,7 @@ _STATE_COLOURS = {
 }
 _VERDICT_COLOURS = {
     "regression": "#c62828", "improvement": "#2e7d32", "unchanged": "#1565c0",
-    "new": "#6a1b9a", "missing": "#ef6c00", "insufficient": "#757575",
+    "trend": "#546e7a", "new": "#6a1b9a", "missing": "#ef6c00", "insufficient": "#757575",
 }
 _BASE_COLOUR = "#78909c"
 
@@ -575,7 +577,7 @@ def _metric_sections(data: Mapping[str, Any]) -> tuple[list[str], int]:
     comps = {c["key"]: c for c in _comparisons(data)}
     run = _run_metrics(tests)
     order = {"regression": 0, "improvement": 1, "missing": 2, "new": 3, "insufficient": 4,
-             "unchanged": 5}
+             "unchanged": 5, "trend": 6}
     keys = sorted(set(comps) | set(run),
                   key=lambda k: (order.get(str(comps.get(k, {}).get("verdict")), 6), k))
     out: list[str] = []
@@ -591,11 +593,17 @@ def _metric_sections(data: Mapping[str, Any]) -> tuple[list[str], int]:
             base = _floats(c.get("samples_base"))
             runs = _floats(c.get("samples_run")) or (_floats(m.get("samples")) if m else [])
             if base:
-                rows.append((f"baseline n={len(base)}", base, _BASE_COLOUR))
+                # a gate comparison's baseline: one statistic per clean run, not samples
+                label = (f"baseline: {len(base)} runs" if "baseline_runs" in c
+                         else f"baseline n={len(base)}")
+                rows.append((label, base, _BASE_COLOUR))
             if runs:
                 rows.append((f"this run n={len(runs)}", runs,
                              _VERDICT_COLOURS.get(verdict, "#1565c0")))
             head = f"{_verdict_badge(verdict)} "
+            if c.get("trend"):
+                head += '<span class="muted">(trend only: never fails a night)</span> '
+
             explain = f'<div class="explain">{_e(c.get("explain", ""))}</div>'
         else:
             runs = _floats(m.get("samples")) if m else []

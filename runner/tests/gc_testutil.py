@@ -88,3 +88,21 @@ def run_launcher(argv: list[str], env: dict[str, str], results: Path | None) -> 
     p = subprocess.run([str(LAUNCHER), *argv], capture_output=True, text=True,
                        timeout=HANG_GUARD_S, env=env, cwd=REPO_ROOT)
     return CliRun(p.returncode, p.stdout, p.stderr, results or Path("/nonexistent"))
+
+
+def gate_baseline(metrics: dict[str, tuple[str, str, list[list[float]]]],
+                  fingerprint: dict[str, str] | None = None,
+                  durations: dict[str, float] | None = None) -> Any:
+    """A baseline.Baseline of made-up clean runs: per metric key (unit,
+    better, one sample list per run), summarized as `baseline update` does."""
+    from gpuconform import gate
+    from gpuconform.baseline import Baseline, BaselineMetric, RunInfo
+
+    n = max(len(rs) for _, _, rs in metrics.values())
+    runs = [RunInfo(f"results/run{i}", "2026-01-01T00:00:00Z", f"host{i % 2}", (f"GPU-{i % 2}",))
+            for i in range(n)]
+    ms = {k: BaselineMetric(unit, better,
+                            tuple(gate.summarize(i, r, better) for i, r in enumerate(rs)),
+                            gate.resolution(x for r in rs for x in r))
+          for k, (unit, better, rs) in metrics.items()}
+    return Baseline(fingerprint or {}, "2026-01-01T00:00:00Z", runs, ms, durations or {})

@@ -17,15 +17,8 @@ from typing import Any
 
 import pytest
 
-from gc_testutil import REPO_ROOT, Selftests
-from gpuconform.baseline import (
-    Baseline,
-    BaselineError,
-    BaselineMetric,
-    compare_run,
-    load_baseline,
-    update_baseline,
-)
+from gc_testutil import REPO_ROOT, Selftests, gate_baseline
+from gpuconform.baseline import BaselineError, compare_run, load_baseline, update_baseline
 from gpuconform.report import render_html, write_html
 
 HOSTILE = ('<script>document.title="pwned"</script></pre></td><b id="injected">x</b>'
@@ -69,16 +62,23 @@ def synthetic() -> dict[str, Any]:
 
 def with_comparisons(data: dict[str, Any]) -> dict[str, Any]:
     base = [1000.0 + 7 * i + (i % 5) * 13 for i in range(30)]
-    b = Baseline({}, "", "", {
-        "bin@fast:lat": BaselineMetric("ns", "lower", tuple(base)),
-        "bin@slow:lat": BaselineMetric("ns", "lower", tuple(base)),
-        "bin@broken:gone": BaselineMetric("ns", "lower", (1.0, 2.0, 3.0)),
-    }, {})
-    comps = compare_run(data["tests"], b)
+    runs = [[x * (1 + d) for x in base] for d in (0.0, 0.002, -0.001, 0.001, -0.002)]
+    noisy = [[x * f for x in base] for f in (1.0, 1.5, 0.7, 1.2, 0.9)]
+    b = gate_baseline({
+        "bin@fast:lat": ("ns", "lower", runs),
+        "bin@slow:lat": ("ns", "lower", runs),
+        "bin@slow:noisy": ("ns", "lower", noisy),
+        "bin@broken:gone": ("ns", "lower", [[1.0], [2.0], [3.0]]),
+    })
+    tests = dict(data["tests"])
+    tests["bin@slow"] = {**tests["bin@slow"],
+                         "metrics": tests["bin@slow"]["metrics"] + [metric("slow", "noisy", base)]}
+    comps = compare_run(tests, b)
     verdicts = {c.key: c.verdict for c in comps}
     assert verdicts == {"bin@fast:lat": "regression", "bin@slow:lat": "unchanged",
-                        "bin@fast:bw": "new", "bin@broken:gone": "missing"}
-    return {**data, "comparisons": [c.to_json() for c in comps]}
+                        "bin@slow:noisy": "trend", "bin@fast:bw": "new",
+                        "bin@broken:gone": "missing"}
+    return {**data, "tests": tests, "comparisons": [c.to_json() for c in comps]}
 
 
 def write(d: Path, data: dict[str, Any]) -> Path:
@@ -112,14 +112,18 @@ def test_page_is_self_contained_and_escaped(tmp_path: Path) -> None:
     assert "&lt;b id=&quot;injected&quot;&gt;" in page
     assert "\\x1b[31mred" in page and "\\x00 nul" in page and "\x00" not in page
     assert "&amp;amp;" in page
-    # plots: 3 metrics with samples (fast:lat, fast:bw, slow:lat), the missing
-    # one's baseline samples, and the duration chart
-    assert page.count('<svg class="plot"') == plots_expected(page) == 5
-    assert page.count('class="median"') == 2 + 2 + 1 + 1  # two rows for fast:lat, slow:lat
-    # verdicts and their evidence, regressions first
-    assert page.index("bin@fast:lat") < page.index("bin@slow:lat")
-    assert "regression: median" in page and "Mann-Whitney one-sided p=" in page
+    # plots: 4 metrics with samples (fast:lat, fast:bw, slow:lat, slow:noisy), the
+    # missing one's baseline runs, and the duration chart
+    assert page.count('<svg class="plot"') == plots_expected(page) == 6
+    # two rows for fast:lat, slow:lat, slow:noisy: each baseline run's statistic, this run
+    assert page.count('class="median"') == 2 + 2 + 2 + 1 + 1
+    assert page.count("baseline: 5 runs") == 3 and "baseline: 3 runs" in page
+    # verdicts and their evidence, regressions first, trends last and marked
+    assert page.index("bin@fast:lat") < page.index("bin@slow:lat") < page.index("bin@slow:noisy")
+    assert "regression: good-half mean" in page and "beyond the limit 2.5%" in page
     assert "missing: bin@broken ended fail without recording it" in page
+    assert page.count("(trend only: never fails a night)") == 2  # slow:noisy, broken:gone
+    assert "trend: good-half mean" in page and "kept for trends only: MDE" in page
 
 
 def test_results_table_failures_first(tmp_path: Path) -> None:
@@ -372,7 +376,7 @@ def test_chromium_renders_a_real_selftest_run(selftests: Selftests, tmp_path: Pa
     assert (results / "results.json").is_file(), p.stdout + p.stderr
     assert p.returncode == 1  # bad-name and not-finite fail on purpose
     # this run against a baseline of itself: every verdict path of a real file
-    b = load_baseline(update_baseline(results, tmp_path / "baseline.json"))
+    b = load_baseline(update_baseline([results] * 3, tmp_path / "baseline.json"))
     data = json.loads((results / "results.json").read_text())
     data["comparisons"] = [c.to_json() for c in compare_run(data["tests"], b)]
     keys = {c["key"] for c in data["comparisons"]}

@@ -328,14 +328,16 @@ def test_unreadable_kernel_log_is_said_once(selftests: Selftests, tmp_path: Path
 
 
 def write_baseline(directory: Path, latency: list[float]) -> Path:
-    from gpuconform.baseline import Baseline, BaselineMetric, write_baseline as wb
+    """A baseline of this machine's fingerprint: 5 clean runs of
+    selftest_metrics@metrics:latency, latency scaled by 1.000-1.004."""
+    from gc_testutil import gate_baseline
+    from gpuconform.baseline import write_baseline as wb
     from gpuconform.fingerprint import current_fingerprint
 
     fp = current_fingerprint()
-    b = Baseline(fp.to_json(), "2024-01-01T00:00:00Z", "test",
-                 {"selftest_metrics@metrics:latency": BaselineMetric("ns", "lower",
-                                                                      tuple(latency))},
-                 {"selftest_metrics@metrics": 0.01})
+    runs = [[x * (1 + i / 1000) for x in latency] for i in range(5)]
+    b = gate_baseline({"selftest_metrics@metrics:latency": ("ns", "lower", runs)}, fp.to_json(),
+                      {"selftest_metrics@metrics": 0.01})
     directory.mkdir(parents=True, exist_ok=True)
     path: Path = wb(b, directory / f"{fp.key()}.json")
     return path
@@ -353,7 +355,8 @@ def test_baseline_regression_is_unexpected_unless_expected(selftests: Selftests,
     assert comps["selftest_metrics@metrics:latency"]["verdict"] == "regression"
     assert comps["selftest_metrics@metrics:bandwidth"]["verdict"] == "new"
     assert r.json()["outcome"]["regressions"] == 1
-    assert "metric regressions:\n  selftest_metrics@metrics:latency: regression: median" in r.stdout
+    assert "metric regressions:\n  selftest_metrics@metrics:latency: regression: good-half " \
+        "mean" in r.stdout
     assert "1 metric regression(s)" in r.stderr
     assert (r.results / "report.html").is_file()
     ok = cli("run", "--build", str(selftests.build), "--selftest", "--results",
@@ -380,6 +383,38 @@ def test_unusable_baseline_keeps_the_results(selftests: Selftests, tmp_path: Pat
     assert err.startswith(f"baseline: {path}") and "\n" not in err
     assert f"gpuconform: {err}" in r.stdout and "Traceback" not in r.stdout + r.stderr
     assert "BASELINE NOT COMPARED" in (r.results / "summary.txt").read_text()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "other-fingerprint", "hand-edited"])
+def test_a_bad_baseline_is_one_line_naming_the_file_and_line(selftests: Selftests,
+                                                            tmp_path: Path, damage: str) -> None:
+    """A baseline cut short, one of another fingerprint filed under this
+    machine's key, one edited by hand: the run keeps every result, exits 1,
+    and says which file and line in one line."""
+    bdir = tmp_path / "baselines"
+    path = write_baseline(bdir, [100.0, 101.0, 102.0])
+    text = path.read_text()
+    if damage == "truncated":
+        path.write_text(text[: len(text) // 2])
+        want = f"baseline: {path}:"
+    elif damage == "other-fingerprint":
+        j = json.loads(text)
+        j["fingerprint"]["gpu_model"] = "1x NVIDIA L4"
+        path.write_text(json.dumps(j, indent=1))
+        line = next(i for i, x in enumerate(path.read_text().splitlines(), 1)
+                    if '"fingerprint"' in x)
+        want = f"baseline: {path}:{line}: fingerprint: the baseline is for 1x NVIDIA L4;"
+    else:
+        path.write_text(text.replace('"power": 0.95', '"power": 0.9'))
+        want = f"baseline: {path}:"
+    r = cli("run", "--build", str(selftests.build), "--selftest", "--results",
+            str(tmp_path / "r"), "--kmsg", "off", "--include", "^selftest_metrics@metrics$",
+            "--baselines", str(bdir), results=tmp_path / "r")
+    assert r.returncode == 1
+    assert r.tests()["selftest_metrics@metrics"]["result"] == "pass"  # nothing lost
+    err = r.json()["baseline"]["error"]
+    assert err.startswith(want) and "\n" not in err, err
+    assert f"gpuconform: {err}" in r.stdout and "Traceback" not in r.stdout + r.stderr
 
 
 # ---------------------------------------------------------------- progress

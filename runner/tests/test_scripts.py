@@ -131,7 +131,8 @@ def test_deps_apt_cannot_help_one_line_per_missing_essential(tmp_path: Path) -> 
     assert p.returncode == 1 and p.stdout == ""
     lines = p.stderr.splitlines()
     assert [x.split(":")[1].strip() for x in lines] == [
-        "missing meson", "missing ninja", "missing cc", "no Python to run the runner"], lines
+        "missing meson", "missing ninja", "missing cc", "no Python to run the runner",
+        "missing scipy"], lines
     assert all("apt-get could not install it" in x for x in lines)
     assert not any(w in p.stderr for w in ("libhsa", "chromium", "clang-14", "pkg-config"))
 
@@ -140,7 +141,7 @@ def test_deps_not_debian(tmp_path: Path) -> None:
     d = bin_dir(tmp_path, *TOOLS)
     p = run_deps(deps_env(tmp_path, d))
     assert p.returncode == 1 and p.stdout == ""
-    assert len(p.stderr.splitlines()) == 4
+    assert len(p.stderr.splitlines()) == 5
     assert "missing meson: install the Debian package meson, or python3 -m pip install meson " \
         "[no apt-get here]" in p.stderr
 

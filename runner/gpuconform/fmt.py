@@ -1,0 +1,49 @@
+"""Numbers as the runner prints them: a value in a unit that suits it, a
+relative change, a p-value."""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["value", "pct", "pct_abs", "p_value"]
+
+_TIME_SCALE = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def value(v: float | None, unit: str) -> str:
+    """"1.884e+07 ns" as "18.84 ms": time units scaled to put the value in
+    [1, 1000); other units as they are, 4 significant digits."""
+    if v is None:
+        return "?"
+    if not math.isfinite(v):
+        return f"{v} {unit}".rstrip()
+    if unit in _TIME_SCALE and v != 0:
+        secs = abs(v) * _TIME_SCALE[unit]
+        best = "ns"
+        for name, scale in _TIME_SCALE.items():
+            if secs >= scale:
+                best = name
+        return f"{v * _TIME_SCALE[unit] / _TIME_SCALE[best]:.4g} {best}"
+    return f"{v:.4g} {unit}".rstrip()
+
+
+def pct(v: float | None) -> str:
+    """A signed relative change: 0.0462 "+4.62%"."""
+    if v is None:
+        return "?"
+    if math.isinf(v):
+        return "+inf%" if v > 0 else "-inf%"
+    return f"{100 * v:+.2f}%"
+
+
+def pct_abs(v: float | None) -> str:
+    """A relative size, 3 significant digits: 0.025 "2.5%"."""
+    if v is None:
+        return "?"
+    return "inf%" if math.isinf(v) else f"{100 * v:.3g}%"
+
+
+def p_value(v: float | None) -> str:
+    if v is None:
+        return "?"
+    return "<1e-300" if v < 1e-300 else f"{v:.2g}"  # the normal tail underflows to 0

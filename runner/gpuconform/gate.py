@@ -1,0 +1,240 @@
+"""The regression gate: from K clean runs of a fingerprint, per metric, the
+change a night must exceed to be a regression (the limit), the smallest change
+it catches 19 times in 20 (the minimum detectable effect, MDE), and whether
+the metric is steady enough to gate at all or is kept for trends.
+
+The unit of replication is the run, not the sample. The samples of one run
+share that run's offset (the host, the boot, the clocks, what else ran), so
+clean runs compared sample by sample routinely differ at p < 1e-10, and the
+baselines' own measurements show it (data/baselines/README.md): on the H100
+machines a GPU-timed graph's time agrees within 0.1% between runs on one host
+and differs by 1% between hosts, while host-side latencies move 10-70% from
+run to run on one host. So each run is reduced to one number and a night is
+judged as one more draw of it:
+
+  statistic  g = the mean of the run's good half: its samples at or better
+             than the median (the smaller half when lower is better). The
+             good half, because interference only ever makes a sample worse,
+             so the best half is what the environment disturbs least while a
+             slower driver moves every sample; its mean rather than a
+             quartile, because many GPU timings are quantized (a 32 ns clock
+             under 768 ns gaps: a quartile jumps 4% at a time while the mean
+             of hundreds of samples resolves far less).
+  spread     s = the standard deviation of ln g over the K baseline runs.
+  limit      L = the largest of
+               ln(1 + min_effect / 2)  no change smaller than half the
+                                       smallest effect worth catching is a
+                                       regression, however steady the metric;
+               ln(1 + 2 res / c)       two steps of the metric's resolution
+                                       res (the smallest difference between
+                                       two of its samples) relative to its
+                                       centre c: a timing that can only move
+                                       in steps must move by two;
+               t(1 - a, K - 1) s sqrt(1 + 1/K)
+                                       the prediction bound: for normal run
+                                       offsets a clean run lies beyond it with
+                                       probability a, s estimated from K runs
+                                       (Student's t); a = alpha / M, M the
+                                       metrics that can gate, so that a clean
+                                       night of all of them is flagged with
+                                       probability at most alpha (Bonferroni).
+  verdict    regression when the night's ln g lies more than L beyond the mean
+             of the runs' ln g in the bad direction, improvement in the good.
+  MDE        exp(L + z(power) s sqrt(1 + 1/K)) - 1: the change that lands
+             beyond L in `power` of the nights.
+  trend      a metric gates only when its MDE is at most trend_above (20%)
+             and its spread is known (K >= 3, g > 0, and the runs differ or
+             its resolution is known), and it is not a maximum (a name whose
+             first part is "max" or ends in "-max", as lib/gaps' gap-max: one
+             extreme a run, whose run-to-run spread is nothing like normal:
+             left out of 5 H100 runs, each of 4 others flagged one at 3-11%
+             beyond a 0.1-0.2% spread), and, when each run recorded one
+             sample (a percentile or a ratio the test computed), its runs
+             all differ: ties mean a statistic of quantized samples (a p99 of
+             32 ns steps: 1.179 in 5 runs, 1.222 on a third host, +3.7%, one
+             step) whose next step no spread of the runs foretells; otherwise it is kept for trends:
+             compared, plotted, reported with its change, never a failure.
+
+Pure functions of numbers; scipy.stats gives Student's t.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from statistics import NormalDist
+from typing import Iterable, Sequence
+
+__all__ = ["Gate", "RunSummary", "Assessment", "good_half_mean", "summarize", "resolution",
+           "is_maximum", "assess", "shift", "judge", "MIN_RUNS", "SUMMARY_FIELDS"]
+
+MIN_RUNS = 3
+# What a baseline keeps of each run of a metric, in this order.
+SUMMARY_FIELDS = ("run", "n", "min", "p25", "p50", "p75", "max", "g")
+
+
+@dataclass(frozen=True)
+class Gate:
+    min_effect: float = 0.05  # the smallest change the suite means to catch
+    alpha: float = 0.05  # chance that a clean night flags any metric
+    power: float = 0.95  # how often a change of the MDE is caught
+    trend_above: float = 0.20  # an MDE above this: kept for trends
+
+    def to_json(self) -> dict[str, float]:
+        return {"min_effect": self.min_effect, "alpha": self.alpha, "power": self.power,
+                "trend_above": self.trend_above}
+
+
+def good_half_mean(samples: Sequence[float], better: str) -> float:
+    """The mean of the better half: the ceil(n/2) smallest samples when lower
+    is better, the largest when higher is better."""
+    if not samples:
+        raise ValueError("no samples")
+    xs = sorted(samples, reverse=(better == "higher"))
+    half = xs[: (len(xs) + 1) // 2]
+    return math.fsum(half) / len(half)
+
+
+def _quantile(xs: Sequence[float], q: float) -> float:
+    """Linear interpolation between order statistics (numpy's default)."""
+    h = (len(xs) - 1) * q
+    lo = math.floor(h)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (h - lo) * (xs[hi] - xs[lo])
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One run of one metric, as a baseline keeps it."""
+    run: int  # index into the baseline's runs
+    n: int
+    min: float
+    p25: float
+    p50: float
+    p75: float
+    max: float
+    g: float  # good_half_mean: what the gate compares
+
+    def to_json(self) -> list[float | int]:
+        return [self.run, self.n, self.min, self.p25, self.p50, self.p75, self.max, self.g]
+
+
+def _round(v: float) -> float:
+    """6 significant digits: a baseline stays readable; the gate is computed
+    from the rounded numbers, so a file agrees with itself."""
+    return float(f"{v:.6g}")
+
+
+def summarize(run: int, samples: Sequence[float], better: str) -> RunSummary:
+    xs = sorted(samples)
+    if not xs:
+        raise ValueError("no samples")
+    return RunSummary(run, len(xs), *(_round(v) for v in (
+        xs[0], _quantile(xs, 0.25), _quantile(xs, 0.5), _quantile(xs, 0.75), xs[-1],
+        good_half_mean(xs, better))))
+
+
+def resolution(values: Iterable[float]) -> float | None:
+    """The smallest positive difference between two of the values: the step a
+    quantized timing moves by (a clock's tick); None when they are all equal."""
+    v = sorted(set(values))
+    steps = [b - a for a, b in zip(v, v[1:]) if b > a]
+    return _round(min(steps)) if steps else None
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """What K baseline runs of one metric say about it."""
+    runs: int
+    center: float | None  # exp(mean ln g): the reference
+    spread: float | None  # s: the standard deviation of ln g
+    limit: float | None  # exp(L) - 1: the relative change a night must exceed
+    mde: float | None  # exp(L + z s') - 1
+    trend: str | None  # why it is kept for trends only; None: it gates
+
+    @property
+    def gates(self) -> bool:
+        return self.trend is None
+
+
+def is_maximum(name: str) -> bool:
+    """A metric of one extreme a run ("gap-max.graph.chain16", "max.x")."""
+    kind = name.split(".", 1)[0]
+    return kind == "max" or kind.endswith("-max")
+
+
+def assess(gs: Sequence[float], res: float | None, family: int, gate: Gate,
+           name: str = "", single: bool = False) -> Assessment:
+    """gs: each run's g; res: the metric's resolution; family: how many
+    metrics of the baseline can gate (the Bonferroni count); name: the
+    metric's NAME; single: every run recorded one sample."""
+    k = len(gs)
+    if k < MIN_RUNS:
+        return Assessment(k, None, None, None, None,
+                          f"{k} run(s): its run-to-run spread needs {MIN_RUNS}")
+    if min(gs) <= 0:
+        return Assessment(k, None, None, None, None,
+                          "a run's statistic is 0 or less: a relative change means nothing")
+    logs = [math.log(g) for g in gs]
+    mean = math.fsum(logs) / k
+    center = math.exp(mean)
+    # equal runs: exactly 0, not the rounding residue of their logs
+    s = 0.0 if max(gs) == min(gs) else math.sqrt(math.fsum((y - mean) ** 2 for y in logs) / (k - 1))
+    if s == 0 and res is None:
+        return Assessment(k, center, 0.0, None, None,
+                          f"all {k} runs gave {center:.6g} and it has no finer step: "
+                          "its spread is unknown")
+    sp = s * math.sqrt(1 + 1 / k)
+    bound = _student_t(1 - gate.alpha / max(1, family), k - 1) * sp
+    floor = math.log(1 + gate.min_effect / 2)
+    step = math.log(1 + 2 * res / center) if res is not None else 0.0
+    log_limit = max(floor, step, bound)
+    mde = math.exp(log_limit + NormalDist().inv_cdf(gate.power) * sp) - 1
+    limit = math.exp(log_limit) - 1
+    trend = None
+    if single and len(set(gs)) < k:
+        trend = (f"one sample a run, and {k - len(set(gs)) + 1} of its {k} runs gave the same "
+                 "value: a statistic of quantized samples, whose next step it cannot show")
+    elif is_maximum(name):
+        trend = "a maximum: one extreme a run, its run-to-run spread is not normal"
+    elif mde > gate.trend_above:
+        why = ("the spread of its runs" if bound >= max(floor, step)
+               else "its resolution" if step > floor else "the gate's floor")
+        trend = (f"MDE {mde:.3g} > {gate.trend_above:g}: too noisy to gate "
+                 f"(limit {limit:.3g}, set by {why})")
+    return Assessment(k, center, s, limit, mde, trend)
+
+
+@lru_cache(maxsize=256)
+def _student_t(p: float, df: int) -> float:
+    """Student's t quantile, from scipy (imported here: only the gate needs it)."""
+    try:
+        from scipy.stats import t
+    except ImportError:
+        raise ImportError(f"the regression gate needs scipy (Student's t) in {sys.executable}: "
+                          "sudo apt-get install python3-scipy, or python3 -m pip install "
+                          "scipy") from None
+    return float(t.ppf(p, df))
+
+
+def shift(center: float, g: float, better: str) -> float:
+    """The night's change relative to the centre, positive when worse:
+    g / center - 1 for lower-is-better, center / g - 1 for higher (so that a
+    throughput halved reads +1.0, a time doubled +1.0, alike)."""
+    if g <= 0:
+        return -math.inf if better == "lower" else math.inf
+    return g / center - 1 if better == "lower" else center / g - 1
+
+
+def judge(a: Assessment, g: float, better: str) -> str:
+    """regression / improvement / unchanged for a gating metric; trend else."""
+    if not a.gates or a.center is None or a.limit is None:
+        return "trend"
+    worse = shift(a.center, g, better)
+    if worse > a.limit:
+        return "regression"
+    if worse < 1 / (1 + a.limit) - 1:  # the same distance in log terms, the good way
+        return "improvement"
+    return "unchanged"
