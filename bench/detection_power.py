@@ -1,238 +1,256 @@
-#!/usr/bin/python3
-"""Benchmark (not a test): how well the baseline comparison tells a 5%
-slowdown from noise, on this machine.
+#!/usr/bin/env python3
+"""Benchmark (not a test): does the regression gate (runner/gpuconform/gate.py)
+catch a slowdown made on purpose, and stay quiet on clean runs?
 
-    /usr/bin/python3 bench/detection_power.py [--build DIR] [--runs 20] [--slowdown 1.05]
-                                              [--baseline-runs 1] [--min-effect 0.05]
-                                              [--alpha 0.01] [--keep DIR]
+    bench/detection_power.py cpu [--build DIR] [--runs 20] [--slowdown 0.05]
+                                 [--baseline-runs 5]
+    bench/detection_power.py gpu [--build DIR] [--runs 20] [--slowdown 0.05]
+                                 [--shapes chain16,chain256] [--baseline FILE] [--json FILE]
 
-Drives selftest_metrics@spin (a fixed CPU workload timed 50 times, its work
-multiplied by $GPUCONFORM_SELFTEST_SLOWDOWN) through the real runner
-(`gpuconform run --selftest`): one clean run makes the baseline
-(update_baseline; --baseline-runs K pools K clean runs, append=True), then
-RUNS clean runs and RUNS runs with the slowdown,
-interleaved so that a drift of the machine hits both alike, each compared
-with the baseline by compare_run. Prints the baseline's between-run drift
-(with 3 or more baseline runs) and the limit it sets, every comparison, the
-false alarms (clean runs flagged), the detections (slow runs flagged as
-regressions), the noise within and between runs, and, for contrast, what
-the rule without the between-run drift limit (the same samples, no run
-sizes) and the rule "p < alpha and the median moved by more than
-min_effect" would have said.
+cpu: selftest_metrics@spin (a fixed CPU workload timed 50 times; its work is
+multiplied by $GPUCONFORM_SELFTEST_SLOWDOWN) through the real runner. A
+baseline of --baseline-runs clean runs is made here, in a temporary file.
 
-Target of the issue: >= 19/20 detected, <= 1/20 false alarms.
+gpu: cuda_bubbles' gaps subtest, its graph-SHAPE dynamic subtests (1000 graph
+launches each, as in the suite), run directly with GPUCONFORM_METRICS_FILE;
+the slowdown lengthens every stamp kernel's spin ($GPUCONFORM_BUBBLES_WORK_NS,
+set only here) so that each graph's time grows by --slowdown, computed from
+the baseline's own graph time per kernel. Judged against the COMMITTED
+baseline of this machine's fingerprint (data/baselines/), so the figures say
+what a night on this machine would say. The gap metrics of the same shapes
+are the control: a longer kernel does not change the gap between two, so
+they must stay unflagged in every run.
+
+Both: RUNS clean runs and RUNS slowed runs, interleaved so that a drift of
+the machine hits both alike, each compared with the baseline by the runner's
+own compare_run. Per metric: its limit and MDE, the change the slowdown
+achieved (median of the slowed runs' statistic over the clean runs'),
+detections (slowed runs flagged as regressions) and false alarms (clean runs
+flagged, either way). Target: >= 19/20 detected, <= 1/20 false alarms,
+for the metrics whose MDE is below the slowdown.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "runner"))
 
 from gpuconform.baseline import (  # noqa: E402
-    DECISION_FRACTION,
-    MIN_DRIFT_RUNS,
     Baseline,
-    BaselineMetric,
-    Comparison,
+    GateComparison,
     compare_run,
-    drift_factor,
+    find_baseline,
     load_baseline,
-    run_spread,
     update_baseline,
 )
-from gpuconform import stats  # noqa: E402
 from gpuconform.fingerprint import current_fingerprint  # noqa: E402
 
-KEY = "selftest_metrics@spin:spin"
-KEYWORD = "selftest_metrics and spin"
+# One run: (slowed?) -> results.json's "tests" records.
+Runner = Callable[[bool], dict[str, Any]]
 
 
 @dataclass
-class Outcome:
-    label: str
-    slowdown: float
-    comparison: Comparison
-    seconds: float
-    without_drift: Comparison  # the same run against the baseline without its run sizes
+class Tally:
+    key: str
+    clean: list[GateComparison] = field(default_factory=list)
+    slow: list[GateComparison] = field(default_factory=list)
 
-    @property
-    def median(self) -> float:
-        return num(self.comparison.median_run)
+    def flagged(self, side: list[GateComparison], verdicts: tuple[str, ...]) -> int:
+        return sum(1 for c in side if c.verdict in verdicts)
 
-    @property
-    def qchange(self) -> float:
-        return num(self.comparison.quartile_change)
+    def achieved(self) -> float | None:
+        clean = [c.value for c in self.clean if c.value is not None]
+        slow = [c.value for c in self.slow if c.value is not None]
+        if not clean or not slow:
+            return None
+        return statistics.median(slow) / statistics.median(clean) - 1
 
-    @property
-    def p(self) -> float:
-        return num(self.comparison.p_value)
-
-    @property
-    def run_cv(self) -> float:
-        s = self.comparison.samples_run
-        med = statistics.median(s)
-        return 1.4826 * statistics.median(abs(x - med) for x in s) / med
-
-
-def num(v: float | None) -> float:
-    """A figure compare_run gives for every comparison of two sample sets."""
-    assert v is not None, "a comparison without its figures (insufficient samples?)"
-    return v
+    def row(self) -> str:
+        c = (self.slow or self.clean)[0]
+        mde = "trend" if c.trend else f"{100 * (c.mde or 0):.2f}%"
+        lim = "-" if c.limit is None else f"{100 * c.limit:.2f}%"
+        got = self.achieved()
+        n = len(self.clean)
+        return (f"{self.key}\n    limit {lim}, MDE {mde}; slowdown achieved "
+                f"{'?' if got is None else f'{100 * got:+.2f}%'}; detected "
+                f"{self.flagged(self.slow, ('regression',))}/{len(self.slow)}, false alarms "
+                f"{self.flagged(self.clean, ('regression', 'improvement'))}/{n} "
+                f"(verdicts clean: {_counts(self.clean)}; slowed: {_counts(self.slow)})")
 
 
-def run_once(build: Path, results: Path, slowdown: float) -> tuple[dict, float]:
-    env = {**os.environ, "GPUCONFORM_SELFTEST_SLOWDOWN": repr(slowdown),
-           "GPUCONFORM_PYTHON": sys.executable}
-    t0 = time.monotonic()
-    # The kernel log is not watched: on a shared machine other jobs' messages
-    # would end runs; the comparison is done here, not by the run.
-    p = subprocess.run(
-        [str(REPO_ROOT / "gpuconform"), "run", "--build", str(build), "--selftest",
-         "-k", KEYWORD, "--results", str(results), "--kmsg", "off", "--taint-file", "off",
-         "--no-baseline", "--no-report", "--retries", "0", "--progress", "off"],
-        env=env, capture_output=True, text=True, timeout=600)
-    took = time.monotonic() - t0
-    try:
-        data = json.loads((results / "results.json").read_text())
-        rec = data["tests"]["selftest_metrics@spin"]
-    except (OSError, ValueError, KeyError) as e:
-        sys.exit(f"detection_power: no selftest_metrics@spin result ({e}; an old build?); "
-                 f"exit {p.returncode}:\n{p.stdout}\n{p.stderr}")
-    if not any(m.get("name") == "spin" for m in rec.get("metrics", [])):
-        sys.exit(f"detection_power: selftest_metrics@spin recorded no metric "
-                 f"({rec.get('result')}: {rec.get('reason')})")
-    if rec.get("result") != "pass":
-        print(f"  (note: {results.name} ended {rec.get('result')}: {rec.get('reason')})")
-    return data, took
+def _counts(cs: list[GateComparison]) -> str:
+    out: dict[str, int] = {}
+    for c in cs:
+        out[c.verdict] = out.get(c.verdict, 0) + 1
+    return ", ".join(f"{n} {v}" for v, n in sorted(out.items()))
 
 
-def pct(v: float | None) -> str:
-    return "?" if v is None else f"{100 * v:+6.2f}%"
+def measure(run: Runner, baseline: Baseline, keys: list[str], runs: int) -> dict[str, Tally]:
+    tallies = {k: Tally(k) for k in keys}
+    for i in range(2 * runs):
+        slowed = i % 2 == 1
+        by_key = {c.key: c for c in compare_run(run(slowed), baseline)}
+        for k in keys:
+            if k not in by_key:
+                sys.exit(f"detection_power: run {i + 1} recorded no {k}")
+            (tallies[k].slow if slowed else tallies[k].clean).append(by_key[k])
+        line = ", ".join(f"{by_key[k].verdict} {100 * (by_key[k].change or 0):+.2f}%"
+                         for k in keys)
+        print(f"  run {i + 1:2d} {'slowed' if slowed else 'clean '}: {line}", flush=True)
+    return tallies
+
+
+# --------------------------------------------------------------------- cpu
+
+CPU_KEY = "selftest_metrics@spin:spin"
+
+
+def cpu_runner(build: Path, tmp: Path, slowdown: float) -> Runner:
+    count = [0]
+
+    def run(slowed: bool) -> dict[str, Any]:
+        count[0] += 1
+        results = tmp / f"r{count[0]}"
+        env = {**os.environ, "GPUCONFORM_PYTHON": sys.executable,
+               "GPUCONFORM_SELFTEST_SLOWDOWN": repr(1 + slowdown if slowed else 1.0)}
+        subprocess.run(
+            [str(REPO_ROOT / "gpuconform"), "run", "--build", str(build), "--selftest", "-k",
+             "selftest_metrics and spin", "--results", str(results), "--kmsg", "off",
+             "--taint-file", "off", "--no-baseline", "--no-report", "--retries", "0",
+             "--progress", "off"], env=env, capture_output=True, text=True, timeout=600)
+        try:
+            tests: dict[str, Any] = json.loads((results / "results.json").read_text())["tests"]
+        except (OSError, ValueError, KeyError) as e:
+            sys.exit(f"detection_power: {results}: no results ({e}): is {build} a build?")
+        return tests
+
+    return run
+
+
+def cpu(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="gc-detect-") as t:
+        tmp = Path(t)
+        run = cpu_runner(args.build, tmp, args.slowdown)
+        dirs = []
+        for i in range(args.baseline_runs):
+            run(False)
+            dirs.append(tmp / f"r{i + 1}")
+        baseline = load_baseline(update_baseline(dirs, tmp / "baseline.json"))
+        print(f"baseline: {args.baseline_runs} clean runs of {CPU_KEY}")
+        tallies = measure(run, baseline, [CPU_KEY], args.runs)
+    report(tallies, args)
+    return 0
+
+
+# --------------------------------------------------------------------- gpu
+
+
+def gpu_keys(shape: str) -> tuple[str, str]:
+    test = f"cuda_bubbles@gaps@graph-{shape}"
+    return f"{test}:graph-time.graph.{shape}", f"{test}:gap.graph.{shape}"
+
+
+def work_for(baseline: Baseline, shapes: list[str], slowdown: float, default_ns: int) -> int:
+    """The spin per kernel that lengthens the first shape's graph time by at
+    least slowdown: a chain's time is its kernels' spin plus their gaps, so
+    each kernel needs slowdown x (graph time / kernels) more. The spin ends
+    at a tick of the device clock, whose step is the graph time's resolution
+    (32 ns on an H100: 1000 ns spins 1024, 1088 spins 1088, +3.6% of a chain
+    kernel, where 5% was asked), so the spin is rounded up to whole ticks."""
+    key = gpu_keys(shapes[0])[0]
+    a = baseline.assessments().get(key)
+    bm = baseline.metrics.get(key)
+    if a is None or a.center is None or bm is None or bm.res is None:
+        sys.exit(f"detection_power: the baseline has no usable {key}")
+    kernels = int(shapes[0].removeprefix("chain")) if shapes[0].startswith("chain") else 0
+    if kernels <= 0:
+        sys.exit(f"detection_power: {shapes[0]}: the slowdown is computed for chain shapes")
+    per_kernel_ns = a.center * 1000 / kernels  # graph-time is in us
+    tick = bm.res * 1000
+    spun = math.ceil(default_ns / tick) * tick  # what default_ns really spins
+    return int(math.ceil((spun + slowdown * per_kernel_ns) / tick) * tick)
+
+
+def gpu_runner(build: Path, tmp: Path, shapes: list[str], work_ns: int) -> Runner:
+    binary = build / "tests" / "cuda" / "cuda_bubbles"
+    count = [0]
+
+    def run(slowed: bool) -> dict[str, Any]:
+        count[0] += 1
+        metrics: list[dict[str, Any]] = []
+        for shape in shapes:
+            mfile = tmp / f"m{count[0]}-{shape}.jsonl"
+            env = {**os.environ, "GPUCONFORM_METRICS_FILE": str(mfile)}
+            if slowed:
+                env["GPUCONFORM_BUBBLES_WORK_NS"] = str(work_ns)
+            p = subprocess.run([str(binary), "--run-subtest", "gaps", "--dynamic-subtest",
+                                f"graph-{shape}"], env=env, capture_output=True, text=True,
+                               timeout=300)
+            if p.returncode != 0:
+                sys.exit(f"detection_power: {binary} gaps graph-{shape} exited "
+                         f"{p.returncode}:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+            metrics += [json.loads(x) for x in mfile.read_text().splitlines() if x.strip()]
+        return {"cuda_bubbles@gaps": {"result": "pass", "metrics": metrics}}
+
+    return run
+
+
+def gpu(args: argparse.Namespace) -> int:
+    path = args.baseline or find_baseline(current_fingerprint())
+    if path is None:
+        sys.exit(f"detection_power: no committed baseline for {current_fingerprint().key()}")
+    baseline = load_baseline(Path(path))
+    shapes = args.shapes.split(",")
+    work_ns = work_for(baseline, shapes, args.slowdown, 1000)
+    print(f"baseline: {path} ({len(baseline.runs)} runs); slowed runs spin {work_ns} ns "
+          f"per kernel instead of 1000")
+    keys = [k for s in shapes for k in gpu_keys(s)]
+    with tempfile.TemporaryDirectory(prefix="gc-detect-") as t:
+        tallies = measure(gpu_runner(args.build, Path(t), shapes, work_ns), baseline, keys,
+                          args.runs)
+    report(tallies, args)
+    if args.json:
+        args.json.write_text(json.dumps({k: {"clean": [c.value for c in v.clean],
+                                             "slow": [c.value for c in v.slow],
+                                             "limit": v.clean[0].limit, "mde": v.clean[0].mde,
+                                             "trend": v.clean[0].trend}
+                                         for k, v in tallies.items()}, indent=1))
+    return 0
+
+
+def report(tallies: dict[str, Tally], args: argparse.Namespace) -> None:
+    print(f"\n{args.subject}: {args.runs} clean + {args.runs} slowed runs "
+          f"(slowdown {100 * args.slowdown:g}%):")
+    for t in tallies.values():
+        print(t.row())
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("subject", choices=("cpu", "gpu"))
     ap.add_argument("--build", type=Path, default=REPO_ROOT / "build")
     ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--slowdown", type=float, default=1.05)
-    ap.add_argument("--baseline-runs", type=int, default=1,
-                    help="clean runs pooled into the baseline (default 1)")
-    ap.add_argument("--min-effect", type=float, default=0.05)
-    ap.add_argument("--alpha", type=float, default=0.01)
-    ap.add_argument("--keep", type=Path, default=None, help="keep the result directories here")
+    ap.add_argument("--slowdown", type=float, default=0.05)
+    ap.add_argument("--baseline-runs", type=int, default=5, help="cpu: clean runs of the "
+                    "baseline made here (default 5)")
+    ap.add_argument("--shapes", default="chain16,chain256", help="gpu: graph shapes (chains)")
+    ap.add_argument("--baseline", type=Path, default=None, help="gpu: baseline file (default: "
+                    "the committed one of this machine's fingerprint)")
+    ap.add_argument("--json", type=Path, default=None, help="gpu: every run's statistic")
     args = ap.parse_args()
-    build = args.build.absolute()
-    if not (build / "gpuconform-selftest.txt").is_file():
-        sys.exit(f"detection_power: {build} is not a gpuconform build (meson setup, ninja)")
-
-    work = args.keep or Path(tempfile.mkdtemp(prefix="gpuconform-detection-"))
-    work.mkdir(parents=True, exist_ok=True)
-    fp = current_fingerprint()
-    print(f"machine: {fp.describe()}; {os.cpu_count()} CPUs; "
-          f"load average {os.getloadavg()[0]:.2f}")
-    print(f"rule: min_effect {args.min_effect:g}, alpha {args.alpha:g}; "
-          f"{args.runs} clean + {args.runs} x{args.slowdown:g} runs; results in {work}")
-
-    bpath = work / "baseline.json"
-    if bpath.exists():
-        bpath.unlink()
-    for k in range(args.baseline_runs):
-        _, took = run_once(build, work / f"baseline-run-{k + 1}", 1.0)
-        update_baseline(work / f"baseline-run-{k + 1}", bpath, append=True)
-    base = load_baseline(bpath)
-    bs = base.metrics[KEY].samples
-    bmed = statistics.median(bs)
-    print(f"baseline: {args.baseline_runs} run(s), {len(bs)} samples, median {bmed / 1e6:.3f} ms, "
-          f"robust CV {100 * 1.4826 * statistics.median(abs(x - bmed) for x in bs) / bmed:.2f}% "
-          f"({took:.1f} s a run through the runner)")
-    bm = base.metrics[KEY]
-    # the rule before the between-run drift: the same samples, no run sizes
-    pooled = Baseline(base.fingerprint, base.created, base.source,
-                      {**base.metrics, KEY: BaselineMetric(bm.unit, bm.better, bm.samples)},
-                      base.durations)
-    groups = bm.run_groups
-    if len(groups) >= MIN_DRIFT_RUNS:
-        kf = drift_factor(len(groups))
-        dq = run_spread(groups, stats.quantile(bs, 0.25), 0.25)
-        dm = run_spread(groups, bmed, 0.5)
-        floor = args.min_effect * DECISION_FRACTION
-        print(f"between-run drift of the baseline's {len(groups)} runs: 25th percentile "
-              f"{100 * dq:.2f}%, median {100 * dm:.2f}%; limit max({100 * floor:g}%, "
-              f"{kf:.2f} x {100 * dq:.2f}%) = {100 * max(floor, kf * dq):.2f}%")
-    else:
-        print(f"between-run drift unknown ({len(groups)} baseline run(s), "
-              f"{MIN_DRIFT_RUNS} needed): limit min_effect / 2")
-    print(f"{'run':<8} {'verdict':<12} {'median':>10} {'change':>8} {'25th pct':>9} "
-          f"{'p':>9} {'run CV':>7}  {'w/o drift limit':<12}")
-
-    outcomes: list[Outcome] = []
-    for i in range(args.runs):
-        pair = [("clean", 1.0), ("slow", args.slowdown)]
-        if i % 2:
-            pair.reverse()  # neither kind always first
-        for kind, factor in pair:
-            label = f"{kind}-{i + 1:02d}"
-            data, took = run_once(build, work / label, factor)
-            (c,) = [c for c in compare_run(data["tests"], base, args.min_effect, args.alpha)
-                    if c.key == KEY]
-            (c0,) = [c for c in compare_run(data["tests"], pooled, args.min_effect, args.alpha)
-                     if c.key == KEY]
-            o = Outcome(label, factor, c, took, c0)
-            outcomes.append(o)
-            print(f"{label:<8} {c.verdict:<12} {o.median / 1e6:>8.3f}ms "
-                  f"{pct(c.rel_change):>8} {pct(c.quartile_change):>9} {o.p:>9.2g} "
-                  f"{100 * o.run_cv:>6.2f}%  {c0.verdict:<12}", flush=True)
-
-    clean = [o for o in outcomes if o.slowdown == 1.0]
-    slow = [o for o in outcomes if o.slowdown != 1.0]
-
-    def naive(o: Outcome) -> bool:
-        c = o.comparison
-        return c.p_value is not None and c.p_value < args.alpha and \
-            c.rel_change is not None and c.rel_change > args.min_effect
-
-    false_reg = sum(o.comparison.verdict == "regression" for o in clean)
-    spurious = sum(o.comparison.verdict in ("regression", "improvement") for o in clean)
-    detected = sum(o.comparison.verdict == "regression" for o in slow)
-    clean_meds = [o.median for o in clean]
-    slow_changes = [o.qchange for o in slow]
-    clean_changes = [o.qchange for o in clean]
-    print()
-    print(f"false alarms: {false_reg}/{len(clean)} clean runs flagged as regressions "
-          f"({spurious}/{len(clean)} flagged either way)")
-    print(f"detections:   {detected}/{len(slow)} runs with a x{args.slowdown:g} slowdown "
-          "flagged as regressions")
-    print(f"  without the between-run drift limit (min_effect / 2 only): "
-          f"{sum(o.without_drift.verdict == 'regression' for o in clean)}/{len(clean)} false "
-          f"alarms ({sum(o.without_drift.verdict in ('regression', 'improvement') for o in clean)}"
-          f" either way), {sum(o.without_drift.verdict == 'regression' for o in slow)}/{len(slow)}"
-          " detections")
-    print(f"  the rule 'p < alpha and median change > min_effect' instead: "
-          f"{sum(naive(o) for o in clean)}/{len(clean)} false alarms, "
-          f"{sum(naive(o) for o in slow)}/{len(slow)} detections")
-    print(f"noise within a run: robust CV (1.4826 MAD / median) median "
-          f"{100 * statistics.median(o.run_cv for o in outcomes):.2f}%, max "
-          f"{100 * max(o.run_cv for o in outcomes):.2f}%")
-    print(f"noise between runs: clean medians' CV "
-          f"{100 * statistics.stdev(clean_meds) / statistics.mean(clean_meds):.2f}%; the "
-          f"baseline run's median sits {pct(bmed / statistics.median(clean_meds) - 1)} from "
-          "the clean runs' median")
-    print(f"25th percentile change: clean {pct(min(clean_changes))}..{pct(max(clean_changes))}, "
-          f"slow {pct(min(slow_changes))}..{pct(max(slow_changes))}")
-    print(f"p-values: clean median {statistics.median(o.p for o in clean):.2g}; "
-          f"slow max {max(o.p for o in slow):.2g}")
-    return 0
+    return cpu(args) if args.subject == "cpu" else gpu(args)
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ CUDA_KERNEL_NODE_PARAMS bx_kernel_params(CUfunction f, void **args)
 CUgraphNode bx_add_stamp(struct bx *b, CUgraph g, const CUgraphNode *deps, size_t ndeps,
 			 unsigned idx)
 {
-	unsigned long long work = BX_WORK_NS;
+	unsigned long long work = b->work_ns;
 	unsigned int i = idx;
 	void *args[] = { &b->stamps, &b->counts, &i, &work };
 	CUDA_KERNEL_NODE_PARAMS p = bx_kernel_params(b->k.stamp, args);
@@ -118,7 +118,7 @@ void bx_graph_free(struct bx *b, struct bx_graph *gr)
 
 static void launch_stamp(struct bx *b, unsigned idx)
 {
-	unsigned long long work = BX_WORK_NS;
+	unsigned long long work = b->work_ns;
 	unsigned int i = idx;
 	void *args[] = { &b->stamps, &b->counts, &i, &work };
 
@@ -355,7 +355,7 @@ static void test_launch_gap(void *data)
 	struct bx *b = data;
 	const struct gc_shape *sh = bx_shape("chain2");
 	unsigned n = b->launches < BX_MAX_KERNELS / 2 ? b->launches : BX_MAX_KERNELS / 2;
-	unsigned long long work = BX_WORK_NS;
+	unsigned long long work = b->work_ns;
 	struct gc_gaps g = { 0 };
 	struct bx_graph gr;
 
@@ -395,6 +395,14 @@ static void *bx_setup(void)
 	gc_assert(b);
 	b->launches = env && *env ? (unsigned)strtoul(env, NULL, 10) : 1000;
 	gc_assert_f(b->launches > 0, "GPUCONFORM_BUBBLES_LAUNCHES=%s: not a positive count", env);
+	env = getenv("GPUCONFORM_BUBBLES_WORK_NS");
+	b->work_ns = env && *env ? strtoull(env, NULL, 10) : BX_WORK_NS;
+	gc_assert_f(b->work_ns > 0 && b->work_ns < 1000000, "GPUCONFORM_BUBBLES_WORK_NS=%s: not a "
+		    "count of ns in (0, 1e6)", env);
+	if (b->work_ns != BX_WORK_NS)
+		gc_warn("each dispatch spins %llu ns, not %llu: GPUCONFORM_BUBBLES_WORK_NS is set "
+			"(a benchmark's slowdown; its figures are not this machine's)",
+			b->work_ns, BX_WORK_NS);
 	b->cu = gc_cuda_require();
 	if (gc_cu_kernels_load(b->cu, &b->k, why, sizeof(why)) != CUDA_SUCCESS)
 		gc_fail("%s", why);

@@ -20,7 +20,7 @@
 #include "gc_cupti.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define BX_WORK_NS 1000ull       /* each dispatch spins 1 us on the device clock */
+#define BX_WORK_NS 1000ull       /* each dispatch spins 1 us on the device clock (default) */
 #define BX_MAX_KERNELS 8200u     /* the largest shape: chain8192 */
 
 /* gc_shape_find() or fail naming the shape. */
@@ -35,6 +35,12 @@ struct bx {
 	uint32_t *h_counts;
 	uint32_t *probe;     /* pinned: counts read while the work may still be running */
 	unsigned launches;   /* per shape ($GPUCONFORM_BUBBLES_LAUNCHES, default 1000) */
+	/*
+	 * Each dispatch's spin, ns: BX_WORK_NS, or $GPUCONFORM_BUBBLES_WORK_NS, which only
+	 * bench/gpu_detection_power.py sets: it lengthens the work to slow the graphs' times
+	 * by a known fraction and measures whether the baseline's gate notices.
+	 */
+	unsigned long long work_ns;
 	unsigned long_gaps;  /* long gaps logged for the current gap set */
 };
 
@@ -48,7 +54,7 @@ struct bx_graph {
 
 /* One block of GC_CU_BLOCK threads running f(args): how every bubbles dispatch is made. */
 CUDA_KERNEL_NODE_PARAMS bx_kernel_params(CUfunction f, void **args);
-/* A gc_stamp node (1 us of work) stamping slot idx, after deps[0..ndeps). */
+/* A gc_stamp node (b->work_ns of work) stamping slot idx, after deps[0..ndeps). */
 CUgraphNode bx_add_stamp(struct bx *b, CUgraph g, const CUgraphNode *deps, size_t ndeps,
 			 unsigned idx);
 
