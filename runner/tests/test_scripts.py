@@ -181,3 +181,40 @@ gcc) /bin/ln -s /bin/true {d}/cc ;; esac; done
     installs = [c[c.index("install") + 1:] for c in calls if "install" in c]
     assert installs[0][:4] == ["--no-install-recommends", "meson", "ninja-build", "gcc"]
     assert "python3-pytest" not in installs[0]  # this Python has pytest
+
+
+# ------------------------------------------------------------------ nightly
+
+
+def test_two_nights(tmp_path: Path) -> None:
+    """scripts/nightly.sh as the timer and the CI job run it: each night in a
+    directory of its own with JUnit XML, `latest` pointing at the last, the
+    second compared with the first."""
+    root = tmp_path / "nightly"
+    argv = ["bash", str(REPO_ROOT / "scripts" / "nightly.sh"), str(root), "--testlist", "smoke",
+            "--kmsg", "off", "--taint-file", "off", "--no-baseline", "--progress", "off"]
+    env = {**os.environ, "GPUCONFORM_PYTHON": sys.executable}
+    first = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+    assert first.returncode == 0, first.stdout + first.stderr
+    night1 = (root / "latest").resolve()
+    assert (night1 / "junit.xml").is_file() and not (night1 / "compare.txt").exists()
+    second = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+    assert second.returncode == 0, second.stdout + second.stderr
+    night2 = (root / "latest").resolve()
+    assert night2 != night1 and night2.parent == night1.parent == root
+    compare = (night2 / "compare.txt").read_text()
+    assert compare.startswith(f"gpuconform compare: A = {night1} ")
+    assert f"(against {night1}: {night2}/compare.txt)" in second.stdout
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="no systemd-analyze here")
+def test_the_systemd_units_verify(tmp_path: Path) -> None:
+    """The recipe's units, as docs/nightly.md installs them (the checkout at
+    /opt/gpuconform, here this one)."""
+    units = REPO_ROOT / "scripts" / "nightly"
+    for u in units.iterdir():
+        text = u.read_text().replace("/opt/gpuconform", str(REPO_ROOT))
+        (tmp_path / u.name).write_text(text)
+    p = subprocess.run(["systemd-analyze", "verify", *sorted(str(u) for u in tmp_path.iterdir())],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
