@@ -47,11 +47,12 @@ from typing import Any, Iterable, Mapping, Sequence
 from . import fmt, gate
 from .fingerprint import Fingerprint, current_fingerprint
 from .gate import Assessment, Gate, RunSummary
-from .jsondoc import Doc, DocError, get, number, type_name
+from .jsondoc import Doc, DocError, get, number, top_object, type_name
 
 __all__ = [
     "BASELINE_FORMAT", "BASELINE_VERSION", "DEFAULT_BASELINE_DIR", "VERDICTS", "BaselineError",
-    "BaselineMetric", "Baseline", "RunInfo", "RunMetric", "GateComparison", "load_baseline",
+    "BaselineMetric", "Baseline", "RunInfo", "RunMetric", "MetricComparison", "GateComparison",
+    "load_baseline",
     "load_results", "write_baseline", "find_baseline", "check_fingerprint", "update_baseline",
     "compare_run",
     "run_metrics", "split_key", "record_name", "results_fingerprint",
@@ -327,13 +328,7 @@ def _check_derived(doc: Doc, b: Baseline, d: Mapping[str, Any]) -> None:
 
 
 def _parse(doc: Doc) -> Baseline:
-    d = doc.data
-    if not isinstance(d, dict):
-        raise doc.error([], f"is {type_name(d)}, not a baseline object")
-    fmt_ = d.get("format")
-    if fmt_ != BASELINE_FORMAT:
-        raise doc.error(["format"] if "format" in d else [],
-                        f"unknown format {json.dumps(fmt_)[:60]} (want \"{BASELINE_FORMAT}\")")
+    d = top_object(doc, "baseline", BASELINE_FORMAT)
     ver = d.get("version")
     if ver == 1 and not isinstance(ver, bool):
         raise doc.error(["version"], "a version 1 baseline (every sample of every run); this "
@@ -424,13 +419,7 @@ def load_results(path: Path) -> dict[str, Any]:
 
 
 def _check_results(doc: Doc) -> None:
-    d = doc.data
-    if not isinstance(d, dict):
-        raise doc.error([], f"is {type_name(d)}, not a results object")
-    fmt_ = d.get("format")
-    if fmt_ != RESULTS_FORMAT:
-        raise doc.error(["format"] if "format" in d else [],
-                        f"unknown format {json.dumps(fmt_)[:60]} (want \"{RESULTS_FORMAT}\")")
+    d = top_object(doc, "results", RESULTS_FORMAT)
     tests = get(doc, d, [], "tests", dict)
     for name, rec in tests.items():
         path: list[str | int] = ["tests", name]
@@ -626,13 +615,28 @@ def _pruned(b: Baseline) -> Baseline:
 
 
 @dataclass
-class GateComparison:
-    """One metric of a run against the baseline (gate.py's rule)."""
-    test: str
-    metric: str
+class MetricComparison:
+    """One metric of a run against a reference: what every kind of
+    comparison has (results.json's "comparisons", the report, the summary)."""
+    test: str  # BIN@SUB[@DYN]
+    metric: str  # NAME
     unit: str
     better: str
     verdict: str
+    note: str = ""  # why a verdict that is not a measurement was given
+    trend: str | None = None  # why the baseline keeps this metric for trends only
+    samples_base: tuple[float, ...] = field(default=(), repr=False)
+    samples_run: tuple[float, ...] = field(default=(), repr=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.test}:{self.metric}"
+
+
+@dataclass
+class GateComparison(MetricComparison):
+    """One metric of a run against the baseline (gate.py's rule);
+    samples_base holds each baseline run's statistic g."""
     n_run: int = 0
     base_runs: int = 0
     center: float | None = None  # the baseline runs' geometric mean of g
@@ -641,14 +645,6 @@ class GateComparison:
     limit: float | None = None
     mde: float | None = None
     spread: float | None = None
-    trend: str | None = None
-    note: str = ""
-    samples_base: tuple[float, ...] = field(default=(), repr=False)  # each run's g
-    samples_run: tuple[float, ...] = field(default=(), repr=False)
-
-    @property
-    def key(self) -> str:
-        return f"{self.test}:{self.metric}"
 
     @property
     def gated(self) -> bool:
@@ -692,9 +688,10 @@ class GateComparison:
 def _judge_metric(key: str, bm: BaselineMetric, a: Assessment, rm: RunMetric) -> GateComparison:
     test, name = split_key(key) or (key, "")
     g = gate.good_half_mean(rm.samples, rm.better)
-    c = GateComparison(test, name, rm.unit, rm.better, "unchanged", len(rm.samples),
-                       len(bm.runs), a.center, g, None, a.limit, a.mde, a.spread, a.trend,
-                       samples_base=tuple(bm.gs), samples_run=rm.samples)
+    c = GateComparison(test, name, rm.unit, rm.better, "unchanged", trend=a.trend,
+                       samples_base=tuple(bm.gs), samples_run=rm.samples,
+                       n_run=len(rm.samples), base_runs=len(bm.runs), center=a.center, value=g,
+                       limit=a.limit, mde=a.mde, spread=a.spread)
     if (bm.unit, bm.better) != (rm.unit, rm.better):
         c.verdict = "new"
         c.note = (f"the metric changed from {bm.unit!r}, {bm.better} is better, to "
@@ -723,9 +720,9 @@ def compare_run(records: Mapping[str, Any], baseline: Baseline) -> list[GateComp
         bm = baseline.metrics.get(key)
         if bm is None:
             test, name = split_key(key) or (key, "")
-            out.append(GateComparison(test, name, rm.unit, rm.better, "new", len(rm.samples),
-                                      value=gate.good_half_mean(rm.samples, rm.better),
-                                      samples_run=rm.samples))
+            out.append(GateComparison(test, name, rm.unit, rm.better, "new",
+                                      samples_run=rm.samples, n_run=len(rm.samples),
+                                      value=gate.good_half_mean(rm.samples, rm.better)))
         else:
             out.append(_judge_metric(key, bm, assessed[key], rm))
     for key, bm in baseline.metrics.items():
@@ -738,8 +735,8 @@ def compare_run(records: Mapping[str, Any], baseline: Baseline) -> list[GateComp
         state = rec.get("result", "?")
         a = assessed[key]
         out.append(GateComparison(
-            test, name, bm.unit, bm.better, "missing", 0, len(bm.runs), a.center,
-            trend=a.trend, samples_base=tuple(bm.gs),
+            test, name, bm.unit, bm.better, "missing", trend=a.trend, samples_base=tuple(bm.gs),
+            base_runs=len(bm.runs), center=a.center,
             note=(f"{record_name(test)} ended {state} without recording it" if state != "pass"
                   else f"{record_name(test)} passed without recording it")))
     out.sort(key=lambda c: c.key)

@@ -28,13 +28,13 @@ here.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
 from . import fmt, stats
-from .baseline import Baseline, RunMetric, find_baseline, load_results, record_name, \
-    results_fingerprint, run_metrics, split_key
+from .baseline import Baseline, MetricComparison, RunMetric, find_baseline, load_results, \
+    record_name, results_fingerprint, run_metrics, split_key
 
 __all__ = ["SampleComparison", "ResultsDiff", "compare_samples", "diff_results",
            "compare_results", "DECISION_FRACTION", "FAILURE_STATES"]
@@ -46,13 +46,10 @@ FAILURE_STATES = frozenset(
 
 
 @dataclass
-class SampleComparison:
-    """One metric of A (the reference) against the same metric of B."""
-    test: str  # BIN@SUB[@DYN]
-    metric: str  # NAME
-    unit: str
-    better: str
-    verdict: str
+class SampleComparison(MetricComparison):
+    """One metric of A (the reference) against the same metric of B;
+    samples_base are A's samples; trend: the committed baseline of B's
+    fingerprint keeps the metric for trends only."""
     n_base: int = 0
     n_run: int = 0
     median_base: float | None = None
@@ -65,14 +62,6 @@ class SampleComparison:
     quartile_change: float | None = None
     alpha: float = 0.01
     min_effect: float = 0.05
-    note: str = ""
-    trend: str | None = None  # the committed baseline keeps this metric for trends only: why
-    samples_base: tuple[float, ...] = field(default=(), repr=False)
-    samples_run: tuple[float, ...] = field(default=(), repr=False)
-
-    @property
-    def key(self) -> str:
-        return f"{self.test}:{self.metric}"
 
     @property
     def threshold(self) -> float:
@@ -134,10 +123,11 @@ def compare_samples(key: str, a: RunMetric | None, b: RunMetric | None,
     assert ref is not None, "compare_samples needs a metric of A or of B"
     sa = a.samples if a is not None else ()
     sb = b.samples if b is not None else ()
-    c = SampleComparison(test, name, ref.unit, ref.better, "unchanged", len(sa), len(sb),
-                         stats.median(sa) if sa else None, stats.median(sb) if sb else None,
-                         alpha=alpha, min_effect=min_effect, note=note,
-                         samples_base=tuple(sa), samples_run=tuple(sb))
+    c = SampleComparison(test, name, ref.unit, ref.better, "unchanged", note=note,
+                         samples_base=tuple(sa), samples_run=tuple(sb), n_base=len(sa),
+                         n_run=len(sb), median_base=stats.median(sa) if sa else None,
+                         median_run=stats.median(sb) if sb else None, alpha=alpha,
+                         min_effect=min_effect)
     if a is None or b is None:
         c.verdict = "new" if a is None else "missing"
         return c

@@ -10,7 +10,7 @@ from json.decoder import scanstring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-__all__ = ["DocError", "Doc", "get", "number", "type_name"]
+__all__ = ["DocError", "Doc", "get", "number", "type_name", "top_object"]
 
 
 class DocError(Exception):
@@ -143,3 +143,15 @@ def number(doc: Doc, v: Any, path: list[str | int], what: str = "sample") -> flo
     if not math.isfinite(v):
         raise doc.error(path, f"{what} is not finite ({v})")
     return float(v)
+
+
+def top_object(doc: Doc, what: str, fmt: str) -> dict[str, Any]:
+    """The file's top-level object, whose "format" must be fmt."""
+    d = doc.data
+    if not isinstance(d, dict):
+        raise doc.error([], f"is {type_name(d)}, not a {what} object")
+    got = d.get("format")
+    if got != fmt:
+        raise doc.error(["format"] if "format" in d else [],
+                        f"unknown format {json.dumps(got)[:60]} (want \"{fmt}\")")
+    return d

@@ -370,27 +370,12 @@ def test_baseline_regression_is_unexpected_unless_expected(selftests: Selftests,
     assert off.returncode == 0 and off.json()["comparisons"] == []
 
 
-def test_unusable_baseline_keeps_the_results(selftests: Selftests, tmp_path: Path) -> None:
-    bdir = tmp_path / "baselines"
-    path = write_baseline(bdir, [1.0] * 5)
-    path.write_text('{"format": "gpuconform-baseline",\n "version": 1,\n "metrics": 7}\n')
-    r = cli("run", "--build", str(selftests.build), "--selftest", "--results",
-            str(tmp_path / "r"), "--kmsg", "off", "--include", "^selftest_metrics@metrics$",
-            "--baselines", str(bdir), results=tmp_path / "r")
-    assert r.returncode == 1
-    assert r.tests()["selftest_metrics@metrics"]["result"] == "pass"  # nothing lost
-    err = r.json()["baseline"]["error"]
-    assert err.startswith(f"baseline: {path}") and "\n" not in err
-    assert f"gpuconform: {err}" in r.stdout and "Traceback" not in r.stdout + r.stderr
-    assert "BASELINE NOT COMPARED" in (r.results / "summary.txt").read_text()
-
-
-@pytest.mark.parametrize("damage", ["truncated", "other-fingerprint", "hand-edited"])
+@pytest.mark.parametrize("damage", ["truncated", "other-fingerprint", "hand-edited", "version-1"])
 def test_a_bad_baseline_is_one_line_naming_the_file_and_line(selftests: Selftests,
                                                             tmp_path: Path, damage: str) -> None:
     """A baseline cut short, one of another fingerprint filed under this
-    machine's key, one edited by hand: the run keeps every result, exits 1,
-    and says which file and line in one line."""
+    machine's key, one edited by hand, one of the old format: the run keeps
+    every result, exits 1, and says which file and line in one line."""
     bdir = tmp_path / "baselines"
     path = write_baseline(bdir, [100.0, 101.0, 102.0])
     text = path.read_text()
@@ -404,9 +389,12 @@ def test_a_bad_baseline_is_one_line_naming_the_file_and_line(selftests: Selftest
         line = next(i for i, x in enumerate(path.read_text().splitlines(), 1)
                     if '"fingerprint"' in x)
         want = f"baseline: {path}:{line}: fingerprint: the baseline is for 1x NVIDIA L4;"
-    else:
+    elif damage == "hand-edited":
         path.write_text(text.replace('"power": 0.95', '"power": 0.9'))
         want = f"baseline: {path}:"
+    else:
+        path.write_text('{"format": "gpuconform-baseline",\n "version": 1,\n "metrics": 7}\n')
+        want = f"baseline: {path}:2: version: a version 1 baseline"
     r = cli("run", "--build", str(selftests.build), "--selftest", "--results",
             str(tmp_path / "r"), "--kmsg", "off", "--include", "^selftest_metrics@metrics$",
             "--baselines", str(bdir), results=tmp_path / "r")
@@ -415,6 +403,7 @@ def test_a_bad_baseline_is_one_line_naming_the_file_and_line(selftests: Selftest
     err = r.json()["baseline"]["error"]
     assert err.startswith(want) and "\n" not in err, err
     assert f"gpuconform: {err}" in r.stdout and "Traceback" not in r.stdout + r.stderr
+    assert "BASELINE NOT COMPARED" in (r.results / "summary.txt").read_text()
 
 
 # ---------------------------------------------------------------- progress
