@@ -35,8 +35,9 @@ judged as one more draw of it:
                                        offsets a clean run lies beyond it with
                                        probability a, s estimated from K runs
                                        (Student's t); a = alpha / M, M the
-                                       metrics that can gate, so that a clean
-                                       night of all of them is flagged with
+                                       baseline's metrics with 3 runs or more
+                                       and a positive g, so that a clean night
+                                       of all of them is flagged with
                                        probability at most alpha (Bonferroni).
   verdict    regression when the night's ln g lies more than L beyond the mean
              of the runs' ln g in the bad direction, improvement in the good.
@@ -44,15 +45,16 @@ judged as one more draw of it:
              beyond L in `power` of the nights.
   trend      a metric gates only when its MDE is at most trend_above (20%)
              and its spread is known (K >= 3, g > 0, and the runs differ or
-             its resolution is known), and it is not a maximum (a name whose
+             its resolution is known), when it is not a maximum (a name whose
              first part is "max" or ends in "-max", as lib/gaps' gap-max: one
              extreme a run, whose run-to-run spread is nothing like normal:
-             left out of 5 H100 runs, each of 4 others flagged one at 3-11%
-             beyond a 0.1-0.2% spread), and, when each run recorded one
-             sample (a percentile or a ratio the test computed), its runs
-             all differ: ties mean a statistic of quantized samples (a p99 of
-             32 ns steps: 1.179 in 5 runs, 1.222 on a third host, +3.7%, one
-             step) whose next step no spread of the runs foretells; otherwise it is kept for trends:
+             leaving each of 5 H100 runs out of a baseline of the others
+             flagged 3 maxima, +3.4% to +11% against a 0.1-0.2% spread), and,
+             when each run recorded one sample (a percentile or a ratio the
+             test computed), when its runs all differ: ties mean a statistic
+             of quantized samples (a p99 ratio of 32 ns steps: 1.179 in 4 of
+             5 runs, 1.222 on a third host, +3.7%, one step) whose next step
+             no spread of the runs foretells. Otherwise it is kept for trends:
              compared, plotted, reported with its change, never a failure.
 
 Pure functions of numbers; scipy.stats gives Student's t.

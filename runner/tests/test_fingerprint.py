@@ -175,7 +175,8 @@ def test_device_ids_nvidia_and_amd(tmp_path: Path) -> None:
     g = tmp_path / "proc/driver/nvidia/gpus/0000:01:00.0"
     g.mkdir(parents=True)
     g.joinpath("information").write_text(
-        "Model: \t\t NVIDIA H100 80GB HBM3\nGPU UUID: \t GPU-0123abcd-0000-1111-2222-333344445555\n")
+        "Model: \t\t NVIDIA H100 80GB HBM3\n"
+        "GPU UUID: \t GPU-0123abcd-0000-1111-2222-333344445555\n")
     cpu = tmp_path / "sys/class/kfd/kfd/topology/nodes/0"
     gpu = tmp_path / "sys/class/kfd/kfd/topology/nodes/1"
     cpu.mkdir(parents=True)

@@ -74,7 +74,8 @@ def test_no_python_can_run_it(tmp_path: Path) -> None:
     assert len(lines) == 1, lines
     line = lines[0]
     assert line.startswith("gpuconform: no Python to run the runner: ")
-    assert f"{fake} (Python {sys.version_info[0]}.{sys.version_info[1]}) cannot import pytest" in line
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    assert f"{fake} (Python {version}) cannot import pytest" in line
     assert "/nonexistent/python3: not found" in line
     assert "apt-get install python3-pytest" in line and "pip install pytest" in line
 
