@@ -69,6 +69,8 @@ from functools import lru_cache
 from statistics import NormalDist
 from typing import Iterable, Sequence
 
+from .stats import quantile
+
 __all__ = ["Gate", "RunSummary", "Assessment", "good_half_mean", "summarize", "resolution",
            "is_maximum", "assess", "shift", "judge", "MIN_RUNS", "SUMMARY_FIELDS"]
 
@@ -99,14 +101,6 @@ def good_half_mean(samples: Sequence[float], better: str) -> float:
     return math.fsum(half) / len(half)
 
 
-def _quantile(xs: Sequence[float], q: float) -> float:
-    """Linear interpolation between order statistics (numpy's default)."""
-    h = (len(xs) - 1) * q
-    lo = math.floor(h)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (h - lo) * (xs[hi] - xs[lo])
-
-
 @dataclass(frozen=True)
 class RunSummary:
     """One run of one metric, as a baseline keeps it."""
@@ -134,7 +128,7 @@ def summarize(run: int, samples: Sequence[float], better: str) -> RunSummary:
     if not xs:
         raise ValueError("no samples")
     return RunSummary(run, len(xs), *(_round(v) for v in (
-        xs[0], _quantile(xs, 0.25), _quantile(xs, 0.5), _quantile(xs, 0.75), xs[-1],
+        xs[0], quantile(xs, 0.25), quantile(xs, 0.5), quantile(xs, 0.75), xs[-1],
         good_half_mean(xs, better))))
 
 
