@@ -11,7 +11,8 @@ Modules, from the bottom up:
   gate      the regression gate: from K clean runs, a metric's limit and MDE, or trend only
   baseline  baseline files (one summary per clean run), update, and a run judged by the gate
   compare   `gpuconform compare A B`: state changes and sample-level metric deltas
-  fmt       numbers as the runner prints them (units, percentages, p-values)
+  fmt       numbers and text as the runner prints them (units, percentages, p-values, one line)
+  atomic    the one way a file is written: whole or not at all
   plugin    the pytest plugin (collection, items, recording)
   cli       the `gpuconform` command
 """

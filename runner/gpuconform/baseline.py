@@ -36,15 +36,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from . import fmt, gate
+from .atomic import atomic_write
 from .fingerprint import Fingerprint, current_fingerprint
 from .gate import Assessment, Gate, RunSummary
 from .jsondoc import Doc, DocError, get, number, top_object, type_name
@@ -195,21 +194,12 @@ def _render(b: Baseline) -> str:
 
 
 def write_baseline(b: Baseline, path: Path) -> Path:
-    """Write b to path atomically (temporary file, fsync, rename)."""
+    """Write b to path, whole or not at all (atomic_write)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(_render(b))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, _render(b))
     except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         raise BaselineError(f"{path}: cannot write baseline: {e.strerror or e}") from None
     return path
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
 from .execute import DEFAULT_GRACE_S, DEFAULT_TIMEOUT_S, ExecOptions, list_subtests
+from .fmt import one_line
 from .journal import JOURNAL_NAME, JournalError, is_locked, read_run_json
 from .manifest import Manifest, ManifestError, manifest_path, read_manifest
 from .plugin import (
@@ -407,7 +408,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def _one_line(e: BaseException) -> str:
-    return " ".join(str(e).split()) or type(e).__name__
+    return one_line(e) or type(e).__name__
 
 
 def _helper(module: str, name: str) -> Any:

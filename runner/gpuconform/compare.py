@@ -192,7 +192,7 @@ class ResultsDiff:
                 lines.extend(f"  {r}" for r in rows)
 
         section("fixed", [f"{n}: {a} -> {b}" for n, a, b in self.fixed])
-        section("regressed", [f"{n}: {a} -> {b}" + (f": {_one_line(r)}" if r else "")
+        section("regressed", [f"{n}: {a} -> {b}" + (f": {fmt.one_line(r, 200)}" if r else "")
                               for n, a, b, r in self.regressed])
         section("changed", [f"{n}: {a} -> {b}" for n, a, b in self.changed])
         section("new", [f"{n}: {s}" for n, s in self.new])
@@ -205,11 +205,6 @@ class ResultsDiff:
             lines.append(f"perf ({len(perf)} metrics, A is the reference):")
             lines.extend(f"  {c.key}: {c.explain()}" for c in perf)
         return "\n".join(lines) + "\n"
-
-
-def _one_line(text: str, limit: int = 200) -> str:
-    t = " ".join(str(text).split())
-    return t if len(t) <= limit else t[: limit - 3] + "..."
 
 
 def _trend_marks(data: Mapping[str, Any], baselines: list[Path] | None) -> tuple[

@@ -1,11 +1,11 @@
-"""Numbers as the runner prints them: a value in a unit that suits it, a
-relative change, a p-value."""
+"""Numbers and text as the runner prints them: a value in a unit that suits
+it, a relative change, a p-value, a message on one line."""
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["value", "pct", "pct_abs", "p_value"]
+__all__ = ["value", "pct", "pct_abs", "p_value", "one_line"]
 
 _TIME_SCALE = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
@@ -47,3 +47,10 @@ def p_value(v: float | None) -> str:
     if v is None:
         return "?"
     return "<1e-300" if v < 1e-300 else f"{v:.2g}"  # the normal tail underflows to 0
+
+
+def one_line(text: object, limit: int = 0) -> str:
+    """text with every run of whitespace (newlines too) made one space; cut
+    to limit characters, ending in "...", when limit is given."""
+    t = " ".join(str(text).split())
+    return t if not limit or len(t) <= limit else t[: limit - 3] + "..."

@@ -46,10 +46,11 @@ import fcntl
 import json
 import os
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
+
+from .atomic import atomic_write, fsync_dir
 
 __all__ = [
     "JOURNAL_NAME",
@@ -66,8 +67,6 @@ __all__ = [
     "read_run_json",
     "is_locked",
     "boot_id",
-    "fsync_dir",
-    "atomic_write",
 ]
 
 JOURNAL_NAME = "journal.jsonl"
@@ -80,37 +79,6 @@ EVENTS = ("start", "result", "abort", "resume", "end")
 
 class JournalError(Exception):
     """A journal or run.json that cannot be used; str() is one line."""
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write path through a temporary file, fsync and rename(): never half a file.
-
-    The temporary name is unique (pid and a random part) and created with
-    O_EXCL; the directory is fsync'd after the rename so that it survives too.
-    """
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    fsync_dir(path.parent)
 
 
 def boot_id() -> str:

@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .fmt import one_line
+
 __all__ = [
     "SUITE_MANIFEST",
     "SELFTEST_MANIFEST",
@@ -56,10 +58,6 @@ def manifest_path(build_dir: Path, selftest: bool = False) -> Path:
     return Path(build_dir) / (SELFTEST_MANIFEST if selftest else SUITE_MANIFEST)
 
 
-def _oneline(text: str) -> str:
-    return " ".join(text.split())
-
-
 def read_manifest(path: Path | str) -> Manifest:
     """Read and check a manifest: every binary must exist and be executable."""
     path = Path(path)
@@ -85,12 +83,12 @@ def read_manifest(path: Path | str) -> Manifest:
         binary = Path(item) if os.path.isabs(item) else base / item
         if not binary.exists():
             raise ManifestError(
-                f"{where}: {_oneline(item)}: no such binary ({binary}; is the build finished?)"
+                f"{where}: {one_line(item)}: no such binary ({binary}; is the build finished?)"
             )
         if not binary.is_file():
-            raise ManifestError(f"{where}: {_oneline(item)}: not a regular file ({binary})")
+            raise ManifestError(f"{where}: {one_line(item)}: not a regular file ({binary})")
         if not os.access(binary, os.X_OK):
-            raise ManifestError(f"{where}: {_oneline(item)}: not executable ({binary})")
+            raise ManifestError(f"{where}: {one_line(item)}: not executable ({binary})")
         entry = ManifestEntry(path=binary.absolute(), name=binary.name, line=lineno)
         prev = by_name.get(entry.name)
         if prev is not None:

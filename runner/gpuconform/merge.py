@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .journal import atomic_write
+from .atomic import atomic_write
 from .results import RESULTS_FORMAT, RESULTS_VERSION, TestRecord, render_summary, results_json
 from .shard import shard_of
 from .states import State

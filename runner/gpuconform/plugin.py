@@ -84,6 +84,7 @@ from .expectations import (
     should_retry,
 )
 from .fingerprint import device_ids
+from .fmt import one_line
 from .journal import (
     JOURNAL_NAME,
     RUN_ID_ENV,
@@ -699,10 +700,6 @@ class BrokenBinaryItem(_GcItem):
 # ------------------------------------------------------------------ session
 
 
-def _oneline(text: object, limit: int = 300) -> str:
-    return " ".join(str(text).split())[:limit]
-
-
 class GcSession:
     """Options, records, journal, kernel log and the end-of-run outputs."""
 
@@ -974,7 +971,7 @@ class GcSession:
             check_fingerprint(baseline, fp)
             self.baseline = baseline
         except Exception as e:  # noqa: BLE001 - reported in one line; the run goes on
-            self.baseline_error = f"baseline: {_oneline(e) or type(e).__name__}"
+            self.baseline_error = f"baseline: {one_line(e, 300) or type(e).__name__}"
 
     def _start_progress(self, tests: list[str]) -> None:
         mode = self.progress_mode
@@ -1332,7 +1329,7 @@ class GcSession:
         except Exception as e:  # noqa: BLE001 - results.json without comparisons stays
             self.comparisons = []
             self.baseline_error = (f"baseline comparison with {self.baseline_path} failed: "
-                                   f"{_oneline(e) or type(e).__name__}")
+                                   f"{one_line(e, 300) or type(e).__name__}")
             try:  # say so in results.json too; the first write stays if this one fails
                 notes = self._notes()
                 self.written = write_results(self.results_dir, records,
@@ -1348,7 +1345,7 @@ class GcSession:
 
             self.messages.append(f"report: {write_html(self.results_dir)}")
         except Exception as e:  # noqa: BLE001 - the results stay; the report is extra
-            self.errors.append(f"report.html not written: {_oneline(e) or type(e).__name__}")
+            self.errors.append(f"report.html not written: {one_line(e, 300) or type(e).__name__}")
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         tr = terminalreporter

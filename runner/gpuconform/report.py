@@ -28,14 +28,13 @@ from __future__ import annotations
 
 import html
 import math
-import os
 import re
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from .atomic import atomic_write
 from .baseline import BaselineError, load_results
 from .stats import median, quantile
 from .states import State
@@ -743,14 +742,8 @@ def write_html(results_dir: Path) -> Path:
     data = load_results(results_dir / "results.json")
     page = render_html(data, title=f"gpuconform results: {results_dir.name}")
     out = results_dir / REPORT_NAME
-    tmp = results_dir / f".{REPORT_NAME}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
     try:
-        tmp.write_text(page, encoding="utf-8")
-        os.replace(tmp, out)
+        atomic_write(out, page)
     except OSError as e:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
         raise BaselineError(f"{out}: cannot write report: {e.strerror or e}") from None
     return out

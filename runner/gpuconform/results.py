@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .execute import SubtestRun
-from .journal import atomic_write
+from .atomic import atomic_write
 from .states import State, Verdict, classify
 
 __all__ = [
