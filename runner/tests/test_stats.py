@@ -111,6 +111,10 @@ def test_min_p_and_reachability() -> None:
     assert not stats.can_reach(1, 99, 0.01)  # 1/100 is not < 0.01
     assert stats.can_reach(1, 100, 0.01)
     assert not stats.can_reach(0, 10, 0.01)
+    # sizes of real GPU metrics: C(m + n, m) is no float, the answer still is
+    assert stats.min_p_value(10_000, 10_000) == 0.0
+    assert stats.can_reach(1000, 1000, 1e-300)
+    assert stats.min_p_value(20, 20) == pytest.approx(1 / 137846528820)
 
 
 # ---------------------------------------------------------- Mann-Whitney
