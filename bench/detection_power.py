@@ -47,14 +47,9 @@ from typing import Any, Callable
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "runner"))
 
-from gpuconform.baseline import (  # noqa: E402
-    Baseline,
-    GateComparison,
-    compare_run,
-    find_baseline,
-    load_baseline,
-    update_baseline,
-)
+from gpuconform.baseline import Baseline, find_baseline, load_baseline  # noqa: E402
+from gpuconform.baseline_update import update_baseline  # noqa: E402
+from gpuconform.judge import GateComparison, compare_run  # noqa: E402
 from gpuconform.fingerprint import current_fingerprint  # noqa: E402
 
 # One run: (slowed?) -> results.json's "tests" records.

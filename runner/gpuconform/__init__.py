@@ -9,7 +9,10 @@ Modules, from the bottom up:
   results   per-test records, results.json and the summary
   jsondoc   JSON files read with one-line errors that name the file, line and field
   gate      the regression gate: from K clean runs, a metric's limit and MDE, or trend only
-  baseline  baseline files (one summary per clean run), update, and a run judged by the gate
+  baseline  baseline files (one summary per clean run): format, reading, checking, finding
+  runmetrics  a run's results.json read back: its metrics, durations and fingerprint
+  baseline_update  clean runs made into a baseline, or added to one
+  judge     a run's metrics judged against its baseline by the gate
   compare   `gpuconform compare A B`: state changes and sample-level metric deltas
   fmt       numbers and text as the runner prints them (units, percentages, p-values, one line)
   atomic    the one way a file is written: whole or not at all

@@ -1,5 +1,6 @@
-"""Timing baselines: the file, finding one, making or updating one from clean
-runs, and judging a run against it.
+"""Timing baseline files: the format, writing one, reading and checking one,
+finding the one of a fingerprint. (Made by baseline_update.py from the
+metrics runmetrics.py reads back; a run is judged against one in judge.py.)
 
 A baseline is what K clean runs of one fingerprint (fingerprint.py) measured:
 per metric, a summary of each run (gate.SUMMARY_FIELDS: its sample count,
@@ -37,36 +38,26 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from . import fmt, gate
+from . import gate
 from .atomic import atomic_write
-from .fingerprint import Fingerprint, current_fingerprint
+from .fingerprint import Fingerprint
 from .gate import Assessment, Gate, RunSummary
 from .jsondoc import Doc, DocError, get, number, top_object, type_name
 
 __all__ = [
-    "BASELINE_FORMAT", "BASELINE_VERSION", "DEFAULT_BASELINE_DIR", "VERDICTS", "BaselineError",
-    "BaselineMetric", "Baseline", "RunInfo", "RunMetric", "MetricComparison", "GateComparison",
-    "load_baseline",
-    "load_results", "write_baseline", "find_baseline", "check_fingerprint", "update_baseline",
-    "compare_run",
-    "run_metrics", "split_key", "record_name", "results_fingerprint",
+    "BASELINE_FORMAT", "BASELINE_VERSION", "DEFAULT_BASELINE_DIR", "BaselineError",
+    "BaselineMetric", "Baseline", "RunInfo", "load_baseline", "write_baseline", "find_baseline",
+    "check_fingerprint", "split_key", "record_name", "METRIC_NAME_RE", "parse_better",
 ]
 
 BASELINE_FORMAT = "gpuconform-baseline"
 BASELINE_VERSION = 2
-RESULTS_FORMAT = "gpuconform-results"
 DEFAULT_BASELINE_DIR = Path(__file__).resolve().parents[2] / "data" / "baselines"
-VERDICTS = ("regression", "improvement", "unchanged", "trend", "new", "missing",
-            "insufficient")
-# A night's sample count under this fraction of the baseline runs' median: its
-# statistic is noisier than the spread the limit was made for.
-MIN_SAMPLE_FRACTION = 0.5
-_NAME_RE = re.compile(r"[A-Za-z0-9._-]+\Z")
+METRIC_NAME_RE = re.compile(r"[A-Za-z0-9._-]+\Z")
 
 BaselineError = DocError
 
@@ -74,7 +65,7 @@ BaselineError = DocError
 def split_key(key: str) -> tuple[str, str] | None:
     """"BIN@SUB[@DYN]:NAME" -> ("BIN@SUB[@DYN]", "NAME"); None if malformed."""
     test, sep, name = key.rpartition(":")
-    if not sep or not _NAME_RE.match(name) or "@" not in test or test.startswith("@"):
+    if not sep or not METRIC_NAME_RE.match(name) or "@" not in test or test.startswith("@"):
         return None
     return test, name
 
@@ -207,7 +198,7 @@ def write_baseline(b: Baseline, path: Path) -> Path:
 # ---------------------------------------------------------------- parsing
 
 
-def _better(doc: Doc, v: Any, path: list[str | int]) -> str:
+def parse_better(doc: Doc, v: Any, path: list[str | int]) -> str:
     if v not in ("lower", "higher"):
         raise doc.error(path, f"is {json.dumps(v)[:40]}, not \"lower\" or \"higher\"")
     return str(v)
@@ -277,7 +268,7 @@ def _parse_metric(doc: Doc, key: str, entry: Any, n_runs: int) -> BaselineMetric
     if not isinstance(entry, dict):
         raise doc.error(path, f"is {type_name(entry)}, not an object")
     unit = get(doc, entry, path, "unit", str)
-    better = _better(doc, get(doc, entry, path, "better", str), path + ["better"])
+    better = parse_better(doc, get(doc, entry, path, "better", str), path + ["better"])
     res = entry.get("res")
     if res is not None and number(doc, res, path + ["res"], "res") <= 0:
         raise doc.error(path + ["res"], f"res {res} is not positive")
@@ -377,357 +368,3 @@ def check_fingerprint(b: Baseline, fp: Fingerprint) -> None:
     raise Doc(b.path or "baseline", text, "baseline", parse=False).error(
         ["fingerprint"], f"the baseline is for {theirs.describe()}, this machine is "
         f"{fp.describe()}")
-
-
-# ---------------------------------------------------------------- results
-
-
-@dataclass(frozen=True)
-class RunMetric:
-    test: str  # BIN@SUB[@DYN]
-    name: str
-    unit: str
-    better: str
-    samples: tuple[float, ...]
-
-    @property
-    def key(self) -> str:
-        return f"{self.test}:{self.name}"
-
-
-def load_results(path: Path) -> dict[str, Any]:
-    """results.json (or a directory holding one), checked: a top-level object
-    of format gpuconform-results with a "tests" object of records, each with a
-    string "result", every metric well-formed. Returns the parsed object."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "results.json"
-    doc = Doc.read(path, "results")
-    _check_results(doc)
-    data: dict[str, Any] = doc.data
-    return data
-
-
-def _check_results(doc: Doc) -> None:
-    d = top_object(doc, "results", RESULTS_FORMAT)
-    tests = get(doc, d, [], "tests", dict)
-    for name, rec in tests.items():
-        path: list[str | int] = ["tests", name]
-        if not isinstance(rec, dict):
-            raise doc.error(path, f"is {type_name(rec)}, not a record object")
-        get(doc, rec, path, "result", str)
-        dur = rec.get("duration")
-        if dur is not None:
-            number(doc, dur, path + ["duration"], "duration")
-        mets = rec.get("metrics", [])
-        if not isinstance(mets, list):
-            raise doc.error(path + ["metrics"], f"is {type_name(mets)}, not an array")
-        for i, m in enumerate(mets):
-            _check_metric(doc, m, path + ["metrics", i])
-        dyn = rec.get("dynamic", {})
-        if dyn is not None and not isinstance(dyn, dict):
-            raise doc.error(path + ["dynamic"], f"is {type_name(dyn)}, not an object")
-
-
-def _check_metric(doc: Doc, m: Any, path: list[str | int]) -> RunMetric:
-    if not isinstance(m, dict):
-        raise doc.error(path, f"is {type_name(m)}, not a metric object")
-    for k in ("test", "subtest", "name", "unit"):
-        v = get(doc, m, path, k, str)
-        if not v:
-            raise doc.error(path + [k], "is empty")
-    dyn = m.get("dynamic")
-    if dyn is not None and (not isinstance(dyn, str) or not dyn):
-        raise doc.error(path + ["dynamic"], "is neither null nor a non-empty string")
-    if not _NAME_RE.match(m["name"]):
-        raise doc.error(path + ["name"], f"metric name {m['name']!r} is not [A-Za-z0-9._-]+")
-    better = _better(doc, m.get("better"), path + ["better"])
-    raw = get(doc, m, path, "samples", list)
-    if not raw:
-        raise doc.error(path + ["samples"], "empty sample set")
-    samples = tuple(number(doc, x, path + ["samples", i]) for i, x in enumerate(raw))
-    test = f"{m['test']}@{m['subtest']}" + (f"@{dyn}" if dyn else "")
-    return RunMetric(test, m["name"], m["unit"], better, samples)
-
-
-def run_metrics(records: Mapping[str, Any], *, clean_only: bool = False,
-                source: str = "results") -> dict[str, RunMetric]:
-    """The metrics of results.json's "tests" records, by key. clean_only:
-    only those of tests that ended as expected -- passed, or failed as an
-    expectation rule says (a known driver finding: the measurement stands) --
-    or of passing dynamic subtests of another test: what a baseline is made
-    of."""
-    doc = Doc(source, "", "results", parse=False)  # for messages: no text, no lines
-    out: dict[str, RunMetric] = {}
-    for name, rec in records.items():
-        if not isinstance(rec, Mapping):
-            raise doc.error(["tests", name], f"is {type_name(rec)}, not a record object")
-        mets = rec.get("metrics") or []
-        if not isinstance(mets, list):
-            raise doc.error(["tests", name, "metrics"], "is not an array")
-        state = rec.get("result")
-        dyn_states = {k: (v.get("result") if isinstance(v, Mapping) else None)
-                      for k, v in (rec.get("dynamic") or {}).items()}
-        for i, m in enumerate(mets):
-            rm = _check_metric(doc, m, ["tests", name, "metrics", i])
-            if clean_only and state != "pass" and rec.get("expected") is not True:
-                dyn = m.get("dynamic")
-                if not dyn or dyn_states.get(dyn) != "pass":
-                    continue
-            out[rm.key] = rm
-    return out
-
-
-def _durations(records: Mapping[str, Any]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for name, rec in records.items():
-        if not isinstance(rec, Mapping) or rec.get("result") in (None, "notrun"):
-            continue
-        d = rec.get("duration")
-        if isinstance(d, (int, float)) and not isinstance(d, bool) and math.isfinite(d) and d >= 0:
-            out[name] = float(d)
-    return out
-
-
-def results_fingerprint(data: Mapping[str, Any]) -> Fingerprint | None:
-    for obj in (data.get("fingerprint"), (data.get("run") or {}).get("fingerprint")):
-        if isinstance(obj, Mapping) and obj:
-            return Fingerprint.from_json(obj)
-    return None
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _run_info(data: Mapping[str, Any], source: Path) -> RunInfo:
-    run = data.get("run") if isinstance(data.get("run"), Mapping) else {}
-    start = run.get("start")
-    when = (datetime.fromtimestamp(start, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            if isinstance(start, (int, float)) and not isinstance(start, bool) else "?")
-    devs = run.get("devices")
-    return RunInfo(str(source), when, str(run.get("hostname", "?")),
-                   tuple(x for x in devs if isinstance(x, str)) if isinstance(devs, list)
-                   else ())
-
-
-# ----------------------------------------------------------------- update
-
-
-def update_baseline(results_dirs: Path | Sequence[Path], out: Path | None = None, *,
-                    append: bool = False) -> Path:
-    """Make or update the baseline of the clean runs in results_dirs (each a
-    results directory or results.json); returns its path.
-
-    out defaults to data/baselines/<key>.json of the runs' fingerprint (the
-    one stored in results.json, else this machine's); every run must be of
-    that fingerprint, and so must an existing file at out. Each run becomes
-    one run of the baseline. An existing baseline is updated: with append,
-    the runs are added to its runs of each metric they measured; without,
-    they replace its runs of those metrics (the other metrics stay: a run of
-    a few tests refreshes only those). Only metrics of tests that ended as
-    expected go in (run_metrics' clean_only); durations of every test that
-    ran, the last run's.
-    """
-    dirs = [Path(results_dirs)] if isinstance(results_dirs, (str, Path)) else \
-        [Path(d) for d in results_dirs]
-    if not dirs:
-        raise BaselineError("baseline update: no results given")
-    loaded = []
-    fp: Fingerprint | None = None
-    for d in dirs:
-        rj = d if d.is_file() else d / "results.json"
-        data = load_results(rj)
-        if not data["tests"]:
-            raise BaselineError(f"{rj}: tests: no test records, nothing to make a baseline of")
-        this = results_fingerprint(data) or current_fingerprint()
-        if fp is not None and this.key() != fp.key():
-            raise BaselineError(f"{rj}: fingerprint: this run is {this.describe()}, the "
-                                f"first is {fp.describe()}: one baseline is one fingerprint")
-        fp = this
-        loaded.append((rj, data))
-    assert fp is not None
-    target = Path(out) if out is not None else DEFAULT_BASELINE_DIR / (fp.key() + ".json")
-    old = load_baseline(target) if target.exists() else None
-    if old is not None:
-        try:
-            check_fingerprint(old, fp)
-        except BaselineError as e:
-            raise BaselineError(f"{e}; give another output file") from None
-    b = _merge(old, fp, loaded, append)
-    return write_baseline(b, target)
-
-
-def _merge(old: Baseline | None, fp: Fingerprint,
-           loaded: Sequence[tuple[Path, Mapping[str, Any]]], append: bool) -> Baseline:
-    runs = list(old.runs) if old is not None else []
-    summaries: dict[str, list[RunSummary]] = {}
-    raw: dict[str, list[float]] = {}
-    kinds: dict[str, tuple[str, str]] = {}
-    durations = dict(old.durations) if old is not None else {}
-    for rj, data in loaded:
-        index = len(runs)
-        runs.append(_run_info(data, rj.parent))
-        for key, m in run_metrics(data["tests"], clean_only=True, source=str(rj)).items():
-            if kinds.setdefault(key, (m.unit, m.better)) != (m.unit, m.better):
-                raise BaselineError(f"{rj}: {key}: unit or direction differs from an earlier "
-                                    f"run's ({m.unit}, {m.better} is better)")
-            summaries.setdefault(key, []).append(gate.summarize(index, m.samples, m.better))
-            raw.setdefault(key, []).extend(m.samples)
-        durations.update(_durations(data["tests"]))
-    metrics = dict(old.metrics) if old is not None else {}
-    for key, new in summaries.items():
-        unit, better = kinds[key]
-        res = gate.resolution(raw[key])
-        prev = metrics.get(key)
-        if append and prev is not None and (prev.unit, prev.better) == (unit, better):
-            steps = [r for r in (prev.res, res) if r is not None]
-            metrics[key] = BaselineMetric(unit, better, prev.runs + tuple(new),
-                                          min(steps) if steps else None)
-        else:
-            metrics[key] = BaselineMetric(unit, better, tuple(new), res)
-    return _pruned(Baseline(fp.to_json(), _now(), runs, metrics, durations,
-                            old.gate if old is not None else Gate()))
-
-
-def _pruned(b: Baseline) -> Baseline:
-    """b without the runs no metric refers to, the others renumbered."""
-    used = sorted({r.run for m in b.metrics.values() for r in m.runs})
-    renum = {old: new for new, old in enumerate(used)}
-    metrics = {k: BaselineMetric(m.unit, m.better,
-                                 tuple(replace(r, run=renum[r.run]) for r in m.runs), m.res)
-               for k, m in b.metrics.items()}
-    return Baseline(b.fingerprint, b.created, [b.runs[i] for i in used], metrics, b.durations,
-                    b.gate)
-
-
-# ------------------------------------------------------------- comparison
-
-
-@dataclass
-class MetricComparison:
-    """One metric of a run against a reference: what every kind of
-    comparison has (results.json's "comparisons", the report, the summary)."""
-    test: str  # BIN@SUB[@DYN]
-    metric: str  # NAME
-    unit: str
-    better: str
-    verdict: str
-    note: str = ""  # why a verdict that is not a measurement was given
-    trend: str | None = None  # why the baseline keeps this metric for trends only
-    samples_base: tuple[float, ...] = field(default=(), repr=False)
-    samples_run: tuple[float, ...] = field(default=(), repr=False)
-
-    @property
-    def key(self) -> str:
-        return f"{self.test}:{self.metric}"
-
-
-@dataclass
-class GateComparison(MetricComparison):
-    """One metric of a run against the baseline (gate.py's rule);
-    samples_base holds each baseline run's statistic g."""
-    n_run: int = 0
-    base_runs: int = 0
-    center: float | None = None  # the baseline runs' geometric mean of g
-    value: float | None = None  # this run's g
-    change: float | None = None  # value / center - 1
-    limit: float | None = None
-    mde: float | None = None
-    spread: float | None = None
-
-    @property
-    def gated(self) -> bool:
-        return self.trend is None and self.verdict in ("regression", "improvement",
-                                                       "unchanged")
-
-    def explain(self) -> str:
-        v = self.verdict
-        if v == "new":
-            return (f"new: {self.note or 'not in the baseline'} (good-half mean "
-                    f"{fmt.value(self.value, self.unit)} over {self.n_run} samples)")
-        if v == "missing":
-            return (f"missing: {self.note or 'in the baseline, not recorded by this run'} "
-                    f"(baseline {fmt.value(self.center, self.unit)} over {self.base_runs} runs)")
-        head = (f"good-half mean {fmt.value(self.center, self.unit)} (baseline, "
-                f"{self.base_runs} runs) -> {fmt.value(self.value, self.unit)} "
-                f"({fmt.pct(self.change)}, {self.better} is better)")
-        if v == "insufficient":
-            return f"insufficient: {head}; {self.note}"
-        if v == "trend":
-            return f"trend: {head}; kept for trends only: {self.trend}"
-        within = "beyond" if v in ("regression", "improvement") else "within"
-        return (f"{v}: {head}; {within} the limit {fmt.pct_abs(self.limit)} "
-                f"(MDE {fmt.pct_abs(self.mde)}, run-to-run spread "
-                f"{fmt.pct_abs(self.spread)})")
-
-    def to_json(self) -> dict[str, Any]:
-        def num(v: float | None) -> float | None:
-            return v if v is not None and math.isfinite(v) else None
-
-        return {"key": self.key, "test": self.test, "metric": self.metric, "unit": self.unit,
-                "better": self.better, "verdict": self.verdict, "gated": self.gated,
-                "n_run": self.n_run, "baseline_runs": self.base_runs,
-                "center": num(self.center), "value": num(self.value),
-                "change": num(self.change), "limit": num(self.limit), "mde": num(self.mde),
-                "spread": num(self.spread), "trend": self.trend, "note": self.note,
-                "explain": self.explain(), "samples_base": list(self.samples_base),
-                "samples_run": list(self.samples_run)}
-
-
-def _judge_metric(key: str, bm: BaselineMetric, a: Assessment, rm: RunMetric) -> GateComparison:
-    test, name = split_key(key) or (key, "")
-    g = gate.good_half_mean(rm.samples, rm.better)
-    c = GateComparison(test, name, rm.unit, rm.better, "unchanged", trend=a.trend,
-                       samples_base=tuple(bm.gs), samples_run=rm.samples,
-                       n_run=len(rm.samples), base_runs=len(bm.runs), center=a.center, value=g,
-                       limit=a.limit, mde=a.mde, spread=a.spread)
-    if (bm.unit, bm.better) != (rm.unit, rm.better):
-        c.verdict = "new"
-        c.note = (f"the metric changed from {bm.unit!r}, {bm.better} is better, to "
-                  f"{rm.unit!r}, {rm.better} is better: not comparable")
-        return c
-    if a.center is not None:
-        c.change = g / a.center - 1
-    typical = sorted(r.n for r in bm.runs)[len(bm.runs) // 2]
-    if a.gates and len(rm.samples) < MIN_SAMPLE_FRACTION * typical:
-        c.verdict = "insufficient"
-        c.note = (f"this run has {len(rm.samples)} samples, the baseline's runs a median of "
-                  f"{typical}: its statistic is noisier than the limit was made for")
-        return c
-    c.verdict = gate.judge(a, g, rm.better)
-    return c
-
-
-def compare_run(records: Mapping[str, Any], baseline: Baseline) -> list[GateComparison]:
-    """Every metric of records (results.json's "tests") against baseline,
-    plus the baseline's metrics that tests of records ran without recording.
-    Sorted by key."""
-    run = run_metrics(records, source="results")
-    assessed = baseline.assessments()
-    out: list[GateComparison] = []
-    for key, rm in run.items():
-        bm = baseline.metrics.get(key)
-        if bm is None:
-            test, name = split_key(key) or (key, "")
-            out.append(GateComparison(test, name, rm.unit, rm.better, "new",
-                                      samples_run=rm.samples, n_run=len(rm.samples),
-                                      value=gate.good_half_mean(rm.samples, rm.better)))
-        else:
-            out.append(_judge_metric(key, bm, assessed[key], rm))
-    for key, bm in baseline.metrics.items():
-        if key in run:
-            continue
-        test, name = split_key(key) or (key, "")
-        rec = records.get(record_name(test))
-        if not isinstance(rec, Mapping):
-            continue  # not selected in this run: no verdict
-        state = rec.get("result", "?")
-        a = assessed[key]
-        out.append(GateComparison(
-            test, name, bm.unit, bm.better, "missing", trend=a.trend, samples_base=tuple(bm.gs),
-            base_runs=len(bm.runs), center=a.center,
-            note=(f"{record_name(test)} ended {state} without recording it" if state != "pass"
-                  else f"{record_name(test)} passed without recording it")))
-    out.sort(key=lambda c: c.key)
-    return out

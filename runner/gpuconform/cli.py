@@ -440,7 +440,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_baseline(args: argparse.Namespace) -> int:
-    path = _call(_helper("baseline", "update_baseline"), args.results, args.out,
+    path = _call(_helper("baseline_update", "update_baseline"), args.results, args.out,
                  append=args.append)
     print(f"gpuconform: baseline written: {path}")
     return EXIT_OK

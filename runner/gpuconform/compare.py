@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import Any, Literal, Mapping
 
 from . import fmt, stats
-from .baseline import Baseline, MetricComparison, RunMetric, find_baseline, load_results, \
-    record_name, results_fingerprint, run_metrics, split_key
+from .baseline import Baseline, find_baseline, record_name, split_key
+from .judge import MetricComparison
+from .runmetrics import RunMetric, load_results, results_fingerprint, run_metrics
 
 __all__ = ["SampleComparison", "ResultsDiff", "compare_samples", "diff_results",
            "compare_results", "DECISION_FRACTION", "FAILURE_STATES"]

@@ -1319,7 +1319,7 @@ class GcSession:
     def _compare(self, records: dict[str, TestRecord], exitstatus: int) -> None:
         assert self.results_dir is not None
         try:
-            from .baseline import compare_run
+            from .judge import compare_run
 
             tests = {n: r.to_json() for n, r in records.items()}
             self.comparisons = list(compare_run(tests, self.baseline))

@@ -8,7 +8,7 @@ From results_dir/results.json:
     good-half mean each: what the gate compares) and this run's samples,
     medians marked, with the comparison's verdict and its evidence, and a
     mark on metrics the baseline keeps for trends only (results.json
-    "comparisons": baseline.GateComparison.to_json(); a run without them
+    "comparisons": judge.GateComparison.to_json(); a run without them
     plots this run's samples alone);
   - where the run holds gap.MODE.SHAPE metrics (the bubbles binaries), a
     "Dispatch gaps" section: per shape one plot of every mode's gaps on a
@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from .atomic import atomic_write
-from .baseline import BaselineError, load_results
+from .baseline import BaselineError
+from .runmetrics import load_results
 from .stats import median, quantile
 from .states import State
 

@@ -18,12 +18,12 @@ from gpuconform import jsondoc
 from gpuconform.baseline import (
     BaselineError,
     check_fingerprint,
-    compare_run,
     find_baseline,
     load_baseline,
-    update_baseline,
     write_baseline,
 )
+from gpuconform.baseline_update import update_baseline
+from gpuconform.judge import compare_run
 from gpuconform.fingerprint import Fingerprint
 
 FP = Fingerprint("1x NVIDIA H100 80GB HBM3", "nvidia 550.54.15", "cuda 12.4", "6.1", "x86_64",

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from gc_testutil import gate_baseline
-from gpuconform.baseline import BaselineError, RunMetric, write_baseline
+from gpuconform.baseline import BaselineError, write_baseline
+from gpuconform.runmetrics import RunMetric
 from gpuconform.compare import compare_results, compare_samples
 from test_baseline import FP, metric, record, results, write_results
 

@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 
 from gc_testutil import REPO_ROOT, Selftests, gate_baseline
-from gpuconform.baseline import BaselineError, compare_run, load_baseline, update_baseline
+from gpuconform.baseline import BaselineError, load_baseline
+from gpuconform.baseline_update import update_baseline
+from gpuconform.judge import compare_run
 from gpuconform.report import render_html, write_html
 
 HOSTILE = ('<script>document.title="pwned"</script></pre></td><b id="injected">x</b>'

@@ -1,0 +1,151 @@
+"""A run's metrics judged against its baseline by the gate (gate.py): one
+verdict a metric, as results.json's "comparisons", the summary and the report
+show them."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from . import fmt, gate
+from .baseline import Baseline, BaselineMetric, record_name, split_key
+from .gate import Assessment
+from .runmetrics import RunMetric, run_metrics
+
+__all__ = ["VERDICTS", "MetricComparison", "GateComparison", "compare_run"]
+
+VERDICTS = ("regression", "improvement", "unchanged", "trend", "new", "missing",
+            "insufficient")
+# A night's sample count under this fraction of the baseline runs' median: its
+# statistic is noisier than the spread the limit was made for.
+MIN_SAMPLE_FRACTION = 0.5
+
+
+@dataclass
+class MetricComparison:
+    """One metric of a run against a reference: what every kind of
+    comparison has (results.json's "comparisons", the report, the summary)."""
+    test: str  # BIN@SUB[@DYN]
+    metric: str  # NAME
+    unit: str
+    better: str
+    verdict: str
+    note: str = ""  # why a verdict that is not a measurement was given
+    trend: str | None = None  # why the baseline keeps this metric for trends only
+    samples_base: tuple[float, ...] = field(default=(), repr=False)
+    samples_run: tuple[float, ...] = field(default=(), repr=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.test}:{self.metric}"
+
+
+@dataclass
+class GateComparison(MetricComparison):
+    """One metric of a run against the baseline (gate.py's rule);
+    samples_base holds each baseline run's statistic g."""
+    n_run: int = 0
+    base_runs: int = 0
+    center: float | None = None  # the baseline runs' geometric mean of g
+    value: float | None = None  # this run's g
+    change: float | None = None  # value / center - 1
+    limit: float | None = None
+    mde: float | None = None
+    spread: float | None = None
+
+    @property
+    def gated(self) -> bool:
+        return self.trend is None and self.verdict in ("regression", "improvement",
+                                                       "unchanged")
+
+    def explain(self) -> str:
+        v = self.verdict
+        if v == "new":
+            return (f"new: {self.note or 'not in the baseline'} (good-half mean "
+                    f"{fmt.value(self.value, self.unit)} over {self.n_run} samples)")
+        if v == "missing":
+            return (f"missing: {self.note or 'in the baseline, not recorded by this run'} "
+                    f"(baseline {fmt.value(self.center, self.unit)} over {self.base_runs} runs)")
+        head = (f"good-half mean {fmt.value(self.center, self.unit)} (baseline, "
+                f"{self.base_runs} runs) -> {fmt.value(self.value, self.unit)} "
+                f"({fmt.pct(self.change)}, {self.better} is better)")
+        if v == "insufficient":
+            return f"insufficient: {head}; {self.note}"
+        if v == "trend":
+            return f"trend: {head}; kept for trends only: {self.trend}"
+        within = "beyond" if v in ("regression", "improvement") else "within"
+        return (f"{v}: {head}; {within} the limit {fmt.pct_abs(self.limit)} "
+                f"(MDE {fmt.pct_abs(self.mde)}, run-to-run spread "
+                f"{fmt.pct_abs(self.spread)})")
+
+    def to_json(self) -> dict[str, Any]:
+        def num(v: float | None) -> float | None:
+            return v if v is not None and math.isfinite(v) else None
+
+        return {"key": self.key, "test": self.test, "metric": self.metric, "unit": self.unit,
+                "better": self.better, "verdict": self.verdict, "gated": self.gated,
+                "n_run": self.n_run, "baseline_runs": self.base_runs,
+                "center": num(self.center), "value": num(self.value),
+                "change": num(self.change), "limit": num(self.limit), "mde": num(self.mde),
+                "spread": num(self.spread), "trend": self.trend, "note": self.note,
+                "explain": self.explain(), "samples_base": list(self.samples_base),
+                "samples_run": list(self.samples_run)}
+
+
+def _judge_metric(key: str, bm: BaselineMetric, a: Assessment, rm: RunMetric) -> GateComparison:
+    test, name = split_key(key) or (key, "")
+    g = gate.good_half_mean(rm.samples, rm.better)
+    c = GateComparison(test, name, rm.unit, rm.better, "unchanged", trend=a.trend,
+                       samples_base=tuple(bm.gs), samples_run=rm.samples,
+                       n_run=len(rm.samples), base_runs=len(bm.runs), center=a.center, value=g,
+                       limit=a.limit, mde=a.mde, spread=a.spread)
+    if (bm.unit, bm.better) != (rm.unit, rm.better):
+        c.verdict = "new"
+        c.note = (f"the metric changed from {bm.unit!r}, {bm.better} is better, to "
+                  f"{rm.unit!r}, {rm.better} is better: not comparable")
+        return c
+    if a.center is not None:
+        c.change = g / a.center - 1
+    typical = sorted(r.n for r in bm.runs)[len(bm.runs) // 2]
+    if a.gates and len(rm.samples) < MIN_SAMPLE_FRACTION * typical:
+        c.verdict = "insufficient"
+        c.note = (f"this run has {len(rm.samples)} samples, the baseline's runs a median of "
+                  f"{typical}: its statistic is noisier than the limit was made for")
+        return c
+    c.verdict = gate.judge(a, g, rm.better)
+    return c
+
+
+def compare_run(records: Mapping[str, Any], baseline: Baseline) -> list[GateComparison]:
+    """Every metric of records (results.json's "tests") against baseline,
+    plus the baseline's metrics that tests of records ran without recording.
+    Sorted by key."""
+    run = run_metrics(records, source="results")
+    assessed = baseline.assessments()
+    out: list[GateComparison] = []
+    for key, rm in run.items():
+        bm = baseline.metrics.get(key)
+        if bm is None:
+            test, name = split_key(key) or (key, "")
+            out.append(GateComparison(test, name, rm.unit, rm.better, "new",
+                                      samples_run=rm.samples, n_run=len(rm.samples),
+                                      value=gate.good_half_mean(rm.samples, rm.better)))
+        else:
+            out.append(_judge_metric(key, bm, assessed[key], rm))
+    for key, bm in baseline.metrics.items():
+        if key in run:
+            continue
+        test, name = split_key(key) or (key, "")
+        rec = records.get(record_name(test))
+        if not isinstance(rec, Mapping):
+            continue  # not selected in this run: no verdict
+        state = rec.get("result", "?")
+        a = assessed[key]
+        out.append(GateComparison(
+            test, name, bm.unit, bm.better, "missing", trend=a.trend, samples_base=tuple(bm.gs),
+            base_runs=len(bm.runs), center=a.center,
+            note=(f"{record_name(test)} ended {state} without recording it" if state != "pass"
+                  else f"{record_name(test)} passed without recording it")))
+    out.sort(key=lambda c: c.key)
+    return out

@@ -1,0 +1,133 @@
+"""A run's results.json read back: checked, its metrics (all, or only those of
+tests that ended as expected, what a baseline is made of), its durations and
+the fingerprint it was measured on."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from .baseline import METRIC_NAME_RE, parse_better
+from .fingerprint import Fingerprint
+from .jsondoc import Doc, get, number, top_object, type_name
+
+__all__ = ["RESULTS_FORMAT", "RunMetric", "load_results", "run_metrics", "durations",
+           "results_fingerprint"]
+
+RESULTS_FORMAT = "gpuconform-results"
+
+
+@dataclass(frozen=True)
+class RunMetric:
+    test: str  # BIN@SUB[@DYN]
+    name: str
+    unit: str
+    better: str
+    samples: tuple[float, ...]
+
+    @property
+    def key(self) -> str:
+        return f"{self.test}:{self.name}"
+
+
+def load_results(path: Path) -> dict[str, Any]:
+    """results.json (or a directory holding one), checked: a top-level object
+    of format gpuconform-results with a "tests" object of records, each with a
+    string "result", every metric well-formed. Returns the parsed object."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    doc = Doc.read(path, "results")
+    _check_results(doc)
+    data: dict[str, Any] = doc.data
+    return data
+
+
+def _check_results(doc: Doc) -> None:
+    d = top_object(doc, "results", RESULTS_FORMAT)
+    tests = get(doc, d, [], "tests", dict)
+    for name, rec in tests.items():
+        path: list[str | int] = ["tests", name]
+        if not isinstance(rec, dict):
+            raise doc.error(path, f"is {type_name(rec)}, not a record object")
+        get(doc, rec, path, "result", str)
+        dur = rec.get("duration")
+        if dur is not None:
+            number(doc, dur, path + ["duration"], "duration")
+        mets = rec.get("metrics", [])
+        if not isinstance(mets, list):
+            raise doc.error(path + ["metrics"], f"is {type_name(mets)}, not an array")
+        for i, m in enumerate(mets):
+            _check_metric(doc, m, path + ["metrics", i])
+        dyn = rec.get("dynamic", {})
+        if dyn is not None and not isinstance(dyn, dict):
+            raise doc.error(path + ["dynamic"], f"is {type_name(dyn)}, not an object")
+
+
+def _check_metric(doc: Doc, m: Any, path: list[str | int]) -> RunMetric:
+    if not isinstance(m, dict):
+        raise doc.error(path, f"is {type_name(m)}, not a metric object")
+    for k in ("test", "subtest", "name", "unit"):
+        v = get(doc, m, path, k, str)
+        if not v:
+            raise doc.error(path + [k], "is empty")
+    dyn = m.get("dynamic")
+    if dyn is not None and (not isinstance(dyn, str) or not dyn):
+        raise doc.error(path + ["dynamic"], "is neither null nor a non-empty string")
+    if not METRIC_NAME_RE.match(m["name"]):
+        raise doc.error(path + ["name"], f"metric name {m['name']!r} is not [A-Za-z0-9._-]+")
+    better = parse_better(doc, m.get("better"), path + ["better"])
+    raw = get(doc, m, path, "samples", list)
+    if not raw:
+        raise doc.error(path + ["samples"], "empty sample set")
+    samples = tuple(number(doc, x, path + ["samples", i]) for i, x in enumerate(raw))
+    test = f"{m['test']}@{m['subtest']}" + (f"@{dyn}" if dyn else "")
+    return RunMetric(test, m["name"], m["unit"], better, samples)
+
+
+def run_metrics(records: Mapping[str, Any], *, clean_only: bool = False,
+                source: str = "results") -> dict[str, RunMetric]:
+    """The metrics of results.json's "tests" records, by key. clean_only:
+    only those of tests that ended as expected -- passed, or failed as an
+    expectation rule says (a known driver finding: the measurement stands) --
+    or of passing dynamic subtests of another test: what a baseline is made
+    of."""
+    doc = Doc(source, "", "results", parse=False)  # for messages: no text, no lines
+    out: dict[str, RunMetric] = {}
+    for name, rec in records.items():
+        if not isinstance(rec, Mapping):
+            raise doc.error(["tests", name], f"is {type_name(rec)}, not a record object")
+        mets = rec.get("metrics") or []
+        if not isinstance(mets, list):
+            raise doc.error(["tests", name, "metrics"], "is not an array")
+        state = rec.get("result")
+        dyn_states = {k: (v.get("result") if isinstance(v, Mapping) else None)
+                      for k, v in (rec.get("dynamic") or {}).items()}
+        for i, m in enumerate(mets):
+            rm = _check_metric(doc, m, ["tests", name, "metrics", i])
+            if clean_only and state != "pass" and rec.get("expected") is not True:
+                dyn = m.get("dynamic")
+                if not dyn or dyn_states.get(dyn) != "pass":
+                    continue
+            out[rm.key] = rm
+    return out
+
+
+def durations(records: Mapping[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name, rec in records.items():
+        if not isinstance(rec, Mapping) or rec.get("result") in (None, "notrun"):
+            continue
+        d = rec.get("duration")
+        if isinstance(d, (int, float)) and not isinstance(d, bool) and math.isfinite(d) and d >= 0:
+            out[name] = float(d)
+    return out
+
+
+def results_fingerprint(data: Mapping[str, Any]) -> Fingerprint | None:
+    for obj in (data.get("fingerprint"), (data.get("run") or {}).get("fingerprint")):
+        if isinstance(obj, Mapping) and obj:
+            return Fingerprint.from_json(obj)
+    return None
