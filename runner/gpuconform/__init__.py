@@ -16,6 +16,7 @@ Modules, from the bottom up:
   compare   `gpuconform compare A B`: state changes and sample-level metric deltas
   fmt       numbers and text as the runner prints them (units, percentages, p-values, one line)
   atomic    the one way a file is written: whole or not at all
+  options   a run's options: parsed, stored in run.json, given back as arguments; its inputs
   plugin    the pytest plugin (collection, items, recording)
   cli       the `gpuconform` command
 """

@@ -37,7 +37,7 @@ from .execute import DEFAULT_GRACE_S, DEFAULT_TIMEOUT_S, ExecOptions, list_subte
 from .fmt import one_line
 from .journal import JOURNAL_NAME, JournalError, is_locked, read_run_json
 from .manifest import Manifest, ManifestError, manifest_path, read_manifest
-from .plugin import (
+from .options import (
     DATA_DIR,
     DEFAULT_PATTERNS,
     DEFAULT_RETRIES,
@@ -45,15 +45,15 @@ from .plugin import (
     PROGRESS_MODES,
     SCRATCH_ENV,
     InputError,
-    RunControl,
     RunOptions,
-    _argtype,
+    argtype,
     load_inputs,
     options_to_args,
     parse_devices,
     parse_retries,
     parse_timeout_override,
 )
+from .plugin import RunControl
 from .kmsg import KMSG_PATH, TAINT_PATH
 from .results import RunNotes, TestRecord, run_outcome
 from .shard import parse_shard, shard
@@ -109,7 +109,7 @@ def _build_and_selection(sp: argparse.ArgumentParser) -> None:
                     help="keep only tests whose name matches one of these regexes")
     sp.add_argument("--exclude", metavar="RE", action="append", default=[],
                     help="drop the tests whose name matches RE (repeatable)")
-    sp.add_argument("--shard", metavar="I/N", type=_argtype(parse_shard, "I/N"), default=None,
+    sp.add_argument("--shard", metavar="I/N", type=argtype(parse_shard, "I/N"), default=None,
                     help="run only the I-th of N shards of the selection (1-based)")
 
 
@@ -128,13 +128,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", metavar="S", type=_positive, default=DEFAULT_TIMEOUT_S,
                      help=f"per-subtest timeout in seconds (default {DEFAULT_TIMEOUT_S:g})")
     run.add_argument("--timeout-override", metavar="GLOB=S", action="append", default=[],
-                     type=_argtype(parse_timeout_override, "GLOB=SECONDS"),
+                     type=argtype(parse_timeout_override, "GLOB=SECONDS"),
                      help="timeout of the tests matching GLOB (repeatable; the first match wins)")
     run.add_argument("--grace", metavar="S", type=_non_negative, default=DEFAULT_GRACE_S,
                      help=f"SIGTERM to SIGKILL grace in seconds (default {DEFAULT_GRACE_S:g})")
     run.add_argument("-k", metavar="EXPR", dest="keyword", default=None,
                      help="pytest -k expression over BINARY@SUBTEST names")
-    run.add_argument("--devices", metavar="LIST", type=_argtype(parse_devices, "LIST"),
+    run.add_argument("--devices", metavar="LIST", type=argtype(parse_devices, "LIST"),
                      default=None,
                      help="devices the tests may use (0,1 or UUIDs): exported as "
                      + ", ".join(DEVICE_ENVS))
@@ -147,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--platform", metavar="KEY", default=None,
                      help="platform matched by platform= in expectation rules "
                      "(default: this machine's fingerprint key)")
-    run.add_argument("--retries", metavar="N", type=_argtype(parse_retries, "N"),
+    run.add_argument("--retries", metavar="N", type=argtype(parse_retries, "N"),
                      default=DEFAULT_RETRIES,
                      help=f"run a failing test again up to N times (default {DEFAULT_RETRIES}: "
                      "tells a flake from a failure that repeats)")

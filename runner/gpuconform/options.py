@@ -1,0 +1,318 @@
+"""The options of a run: their values parsed and checked (one-line errors), the
+form run.json stores them in and `gpuconform resume` reads back, the pytest
+arguments that give them again, and the inputs they name (test lists,
+expectation rules, kernel log patterns), loaded before anything runs."""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import os
+import re
+import stat
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .execute import (
+    DEFAULT_GRACE_S,
+    DEFAULT_LIST_TIMEOUT_S,
+    DEFAULT_TIMEOUT_S,
+)
+from .expectations import (
+    ExpectationError,
+    Expectations,
+    default_expectation_files,
+    load_expectations,
+)
+from .kmsg import (
+    KMSG_PATH,
+    TAINT_PATH,
+    DmesgPatternError,
+    DmesgPatterns,
+    load_patterns,
+)
+from .shard import ShardError
+from .testlist import TestlistError, TestPattern, check_test_glob, load_testlist, resolve_testlist
+
+__all__ = [
+    "DATA_DIR", "DEFAULT_PATTERNS", "DEFAULT_RETRIES", "DEVICE_ENVS", "SCRATCH_ENV",
+    "PROGRESS_MODES", "InputError", "RunOptions", "RunInputs", "argtype", "check_scratch_dir",
+    "load_inputs", "options_to_args", "seconds", "seconds_or_zero", "parse_devices", "parse_retries", "parse_timeout_override",
+]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DATA_DIR = REPO_ROOT / "data"
+DEFAULT_PATTERNS = DATA_DIR / "dmesg" / "patterns.txt"
+# One retry: enough to tell a flake from a failure that repeats, for the price
+# of running only the failing tests once more; more would hide intermittent
+# bugs behind passes and multiply the cost of every timeout.
+DEFAULT_RETRIES = 1
+DEVICE_ENVS = ("GPUCONFORM_DEVICES", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+               "HIP_VISIBLE_DEVICES")
+SCRATCH_ENV = "GPUCONFORM_SCRATCH_DIR"  # lib/io.h GC_SCRATCH_ENV
+_DEVICES_RE = re.compile(r"[A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*\Z")
+PROGRESS_MODES = ("auto", "tty", "plain", "off")
+
+
+class InputError(Exception):
+    """A bad option value or input file; str() is one line."""
+
+
+# ------------------------------------------------------------ option values
+
+
+def seconds(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"not a positive number of seconds: {text}")
+    return value
+
+
+def seconds_or_zero(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"not a number of seconds >= 0: {text}")
+    return value
+
+
+def parse_timeout_override(text: str) -> tuple[str, float]:
+    """'host_io@direct-*=120' -> ('host_io@direct-*', 120.0)."""
+    glob, eq, secs = text.rpartition("=")
+    if not eq or not glob:
+        raise InputError(f"--timeout-override {text[:80]!r}: expected GLOB=SECONDS")
+    problem = check_test_glob(glob)
+    if problem is not None:
+        raise InputError(f"--timeout-override {text[:80]!r}: {problem}")
+    try:
+        value = seconds(secs)
+    except ValueError:
+        raise InputError(
+            f"--timeout-override {text[:80]!r}: {secs[:40]!r} is not a positive number of seconds"
+        ) from None
+    return glob, value
+
+
+def parse_devices(text: str) -> str:
+    if not _DEVICES_RE.match(text):
+        raise InputError(f"--devices {text[:80]!r}: expected a comma-separated list of device "
+                         "indexes or UUIDs (0,1 or GPU-1234...)")
+    return text
+
+
+def check_scratch_dir(path: str) -> str:
+    """--scratch-dir's directory, absolute, once a file could be created (and
+    removed) there: InputError naming it otherwise."""
+    p = os.path.abspath(path)
+    try:
+        st = os.stat(p)
+    except OSError as e:
+        raise InputError(f"--scratch-dir {p}: {e.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise InputError(f"--scratch-dir {p}: not a directory")
+    try:
+        fd, probe = tempfile.mkstemp(prefix="gpuconform-probe-", dir=p)
+    except OSError as e:
+        raise InputError(f"--scratch-dir {p}: not writable: {e.strerror}") from None
+    os.close(fd)
+    os.unlink(probe)
+    return p
+
+
+def parse_retries(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise InputError(f"--retries {text[:40]!r}: not a whole number") from None
+    if not 0 <= n <= 100:
+        raise InputError(f"--retries {n}: must be 0..100")
+    return n
+
+
+def argtype(fn: Any, name: str) -> Any:
+    """An InputError-raising parser as an argparse type (its message shown)."""
+    import argparse
+
+    def conv(text: str) -> Any:
+        try:
+            return fn(text)
+        except (InputError, ShardError) as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    conv.__name__ = name
+    return conv
+
+
+seconds_or_zero.__name__ = "seconds"
+
+
+# ---------------------------------------------------------------- options
+
+
+@dataclass
+class RunOptions:
+    """Everything that decides what a run does: run.json keeps it for resume."""
+
+    timeout: float = DEFAULT_TIMEOUT_S
+    grace: float = DEFAULT_GRACE_S
+    list_timeout: float = DEFAULT_LIST_TIMEOUT_S
+    testlists: list[str] = field(default_factory=list)  # names or paths, as given
+    include: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    timeout_overrides: list[tuple[str, float]] = field(default_factory=list)
+    devices: str | None = None
+    scratch_dir: str | None = None  # exported as GPUCONFORM_SCRATCH_DIR
+    shard: tuple[int, int] | None = None
+    expectations: list[str] | None = None  # None: data/expectations/*.txt for the suite
+    platform: str | None = None  # None: this machine's fingerprint key
+    retries: int = DEFAULT_RETRIES
+    dmesg_patterns: str = str(DEFAULT_PATTERNS)
+    kmsg: str = KMSG_PATH  # "off": not read
+    taint_file: str = TAINT_PATH  # "off": not watched
+    baselines: list[str] | None = None  # None: data/baselines
+    no_baseline: bool = False
+    regressions_expected: bool = False
+    report: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["timeout_overrides"] = [[g, s] for g, s in self.timeout_overrides]
+        d["shard"] = list(self.shard) if self.shard else None
+        return d
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "RunOptions":
+        known = {k: v for k, v in obj.items() if k in cls.__dataclass_fields__}
+        o = cls(**known)
+        o.timeout_overrides = [(str(g), float(s)) for g, s in o.timeout_overrides]
+        o.shard = (int(o.shard[0]), int(o.shard[1])) if o.shard else None
+        return o
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> "RunOptions":
+        g = config.getoption
+        return cls(
+            timeout=g("gc_timeout"),
+            grace=g("gc_grace"),
+            list_timeout=g("gc_list_timeout"),
+            testlists=list(g("gc_testlist") or []),
+            include=list(g("gc_include") or []),
+            exclude=list(g("gc_exclude") or []),
+            timeout_overrides=list(g("gc_timeout_override") or []),
+            devices=g("gc_devices"),
+            scratch_dir=g("gc_scratch_dir"),
+            shard=g("gc_shard"),
+            expectations=list(g("gc_expectations")) if g("gc_expectations") is not None else None,
+            platform=g("gc_platform"),
+            retries=g("gc_retries"),
+            dmesg_patterns=g("gc_dmesg_patterns"),
+            kmsg=g("gc_kmsg"),
+            taint_file=g("gc_taint_file"),
+            baselines=list(g("gc_baselines")) if g("gc_baselines") is not None else None,
+            no_baseline=g("gc_no_baseline"),
+            regressions_expected=g("gc_regressions_expected"),
+            report=not g("gc_no_report"),
+        )
+
+    def timeout_for(self, test: str) -> float:
+        """The first --timeout-override whose GLOB matches, else --timeout."""
+        for glob, secs in self.timeout_overrides:
+            if fnmatch.fnmatchcase(test, glob):
+                return secs
+        return self.timeout
+
+
+def options_to_args(o: RunOptions) -> list[str]:
+    """The --gc-* pytest arguments that give RunOptions o."""
+    a = ["--gc-timeout", repr(o.timeout), "--gc-grace", repr(o.grace),
+         "--gc-list-timeout", repr(o.list_timeout), "--gc-retries", str(o.retries),
+         "--gc-dmesg-patterns", o.dmesg_patterns, "--gc-kmsg", o.kmsg,
+         "--gc-taint-file", o.taint_file]
+    for t in o.testlists:
+        a += ["--gc-testlist", t]
+    for r in o.include:
+        a += ["--gc-include", r]
+    for r in o.exclude:
+        a += ["--gc-exclude", r]
+    for g, s in o.timeout_overrides:
+        a += ["--gc-timeout-override", f"{g}={s!r}"]
+    if o.devices is not None:
+        a += ["--gc-devices", o.devices]
+    if o.scratch_dir is not None:
+        a += ["--gc-scratch-dir", o.scratch_dir]
+    if o.shard is not None:
+        a += ["--gc-shard", f"{o.shard[0]}/{o.shard[1]}"]
+    for e in o.expectations if o.expectations is not None else []:
+        a += ["--gc-expectations", e]
+    if o.expectations is not None and not o.expectations:
+        a += ["--gc-no-expectations"]
+    if o.platform is not None:
+        a += ["--gc-platform", o.platform]
+    for b in o.baselines or []:
+        a += ["--gc-baselines", b]
+    if o.no_baseline:
+        a.append("--gc-no-baseline")
+    if o.regressions_expected:
+        a.append("--gc-regressions-expected")
+    if not o.report:
+        a.append("--gc-no-report")
+    return a
+
+
+@dataclass
+class RunInputs:
+    """The files the options name, loaded and checked."""
+
+    patterns: list[TestPattern] | None
+    testlist_files: list[Path]
+    expectations: Expectations
+    expectation_files: list[Path]
+    dmesg: DmesgPatterns
+    platform: str
+    fingerprint: dict[str, str] | None
+    fingerprint_error: str | None = None
+
+
+def _fingerprint() -> tuple[dict[str, str] | None, str, str | None]:
+    """(fingerprint json, key, error): never raises."""
+    try:
+        from .fingerprint import current_fingerprint
+
+        fp = current_fingerprint()
+        return fp.to_json(), fp.key(), None
+    except Exception as e:  # noqa: BLE001 - a missing or broken module is reported, not fatal
+        return None, "", f"fingerprint: {type(e).__name__}: {' '.join(str(e).split())[:200]}"
+
+
+def load_inputs(o: RunOptions, *, selftest: bool = False) -> RunInputs:
+    """Read the test lists, expectations and kernel log patterns; InputError
+    (one line, naming the file and line) for anything wrong."""
+    files: list[Path] = []
+    patterns: list[TestPattern] | None = None
+    try:
+        for t in o.testlists:
+            path = resolve_testlist(t, DATA_DIR)
+            files.append(path)
+            patterns = (patterns or []) + load_testlist(path)
+    except TestlistError as e:
+        raise InputError(str(e)) from None
+    if o.scratch_dir is not None:
+        check_scratch_dir(o.scratch_dir)
+    fp, key, fp_error = _fingerprint()
+    platform = o.platform if o.platform is not None else key
+    if o.expectations is not None:
+        exp_files = [Path(p) for p in o.expectations]
+    else:
+        exp_files = [] if selftest else default_expectation_files(DATA_DIR)
+    try:
+        exp = load_expectations(exp_files, platform=platform)
+    except ExpectationError as e:
+        raise InputError(str(e)) from None
+    try:
+        dmesg = load_patterns(o.dmesg_patterns)
+    except DmesgPatternError as e:
+        raise InputError(str(e)) from None
+    return RunInputs(patterns, files, exp, exp_files, dmesg, platform, fp, fp_error)
