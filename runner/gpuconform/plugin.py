@@ -60,10 +60,8 @@ from .execute import (
     DEFAULT_GRACE_S,
     DEFAULT_LIST_TIMEOUT_S,
     DEFAULT_TIMEOUT_S,
-    RUN_TOKEN_ENV,
     ExecOptions,
     ListRun,
-    kill_orphans,
     list_subtests,
     run_subtest,
 )
@@ -84,9 +82,7 @@ from .journal import (
     JournalError,
     boot_id,
     fsync_dir,
-    read_journal,
     read_run_json,
-    repair_journal,
     write_run_json,
 )
 from .kmsg import (
@@ -115,6 +111,7 @@ from .options import (
     seconds_or_zero,
 )
 from .progress import Progress
+from .resume import ResumeError, take_over
 from .results import (
     RunNotes,
     TestRecord,
@@ -495,63 +492,16 @@ class GcSession:
 
     # ------------------------------------------------------------- resume
     def _take_over(self) -> None:
-        """Resume: lock the journal, keep its records, make the test that was
-        running incomplete after killing what it left."""
+        """Resume (resume.py): the dead run's journal, records and messages."""
         assert self.resume_dir is not None and self.run_json is not None
-        path = self.resume_dir / JOURNAL_NAME
         try:
-            self.journal = Journal(path)
-            state = read_journal(path)
-            repair_journal(state)
-        except (JournalError, OSError) as e:
-            if self.journal is not None:
-                self.journal.close()
-                self.journal = None
+            r = take_over(self.resume_dir, self.run_json, self.run_id, self._judge)
+        except ResumeError as e:
             raise pytest.UsageError(f"gpuconform: {e}") from None
-        for name, obj in state.records.items():
-            try:
-                self.records[name] = TestRecord.from_json(name, obj)
-            except (KeyError, TypeError, ValueError) as e:
-                raise pytest.UsageError(
-                    f"gpuconform: {path}: record of {name}: {type(e).__name__}: {e}") from None
-        tokens = [f"{RUN_TOKEN_ENV}={s.token}" for s in state.running if s.token]
-        groups = [s.pgid for s in state.running if s.pgid]
-        orphans = kill_orphans([f"{RUN_ID_ENV}={self.run_id}"] + tokens, groups)
-        rebooted = bool(self.run_json.get("boot_id")) and self.run_json.get("boot_id") != boot_id()
-        incomplete: list[str] = []
-        for s in state.running:
-            mine = [o for o in orphans if not o.escaped]
-            if rebooted:
-                fate = "the machine rebooted since"
-            elif s.pgid and mine:
-                fate = (f"its orphaned process group {s.pgid} was killed by resume "
-                        f"({len(mine)} process(es): " + ", ".join(o.describe() for o in mine[:3])
-                        + ")")
-            else:
-                fate = f"no process of its group {s.pgid} was left"
-            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.time)) if s.time else "?"
-            binary, sub = _split_name(s.test)
-            rec = TestRecord(s.test, binary, sub, State.INCOMPLETE,
-                             reason=f"the runner stopped while this test was running (attempt "
-                             f"{s.attempt}, started {when}); {fate}")
-            rec.notes.append(f"resumed from {self.resume_dir}: {JOURNAL_NAME} line {s.line}")
-            self._judge(rec)
-            self.journal.result(s.test, rec.to_json())
-            self.records[s.test] = rec
-            incomplete.append(s.test)
-        escaped = [o for o in orphans if o.escaped]
-        info = {"incomplete": incomplete, "kept": len(state.records), "torn": state.torn,
-                "orphans": [o.describe() for o in orphans], "rebooted": rebooted}
-        self.journal.event("resume", **info)
-        self.resumed = info
-        self.messages.append(f"resumed {self.resume_dir}: {len(state.records)} results kept, "
-                             f"{len(incomplete)} incomplete")
-        if state.torn:
-            self.messages.append(f"journal: {state.torn}")
-        self.messages.extend(f"journal: {d}" for d in state.duplicates)
-        if escaped:
-            self.messages.append("resume killed processes the dead run left outside its test "
-                                 "groups: " + ", ".join(o.describe() for o in escaped[:5]))
+        self.journal = r.journal
+        self.records.update(r.records)
+        self.resumed = r.info
+        self.messages.extend(r.messages)
 
     # ---------------------------------------------------------- selection
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
