@@ -116,6 +116,7 @@ from .results import (
     RunNotes,
     TestRecord,
     record_of,
+    record_of_attempts,
     render_summary,
     run_outcome,
     verdict_of,
@@ -782,17 +783,7 @@ class GcSession:
             if gap_abort is not None:
                 self._abort(item, gap_abort)
                 break
-        states = [a.result.value for a in attempts]
-        rule_j = judge(states, rule)
-        final = State.PASS if rule_j.final == FLAKE else State(rule_j.final)
-        rec = next((a for a in reversed(attempts) if a.result is final), attempts[-1])
-        rec.result = final
-        rec.notes = gap_notes + rec.notes
-        if len(attempts) > 1:
-            rec.notes.append(f"{len(attempts)} attempts: {', '.join(states)}")
-        rec.attempts = [a.attempt_summary() for a in attempts]
-        rec.final, rec.expected, rec.judgement = rule_j.final, rule_j.expected, rule_j.why
-        rec.rule = rule.describe() if rule is not None else None
+        rec = record_of_attempts(attempts, rule, gap_notes)
         self.finish_record(rec)
         return rec
 

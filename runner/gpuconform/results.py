@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
-from .execute import SubtestRun
 from .atomic import atomic_write
+from .execute import SubtestRun
+from .expectations import FLAKE, Rule, judge
 from .states import State, Verdict, classify
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "TestRecord",
     "verdict_of",
     "record_of",
+    "record_of_attempts",
     "totals",
     "results_json",
     "write_results",
@@ -199,6 +201,26 @@ def record_of(name: str, run: SubtestRun, verdict: Verdict) -> TestRecord:
         },
         metrics=[m.to_json() for m in run.metrics],
     )
+
+
+def record_of_attempts(attempts: Sequence[TestRecord], rule: Rule | None,
+                       notes: Sequence[str] = ()) -> TestRecord:
+    """A test's attempts (1 + its retries) made one record by its rule
+    (expectations.judge: a pass after a failure is a flake, kept as a pass):
+    the last attempt that ended in the final state, every attempt summarized,
+    notes (the kernel log's, between attempts) first."""
+    states = [a.result.value for a in attempts]
+    j = judge(states, rule)
+    final = State.PASS if j.final == FLAKE else State(j.final)
+    rec = next((a for a in reversed(attempts) if a.result is final), attempts[-1])
+    rec.result = final
+    rec.notes = list(notes) + rec.notes
+    if len(attempts) > 1:
+        rec.notes.append(f"{len(attempts)} attempts: {', '.join(states)}")
+    rec.attempts = [a.attempt_summary() for a in attempts]
+    rec.final, rec.expected, rec.judgement = j.final, j.expected, j.why
+    rec.rule = rule.describe() if rule is not None else None
+    return rec
 
 
 def totals(records: Iterable[TestRecord]) -> dict[str, int]:

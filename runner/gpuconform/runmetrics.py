@@ -11,12 +11,11 @@ from typing import Any, Mapping
 
 from .baseline import METRIC_NAME_RE, parse_better
 from .fingerprint import Fingerprint
+from .results import RESULTS_FORMAT
 from .jsondoc import Doc, get, number, top_object, type_name
 
-__all__ = ["RESULTS_FORMAT", "RunMetric", "load_results", "run_metrics", "durations",
+__all__ = ["RunMetric", "load_results", "run_metrics", "durations",
            "results_fingerprint"]
-
-RESULTS_FORMAT = "gpuconform-results"
 
 
 @dataclass(frozen=True)

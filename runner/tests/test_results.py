@@ -164,3 +164,24 @@ def test_summary_order_unexpected_first() -> None:
     assert "  2 test(s): not run: the run aborted (x): a@6, a@7" in lines
     assert "  a@5: fixed: passes although expected to fail" in lines
     assert "  a@2: fail: known" in lines
+
+
+def test_attempts_make_one_record() -> None:
+    """The flake rule on a test's attempts (results.record_of_attempts)."""
+    from gpuconform.expectations import parse_rule
+    from gpuconform.results import record_of_attempts
+
+    flaky = record_of_attempts([rec("b@s", State.FAIL, "first"), rec("b@s", State.PASS)], None,
+                               ["kernel log note"])
+    assert flaky.result is State.PASS and flaky.final == "flake" and not flaky.expected
+    assert flaky.notes[0] == "kernel log note" and flaky.notes[-1] == "2 attempts: fail, pass"
+    assert len(flaky.attempts) == 2
+    twice = record_of_attempts([rec("b@s", State.FAIL, "one"), rec("b@s", State.FAIL, "two")],
+                               None)
+    assert twice.result is State.FAIL and twice.reason == "two" and not twice.expected
+    rule = parse_rule("fail b@s", Path("rules.txt"), 3, "a known driver bug")
+    known = record_of_attempts([rec("b@s", State.FAIL, "x"), rec("b@s", State.FAIL, "y")], rule)
+    assert known.result is State.FAIL and known.expected and known.rule == rule.describe()
+    once = record_of_attempts([rec("b@s", State.PASS)], None)
+    assert once.result is State.PASS and once.final == "pass" and once.expected
+    assert not any("attempts" in n for n in once.notes)
