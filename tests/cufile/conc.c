@@ -438,8 +438,8 @@ static void zero_read_async(void *arg) { zero_async(arg, false); }
 static void zero_write_async(void *arg) { zero_async(arg, true); }
 
 /*
- * size-zero: the AMD review found a fastpath that accepted size 0 although
- * the layers below reject it. cufile.h documents nothing for 0; each entry
+ * size-zero: a fastpath has been seen accepting size 0 where the layers
+ * below it reject it. cufile.h documents nothing for 0; each entry
  * point's answer is recorded, and checked: it transfers nothing and changes
  * nothing. The reference, O_DIRECT pread/pwrite, returns 0 (host_io).
  */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * hip_bubbles: dispatch bubbles, traces and deep in-flight queues on AMD
- * (issue 8); the same subtest names as cuda_bubbles.
+ * hip_bubbles: dispatch bubbles, traces and deep in-flight queues on AMD;
+ * the same subtest names as cuda_bubbles.
  *
  * UNVERIFIED ON HARDWARE: built against Debian 12's ROCm 5.2.3 headers with
  * no AMD GPU; seen only skipping. ROCr is opened at run time (gc_hsa.h), the

@@ -409,7 +409,7 @@ static void gaps_case(void *arg)
 }
 
 /*
- * gaps. Contract (issue 8 item 2): per shape, each launched b->launches
+ * gaps. Contract: per shape, each launched b->launches
  * times, every dispatch runs exactly once per launch (a count of 0 is a lost
  * dispatch, 2 a replayed one) and every gap is >= 0; p50 / p99 / max and
  * bubbles are metrics. Stream launches only for chains and mixed (a stream

@@ -550,7 +550,7 @@ static void traced_case(void *arg)
 }
 
 /*
- * traced-concurrent. Contract (issue 8 item 3): with kernel-dispatch
+ * traced-concurrent. Contract: with kernel-dispatch
  * tracing on, every dispatch of every graph launch has exactly one record,
  * none dropped, each bracketing its kernel's own stamps under one clock
  * offset; every dispatch still runs once and every gap is >= 0. Gap p50 /
@@ -618,7 +618,8 @@ static struct usage usage_now(struct hb *b)
 #define LEAK_DEV_BYTES (8u << 20) /* one device allocation granule and some */
 
 /*
- * trace-leak. Contract (issue 8 item 3, the pooled-signal leak class): 400
+ * trace-leak. Contract (the pooled-signal leak class: a profiler that pooled
+ * completion signals ran past KFD's per-process signal-event limit): 400
  * traced launches of chain256 (102,400 dispatches) after a warm-up deliver
  * one record each, none dropped, and host RSS, device free memory and open
  * fds come back within LEAK_RSS_KIB, LEAK_DEV_BYTES and 0 of the start.
@@ -740,7 +741,7 @@ static void join_launcher(struct hb *b, pthread_t th, struct launcher *l)
 }
 
 /*
- * attach-detach. Contract (issue 8 item 3): tracing started and stopped 100
+ * attach-detach. Contract: tracing started and stopped 100
  * times while a thread keeps launching chain16: no crash, no hang (watchdog
  * on the launcher), no failed launch, at least one record, every record in
  * an enabled window; after the last stop the gaps (graph-detached) against

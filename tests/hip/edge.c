@@ -155,8 +155,8 @@ static void zero_write_async(void *arg)
 }
 
 /*
- * size-zero: the AMD review found a fastpath that accepted size 0 although
- * the layers below reject it. Each entry point's answer is recorded next to
+ * size-zero: a fastpath has been seen accepting size 0 where the layers
+ * below it reject it. Each entry point's answer is recorded next to
  * what its documents say (zero_note), and checked: it transfers nothing,
  * reports no bytes copied and changes nothing. The reference, O_DIRECT
  * pread / pwrite, returns 0 (host_io).
@@ -323,7 +323,7 @@ static void negative_buffer_offset(struct hf_env *e, gc_hipfile_handle fh)
 }
 
 /*
- * The AMD review's rules for the fastpath (issue 10): "non-negative offsets";
+ * Negative offsets. The fastpath's rule is "non-negative offsets";
  * hipFile's fallback inherits pread(2) / pwrite(2), which fail with EINVAL
  * where lseek(2) would make the offset negative. hipfile.h documents nothing
  * for it: every entry must fail and change nothing; the errno is recorded.

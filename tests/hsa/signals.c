@@ -5,7 +5,7 @@
  * UNVERIFIED ON HARDWARE: built against Debian 12's ROCm 5.2.3 headers with
  * no AMD GPU; seen only skipping. ROCr is opened at run time (gc_hsa.h).
  *
- * Why (issue 8): KFD gives a process KFD_SIGNAL_EVENT_LIMIT (4096) signal
+ * Why: KFD gives a process KFD_SIGNAL_EVENT_LIMIT (4096) signal
  * events (kfd_events tests the kernel side). ROCr backs a signal that the
  * host may wait on with such an event (an "interrupt signal"), so that a
  * blocked wait sleeps in AMDKFD_IOC_WAIT_EVENTS. A profiler that pooled

@@ -454,7 +454,7 @@ static void test_contention(void *data)
 	gc_dynamic_f(contention_case, &c, "full-%u-watched", THREADS);
 }
 
-/* ------------------------------------------------------------ reviewer's case */
+/* ------------------------------------------------- inits and shutdowns unpaired */
 
 #define UNPAIRED 64
 

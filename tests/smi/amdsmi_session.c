@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * amdsmi_session: the session contract of issue 9 on AMD SMI (libamd_smi,
+ * amdsmi_session: the management-session contract (smi_session.h) on AMD SMI (libamd_smi,
  * ROCm's bare-metal amdsmi), opened at run time with the ABI declared in
  * lib/smi/gc_amdsmi_abi.h (amdsmi.h of library version 26.2.1; another
  * major skips, naming it). The subtests are smi_session.h's; this file says

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * rsmi_session: the session contract of issue 9 on rocm_smi (Debian's
+ * rsmi_session: the management-session contract (smi_session.h) on rocm_smi (Debian's
  * librocm-smi 5.2.3 headers; the library linked). The subtests are
  * smi_session.h's; this file says how rocm_smi does each step and what its
  * documentation promises.

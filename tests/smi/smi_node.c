@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * exclusive-node, the case issue 9 is about: on AMD's GIM virtualisation
+ * exclusive-node, the case the session contract exists for: on AMD's GIM virtualisation
  * hosts the management node /dev/gim-smi0 is needed by other processes, so
  * a daemon must not hold it between requests. NOT RUN ON A GIM HOST (or any
  * AMD hardware).

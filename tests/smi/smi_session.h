@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The session contract of issue 9 on AMD's management libraries, shared by
+ * The management-session contract on AMD's management libraries, shared by
  * rsmi_session (rocm_smi) and amdsmi_session (amdsmi): a daemon opens a
  * session per request (init, find the device again by its id, query,
  * shutdown) from up to 256 threads while a watcher holds its own session,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * The threaded subtests of the session harness: concurrent-sessions (the
- * daemon of issue 9) and unpaired-init (the reviewer's case). NOT RUN ON
+ * The threaded subtests of the session harness: concurrent-sessions (a
+ * monitoring daemon's session per request, from many threads) and
+ * unpaired-init (inits and shutdowns from different threads). NOT RUN ON
  * AMD HARDWARE.
  *
  * Everything a thread touches lives in one heap block (struct run), never
