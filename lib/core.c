@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +23,8 @@
 #include <unistd.h>
 
 enum gc_result { GC_SUCCESS, GC_SKIP, GC_FAIL };
+
+#define GC_KEPT_CHECKS 32 /* failed checks listed one a line; more are counted */
 
 static const char *const result_names[] = { "SUCCESS", "SKIP", "FAIL" };
 
@@ -55,6 +58,11 @@ struct gc_state {
 	sigjmp_buf subtest_jmp;
 	sigjmp_buf dynamic_jmp;
 	sigjmp_buf fixture_jmp;
+	/* failed non-fatal checks: [0, n_checks) recorded; a dynamic owns [dyn_mark, ...) */
+	pthread_mutex_t check_lock;
+	unsigned n_checks;
+	unsigned dyn_mark;
+	char checks[GC_KEPT_CHECKS][320];
 	/* totals */
 	int counts[3];
 	bool in_child;
@@ -63,7 +71,7 @@ struct gc_state {
 
 enum jump_target { JUMP_NONE, JUMP_FIXTURE, JUMP_SUBTEST, JUMP_DYNAMIC };
 
-static struct gc_state gc;
+static struct gc_state gc = { .check_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* ---------------------------------------------------------------- output */
 
@@ -129,11 +137,8 @@ static enum jump_target current_target(void)
 	return (enum jump_target)gc.jump_target;
 }
 
-static void print_skip_reason(const char *fmt, va_list ap)
+static void print_skip_reason(const char *reason)
 {
-	char reason[512];
-
-	vsnprintf(reason, sizeof(reason), fmt, ap);
 	/* A fixture's reason is printed by every subtest it skips. */
 	if (current_target() == JUMP_FIXTURE) {
 		snprintf(gc.fixture_reason, sizeof(gc.fixture_reason), "%s", reason);
@@ -141,6 +146,45 @@ static void print_skip_reason(const char *fmt, va_list ap)
 	}
 	printf("Skip reason: %s\n", reason);
 	fflush(stdout);
+}
+
+static enum gc_result worse(enum gc_result a, enum gc_result b)
+{
+	return a > b ? a : b;
+}
+
+unsigned gc_checks_failed(void)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&gc.check_lock);
+	n = gc.n_checks - (gc.in_dynamic ? gc.dyn_mark : 0);
+	pthread_mutex_unlock(&gc.check_lock);
+	return n;
+}
+
+/*
+ * The end of a scope whose checks began at mark: "a failed check fails it",
+ * with the count and one line per check on stderr. Forgets them.
+ */
+static enum gc_result checks_verdict(unsigned mark, const char *scope)
+{
+	unsigned n, i;
+
+	pthread_mutex_lock(&gc.check_lock);
+	n = gc.n_checks > mark ? gc.n_checks - mark : 0;
+	if (n) {
+		fflush(stdout);
+		fprintf(stderr, "FAIL: %u failed check%s in %s:\n", n, n == 1 ? "" : "s", scope);
+		for (i = mark; i < gc.n_checks && i < GC_KEPT_CHECKS; i++)
+			fprintf(stderr, "  %s\n", gc.checks[i]);
+		if (i - mark < n)
+			fprintf(stderr, "  (%u more, each printed above)\n", n - (i - mark));
+		fflush(stderr);
+	}
+	gc.n_checks = mark < gc.n_checks ? mark : gc.n_checks;
+	pthread_mutex_unlock(&gc.check_lock);
+	return n ? GC_FAIL : GC_SUCCESS;
 }
 
 /*
@@ -155,6 +199,7 @@ static void __attribute__((noreturn)) leave_from_thread(enum gc_result r)
 
 	fprintf(stderr, "(the %s above happened in a helper thread: ending the process)\n",
 		r == GC_SKIP ? "skip" : "failure");
+	r = worse(r, checks_verdict(0, name ? name : gc.name));
 	if (name)
 		printf("%s %s: %s (%.3fs)\n", what, name, result_names[r], seconds_since(start));
 	if (gc.in_dynamic && gc.subtest)
@@ -170,6 +215,8 @@ static void __attribute__((noreturn)) leave(enum gc_result r)
 	fflush(stdout);
 	fflush(stderr);
 	if (gc.in_child)
+		r = worse(r, checks_verdict(0, "the forked child"));
+	if (gc.in_child)
 		_exit(r == GC_SKIP ? GC_EXIT_SKIP : GC_EXIT_FAILURE);
 	if (gettid() != gc.main_tid)
 		leave_from_thread(r);
@@ -184,20 +231,8 @@ static void __attribute__((noreturn)) leave(enum gc_result r)
 	case JUMP_NONE:
 		break;
 	}
+	r = worse(r, checks_verdict(0, gc.name));
 	exit(r == GC_SKIP ? GC_EXIT_SKIP : GC_EXIT_FAILURE);
-}
-
-void gc__skip(const char *file, int line, const char *func, const char *fmt, ...)
-{
-	va_list ap;
-
-	(void)file;
-	(void)line;
-	(void)func;
-	va_start(ap, fmt);
-	print_skip_reason(fmt, ap);
-	va_end(ap);
-	leave(GC_SKIP);
 }
 
 static void print_location(const char *file, int line, const char *func)
@@ -206,10 +241,18 @@ static void print_location(const char *file, int line, const char *func)
 	fprintf(stderr, "%s:%d: %s(): ", file, line, func);
 }
 
-static void print_errno_hint(int saved)
+void gc__skip(const char *file, int line, const char *func, const char *fmt, ...)
 {
-	if (saved)
-		fprintf(stderr, "  (last errno: %d, %s)\n", saved, strerror(saved));
+	char reason[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	print_location(file, line, func);
+	fprintf(stderr, "SKIP: %s\n", reason);
+	print_skip_reason(reason);
+	leave(GC_SKIP);
 }
 
 void gc__fail(const char *file, int line, const char *func, const char *fmt, ...)
@@ -235,6 +278,7 @@ void gc__abort(const char *file, int line, const char *func, const char *fmt, ..
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+	checks_verdict(0, gc.subtest ? gc.subtest : "fixture");
 	fflush(stderr);
 	fflush(stdout);
 	if (gc.in_child)
@@ -242,50 +286,210 @@ void gc__abort(const char *file, int line, const char *func, const char *fmt, ..
 	exit(GC_EXIT_ABORT);
 }
 
+/* ------------------------------------------------------ broken promises */
+
+/* What a failed assert or check says: the expression, then lines "  ...\n". */
+struct gc_msg {
+	char expr[512];
+	char detail[1024];
+};
+
+static void __attribute__((format(printf, 2, 3))) msg_add(struct gc_msg *m, const char *fmt, ...)
+{
+	size_t used = strlen(m->detail);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m->detail + used, sizeof(m->detail) - used, fmt, ap);
+	va_end(ap);
+}
+
+static void print_msg(const char *what, const char *file, int line, const char *func,
+		      const struct gc_msg *m)
+{
+	print_location(file, line, func);
+	fprintf(stderr, "Failed %s: %s\n%s", what, m->expr, m->detail);
+	fflush(stderr);
+}
+
+static void __attribute__((noreturn)) assert_broken(const char *file, int line, const char *func,
+						    const struct gc_msg *m)
+{
+	print_msg("assertion", file, line, func, m);
+	leave(GC_FAIL);
+}
+
+/* s appended to out[len], cut where it does not fit. */
+static void append(char *out, size_t len, const char *str)
+{
+	size_t used = strlen(out), n = strlen(str);
+
+	if (used + n >= len)
+		n = len - used - 1;
+	memcpy(out + used, str, n);
+	out[used + n] = '\0';
+}
+
+/* One line for the end-of-subtest list: "file:line: func(): Failed check: EXPR; detail". */
+static void check_line(char *out, size_t len, const char *file, int line, const char *func,
+		       const struct gc_msg *m)
+{
+	char detail[sizeof(m->detail)], *save = NULL;
+
+	snprintf(out, len, "%s:%d: %s(): Failed check: ", file, line, func);
+	append(out, len, m->expr);
+	memcpy(detail, m->detail, sizeof(detail));
+	for (char *l = strtok_r(detail, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		append(out, len, "; ");
+		append(out, len, l + strspn(l, " "));
+	}
+}
+
+static void check_broken(const char *file, int line, const char *func, const struct gc_msg *m)
+{
+	print_msg("check", file, line, func, m);
+	pthread_mutex_lock(&gc.check_lock);
+	if (gc.n_checks < GC_KEPT_CHECKS)
+		check_line(gc.checks[gc.n_checks], sizeof(gc.checks[0]), file, line, func, m);
+	gc.n_checks++;
+	pthread_mutex_unlock(&gc.check_lock);
+}
+
+static void print_errno_hint(struct gc_msg *m, int saved)
+{
+	if (saved)
+		msg_add(m, "  (last errno: %d, %s)\n", saved, strerror(saved));
+}
+
+static void expr_msg(struct gc_msg *m, const char *expr, int saved, const char *fmt, va_list ap)
+{
+	snprintf(m->expr, sizeof(m->expr), "%s", expr);
+	m->detail[0] = '\0';
+	if (fmt) {
+		size_t used;
+
+		msg_add(m, "  ");
+		used = strlen(m->detail);
+		vsnprintf(m->detail + used, sizeof(m->detail) - used, fmt, ap);
+		msg_add(m, "\n");
+	}
+	print_errno_hint(m, saved);
+}
+
 void gc__assert_fail(const char *file, int line, const char *func, const char *expr,
 		     const char *fmt, ...)
 {
 	int saved = errno;
+	struct gc_msg m;
 	va_list ap;
 
-	print_location(file, line, func);
-	fprintf(stderr, "Failed assertion: %s\n", expr);
-	if (fmt) {
-		fputs("  ", stderr);
-		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
-		va_end(ap);
-		fputc('\n', stderr);
-	}
-	print_errno_hint(saved);
-	leave(GC_FAIL);
+	va_start(ap, fmt);
+	expr_msg(&m, expr, saved, fmt, ap);
+	va_end(ap);
+	assert_broken(file, line, func, &m);
+}
+
+void gc__check_fail(const char *file, int line, const char *func, const char *expr,
+		    const char *fmt, ...)
+{
+	int saved = errno;
+	struct gc_msg m;
+	va_list ap;
+
+	va_start(ap, fmt);
+	expr_msg(&m, expr, saved, fmt, ap);
+	va_end(ap);
+	check_broken(file, line, func, &m);
+	errno = saved;
+}
+
+static void cmp_expr(struct gc_msg *m, const char *a, const char *op, const char *b)
+{
+	snprintf(m->expr, sizeof(m->expr), "%s %s %s", a, op, b);
+	m->detail[0] = '\0';
+}
+
+static void cmp_msg_i(struct gc_msg *m, const char *a, const char *op, const char *b,
+		      intmax_t va, intmax_t vb)
+{
+	cmp_expr(m, a, op, b);
+	msg_add(m, "  %s = %jd\n  %s = %jd\n", a, va, b, vb);
+}
+
+static void cmp_msg_u(struct gc_msg *m, const char *a, const char *op, const char *b,
+		      uintmax_t va, uintmax_t vb)
+{
+	cmp_expr(m, a, op, b);
+	msg_add(m, "  %s = %ju (0x%jx)\n  %s = %ju (0x%jx)\n", a, va, va, b, vb, vb);
+}
+
+static void cmp_msg_d(struct gc_msg *m, const char *a, const char *op, const char *b,
+		      double va, double vb)
+{
+	cmp_expr(m, a, op, b);
+	msg_add(m, "  %s = %.17g\n  %s = %.17g\n", a, va, b, vb);
+}
+
+static void cmp_msg_s(struct gc_msg *m, const char *a, const char *b, const char *va,
+		      const char *vb)
+{
+	cmp_expr(m, a, "==", b);
+	msg_add(m, "  %s = \"%s\"\n  %s = \"%s\"\n", a, va ? va : "(null)", b,
+		vb ? vb : "(null)");
 }
 
 void gc__cmp_fail_i(const char *file, int line, const char *func, const char *a,
 		    const char *op, const char *b, intmax_t va, intmax_t vb)
 {
-	print_location(file, line, func);
-	fprintf(stderr, "Failed assertion: %s %s %s\n  %s = %jd\n  %s = %jd\n",
-		a, op, b, a, va, b, vb);
-	leave(GC_FAIL);
+	struct gc_msg m;
+
+	cmp_msg_i(&m, a, op, b, va, vb);
+	assert_broken(file, line, func, &m);
+}
+
+void gc__cmp_check_i(const char *file, int line, const char *func, const char *a,
+		     const char *op, const char *b, intmax_t va, intmax_t vb)
+{
+	struct gc_msg m;
+
+	cmp_msg_i(&m, a, op, b, va, vb);
+	check_broken(file, line, func, &m);
 }
 
 void gc__cmp_fail_u(const char *file, int line, const char *func, const char *a,
 		    const char *op, const char *b, uintmax_t va, uintmax_t vb)
 {
-	print_location(file, line, func);
-	fprintf(stderr, "Failed assertion: %s %s %s\n  %s = %ju (0x%jx)\n  %s = %ju (0x%jx)\n",
-		a, op, b, a, va, va, b, vb, vb);
-	leave(GC_FAIL);
+	struct gc_msg m;
+
+	cmp_msg_u(&m, a, op, b, va, vb);
+	assert_broken(file, line, func, &m);
+}
+
+void gc__cmp_check_u(const char *file, int line, const char *func, const char *a,
+		     const char *op, const char *b, uintmax_t va, uintmax_t vb)
+{
+	struct gc_msg m;
+
+	cmp_msg_u(&m, a, op, b, va, vb);
+	check_broken(file, line, func, &m);
 }
 
 void gc__cmp_fail_d(const char *file, int line, const char *func, const char *a,
 		    const char *op, const char *b, double va, double vb)
 {
-	print_location(file, line, func);
-	fprintf(stderr, "Failed assertion: %s %s %s\n  %s = %.17g\n  %s = %.17g\n",
-		a, op, b, a, va, b, vb);
-	leave(GC_FAIL);
+	struct gc_msg m;
+
+	cmp_msg_d(&m, a, op, b, va, vb);
+	assert_broken(file, line, func, &m);
+}
+
+void gc__cmp_check_d(const char *file, int line, const char *func, const char *a,
+		     const char *op, const char *b, double va, double vb)
+{
+	struct gc_msg m;
+
+	cmp_msg_d(&m, a, op, b, va, vb);
+	check_broken(file, line, func, &m);
 }
 
 bool gc__streq(const char *a, const char *b)
@@ -298,10 +502,19 @@ bool gc__streq(const char *a, const char *b)
 void gc__cmp_fail_s(const char *file, int line, const char *func, const char *a,
 		    const char *b, const char *va, const char *vb)
 {
-	print_location(file, line, func);
-	fprintf(stderr, "Failed assertion: %s == %s\n  %s = \"%s\"\n  %s = \"%s\"\n",
-		a, b, a, va ? va : "(null)", b, vb ? vb : "(null)");
-	leave(GC_FAIL);
+	struct gc_msg m;
+
+	cmp_msg_s(&m, a, b, va, vb);
+	assert_broken(file, line, func, &m);
+}
+
+void gc__cmp_check_s(const char *file, int line, const char *func, const char *a,
+		     const char *b, const char *va, const char *vb)
+{
+	struct gc_msg m;
+
+	cmp_msg_s(&m, a, b, va, vb);
+	check_broken(file, line, func, &m);
 }
 
 static const char *errno_text(int e)
@@ -309,20 +522,36 @@ static const char *errno_text(int e)
 	return e ? strerror(e) : "success";
 }
 
-void gc__errno_fail(const char *file, int line, const char *func, const char *expr,
-		    int want, int got)
+static void errno_msg(struct gc_msg *m, const char *expr, int want, int got)
 {
 	const char *name_want = want ? strerrorname_np(want) : "0";
 	const char *name_got = got < 0 ? strerrorname_np(-got) : NULL;
 
-	print_location(file, line, func);
-	fprintf(stderr, "Failed assertion: %s == %s%s\n", expr, want ? "-" : "",
-		name_want ? name_want : "?");
-	fprintf(stderr, "  expected %d (%s), got %d", -want, errno_text(want), got);
+	snprintf(m->expr, sizeof(m->expr), "%s == %s%s", expr, want ? "-" : "",
+		 name_want ? name_want : "?");
+	m->detail[0] = '\0';
+	msg_add(m, "  expected %d (%s), got %d", -want, errno_text(want), got);
 	if (got < 0)
-		fprintf(stderr, " (%s, %s)", name_got ? name_got : "?", strerror(-got));
-	fputc('\n', stderr);
-	leave(GC_FAIL);
+		msg_add(m, " (%s, %s)", name_got ? name_got : "?", strerror(-got));
+	msg_add(m, "\n");
+}
+
+void gc__errno_fail(const char *file, int line, const char *func, const char *expr,
+		    int want, int got)
+{
+	struct gc_msg m;
+
+	errno_msg(&m, expr, want, got);
+	assert_broken(file, line, func, &m);
+}
+
+void gc__errno_check(const char *file, int line, const char *func, const char *expr,
+		     int want, int got)
+{
+	struct gc_msg m;
+
+	errno_msg(&m, expr, want, got);
+	check_broken(file, line, func, &m);
 }
 
 void gc__syscall_fail(const char *file, int line, const char *func, const char *expr)
@@ -397,10 +626,13 @@ static void child_main(void (*fn)(void *), void *arg)
 	struct rlimit no_core = { 0, 0 };
 
 	gc.in_child = true;
+	gc.n_checks = gc.dyn_mark = 0; /* the parent's checks stay the parent's */
 	set_crash_handlers(false);
 	setrlimit(RLIMIT_CORE, &no_core);
 	fn(arg);
 	fflush(stdout);
+	if (checks_verdict(0, "the forked child") == GC_FAIL)
+		_exit(GC_EXIT_FAILURE);
 	fflush(stderr);
 	_exit(0);
 }
@@ -575,6 +807,7 @@ static bool dynamic_selected(const char *name)
 
 static void end_dynamic(enum gc_result r)
 {
+	r = worse(r, checks_verdict(gc.dyn_mark, gc.dynamic));
 	printf("Dynamic subtest %s: %s (%.3fs)\n", gc.dynamic, result_names[r],
 	       seconds_since(gc.dynamic_start));
 	fflush(stdout);
@@ -596,6 +829,7 @@ void gc_dynamic(const char *name, void (*fn)(void *arg), void *arg)
 	printf("Starting dynamic subtest: %s\n", name);
 	fflush(stdout);
 	gc.dynamic_start = gc_now_ns();
+	gc.dyn_mark = gc.n_checks;
 	gc.in_dynamic = true;
 	if (sigsetjmp(gc.dynamic_jmp, 1) == 0) {
 		fn(arg);
@@ -614,6 +848,64 @@ void gc_dynamic_f(void (*fn)(void *arg), void *arg, const char *fmt, ...)
 	vsnprintf(name, sizeof(name), fmt, ap);
 	va_end(ap);
 	gc_dynamic(name, fn, arg);
+}
+
+const char *gc__case_name(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	return buf;
+}
+
+/* One case of a matrix, as gc_dynamic() hands it to run_case(). */
+struct case_call {
+	void (*run)(void *ctx, const void *c);
+	void (*run_pair)(void *ctx, const void *a, const void *b);
+	void *ctx;
+	const void *a, *b;
+};
+
+static void run_case(void *arg)
+{
+	const struct case_call *k = arg;
+
+	if (k->run_pair)
+		k->run_pair(k->ctx, k->a, k->b);
+	else
+		k->run(k->ctx, k->a);
+}
+
+static const void *case_at(const struct gc_cases *cs, size_t i)
+{
+	return (const char *)cs->first + i * cs->size;
+}
+
+void gc_each_case(const struct gc_cases *cases, void *ctx)
+{
+	char name[256];
+
+	for (size_t i = 0; i < cases->n; i++) {
+		struct case_call k = { .run = cases->run, .ctx = ctx, .a = case_at(cases, i) };
+
+		gc_dynamic(cases->name(k.a, name, sizeof(name)), run_case, &k);
+	}
+}
+
+void gc_each_pair(const struct gc_product *p, void *ctx)
+{
+	char name[256];
+
+	for (size_t i = 0; i < p->a.n; i++) {
+		for (size_t j = 0; j < p->b.n; j++) {
+			struct case_call k = { .run_pair = p->run, .ctx = ctx,
+					       .a = case_at(&p->a, i), .b = case_at(&p->b, j) };
+
+			gc_dynamic(p->name(k.a, k.b, name, sizeof(name)), run_case, &k);
+		}
+	}
 }
 
 /* A subtest that ran dynamic subtests takes its result from them. */
@@ -643,6 +935,7 @@ static void run_fixture_setup(void)
 		gc.fixture_data = fx->setup();
 	else
 		gc.fixture_result = gc.jump_result;
+	gc.fixture_result = worse(gc.fixture_result, checks_verdict(0, "the fixture's setup"));
 	gc.jump_target = JUMP_NONE;
 }
 
@@ -653,9 +946,10 @@ static void run_fixture_teardown(void)
 	if (!gc.fixture_ran || gc.fixture_result != GC_SUCCESS || !fx || !fx->teardown)
 		return;
 	gc.jump_target = JUMP_FIXTURE;
+	gc.jump_result = GC_SUCCESS;
 	if (sigsetjmp(gc.fixture_jmp, 1) == 0)
 		fx->teardown(gc.fixture_data);
-	else if (gc.jump_result == GC_FAIL)
+	if (worse(gc.jump_result, checks_verdict(0, "the fixture's teardown")) == GC_FAIL)
 		gc.counts[GC_FAIL]++; /* a teardown failure fails the run */
 	gc.jump_target = JUMP_NONE;
 }
@@ -674,11 +968,6 @@ static bool fixture_decides(enum gc_result *r)
 }
 
 /* ------------------------------------------------------------- subtests */
-
-static enum gc_result worse(enum gc_result a, enum gc_result b)
-{
-	return a > b ? a : b;
-}
 
 static enum gc_result run_hook(void (*hook)(void *))
 {
@@ -721,6 +1010,7 @@ static void run_subtest(const struct gc_subtest *st)
 			r = run_body(st);
 		r = worse(r, run_hook(fx ? fx->after_each : NULL));
 	}
+	r = worse(r, checks_verdict(0, st->name));
 	fflush(stderr);
 	printf("Subtest %s: %s (%.3fs)\n", st->name, result_names[r],
 	       seconds_since(gc.subtest_start));

@@ -87,6 +87,107 @@ void gc_dynamic(const char *name, void (*fn)(void *arg), void *arg);
 void gc_dynamic_f(void (*fn)(void *arg), void *arg, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/*
+ * Matrices: one table of cases, one body, each case a dynamic subtest.
+ *
+ * A matrix is declared once: the case type, the table and the body. The
+ * macro declares the body as
+ *     static void body(void *ctx, const TYPE *c);
+ * so a body written for another case type is a compile error ("conflicting
+ * types"), and the table is a static const array of TYPE whose initializer
+ * follows the macro:
+ *
+ *     struct seek_case { const char *name; off_t off; int whence; };
+ *     GC_VARIANTS(struct seek_case, seek_cases, seek_one) = {
+ *         { "set-0", 0, SEEK_SET },
+ *         { "end-minus-1", -1, SEEK_END },
+ *     };
+ *     static void seek_one(void *ctx, const struct seek_case *c) { ... }
+ *     static void test_seek(void *fx) { gc_variants(seek_cases, fx); }
+ *
+ * gc_variants(table, ctx) runs body(ctx, &table[i]) for every case as the
+ * dynamic subtest named by the case's `name` member (GC_VARIANTS) or by a
+ * printf format over the case `c` (GC_VARIANTS_F), in table order. ctx is
+ * handed through unchanged (the fixture, or a struct of what the subtest
+ * adds to it). The usual rules of gc_dynamic() apply: filters, results, the
+ * parent's verdict.
+ *
+ *     GC_VARIANTS_F(struct sz_case, sz_cases, sz_one, "size-%zu", c->size) = { ... };
+ *
+ * Cross products: GC_PRODUCT_F runs every case a of one table with every
+ * case b of another (a outer, b inner), named by a format over a and b; the
+ * body takes both: static void body(void *ctx, const TYPE_A *a, const TYPE_B *b).
+ * Neither table needs more than a plain static const array:
+ *
+ *     static const size_t sizes[] = { 0, 1, 4096 };
+ *     static const struct place { const char *name; off_t off; } places[] = { ... };
+ *     GC_PRODUCT_F(rw_matrix, size_t, sizes, struct place, places, rw_one,
+ *                  "size-%zu-%s", *a, b->name);
+ *     static void test_rw(void *fx) { gc_product(rw_matrix, fx); }
+ *
+ * A list known only at run time (the GPUs present) goes through
+ * gc_each_case() with its own naming function; lib/kfd's gc_kfd_each_gpu()
+ * is one.
+ */
+#define GC_VARIANTS(type, table, body) GC__VARIANTS(type, table, body, "%s", c->name)
+#define GC_VARIANTS_F(type, table, body, ...) GC__VARIANTS(type, table, body, __VA_ARGS__)
+#define gc_variants(table, ctx)                                                     \
+	gc_each_case(&(const struct gc_cases){ (table), sizeof(table) / sizeof((table)[0]), \
+					       sizeof((table)[0]), gc__name_##table,   \
+					       gc__run_##table },                       \
+		     (ctx))
+
+#define GC_PRODUCT_F(matrix, type_a, table_a, type_b, table_b, body, ...)              \
+	static void body(void *ctx, const type_a *a, const type_b *b);                 \
+	static void gc__run_##matrix(void *ctx, const void *a, const void *b)           \
+	{                                                                               \
+		body(ctx, a, b);                                                        \
+	}                                                                               \
+	static const char *gc__name_##matrix(const void *va, const void *vb, char *buf, \
+					     size_t len)                                \
+	{                                                                               \
+		const type_a *a = va, *a_table = (table_a); /* tables of these types */ \
+		const type_b *b = vb, *b_table = (table_b);                             \
+		(void)a_table, (void)b_table;                                           \
+		return gc__case_name(buf, len, __VA_ARGS__);                            \
+	}                                                                               \
+	static const struct gc_product gc__product_##matrix = {                         \
+		{ (table_a), sizeof(table_a) / sizeof((table_a)[0]), sizeof((table_a)[0]), \
+		  NULL, NULL },                                                         \
+		{ (table_b), sizeof(table_b) / sizeof((table_b)[0]), sizeof((table_b)[0]), \
+		  NULL, NULL },                                                         \
+		gc__name_##matrix, gc__run_##matrix                                     \
+	}
+#define gc_product(matrix, ctx) gc_each_pair(&gc__product_##matrix, (ctx))
+
+/* The table-free engine under the macros: cases [first, first + n * size). */
+struct gc_cases {
+	const void *first;
+	size_t n, size;
+	const char *(*name)(const void *c, char *buf, size_t len);
+	void (*run)(void *ctx, const void *c);
+};
+void gc_each_case(const struct gc_cases *cases, void *ctx);
+struct gc_product {
+	struct gc_cases a, b; /* first, n and size only */
+	const char *(*name)(const void *a, const void *b, char *buf, size_t len);
+	void (*run)(void *ctx, const void *a, const void *b);
+};
+void gc_each_pair(const struct gc_product *p, void *ctx);
+
+#define GC__VARIANTS(type, table, body, ...)                                            \
+	static void body(void *ctx, const type *c);                                     \
+	static void gc__run_##table(void *ctx, const void *c)                           \
+	{                                                                               \
+		body(ctx, c);                                                           \
+	}                                                                               \
+	static const char *gc__name_##table(const void *vc, char *buf, size_t len)     \
+	{                                                                               \
+		const type *c = vc;                                                     \
+		return gc__case_name(buf, len, __VA_ARGS__);                            \
+	}                                                                               \
+	static const type table[]
+
 /* Name of the running subtest / dynamic subtest (NULL outside). */
 const char *gc_current_subtest(void);
 const char *gc_current_dynamic(void);
@@ -95,7 +196,13 @@ const char *gc_current_dynamic(void);
 void gc_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void gc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Leave the current subtest (or, in a fixture, every selected subtest). */
+/*
+ * Leave the current subtest (or, in a fixture, every selected subtest).
+ * A skip (gc_skip, gc_require*) prints its reason on stdout ("Skip reason:
+ * TEXT", the protocol line, text unchanged) and where it was called on
+ * stderr, in the form of a failure's location:
+ *     ../tests/kfd/mem.c:212: require_dgpu(): SKIP: TEXT
+ */
 #define gc_skip(...) gc__skip(__FILE__, __LINE__, __func__, __VA_ARGS__)
 #define gc_fail(...) gc__fail(__FILE__, __LINE__, __func__, __VA_ARGS__)
 /* Stop the whole binary at once: the system is in a state no further test should see. */
@@ -176,6 +283,74 @@ void gc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 	} while (0)
 
 /*
+ * Non-fatal checks: each gc_check* mirrors its gc_assert* (same message on
+ * stderr, "Failed check:" where the assert says "Failed assertion:"), but
+ * records the failure and lets the body go on, so one run lists every broken
+ * promise of a case, not only the first. When the (dynamic) subtest ends, a
+ * failed check fails it (even one that then skipped) and stderr gets
+ *     FAIL: 2 failed checks in NAME:
+ *       file.c:12: fn(): Failed check: got == 4; got = 5; 4 = 4
+ *       file.c:14: fn(): Failed check: ...
+ * A later fatal assert, fail or skip still leaves at once; the checks
+ * recorded before it are listed all the same. In a dynamic subtest the
+ * dynamic fails and the parent follows the rules of dynamic subtests. In a
+ * gc_fork_run() child the child's checks are its own: listed on the child's
+ * stderr when it ends, and a failed one makes it exit GC_EXIT_FAILURE (98)
+ * as a failed assert there does; the parent sees only that exit status.
+ * Helper threads may check too (recording is locked). Use checks for
+ * independent promises; assert where going on makes no sense (an allocation
+ * failed, a value the next lines depend on is wrong).
+ */
+#define gc_check(expr)                                                              \
+	do {                                                                        \
+		if (!(expr))                                                        \
+			gc__check_fail(__FILE__, __LINE__, __func__, #expr, NULL);  \
+	} while (0)
+#define gc_check_f(expr, ...)                                                             \
+	do {                                                                              \
+		if (!(expr))                                                              \
+			gc__check_fail(__FILE__, __LINE__, __func__, #expr, __VA_ARGS__); \
+	} while (0)
+#define gc_check_cmpint(a, op, b)                                                    \
+	do {                                                                         \
+		intmax_t gc_a__ = (intmax_t)(a), gc_b__ = (intmax_t)(b);             \
+		if (!(gc_a__ op gc_b__))                                             \
+			gc__cmp_check_i(__FILE__, __LINE__, __func__, #a, #op, #b,  \
+					gc_a__, gc_b__);                             \
+	} while (0)
+#define gc_check_cmpuint(a, op, b)                                                   \
+	do {                                                                         \
+		uintmax_t gc_a__ = (uintmax_t)(a), gc_b__ = (uintmax_t)(b);          \
+		if (!(gc_a__ op gc_b__))                                             \
+			gc__cmp_check_u(__FILE__, __LINE__, __func__, #a, #op, #b,  \
+					gc_a__, gc_b__);                             \
+	} while (0)
+#define gc_check_cmpdouble(a, op, b)                                                 \
+	do {                                                                         \
+		double gc_a__ = (double)(a), gc_b__ = (double)(b);                   \
+		if (!(gc_a__ op gc_b__))                                             \
+			gc__cmp_check_d(__FILE__, __LINE__, __func__, #a, #op, #b,  \
+					gc_a__, gc_b__);                             \
+	} while (0)
+#define gc_check_eq_int(a, b) gc_check_cmpint(a, ==, b)
+#define gc_check_eq_uint(a, b) gc_check_cmpuint(a, ==, b)
+#define gc_check_eq_str(a, b)                                                        \
+	do {                                                                         \
+		const char *gc_a__ = (a), *gc_b__ = (b);                             \
+		if (!gc__streq(gc_a__, gc_b__))                                      \
+			gc__cmp_check_s(__FILE__, __LINE__, __func__, #a, #b, gc_a__, gc_b__); \
+	} while (0)
+#define gc_check_ok(expr) gc_check_errno(expr, 0)
+#define gc_check_errno(expr, err)                                                    \
+	do {                                                                         \
+		int gc_r__ = (int)(expr), gc_e__ = (err);                            \
+		if (gc_r__ != -gc_e__)                                               \
+			gc__errno_check(__FILE__, __LINE__, __func__, #expr, gc_e__, gc_r__); \
+	} while (0)
+/* Checks failed so far in the running (dynamic) subtest. */
+unsigned gc_checks_failed(void);
+
+/*
  * Run fn(arg) in a forked child (crash handlers reset, no core dump) and wait
  * up to timeout_ms. Never longjmps the parent: the parent's GPU context stays
  * untouched whatever the child does.
@@ -230,7 +405,21 @@ void gc__errno_fail(const char *file, int line, const char *func, const char *ex
 		    int want, int got) __attribute__((noreturn));
 void gc__syscall_fail(const char *file, int line, const char *func, const char *expr)
 	__attribute__((noreturn));
+void gc__check_fail(const char *file, int line, const char *func, const char *expr,
+		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void gc__cmp_check_i(const char *file, int line, const char *func, const char *a,
+		     const char *op, const char *b, intmax_t va, intmax_t vb);
+void gc__cmp_check_u(const char *file, int line, const char *func, const char *a,
+		     const char *op, const char *b, uintmax_t va, uintmax_t vb);
+void gc__cmp_check_d(const char *file, int line, const char *func, const char *a,
+		     const char *op, const char *b, double va, double vb);
+void gc__cmp_check_s(const char *file, int line, const char *func, const char *a,
+		     const char *b, const char *va, const char *vb);
+void gc__errno_check(const char *file, int line, const char *func, const char *expr,
+		     int want, int got);
 bool gc__streq(const char *a, const char *b);
+const char *gc__case_name(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 void gc__expect_child_signal(const char *file, int line, const char *func,
 			     void (*fn)(void *), void *arg, int sig, unsigned timeout_ms);
 void gc__expect_child_exit(const char *file, int line, const char *func,

@@ -101,6 +101,15 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "selftest_flow@sleep-3": ("pass", ""),
     "selftest_flow@sleep-long": ("pass", ""),
     "selftest_flow@print-env": ("pass", ""),
+    "selftest_checks@checks-fail": ("fail", "FAIL: 2 failed checks in checks-fail:; "),
+    "selftest_checks@checks-pass": ("pass", ""),
+    "selftest_checks@check-then-assert": ("fail", "Failed assertion: 3 < 2"),
+    "selftest_checks@check-then-skip": ("fail", "FAIL: 1 failed check in check-then-skip"),
+    "selftest_checks@skip-here": ("skip", "selftest: skipped with its location (7)"),
+    "selftest_checks@variants": ("fail", "1 dynamic subtest failed: beta"),
+    "selftest_checks@variants-f": ("pass", ""),
+    "selftest_checks@product": ("fail", "1 dynamic subtest failed: n2-here"),
+    "selftest_checks@forked-check": ("pass", ""),
     "selftest_garbage@noise": ("incomplete", "exit status 0 but no 'Subtest noise:' result line"),
     "selftest_garbage@silent": ("incomplete", "exit status 0 but no 'Subtest silent:' result line"),
 }
@@ -191,6 +200,11 @@ def test_full_run_dynamic(full_run: tuple[CliRun, list[Any]]) -> None:
                                                         "skip-2": "skip"}
     assert dyn["skip-2"]["reason"] == "dynamic skip 2"
     assert set(tests["selftest_dynamic@all-pass"]["dynamic"]) == {"a", "b"}
+    grid = tests["selftest_checks@product"]["dynamic"]
+    assert {k: v["result"] for k, v in grid.items()} == {
+        "n1-here": "pass", "n1-there": "skip", "n2-here": "fail", "n2-there": "skip"}
+    assert grid["n1-there"]["reason"] == "there is not reachable"
+    assert "Failed check: *n < 2" in tests["selftest_checks@product"]["err"]
 
 
 def test_full_run_summary_and_junit(full_run: tuple[CliRun, list[Any]]) -> None:

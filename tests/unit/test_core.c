@@ -334,6 +334,94 @@ static void metrics_errors(void *fx)
 	assert_contains(r.err, "sample 1 is not finite");
 }
 
+/* lib/core.h: a failed check "records the failure and lets the body go on". */
+static void checks(void *fx)
+{
+	struct run r;
+
+	(void)fx;
+	RUN(&r, "selftest_checks", "--run-subtest", "checks-fail");
+	assert_exit(&r, GC_EXIT_FAILURE);
+	gc_assert_eq_str(r.out, "Starting subtest: checks-fail\n"
+				"still running after the failed checks\n"
+				"Subtest checks-fail: FAIL (T)\n");
+	assert_contains(r.err, "checks.c:15: checks_fail(): Failed check: got == 4\n"
+			       "  got = 5\n  4 = 4\n");
+	assert_contains(r.err, "FAIL: 2 failed checks in checks-fail:\n"
+			       "  ../tests/selftest/checks.c:15: checks_fail(): Failed check: "
+			       "got == 4; got = 5; 4 = 4\n"
+			       "  ../tests/selftest/checks.c:17: checks_fail(): Failed check: "
+			       "\"abc\" == \"abd\"; \"abc\" = \"abc\"; \"abd\" = \"abd\"\n");
+	RUN(&r, "selftest_checks", "--run-subtest", "checks-pass");
+	assert_exit(&r, GC_EXIT_SUCCESS);
+	gc_assert_eq_str(r.err, "");
+}
+
+/* "A later fatal assert, fail or skip still leaves at once; the checks recorded before it are listed". */
+static void checks_then_leave(void *fx)
+{
+	struct run r;
+
+	(void)fx;
+	RUN(&r, "selftest_checks", "--run-subtest", "check-then-assert");
+	assert_exit(&r, GC_EXIT_FAILURE);
+	assert_contains(r.err, "Failed assertion: 3 < 2\n");
+	assert_contains(r.err, "FAIL: 1 failed check in check-then-assert:\n"
+			       "  ../tests/selftest/checks.c:32: check_then_assert(): Failed check: "
+			       "1 == 2; first broken promise (1)\n");
+	RUN(&r, "selftest_checks", "--run-subtest", "check-then-skip");
+	assert_exit(&r, GC_EXIT_FAILURE);
+	assert_contains(r.out, "Subtest check-then-skip: FAIL (T)\n");
+	RUN(&r, "selftest_checks", "--run-subtest", "forked-check");
+	assert_exit(&r, GC_EXIT_SUCCESS); /* the child exited 98, as the subtest expects */
+	assert_contains(r.err, "FAIL: 1 failed check in the forked child:\n");
+}
+
+/* Each case of a matrix "the dynamic subtest named by" its name member or format. */
+static void variants(void *fx)
+{
+	struct run r;
+
+	(void)fx;
+	RUN(&r, "selftest_checks", "--run-subtest", "variants,variants-f");
+	assert_exit(&r, GC_EXIT_FAILURE);
+	gc_assert_eq_str(r.out, "Starting subtest: variants\n"
+				"Starting dynamic subtest: alpha\nDynamic subtest alpha: SUCCESS (T)\n"
+				"Starting dynamic subtest: beta\nDynamic subtest beta: FAIL (T)\n"
+				"Starting dynamic subtest: gamma\nDynamic subtest gamma: SUCCESS (T)\n"
+				"variants ran 3 cases\n"
+				"Subtest variants: FAIL (T)\n"
+				"Starting subtest: variants-f\n"
+				"Starting dynamic subtest: size-0\nDynamic subtest size-0: SUCCESS (T)\n"
+				"Starting dynamic subtest: size-512\n"
+				"Dynamic subtest size-512: SUCCESS (T)\n"
+				"Starting dynamic subtest: size-4096\n"
+				"Dynamic subtest size-4096: SUCCESS (T)\n"
+				"Subtest variants-f: SUCCESS (T)\n");
+	assert_contains(r.err, "FAIL: 2 failed checks in beta:\n");
+	RUN(&r, "selftest_checks", "--run-subtest", "product@n*-here");
+	assert_exit(&r, GC_EXIT_FAILURE);
+	gc_assert_eq_str(r.out, "Starting subtest: product\n"
+				"Starting dynamic subtest: n1-here\nDynamic subtest n1-here: SUCCESS (T)\n"
+				"Starting dynamic subtest: n2-here\nDynamic subtest n2-here: FAIL (T)\n"
+				"Subtest product: FAIL (T)\n");
+}
+
+/* lib/core.h: a skip prints "where it was called on stderr". */
+static void skip_location(void *fx)
+{
+	struct run r;
+
+	(void)fx;
+	RUN(&r, "selftest_checks", "--run-subtest", "skip-here");
+	assert_exit(&r, GC_EXIT_SKIP);
+	gc_assert_eq_str(r.out, "Starting subtest: skip-here\n"
+				"Skip reason: selftest: skipped with its location (7)\n"
+				"Subtest skip-here: SKIP (T)\n");
+	gc_assert_eq_str(r.err, "../tests/selftest/checks.c:47: skip_here(): SKIP: "
+				"selftest: skipped with its location (7)\n");
+}
+
 static const struct gc_subtest subtests[] = {
 	{ "list", list, "--list-subtests prints every subtest, nothing else" },
 	{ "pass", pass, "exact lines and exit 0" },
@@ -349,6 +437,10 @@ static const struct gc_subtest subtests[] = {
 	{ "fixture", fixture, "after-each leak check fails; a skipping setup skips all" },
 	{ "metrics-json", metrics_json, "the exact JSON lines appended to the metrics file" },
 	{ "metrics-errors", metrics_errors, "unwritable file, bad name, NaN: the subtest fails" },
+	{ "checks", checks, "failed checks: the body goes on, the subtest fails listing each" },
+	{ "checks-then-leave", checks_then_leave, "checks before an assert, a skip, in a child" },
+	{ "variants", variants, "GC_VARIANTS(_F), GC_PRODUCT_F: one named dynamic per case" },
+	{ "skip-location", skip_location, "a skip's file:line on stderr, its reason unchanged" },
 	{ 0 }
 };
 
