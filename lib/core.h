@@ -131,11 +131,12 @@ void gc_dynamic_f(void (*fn)(void *arg), void *arg, const char *fmt, ...)
  */
 #define GC_VARIANTS(type, table, body) GC__VARIANTS(type, table, body, "%s", c->name)
 #define GC_VARIANTS_F(type, table, body, ...) GC__VARIANTS(type, table, body, __VA_ARGS__)
-#define gc_variants(table, ctx)                                                     \
+/* ctx is "...": a compound literal with commas needs no parentheses. */
+#define gc_variants(table, ...)                                                     \
 	gc_each_case(&(const struct gc_cases){ (table), sizeof(table) / sizeof((table)[0]), \
 					       sizeof((table)[0]), gc__name_##table,   \
 					       gc__run_##table },                       \
-		     (ctx))
+		     (__VA_ARGS__))
 
 #define GC_PRODUCT_F(matrix, type_a, table_a, type_b, table_b, body, ...)              \
 	static void body(void *ctx, const type_a *a, const type_b *b);                 \
@@ -158,7 +159,7 @@ void gc_dynamic_f(void (*fn)(void *arg), void *arg, const char *fmt, ...)
 		  NULL, NULL },                                                         \
 		gc__name_##matrix, gc__run_##matrix                                     \
 	}
-#define gc_product(matrix, ctx) gc_each_pair(&gc__product_##matrix, (ctx))
+#define gc_product(matrix, ...) gc_each_pair(&gc__product_##matrix, (__VA_ARGS__))
 
 /* The table-free engine under the macros: cases [first, first + n * size). */
 struct gc_cases {

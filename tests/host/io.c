@@ -226,6 +226,40 @@ struct io_case {
 	size_t shift;     /* buffer address = guard-aligned + shift */
 };
 
+/*
+ * The matrix: every size at every place (file offset, buffer shift), one
+ * dynamic subtest "size-<bytes>-<place>" each, read and write alike.
+ */
+static const size_t sizes[] = { 0, 1, 511, 512, 4095, 4096, 4097, MiB + 1, MAX_SIZE };
+static const struct io_place {
+	const char *name;
+	uint64_t off;
+	size_t shift;
+} places[] = {
+	{ "off-0", 0, 0 },
+	{ "off-1", 1, 0 },
+	{ "off-512", 512, 0 },
+	{ "off-4096", MAX_OFF, 0 },
+	{ "unaligned-buf", 0, 1 },
+};
+
+GC_PRODUCT_F(read_matrix, size_t, sizes, struct io_place, places, read_case,
+	     "size-%zu-%s", *a, b->name);
+GC_PRODUCT_F(write_matrix, size_t, sizes, struct io_place, places, write_case,
+	     "size-%zu-%s", *a, b->name);
+
+/* What the subtest hands every case: the fixture, and buffered or O_DIRECT. */
+struct io_run {
+	struct io_fx *fx;
+	bool direct;
+};
+
+static struct io_case case_of(const struct io_run *run, size_t size, const struct io_place *at)
+{
+	return (struct io_case){ .fx = run->fx, .direct = run->direct, .size = size,
+				 .off = at->off, .shift = at->shift };
+}
+
 /* What a case must do: transfer everything, or be refused with EINVAL. */
 enum outcome { MUST_TRANSFER, MUST_REFUSE, MAY_REFUSE };
 
@@ -294,7 +328,7 @@ static void expect_pattern(const char *what, const void *p, size_t len, uint64_t
 	int64_t bad = inv ? gc_pattern_check_inv(p, len, off, seed, &mm)
 			  : gc_pattern_check(p, len, off, seed, &mm);
 
-	gc_assert_f(bad < 0, "%s: %s", what, gc_mismatch_str(&mm, msg, sizeof(msg)));
+	gc_check_f(bad < 0, "%s: %s", what, gc_mismatch_str(&mm, msg, sizeof(msg)));
 }
 
 /* Where the case's data goes in the fixture buffer (a guard precedes it). */
@@ -324,9 +358,9 @@ static void expect_guards(const struct io_case *c, uint64_t seed)
 	expect_pattern("guard after the buffer", d + c->size, g, c->off + c->size, seed, true);
 }
 
-static void read_case(void *arg)
+static void read_case(void *ctx, const size_t *size, const struct io_place *at)
 {
-	const struct io_case *c = arg;
+	const struct io_case cs = case_of(ctx, *size, at), *c = &cs;
 	uint8_t *d = case_data(c);
 	enum outcome o = expected_outcome(c, d);
 	ssize_t r;
@@ -358,8 +392,8 @@ static void verify_write_file(const struct io_case *c, size_t window, bool writt
 	struct stat st;
 
 	gc_assert_syscall(fstat(c->fx->wr_fd, &st));
-	gc_assert_f(st.st_size == (off_t)window, "file size %jd after a write inside it, want %zu",
-		    (intmax_t)st.st_size, window);
+	gc_check_f(st.st_size == (off_t)window, "file size %jd after a write inside it, want %zu",
+		   (intmax_t)st.st_size, window);
 	gc_assert_cmpint(gc_io_pread_all(c->fx->wr_fd, c->fx->buf.ptr, window, 0), ==, window);
 	expect_pattern("file before the written range", p, c->off, 0, WR_SEED, true);
 	expect_pattern(written ? "file range written" : "file range of a refused write",
@@ -368,9 +402,9 @@ static void verify_write_file(const struct io_case *c, size_t window, bool writt
 		       c->off + c->size, WR_SEED, true);
 }
 
-static void write_case(void *arg)
+static void write_case(void *ctx, const size_t *size, const struct io_place *at)
 {
-	const struct io_case *c = arg;
+	const struct io_case cs = case_of(ctx, *size, at), *c = &cs;
 	size_t window = c->off + c->size + TAIL;
 	uint8_t *d = case_data(c);
 	enum outcome o = expected_outcome(c, d);
@@ -390,51 +424,26 @@ static void write_case(void *arg)
 	verify_write_file(c, window, written);
 }
 
-static const size_t sizes[] = { 0, 1, 511, 512, 4095, 4096, 4097, MiB + 1, MAX_SIZE };
-static const struct {
-	const char *name;
-	uint64_t off;
-	size_t shift;
-} places[] = {
-	{ "off-0", 0, 0 },
-	{ "off-1", 1, 0 },
-	{ "off-512", 512, 0 },
-	{ "off-4096", MAX_OFF, 0 },
-	{ "unaligned-buf", 0, 1 },
-};
-
-static void run_matrix(struct io_fx *fx, bool direct, void (*fn)(void *))
-{
-	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-		for (size_t p = 0; p < sizeof(places) / sizeof(places[0]); p++) {
-			struct io_case c = { .fx = fx, .direct = direct, .size = sizes[s],
-					     .off = places[p].off, .shift = places[p].shift };
-
-			gc_dynamic_f(fn, &c, "size-%zu-%s", sizes[s], places[p].name);
-		}
-	}
-}
-
 static void test_buffered_read(void *data)
 {
-	run_matrix(data, false, read_case);
+	gc_product(read_matrix, &(struct io_run){ data, false });
 }
 
 static void test_buffered_write(void *data)
 {
-	run_matrix(data, false, write_case);
+	gc_product(write_matrix, &(struct io_run){ data, false });
 }
 
 static void test_direct_read(void *data)
 {
 	require_direct(data);
-	run_matrix(data, true, read_case);
+	gc_product(read_matrix, &(struct io_run){ data, true });
 }
 
 static void test_direct_write(void *data)
 {
 	require_direct(data);
-	run_matrix(data, true, write_case);
+	gc_product(write_matrix, &(struct io_run){ data, true });
 }
 
 /* ----------------------------------------------------------- throughput */
