@@ -658,6 +658,62 @@ const char *gc_kfd_gpu_name(const struct gc_kfd_gpu *gpu, char *buf, size_t len)
 	return buf;
 }
 
+/* What gc_kfd_each_gpu*() hand the framework as ctx. */
+struct gpu_call {
+	void (*body)(void *ctx, struct gc_kfd_gpu *gpu);
+	void (*pair)(void *ctx, struct gc_kfd_gpu *a, struct gc_kfd_gpu *b);
+	void *ctx;
+	struct gc_kfd_gpu *a, *b;
+};
+
+static const char *gpu_case_name(const void *c, char *buf, size_t len)
+{
+	return gc_kfd_gpu_name(c, buf, len);
+}
+
+static void gpu_case_run(void *ctx, const void *c)
+{
+	const struct gpu_call *k = ctx;
+
+	k->body(k->ctx, (struct gc_kfd_gpu *)c); /* kfd->gpus[i], not const */
+}
+
+void gc_kfd_each_gpu(struct gc_kfd *kfd, void (*body)(void *ctx, struct gc_kfd_gpu *gpu),
+		     void *ctx)
+{
+	struct gpu_call k = { .body = body, .ctx = ctx };
+
+	gc_each_case(&(const struct gc_cases){ kfd->gpus, kfd->n_gpus, sizeof(kfd->gpus[0]),
+					       gpu_case_name, gpu_case_run },
+		     &k);
+}
+
+static void gpu_pair_run(void *arg)
+{
+	const struct gpu_call *k = arg;
+
+	k->pair(k->ctx, k->a, k->b);
+}
+
+void gc_kfd_each_gpu_pair(struct gc_kfd *kfd,
+			  void (*body)(void *ctx, struct gc_kfd_gpu *a, struct gc_kfd_gpu *b),
+			  void *ctx)
+{
+	char na[32], nb[32];
+
+	for (unsigned i = 0; i < kfd->n_gpus; i++) {
+		for (unsigned j = 0; j < kfd->n_gpus; j++) {
+			struct gpu_call k = { .pair = body, .ctx = ctx, .a = &kfd->gpus[i],
+					      .b = &kfd->gpus[j] };
+
+			if (i != j)
+				gc_dynamic_f(gpu_pair_run, &k, "%s-%s",
+					     gc_kfd_gpu_name(k.a, na, sizeof(na)),
+					     gc_kfd_gpu_name(k.b, nb, sizeof(nb)));
+		}
+	}
+}
+
 uint32_t gc_kfd_unknown_gpu_id(const struct gc_kfd *kfd)
 {
 	uint32_t id = 0xfffffffeu;

@@ -190,6 +190,44 @@ void gc_kfd_leak_check(const struct gc_kfd *kfd, const struct gc_kfd_snapshot *b
 /* "gpu<gpu_id>" into buf: the dynamic subtest name for a GPU. */
 const char *gc_kfd_gpu_name(const struct gc_kfd_gpu *gpu, char *buf, size_t len);
 
+/*
+ * Per GPU: body(ctx, gpu) for every GPU of kfd, in topology order, each the
+ * dynamic subtest gc_kfd_gpu_name() names ("gpu<gpu_id>"); lib/core.h's
+ * gc_each_case() over kfd->gpus.
+ */
+void gc_kfd_each_gpu(struct gc_kfd *kfd, void (*body)(void *ctx, struct gc_kfd_gpu *gpu),
+		     void *ctx);
+/* Every ordered pair of two different GPUs, as dynamic subtest "gpu<a>-gpu<b>". */
+void gc_kfd_each_gpu_pair(struct gc_kfd *kfd,
+			  void (*body)(void *ctx, struct gc_kfd_gpu *a, struct gc_kfd_gpu *b),
+			  void *ctx);
+
+/*
+ * A subtest that runs its body once per GPU, the body written in place:
+ *
+ *     GC_KFD_GPU_SUBTEST(test_lifecycle_gtt, struct mem_fx, fx, gpu)
+ *     {
+ *         cpu_roundtrip(fx, gpu, GTT, 0x6771);
+ *     }
+ *     ... { "lifecycle-gtt", test_lifecycle_gtt, "..." } in the subtest table
+ *
+ * defines test_lifecycle_gtt(void *fixture) for the table, and the body with
+ * fx (a FX_TYPE *, the fixture's data) and gpu (a struct gc_kfd_gpu *).
+ * FX_TYPE must have a `struct gc_kfd *kfd` member: the GPUs iterated.
+ */
+#define GC_KFD_GPU_SUBTEST(fn, fx_type, fx, gpu)                                  \
+	static void fn##__gpu(fx_type *fx, struct gc_kfd_gpu *gpu);                \
+	static void fn##__each(void *ctx, struct gc_kfd_gpu *g)                    \
+	{                                                                          \
+		fn##__gpu(ctx, g);                                                 \
+	}                                                                          \
+	static void fn(void *fixture)                                              \
+	{                                                                          \
+		fx_type *f = fixture;                                              \
+		gc_kfd_each_gpu(f->kfd, fn##__each, f);                            \
+	}                                                                          \
+	static void fn##__gpu(fx_type *fx, struct gc_kfd_gpu *gpu)
+
 /* A gpu_id that no topology node of this machine has (gpu_ids are hashes; 0 is a CPU node's). */
 uint32_t gc_kfd_unknown_gpu_id(const struct gc_kfd *kfd);
 

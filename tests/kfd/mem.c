@@ -76,11 +76,6 @@ struct mem_fx {
 	uint64_t page;
 };
 
-struct gpu_arg {
-	struct mem_fx *fx;
-	struct gc_kfd_gpu *gpu;
-};
-
 /* ----------------------------------------------------------- helpers */
 
 static struct held *held_slot(struct mem_fx *fx)
@@ -214,42 +209,23 @@ static void require_dgpu(const struct gc_kfd_gpu *g, const char *what)
 		     g->node.cpu_cores_count);
 }
 
-/* Run fn once per GPU as dynamic subtest "gpu<gpu_id>". */
-static void each_gpu(struct mem_fx *fx, void (*fn)(void *))
-{
-	static struct gpu_arg args[GC_KFD_MAX_NODES];
-	char name[32];
-
-	for (unsigned i = 0; i < fx->kfd->n_gpus; i++) {
-		args[i].fx = fx;
-		args[i].gpu = &fx->kfd->gpus[i];
-		gc_dynamic(gc_kfd_gpu_name(args[i].gpu, name, sizeof(name)), fn, &args[i]);
-	}
-}
-
 /* ---------------------------------------------------------- lifecycle */
 
-static void lifecycle_no_cpu(void *arg)
+GC_KFD_GPU_SUBTEST(test_lifecycle_vram, struct mem_fx, fx, gpu)
 {
-	struct gpu_arg *a = arg;
 	struct held *h1, *h2;
 
-	h1 = bo_alloc(a->fx, a->gpu->node.gpu_id, BO_SIZE, VRAM);
+	h1 = bo_alloc(fx, gpu->node.gpu_id, BO_SIZE, VRAM);
 	/* kfd_ioctl.h: @handle is "used to refer to this allocation": two differ. */
-	h2 = bo_alloc(a->fx, a->gpu->node.gpu_id, BO_SIZE, VRAM);
+	h2 = bo_alloc(fx, gpu->node.gpu_id, BO_SIZE, VRAM);
 	gc_assert_f(h1->handle != h2->handle, "two allocations share handle 0x%" PRIx64,
 		    h1->handle);
-	bo_map(a->fx, h1);
-	bo_map(a->fx, h2);
-	bo_unmap(a->fx, h1);
-	bo_unmap(a->fx, h2);
-	bo_free(a->fx, h1);
-	bo_free(a->fx, h2);
-}
-
-static void test_lifecycle_vram(void *data)
-{
-	each_gpu(data, lifecycle_no_cpu);
+	bo_map(fx, h1);
+	bo_map(fx, h2);
+	bo_unmap(fx, h1);
+	bo_unmap(fx, h2);
+	bo_free(fx, h1);
+	bo_free(fx, h2);
 }
 
 /*
@@ -290,31 +266,17 @@ static void cpu_roundtrip(struct mem_fx *fx, struct gc_kfd_gpu *g, uint32_t flag
 	bo_free(fx, h);
 }
 
-static void lifecycle_vram_cpu(void *arg)
+GC_KFD_GPU_SUBTEST(test_lifecycle_vram_cpu, struct mem_fx, fx, gpu)
 {
-	struct gpu_arg *a = arg;
-
 	/* kfd_chardev.c: "Alloc host visible vram on small bar is not allowed". */
-	gc_require_f(node_large_bar(&a->gpu->node), "gpu %u has no FB_PUBLIC bank (small "
-		     "BAR): host-visible VRAM is refused", a->gpu->node.gpu_id);
-	cpu_roundtrip(a->fx, a->gpu, VRAM | PUBLIC, 0x7a11);
+	gc_require_f(node_large_bar(&gpu->node), "gpu %u has no FB_PUBLIC bank (small "
+		     "BAR): host-visible VRAM is refused", gpu->node.gpu_id);
+	cpu_roundtrip(fx, gpu, VRAM | PUBLIC, 0x7a11);
 }
 
-static void test_lifecycle_vram_cpu(void *data)
+GC_KFD_GPU_SUBTEST(test_lifecycle_gtt, struct mem_fx, fx, gpu)
 {
-	each_gpu(data, lifecycle_vram_cpu);
-}
-
-static void lifecycle_gtt(void *arg)
-{
-	struct gpu_arg *a = arg;
-
-	cpu_roundtrip(a->fx, a->gpu, GTT, 0x6771);
-}
-
-static void test_lifecycle_gtt(void *data)
-{
-	each_gpu(data, lifecycle_gtt);
+	cpu_roundtrip(fx, gpu, GTT, 0x6771);
 }
 
 /*
@@ -322,65 +284,52 @@ static void test_lifecycle_gtt(void *data)
  * specify the CPU address". The CPU accesses its own pages; they must keep
  * their content through alloc, map, CPU writes while mapped, unmap, free.
  */
-static void lifecycle_userptr(void *arg)
+GC_KFD_GPU_SUBTEST(test_lifecycle_userptr, struct mem_fx, fx, gpu)
 {
-	struct gpu_arg *a = arg;
-	struct held *h = bo_prepare(a->fx, a->gpu->node.gpu_id, BO_SIZE, USERPTR);
+	struct held *h = bo_prepare(fx, gpu->node.gpu_id, BO_SIZE, USERPTR);
 	struct gc_mismatch mm;
 	char msg[160];
 
 	gc_pattern_fill(h->user, h->size, 0, 0x05e1);
-	gc_assert_ok(gc_kfd_alloc(a->fx->kfd, h->gpu_id, h->size, h->va, USERPTR, &h->handle,
+	gc_assert_ok(gc_kfd_alloc(fx->kfd, h->gpu_id, h->size, h->va, USERPTR, &h->handle,
 				  &h->mmap_offset));
 	h->live = true;
-	bo_map(a->fx, h);
+	bo_map(fx, h);
 	gc_assert_f(gc_pattern_check(h->user, h->size, 0, 0x05e1, &mm) < 0, "after map: %s",
 		    gc_mismatch_str(&mm, msg, sizeof(msg)));
 	gc_pattern_fill(h->user, h->size, 0, 0x05e2);
-	bo_unmap(a->fx, h);
+	bo_unmap(fx, h);
 	gc_assert_f(gc_pattern_check(h->user, h->size, 0, 0x05e2, &mm) < 0, "after unmap: %s",
 		    gc_mismatch_str(&mm, msg, sizeof(msg)));
-	gc_assert_ok(gc_kfd_free(a->fx->kfd, h->handle));
+	gc_assert_ok(gc_kfd_free(fx->kfd, h->handle));
 	h->live = false;
 	gc_assert_f(gc_pattern_check(h->user, h->size, 0, 0x05e2, &mm) < 0, "after free: %s",
 		    gc_mismatch_str(&mm, msg, sizeof(msg)));
 	bo_release_host(h);
 }
 
-static void test_lifecycle_userptr(void *data)
-{
-	each_gpu(data, lifecycle_userptr);
-}
-
 /* ------------------------------------------------------ invalid alloc */
 
-static void vram_public_small_bar(void *arg)
+GC_KFD_GPU_SUBTEST(test_vram_public_small_bar, struct mem_fx, fx, gpu)
 {
-	struct gpu_arg *a = arg;
 	struct held *h;
 	uint64_t handle = 0;
 
-	gc_require_f(!node_large_bar(&a->gpu->node), "gpu %u has an FB_PUBLIC bank (large "
-		     "BAR): host-visible VRAM is allowed", a->gpu->node.gpu_id);
-	require_dgpu(a->gpu, "small-BAR refusal");
-	h = bo_prepare(a->fx, a->gpu->node.gpu_id, BO_SIZE, VRAM | PUBLIC);
+	gc_require_f(!node_large_bar(&gpu->node), "gpu %u has an FB_PUBLIC bank (large "
+		     "BAR): host-visible VRAM is allowed", gpu->node.gpu_id);
+	require_dgpu(gpu, "small-BAR refusal");
+	h = bo_prepare(fx, gpu->node.gpu_id, BO_SIZE, VRAM | PUBLIC);
 	/* kfd_chardev.c: "Alloc host visible vram on small bar is not allowed" -> -EINVAL. */
-	gc_assert_errno(gc_kfd_alloc(a->fx->kfd, h->gpu_id, h->size, h->va, VRAM | PUBLIC,
+	gc_assert_errno(gc_kfd_alloc(fx->kfd, h->gpu_id, h->size, h->va, VRAM | PUBLIC,
 				     &handle, NULL), EINVAL);
 	bo_release_host(h);
 }
 
-static void test_vram_public_small_bar(void *data)
+GC_KFD_GPU_SUBTEST(test_alloc_invalid, struct mem_fx, fx, gpu)
 {
-	each_gpu(data, vram_public_small_bar);
-}
-
-static void alloc_invalid(void *arg)
-{
-	struct gpu_arg *a = arg;
-	const struct gc_kfd *kfd = a->fx->kfd;
-	uint32_t id = a->gpu->node.gpu_id;
-	struct held *h = bo_prepare(a->fx, id, BO_SIZE, VRAM);
+	const struct gc_kfd *kfd = fx->kfd;
+	uint32_t id = gpu->node.gpu_id;
+	struct held *h = bo_prepare(fx, id, BO_SIZE, VRAM);
 	uint64_t handle = 0, zero = 0;
 
 	/* kfd_chardev.c: "if (args->size == 0) return -EINVAL;" */
@@ -396,12 +345,7 @@ static void alloc_invalid(void *arg)
 	/* Nothing was made: the VA is still free for a real allocation. */
 	gc_assert_ok(gc_kfd_alloc(kfd, id, BO_SIZE, h->va, VRAM, &h->handle, NULL));
 	h->live = true;
-	bo_free(a->fx, h);
-}
-
-static void test_alloc_invalid(void *data)
-{
-	each_gpu(data, alloc_invalid);
+	bo_free(fx, h);
 }
 
 /* ------------------------------------------------------ invalid handle */
@@ -435,24 +379,18 @@ static void test_invalid_handle(void *data)
  * unmap of it: "if (!mem) { err = -ENOMEM;" (header silent; -ENOMEM for a
  * stale handle is what the source says, not an out-of-memory condition).
  */
-static void double_free(void *arg)
+GC_KFD_GPU_SUBTEST(test_double_free, struct mem_fx, fx, gpu)
 {
-	struct gpu_arg *a = arg;
-	struct held *h = bo_alloc(a->fx, a->gpu->node.gpu_id, BO_SIZE, VRAM);
+	struct held *h = bo_alloc(fx, gpu->node.gpu_id, BO_SIZE, VRAM);
 	uint64_t handle = h->handle;
 	uint32_t n_success = 0;
 
-	bo_free(a->fx, h);
-	gc_assert_errno(gc_kfd_free(a->fx->kfd, handle), EINVAL);
-	gc_assert_errno(gc_kfd_map(a->fx->kfd, handle, &h->gpu_id, 1, &n_success), ENOMEM);
+	bo_free(fx, h);
+	gc_assert_errno(gc_kfd_free(fx->kfd, handle), EINVAL);
+	gc_assert_errno(gc_kfd_map(fx->kfd, handle, &h->gpu_id, 1, &n_success), ENOMEM);
 	gc_assert_eq_uint(n_success, 0);
-	gc_assert_errno(gc_kfd_unmap(a->fx->kfd, handle, &h->gpu_id, 1, &n_success), ENOMEM);
+	gc_assert_errno(gc_kfd_unmap(fx->kfd, handle, &h->gpu_id, 1, &n_success), ENOMEM);
 	gc_assert_eq_uint(n_success, 0);
-}
-
-static void test_double_free(void *data)
-{
-	each_gpu(data, double_free);
 }
 
 /*
@@ -460,20 +398,14 @@ static void test_double_free(void *data)
  * "If freeing the buffer failed, leave the handle in place": the handle
  * still unmaps and frees.
  */
-static void free_while_mapped(void *arg)
+GC_KFD_GPU_SUBTEST(test_free_while_mapped, struct mem_fx, fx, gpu)
 {
-	struct gpu_arg *a = arg;
-	struct held *h = bo_alloc(a->fx, a->gpu->node.gpu_id, BO_SIZE, VRAM);
+	struct held *h = bo_alloc(fx, gpu->node.gpu_id, BO_SIZE, VRAM);
 
-	bo_map(a->fx, h);
-	gc_assert_errno(gc_kfd_free(a->fx->kfd, h->handle), EBUSY);
-	bo_unmap(a->fx, h);
-	bo_free(a->fx, h);
-}
-
-static void test_free_while_mapped(void *data)
-{
-	each_gpu(data, free_while_mapped);
+	bo_map(fx, h);
+	gc_assert_errno(gc_kfd_free(fx->kfd, h->handle), EBUSY);
+	bo_unmap(fx, h);
+	bo_free(fx, h);
 }
 
 /*
@@ -481,25 +413,19 @@ static void test_free_while_mapped(void *data)
  * wasn't actually mapped" -> -EINVAL; kfd_chardev.c only advances
  * n_success after a device succeeded ("args->n_success = i+1").
  */
-static void unmap_unmapped(void *arg)
+GC_KFD_GPU_SUBTEST(test_unmap_unmapped, struct mem_fx, fx, gpu)
 {
-	struct gpu_arg *a = arg;
-	struct held *h = bo_alloc(a->fx, a->gpu->node.gpu_id, BO_SIZE, VRAM);
+	struct held *h = bo_alloc(fx, gpu->node.gpu_id, BO_SIZE, VRAM);
 	uint32_t n_success = 0;
 
-	gc_assert_errno(gc_kfd_unmap(a->fx->kfd, h->handle, &h->gpu_id, 1, &n_success), EINVAL);
+	gc_assert_errno(gc_kfd_unmap(fx->kfd, h->handle, &h->gpu_id, 1, &n_success), EINVAL);
 	gc_assert_eq_uint(n_success, 0);
-	bo_map(a->fx, h);
-	bo_unmap(a->fx, h);
+	bo_map(fx, h);
+	bo_unmap(fx, h);
 	n_success = 0;
-	gc_assert_errno(gc_kfd_unmap(a->fx->kfd, h->handle, &h->gpu_id, 1, &n_success), EINVAL);
+	gc_assert_errno(gc_kfd_unmap(fx->kfd, h->handle, &h->gpu_id, 1, &n_success), EINVAL);
 	gc_assert_eq_uint(n_success, 0);
-	bo_free(a->fx, h);
-}
-
-static void test_unmap_unmapped(void *data)
-{
-	each_gpu(data, unmap_unmapped);
+	bo_free(fx, h);
 }
 
 /*
@@ -508,25 +434,19 @@ static void test_unmap_unmapped(void *data)
  * Neither maps anything: the BO then frees at once (free of a mapped BO is
  * -EBUSY, see free-while-mapped).
  */
-static void map_empty_list(void *arg)
+GC_KFD_GPU_SUBTEST(test_map_empty_list, struct mem_fx, fx, gpu)
 {
-	struct gpu_arg *a = arg;
-	struct held *h = bo_alloc(a->fx, a->gpu->node.gpu_id, BO_SIZE, VRAM);
+	struct held *h = bo_alloc(fx, gpu->node.gpu_id, BO_SIZE, VRAM);
 	uint32_t n_success = 0;
 
-	gc_assert_errno(gc_kfd_map(a->fx->kfd, h->handle, &h->gpu_id, 0, &n_success), EINVAL);
+	gc_assert_errno(gc_kfd_map(fx->kfd, h->handle, &h->gpu_id, 0, &n_success), EINVAL);
 	gc_assert_eq_uint(n_success, 0);
-	gc_assert_errno(gc_kfd_map(a->fx->kfd, h->handle, NULL, 0, &n_success), EINVAL);
-	gc_assert_errno(gc_kfd_unmap(a->fx->kfd, h->handle, &h->gpu_id, 0, &n_success), EINVAL);
+	gc_assert_errno(gc_kfd_map(fx->kfd, h->handle, NULL, 0, &n_success), EINVAL);
+	gc_assert_errno(gc_kfd_unmap(fx->kfd, h->handle, &h->gpu_id, 0, &n_success), EINVAL);
 	n_success = 2;
-	gc_assert_errno(gc_kfd_map(a->fx->kfd, h->handle, &h->gpu_id, 1, &n_success), EINVAL);
+	gc_assert_errno(gc_kfd_map(fx->kfd, h->handle, &h->gpu_id, 1, &n_success), EINVAL);
 	gc_assert_eq_uint(n_success, 2);
-	bo_free(a->fx, h);
-}
-
-static void test_map_empty_list(void *data)
-{
-	each_gpu(data, map_empty_list);
+	bo_free(fx, h);
 }
 
 /*
@@ -534,20 +454,14 @@ static void test_map_empty_list(void *data)
  * skip those devices". n_success = n_devices = 1 skips the only device: the
  * call succeeds, n_success stays 1, and nothing was mapped (the BO frees).
  */
-static void map_resume_skips(void *arg)
+GC_KFD_GPU_SUBTEST(test_map_resume_skips, struct mem_fx, fx, gpu)
 {
-	struct gpu_arg *a = arg;
-	struct held *h = bo_alloc(a->fx, a->gpu->node.gpu_id, BO_SIZE, VRAM);
+	struct held *h = bo_alloc(fx, gpu->node.gpu_id, BO_SIZE, VRAM);
 	uint32_t n_success = 1;
 
-	gc_assert_ok(gc_kfd_map(a->fx->kfd, h->handle, &h->gpu_id, 1, &n_success));
+	gc_assert_ok(gc_kfd_map(fx->kfd, h->handle, &h->gpu_id, 1, &n_success));
 	gc_assert_eq_uint(n_success, 1);
-	bo_free(a->fx, h);
-}
-
-static void test_map_resume_skips(void *data)
-{
-	each_gpu(data, map_resume_skips);
+	bo_free(fx, h);
 }
 
 /* ---------------------------------------------------------- acquire VM */
@@ -557,35 +471,29 @@ static void test_map_resume_skips(void *data)
  * return -EINVAL;" and once acquired "ret = pdd->drm_file == drm_file ? 0 :
  * -EBUSY". A dup() shares the struct file; a new open() does not.
  */
-static void acquire_again(void *arg)
+GC_KFD_GPU_SUBTEST(test_acquire_vm_again, struct mem_fx, fx, gpu)
 {
-	struct gpu_arg *a = arg;
-	struct kfd_ioctl_acquire_vm_args v = { .gpu_id = a->gpu->node.gpu_id };
+	struct kfd_ioctl_acquire_vm_args v = { .gpu_id = gpu->node.gpu_id };
 	char path[64];
 	int fd2, dupfd, closed;
 
-	gc_assert(a->gpu->vm_acquired);
-	v.drm_fd = (uint32_t)a->gpu->drm_fd;
-	gc_assert_ok(gc_kfd_ioctl(a->fx->kfd, AMDKFD_IOC_ACQUIRE_VM, &v));
-	dupfd = dup(a->gpu->drm_fd);
+	gc_assert(gpu->vm_acquired);
+	v.drm_fd = (uint32_t)gpu->drm_fd;
+	gc_assert_ok(gc_kfd_ioctl(fx->kfd, AMDKFD_IOC_ACQUIRE_VM, &v));
+	dupfd = dup(gpu->drm_fd);
 	gc_assert_syscall(dupfd);
 	v.drm_fd = (uint32_t)dupfd;
-	gc_assert_ok(gc_kfd_ioctl(a->fx->kfd, AMDKFD_IOC_ACQUIRE_VM, &v));
+	gc_assert_ok(gc_kfd_ioctl(fx->kfd, AMDKFD_IOC_ACQUIRE_VM, &v));
 	close(dupfd);
-	snprintf(path, sizeof(path), "/dev/dri/renderD%d", a->gpu->node.drm_render_minor);
+	snprintf(path, sizeof(path), "/dev/dri/renderD%d", gpu->node.drm_render_minor);
 	fd2 = open(path, O_RDWR | O_CLOEXEC);
 	gc_assert_f(fd2 >= 0, "%s: %s", path, strerror(errno));
 	v.drm_fd = (uint32_t)fd2;
-	gc_assert_errno(gc_kfd_ioctl(a->fx->kfd, AMDKFD_IOC_ACQUIRE_VM, &v), EBUSY);
+	gc_assert_errno(gc_kfd_ioctl(fx->kfd, AMDKFD_IOC_ACQUIRE_VM, &v), EBUSY);
 	close(fd2);
 	closed = fd2; /* just closed, and nothing opened since on this thread */
 	v.drm_fd = (uint32_t)closed;
-	gc_assert_errno(gc_kfd_ioctl(a->fx->kfd, AMDKFD_IOC_ACQUIRE_VM, &v), EINVAL);
-}
-
-static void test_acquire_vm_again(void *data)
-{
-	each_gpu(data, acquire_again);
+	gc_assert_errno(gc_kfd_ioctl(fx->kfd, AMDKFD_IOC_ACQUIRE_VM, &v), EINVAL);
 }
 
 /* ------------------------------------------------------- accounting */
@@ -598,28 +506,22 @@ static void test_acquire_vm_again(void *data)
  * ALIGN(size, VRAM_AVAILABLITY_ALIGN) to vram_used_aligned. A 64 MiB VRAM
  * BO so lowers it by exactly 64 MiB on a dGPU (nothing else allocating).
  */
-static void available_accounting(void *arg)
+GC_KFD_GPU_SUBTEST(test_available_accounting, struct mem_fx, fx, gpu)
 {
-	struct gpu_arg *a = arg;
 	uint64_t before, during, after;
 	struct held *h;
 
-	require_dgpu(a->gpu, "exact VRAM accounting");
-	gc_assert_ok(gc_kfd_available(a->fx->kfd, a->gpu->node.gpu_id, &before));
+	require_dgpu(gpu, "exact VRAM accounting");
+	gc_assert_ok(gc_kfd_available(fx->kfd, gpu->node.gpu_id, &before));
 	gc_require_f(before >= 2 * ACCOUNT_SIZE, "gpu %u: %" PRIu64 " bytes available",
-		     a->gpu->node.gpu_id, before);
-	gc_assert_cmpuint(before, <=, gc_kfd_node_vram_bytes(&a->gpu->node));
-	h = bo_alloc(a->fx, a->gpu->node.gpu_id, ACCOUNT_SIZE, VRAM);
-	gc_assert_ok(gc_kfd_available(a->fx->kfd, a->gpu->node.gpu_id, &during));
+		     gpu->node.gpu_id, before);
+	gc_assert_cmpuint(before, <=, gc_kfd_node_vram_bytes(&gpu->node));
+	h = bo_alloc(fx, gpu->node.gpu_id, ACCOUNT_SIZE, VRAM);
+	gc_assert_ok(gc_kfd_available(fx->kfd, gpu->node.gpu_id, &during));
 	gc_assert_eq_uint(before - during, ACCOUNT_SIZE);
-	bo_free(a->fx, h);
-	gc_assert_ok(gc_kfd_available(a->fx->kfd, a->gpu->node.gpu_id, &after));
+	bo_free(fx, h);
+	gc_assert_ok(gc_kfd_available(fx->kfd, gpu->node.gpu_id, &after));
 	gc_assert_eq_uint(after, before);
-}
-
-static void test_available_accounting(void *data)
-{
-	each_gpu(data, available_accounting);
 }
 
 /*
@@ -627,28 +529,22 @@ static void test_available_accounting(void *data)
  * get_available_memory reports (the same bound, aligned down) -> -ENOMEM,
  * and nothing is accounted.
  */
-static void alloc_over_available(void *arg)
+GC_KFD_GPU_SUBTEST(test_alloc_over_available, struct mem_fx, fx, gpu)
 {
-	struct gpu_arg *a = arg;
 	uint64_t avail, after, handle = 0, size, va = 0;
 	int err;
 
-	require_dgpu(a->gpu, "exact VRAM accounting");
-	gc_assert_ok(gc_kfd_available(a->fx->kfd, a->gpu->node.gpu_id, &avail));
+	require_dgpu(gpu, "exact VRAM accounting");
+	gc_assert_ok(gc_kfd_available(fx->kfd, gpu->node.gpu_id, &avail));
 	size = avail + BO_ALIGN;
-	gc_assert_ok(gc_kfd_va_reserve(a->fx->kfd, size, BO_ALIGN, &va));
-	err = gc_kfd_alloc(a->fx->kfd, a->gpu->node.gpu_id, size, va, VRAM, &handle, NULL);
+	gc_assert_ok(gc_kfd_va_reserve(fx->kfd, size, BO_ALIGN, &va));
+	err = gc_kfd_alloc(fx->kfd, gpu->node.gpu_id, size, va, VRAM, &handle, NULL);
 	if (!err)
-		gc_kfd_free(a->fx->kfd, handle);
+		gc_kfd_free(fx->kfd, handle);
 	gc_kfd_va_release(va, size);
 	gc_assert_errno(err, ENOMEM);
-	gc_assert_ok(gc_kfd_available(a->fx->kfd, a->gpu->node.gpu_id, &after));
+	gc_assert_ok(gc_kfd_available(fx->kfd, gpu->node.gpu_id, &after));
 	gc_assert_eq_uint(after, avail);
-}
-
-static void test_alloc_over_available(void *data)
-{
-	each_gpu(data, alloc_over_available);
 }
 
 /* ----------------------------------------------------------- latency */
@@ -711,17 +607,10 @@ static void lat_kind(struct mem_fx *fx, struct gc_kfd_gpu *g, uint32_t flags, co
 	}
 }
 
-static void latency(void *arg)
+GC_KFD_GPU_SUBTEST(test_latency, struct mem_fx, fx, gpu)
 {
-	struct gpu_arg *a = arg;
-
-	lat_kind(a->fx, a->gpu, VRAM, "vram");
-	lat_kind(a->fx, a->gpu, GTT, "gtt");
-}
-
-static void test_latency(void *data)
-{
-	each_gpu(data, latency);
+	lat_kind(fx, gpu, VRAM, "vram");
+	lat_kind(fx, gpu, GTT, "gtt");
 }
 
 /* ----------------------------------------------------------- fixture */

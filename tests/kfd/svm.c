@@ -53,11 +53,6 @@ struct svm_fx {
 	struct { uint64_t va, size; } ranges[MAX_RANGES];
 };
 
-struct gpu_arg {
-	struct svm_fx *fx;
-	struct gc_kfd_gpu *gpu;
-};
-
 typedef struct kfd_ioctl_svm_attribute attr_t;
 
 /* ------------------------------------------------------------ helpers */
@@ -151,18 +146,6 @@ static uint32_t default_access(const struct svm_fx *fx, const struct gc_kfd_gpu 
 						 KFD_IOCTL_SVM_ATTR_NO_ACCESS;
 }
 
-static void each_gpu(struct svm_fx *fx, void (*fn)(void *))
-{
-	static struct gpu_arg args[GC_KFD_MAX_NODES];
-	char name[32];
-
-	for (unsigned i = 0; i < fx->kfd->n_gpus; i++) {
-		args[i].fx = fx;
-		args[i].gpu = &fx->kfd->gpus[i];
-		gc_dynamic(gc_kfd_gpu_name(args[i].gpu, name, sizeof(name)), fn, &args[i]);
-	}
-}
-
 /* ---------------------------------------------------------- defaults */
 
 /*
@@ -178,17 +161,17 @@ static void test_defaults(void *data)
 	struct svm_fx *fx = data;
 	uint64_t va = range_new(fx, RANGE_SIZE);
 
-	gc_assert_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), LOC_UNDEF);
-	gc_assert_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFETCH_LOC), LOC_UNDEF);
-	gc_assert_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_SET_FLAGS), DEFAULT_FLAGS);
-	gc_assert_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_CLR_FLAGS),
-			  (uint32_t)~DEFAULT_FLAGS);
-	gc_assert_cmpuint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_GRANULARITY), <=, 0x1B);
+	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), LOC_UNDEF);
+	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFETCH_LOC), LOC_UNDEF);
+	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_SET_FLAGS), DEFAULT_FLAGS);
+	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_CLR_FLAGS),
+			 (uint32_t)~DEFAULT_FLAGS);
+	gc_check_cmpuint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_GRANULARITY), <=, 0x1B);
 	for (unsigned i = 0; i < fx->kfd->n_gpus; i++) {
 		const struct gc_kfd_gpu *g = &fx->kfd->gpus[i];
 
-		gc_assert_eq_uint(access_of(fx, va, RANGE_SIZE, g->node.gpu_id),
-				  default_access(fx, g));
+		gc_check_eq_uint(access_of(fx, va, RANGE_SIZE, g->node.gpu_id),
+				 default_access(fx, g));
 	}
 }
 
@@ -199,11 +182,9 @@ static void test_defaults(void *data)
  * (svm_range_apply_attrs stores each value; GET over one uniform range
  * returns it). SET_FLAGS adds to and CLR_FLAGS removes from the defaults.
  */
-static void set_get(void *arg)
+GC_KFD_GPU_SUBTEST(test_set_get, struct svm_fx, fx, gpu)
 {
-	struct gpu_arg *a = arg;
-	struct svm_fx *fx = a->fx;
-	uint32_t id = a->gpu->node.gpu_id;
+	uint32_t id = gpu->node.gpu_id;
 	uint64_t va;
 	const uint32_t want_flags = KFD_IOCTL_SVM_FLAG_HOST_ACCESS | KFD_IOCTL_SVM_FLAG_GPU_RO |
 				    KFD_IOCTL_SVM_FLAG_GPU_EXEC;
@@ -223,7 +204,7 @@ static void set_get(void *arg)
 		{ KFD_IOCTL_SVM_ATTR_GRANULARITY, 0 },
 	};
 
-	require_svm_gpu(a->gpu);
+	require_svm_gpu(gpu);
 	va = range_new(fx, RANGE_SIZE);
 	gc_assert_ok(gc_kfd_svm_set(fx->kfd, va, RANGE_SIZE, set, 5));
 	gc_assert_ok(gc_kfd_svm_get(fx->kfd, va, RANGE_SIZE, get, 5));
@@ -237,28 +218,23 @@ static void set_get(void *arg)
 	for (unsigned i = 0; i < fx->kfd->n_gpus; i++) {
 		const struct gc_kfd_gpu *g = &fx->kfd->gpus[i];
 
-		if (g != a->gpu)
-			gc_assert_eq_uint(access_of(fx, va, RANGE_SIZE, g->node.gpu_id),
-					  default_access(fx, g));
+		if (g != gpu)
+			gc_check_eq_uint(access_of(fx, va, RANGE_SIZE, g->node.gpu_id),
+					 default_access(fx, g));
 	}
 	/* The three access kinds (header: "specify memory access for the gpuid"). */
 	set1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE, id);
-	gc_assert_eq_uint(access_of(fx, va, RANGE_SIZE, id), KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE);
+	gc_check_eq_uint(access_of(fx, va, RANGE_SIZE, id), KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE);
 	set1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_NO_ACCESS, id);
-	gc_assert_eq_uint(access_of(fx, va, RANGE_SIZE, id), KFD_IOCTL_SVM_ATTR_NO_ACCESS);
+	gc_check_eq_uint(access_of(fx, va, RANGE_SIZE, id), KFD_IOCTL_SVM_ATTR_NO_ACCESS);
 	/* Header: preferred location "0 for system memory"; UNDEFINED leaves it unspecified. */
 	set1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, LOC_SYSMEM);
-	gc_assert_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), LOC_SYSMEM);
+	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), LOC_SYSMEM);
 	set1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, LOC_UNDEF);
-	gc_assert_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), LOC_UNDEF);
+	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), LOC_UNDEF);
 	/* kfd_svm.c: "prange->granularity = min_t(uint32_t, attrs[i].value, 0x3F)". */
 	set1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_GRANULARITY, 200);
-	gc_assert_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_GRANULARITY), 0x3F);
-}
-
-static void test_set_get(void *data)
-{
-	each_gpu(data, set_get);
+	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_GRANULARITY), 0x3F);
 }
 
 /*
@@ -267,36 +243,29 @@ static void test_set_get(void *data)
  * value reads back, and the range's bytes survive the round trip to the
  * GPU and back (the CPU reads them after each migration).
  */
-static void prefetch(void *arg)
+GC_KFD_GPU_SUBTEST(test_prefetch, struct svm_fx, fx, gpu)
 {
-	struct gpu_arg *a = arg;
-	struct svm_fx *fx = a->fx;
-	uint32_t id = a->gpu->node.gpu_id;
+	uint32_t id = gpu->node.gpu_id;
 	struct gc_mismatch mm;
 	char msg[160];
 	uint64_t va;
 	void *p;
 
-	require_svm_gpu(a->gpu);
+	require_svm_gpu(gpu);
 	va = range_new(fx, RANGE_SIZE);
 	p = (void *)(uintptr_t)va;
 	gc_pattern_fill(p, RANGE_SIZE, 0, id);
 	set1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_ACCESS, id);
 	set1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, id);
-	gc_assert_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFETCH_LOC), id);
+	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFETCH_LOC), id);
 	gc_assert_f(gc_pattern_check(p, RANGE_SIZE, 0, id, &mm) < 0, "after prefetch to gpu %u: %s",
 		    id, gc_mismatch_str(&mm, msg, sizeof(msg)));
 	gc_pattern_fill_inv(p, RANGE_SIZE, 0, id);
 	set1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, id);
 	set1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, LOC_SYSMEM);
-	gc_assert_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFETCH_LOC), LOC_SYSMEM);
+	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFETCH_LOC), LOC_SYSMEM);
 	gc_assert_f(gc_pattern_check_inv(p, RANGE_SIZE, 0, id, &mm) < 0,
 		    "after prefetch to system memory: %s", gc_mismatch_str(&mm, msg, sizeof(msg)));
-}
-
-static void test_prefetch(void *data)
-{
-	each_gpu(data, prefetch);
 }
 
 /* ------------------------------------------------- aggregation, split */
@@ -308,11 +277,9 @@ static void test_prefetch(void *data)
  * minimum migration granularity throughout the range will be returned".
  * Each half on its own reads back its own values.
  */
-static void intersection(void *arg)
+GC_KFD_GPU_SUBTEST(test_intersection, struct svm_fx, fx, gpu)
 {
-	struct gpu_arg *a = arg;
-	struct svm_fx *fx = a->fx;
-	uint32_t id = a->gpu->node.gpu_id;
+	uint32_t id = gpu->node.gpu_id;
 	const uint64_t half = RANGE_SIZE / 2;
 	uint64_t va;
 	attr_t lo[] = {
@@ -329,28 +296,23 @@ static void intersection(void *arg)
 	};
 	uint32_t set_and, clr_nor;
 
-	require_svm_gpu(a->gpu);
+	require_svm_gpu(gpu);
 	va = range_new(fx, RANGE_SIZE);
 	gc_assert_ok(gc_kfd_svm_set(fx->kfd, va, half, lo, 4));
 	gc_assert_ok(gc_kfd_svm_set(fx->kfd, va + half, half, hi, 4));
-	gc_assert_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), LOC_UNDEF);
-	gc_assert_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFETCH_LOC), LOC_UNDEF);
+	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), LOC_UNDEF);
+	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFETCH_LOC), LOC_UNDEF);
 	set_and = get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_SET_FLAGS);
 	clr_nor = get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_CLR_FLAGS);
 	gc_assert_eq_uint(set_and, DEFAULT_FLAGS);  /* GPU_EXEC is set on one half only */
 	gc_assert_eq_uint(clr_nor, (uint32_t)~(DEFAULT_FLAGS | KFD_IOCTL_SVM_FLAG_GPU_EXEC));
-	gc_assert_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_GRANULARITY), 3);
+	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_GRANULARITY), 3);
 	/* Each half alone. */
-	gc_assert_eq_uint(get1(fx, va, half, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), id);
-	gc_assert_eq_uint(get1(fx, va + half, half, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), LOC_SYSMEM);
-	gc_assert_eq_uint(get1(fx, va, half, KFD_IOCTL_SVM_ATTR_SET_FLAGS),
-			  DEFAULT_FLAGS | KFD_IOCTL_SVM_FLAG_GPU_EXEC);
-	gc_assert_eq_uint(get1(fx, va + half, half, KFD_IOCTL_SVM_ATTR_GRANULARITY), 6);
-}
-
-static void test_intersection(void *data)
-{
-	each_gpu(data, intersection);
+	gc_check_eq_uint(get1(fx, va, half, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), id);
+	gc_check_eq_uint(get1(fx, va + half, half, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), LOC_SYSMEM);
+	gc_check_eq_uint(get1(fx, va, half, KFD_IOCTL_SVM_ATTR_SET_FLAGS),
+			 DEFAULT_FLAGS | KFD_IOCTL_SVM_FLAG_GPU_EXEC);
+	gc_check_eq_uint(get1(fx, va + half, half, KFD_IOCTL_SVM_ATTR_GRANULARITY), 6);
 }
 
 /*
@@ -358,39 +320,32 @@ static void test_intersection(void *data)
  * If it does, the existing ranges will be split such that the attribute
  * changes only apply to the specified address range."
  */
-static void split(void *arg)
+GC_KFD_GPU_SUBTEST(test_split, struct svm_fx, fx, gpu)
 {
-	struct gpu_arg *a = arg;
-	struct svm_fx *fx = a->fx;
-	uint32_t id = a->gpu->node.gpu_id;
+	uint32_t id = gpu->node.gpu_id;
 	const uint64_t third = RANGE_SIZE / 3;
 	uint64_t va;
 
-	require_svm_gpu(a->gpu);
+	require_svm_gpu(gpu);
 	va = range_new(fx, RANGE_SIZE);
 	set1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, id);
 	set1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_ACCESS, id);
 	set1(fx, va + third, third, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, LOC_SYSMEM);
 	set1(fx, va + third, third, KFD_IOCTL_SVM_ATTR_NO_ACCESS, id);
-	gc_assert_eq_uint(get1(fx, va, third, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), id);
-	gc_assert_eq_uint(get1(fx, va + third, third, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC),
-			  LOC_SYSMEM);
-	gc_assert_eq_uint(get1(fx, va + 2 * third, third, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), id);
-	gc_assert_eq_uint(access_of(fx, va, third, id), KFD_IOCTL_SVM_ATTR_ACCESS);
-	gc_assert_eq_uint(access_of(fx, va + third, third, id), KFD_IOCTL_SVM_ATTR_NO_ACCESS);
-	gc_assert_eq_uint(access_of(fx, va + 2 * third, third, id), KFD_IOCTL_SVM_ATTR_ACCESS);
+	gc_check_eq_uint(get1(fx, va, third, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), id);
+	gc_check_eq_uint(get1(fx, va + third, third, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC),
+			 LOC_SYSMEM);
+	gc_check_eq_uint(get1(fx, va + 2 * third, third, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), id);
+	gc_check_eq_uint(access_of(fx, va, third, id), KFD_IOCTL_SVM_ATTR_ACCESS);
+	gc_check_eq_uint(access_of(fx, va + third, third, id), KFD_IOCTL_SVM_ATTR_NO_ACCESS);
+	gc_check_eq_uint(access_of(fx, va + 2 * third, third, id), KFD_IOCTL_SVM_ATTR_ACCESS);
 	/* A page at each inner boundary belongs to its own third. */
-	gc_assert_eq_uint(get1(fx, va + third - fx->page, fx->page,
-			       KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), id);
-	gc_assert_eq_uint(get1(fx, va + third, fx->page, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC),
-			  LOC_SYSMEM);
-	gc_assert_eq_uint(get1(fx, va + 2 * third, fx->page, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC),
-			  id);
-}
-
-static void test_split(void *data)
-{
-	each_gpu(data, split);
+	gc_check_eq_uint(get1(fx, va + third - fx->page, fx->page,
+			      KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), id);
+	gc_check_eq_uint(get1(fx, va + third, fx->page, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC),
+			 LOC_SYSMEM);
+	gc_check_eq_uint(get1(fx, va + 2 * third, fx->page, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC),
+			 id);
 }
 
 /* ------------------------------------------------------------ invalid */
@@ -481,7 +436,7 @@ static void test_invalid_ranges(void *data)
 	gc_assert_syscall(munmap((void *)(uintptr_t)(va + RANGE_SIZE - pg), pg));
 	expect_range_err(fx, va + RANGE_SIZE - 2 * pg, 2 * pg, EFAULT, "partly unmapped");
 	/* No visible effect on the valid range. */
-	gc_assert_eq_uint(get1(fx, va, pg, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), LOC_UNDEF);
+	gc_check_eq_uint(get1(fx, va, pg, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), LOC_UNDEF);
 	gc_assert_errno(svm_over_bo(fx, g), EADDRINUSE);
 	gc_assert_errno(bo_over_svm(fx, g, va), EADDRINUSE);
 }
@@ -495,15 +450,13 @@ static void test_invalid_ranges(void *data)
  * refuses an unknown gpuid in it; svm_ioctl refuses an unknown op. A
  * refused SET changes nothing: the check runs before any range is touched.
  */
-static void invalid_attrs(void *arg)
+GC_KFD_GPU_SUBTEST(test_invalid_attrs, struct svm_fx, fx, gpu)
 {
-	struct gpu_arg *a = arg;
-	struct svm_fx *fx = a->fx;
-	uint32_t id = a->gpu->node.gpu_id, bad = gc_kfd_unknown_gpu_id(fx->kfd);
+	uint32_t id = gpu->node.gpu_id, bad = gc_kfd_unknown_gpu_id(fx->kfd);
 	uint64_t va;
 	attr_t at;
 
-	require_svm_gpu(a->gpu);
+	require_svm_gpu(gpu);
 	va = range_new(fx, RANGE_SIZE);
 	at = (attr_t){ 0x7fff, 0 };
 	gc_assert_errno(gc_kfd_svm_set(fx->kfd, va, RANGE_SIZE, &at, 1), EINVAL);
@@ -532,14 +485,9 @@ static void invalid_attrs(void *arg)
 
 		gc_assert_errno(gc_kfd_svm_set(fx->kfd, va, RANGE_SIZE, two, 2), EINVAL);
 	}
-	gc_assert_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), LOC_UNDEF);
-	gc_assert_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFETCH_LOC), LOC_UNDEF);
-	gc_assert_eq_uint(access_of(fx, va, RANGE_SIZE, id), default_access(fx, a->gpu));
-}
-
-static void test_invalid_attrs(void *data)
-{
-	each_gpu(data, invalid_attrs);
+	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), LOC_UNDEF);
+	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFETCH_LOC), LOC_UNDEF);
+	gc_check_eq_uint(access_of(fx, va, RANGE_SIZE, id), default_access(fx, gpu));
 }
 
 /* ------------------------------------------------------------ fixture */
