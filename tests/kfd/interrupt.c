@@ -277,14 +277,15 @@ static bool af_cycle(void *ctx, struct gc_storm *s, unsigned i)
 	return true;
 }
 
-static void af_gpu(void *arg)
+static void af_gpu(void *ctx, struct gc_kfd_gpu *gpu)
 {
 	static struct gc_storm s;
-	struct af *a = arg;
+	struct af *a = ctx;
 	struct gc_storm_sweep sw = { .cycle = af_cycle, .ctx = a, .per_period = CYCLES };
 	uint64_t avail = 0;
 	int r;
 
+	a->gpu_id = gpu->node.gpu_id;
 	a->op[AF_ALLOC] = (struct kfd_op){ .name = "ALLOC_MEMORY_OF_GPU" };
 	a->op[AF_FREE] = (struct kfd_op){ .name = "FREE_MEMORY_OF_GPU" };
 	a->eintr_checked = 0;
@@ -322,13 +323,8 @@ static void test_alloc_free(void *data)
 {
 	struct fx *f = data;
 	struct af a = { .kfd = f->kfd };
-	char name[32];
 
-	for (uint32_t g = 0; g < f->n; g++) {
-		a.gpu_id = f->ids[g];
-		gc_dynamic_f(af_gpu, &a, "%s",
-			     gc_kfd_gpu_name(gc_kfd_gpu(f->kfd, a.gpu_id), name, sizeof(name)));
-	}
+	gc_kfd_each_gpu(f->kfd, af_gpu, &a);
 }
 
 /* ------------------------------------------------------ map-all, unmap-all */

@@ -203,25 +203,6 @@ static bool expect_mapped(struct verdict *v, const struct gc_kfd *kfd, uint64_t 
 		    after, list_str(ids, n, l, sizeof(l)), k, kfd_mapped_str(&m, &c, d, sizeof(d)));
 }
 
-/* A dynamic subtest per ordered pair of GPUs. */
-static void for_each_pair(struct fx *f, void (*fn)(void *))
-{
-	struct pair p = { .f = f };
-	char na[32], nb[32];
-
-	for (uint32_t i = 0; i < f->n; i++) {
-		for (uint32_t j = 0; j < f->n; j++) {
-			if (i == j)
-				continue;
-			p.a = f->ids[i];
-			p.b = f->ids[j];
-			gc_dynamic_f(fn, &p, "%s-%s",
-				     gc_kfd_gpu_name(gc_kfd_gpu(f->kfd, p.a), na, sizeof(na)),
-				     gc_kfd_gpu_name(gc_kfd_gpu(f->kfd, p.b), nb, sizeof(nb)));
-		}
-	}
-}
-
 /* ------------------------------------------------------------- invalid-id */
 
 struct inval {
@@ -259,14 +240,15 @@ static bool inval_try(struct inval *x, const struct buf *b, uint32_t bad, uint32
 	return expect_mapped(&x->v, f->kfd, b->handle, f->ids, f->n, p, what);
 }
 
-static void inval_gpu(void *arg)
+static void inval_gpu(void *ctx, struct gc_kfd_gpu *owner)
 {
-	struct inval *x = arg;
+	struct inval *x = ctx;
 	const struct fx *f = x->f;
 	const uint32_t bad[2] = { 0, f->unknown_id }; /* 0: the CPU node's gpu_id */
 	struct buf b;
 	bool ok;
 
+	x->owner = owner->node.gpu_id;
 	x->v.msg[0] = '\0';
 	ok = buf_alloc(f->kfd, x->owner, BUF_SIZE, GTT_FLAGS, &b, &x->v);
 	for (int k = 0; k < 2 && ok; k++)
@@ -289,13 +271,8 @@ static void test_invalid_id(void *data)
 {
 	struct fx *f = data;
 	struct inval x = { .f = f };
-	char name[32];
 
-	for (uint32_t g = 0; g < f->n; g++) {
-		x.owner = f->ids[g];
-		gc_dynamic_f(inval_gpu, &x, "%s",
-			     gc_kfd_gpu_name(gc_kfd_gpu(f->kfd, x.owner), name, sizeof(name)));
-	}
+	gc_kfd_each_gpu(f->kfd, inval_gpu, &x);
 }
 
 /* ---------------------------------------------------------- unacquired-vm */
@@ -433,9 +410,9 @@ static void unacq_assert(const struct pair *p, const struct unacq_res *res)
 		    en(res->freed, e, sizeof(e)));
 }
 
-static void unacq_pair(void *arg)
+static void unacq_pair(void *ctx, struct gc_kfd_gpu *ga, struct gc_kfd_gpu *gb)
 {
-	const struct pair *p = arg;
+	const struct pair pair = { ctx, ga->node.gpu_id, gb->node.gpu_id }, *p = &pair;
 	struct gc_child_status st;
 	struct unacq_res res;
 	int err;
@@ -455,7 +432,9 @@ static void unacq_pair(void *arg)
  */
 static void test_unacquired_vm(void *data)
 {
-	for_each_pair(data, unacq_pair);
+	struct fx *f = data;
+
+	gc_kfd_each_gpu_pair(f->kfd, unacq_pair, f);
 }
 
 /* ---------------------------------------------------------------- oom-peer */
@@ -553,9 +532,9 @@ static bool oom_try(struct verdict *v, const struct gc_kfd *kfd, const struct bu
 	return expect_mapped(v, kfd, b->handle, list, 2, k, after);
 }
 
-static void oom_pair(void *arg)
+static void oom_pair(void *ctx, struct gc_kfd_gpu *ga, struct gc_kfd_gpu *gb)
 {
-	const struct pair *p = arg;
+	const struct pair pair = { ctx, ga->node.gpu_id, gb->node.gpu_id }, *p = &pair;
 	const struct gc_kfd *kfd = p->f->kfd;
 	const uint32_t ab[2] = { p->a, p->b }, ba[2] = { p->b, p->a };
 	static struct fill fl;
@@ -590,7 +569,9 @@ static void oom_pair(void *arg)
  */
 static void test_oom_peer(void *data)
 {
-	for_each_pair(data, oom_pair);
+	struct fx *f = data;
+
+	gc_kfd_each_gpu_pair(f->kfd, oom_pair, f);
 }
 
 /* ---------------------------------------------------------- unmap-partial */
@@ -618,9 +599,9 @@ static bool partial_unmap(struct verdict *v, const struct gc_kfd *kfd, const str
 	       expect_mapped(v, kfd, b->handle, pair, 2, 0, "the unmap after a partial map");
 }
 
-static void partial_pair(void *arg)
+static void partial_pair(void *ctx, struct gc_kfd_gpu *ga, struct gc_kfd_gpu *gb)
 {
-	const struct pair *p = arg;
+	const struct pair pair = { ctx, ga->node.gpu_id, gb->node.gpu_id }, *p = &pair;
 	const struct gc_kfd *kfd = p->f->kfd;
 	const uint32_t x = p->f->unknown_id;
 	const uint32_t abx[3] = { p->a, p->b, x }, axb[3] = { p->a, x, p->b };
@@ -658,7 +639,9 @@ static void partial_pair(void *arg)
  */
 static void test_unmap_partial(void *data)
 {
-	for_each_pair(data, partial_pair);
+	struct fx *f = data;
+
+	gc_kfd_each_gpu_pair(f->kfd, partial_pair, f);
 }
 
 /* ------------------------------------------------------------------ fixture */
