@@ -26,6 +26,9 @@
  *   "Starting dynamic subtest: NAME"
  *   "Dynamic subtest NAME: SUCCESS|FAIL|SKIP|CRASH (1.234s)"
  * and, ours, right before a SKIP result line: "Skip reason: TEXT".
+ * On stderr: where a failure or skip happened ("file:line: func(): ..."),
+ * and at the end of a (dynamic) subtest its failed gc_check*s.
+ * Parameter matrices: GC_VARIANTS / GC_VARIANTS_F / GC_PRODUCT_F below.
  * Exit status: GC_EXIT_* below (igt_core's IGT_EXIT_* values).
  */
 #ifndef GPUCONFORM_CORE_H
