@@ -438,59 +438,26 @@ static void cmp_msg_s(struct gc_msg *m, const char *a, const char *b, const char
 		vb ? vb : "(null)");
 }
 
-void gc__cmp_fail_i(const char *file, int line, const char *func, const char *a,
-		    const char *op, const char *b, intmax_t va, intmax_t vb)
-{
-	struct gc_msg m;
-
-	cmp_msg_i(&m, a, op, b, va, vb);
-	assert_broken(file, line, func, &m);
-}
-
-void gc__cmp_check_i(const char *file, int line, const char *func, const char *a,
-		     const char *op, const char *b, intmax_t va, intmax_t vb)
-{
-	struct gc_msg m;
-
-	cmp_msg_i(&m, a, op, b, va, vb);
-	check_broken(file, line, func, &m);
-}
-
-void gc__cmp_fail_u(const char *file, int line, const char *func, const char *a,
-		    const char *op, const char *b, uintmax_t va, uintmax_t vb)
-{
-	struct gc_msg m;
-
-	cmp_msg_u(&m, a, op, b, va, vb);
-	assert_broken(file, line, func, &m);
-}
-
-void gc__cmp_check_u(const char *file, int line, const char *func, const char *a,
-		     const char *op, const char *b, uintmax_t va, uintmax_t vb)
-{
-	struct gc_msg m;
-
-	cmp_msg_u(&m, a, op, b, va, vb);
-	check_broken(file, line, func, &m);
-}
-
-void gc__cmp_fail_d(const char *file, int line, const char *func, const char *a,
-		    const char *op, const char *b, double va, double vb)
-{
-	struct gc_msg m;
-
-	cmp_msg_d(&m, a, op, b, va, vb);
-	assert_broken(file, line, func, &m);
-}
-
-void gc__cmp_check_d(const char *file, int line, const char *func, const char *a,
-		     const char *op, const char *b, double va, double vb)
-{
-	struct gc_msg m;
-
-	cmp_msg_d(&m, a, op, b, va, vb);
-	check_broken(file, line, func, &m);
-}
+/* A comparison kind's two entry points: the assert's (never returns) and the check's. */
+#define CMP_ENTRIES(kind, type)                                                         \
+	void gc__cmp_fail_##kind(const char *file, int line, const char *func, const char *a, \
+				 const char *op, const char *b, type va, type vb)            \
+	{                                                                               \
+		struct gc_msg m;                                                        \
+		cmp_msg_##kind(&m, a, op, b, va, vb);                                   \
+		assert_broken(file, line, func, &m);                                    \
+	}                                                                               \
+	void gc__cmp_check_##kind(const char *file, int line, const char *func,         \
+				  const char *a, const char *op, const char *b, type va,      \
+				  type vb)                                                    \
+	{                                                                               \
+		struct gc_msg m;                                                        \
+		cmp_msg_##kind(&m, a, op, b, va, vb);                                   \
+		check_broken(file, line, func, &m);                                     \
+	}
+CMP_ENTRIES(i, intmax_t)
+CMP_ENTRIES(u, uintmax_t)
+CMP_ENTRIES(d, double)
 
 bool gc__streq(const char *a, const char *b)
 {
@@ -903,7 +870,8 @@ void gc_each_pair(const struct gc_product *p, void *ctx)
 			struct case_call k = { .run_pair = p->run, .ctx = ctx,
 					       .a = case_at(&p->a, i), .b = case_at(&p->b, j) };
 
-			gc_dynamic(p->name(k.a, k.b, name, sizeof(name)), run_case, &k);
+			if (!p->distinct || i != j)
+				gc_dynamic(p->name(k.a, k.b, name, sizeof(name)), run_case, &k);
 		}
 	}
 }

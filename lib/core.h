@@ -160,7 +160,7 @@ void gc_dynamic_f(void (*fn)(void *arg), void *arg, const char *fmt, ...)
 		  NULL, NULL },                                                         \
 		{ (table_b), sizeof(table_b) / sizeof((table_b)[0]), sizeof((table_b)[0]), \
 		  NULL, NULL },                                                         \
-		gc__name_##matrix, gc__run_##matrix                                     \
+		gc__name_##matrix, gc__run_##matrix, false                              \
 	}
 #define gc_product(matrix, ...) gc_each_pair(&gc__product_##matrix, (__VA_ARGS__))
 
@@ -176,6 +176,7 @@ struct gc_product {
 	struct gc_cases a, b; /* first, n and size only */
 	const char *(*name)(const void *a, const void *b, char *buf, size_t len);
 	void (*run)(void *ctx, const void *a, const void *b);
+	bool distinct; /* leave out i == j: ordered pairs of two different cases */
 };
 void gc_each_pair(const struct gc_product *p, void *ctx);
 

@@ -663,7 +663,6 @@ struct gpu_call {
 	void (*body)(void *ctx, struct gc_kfd_gpu *gpu);
 	void (*pair)(void *ctx, struct gc_kfd_gpu *a, struct gc_kfd_gpu *b);
 	void *ctx;
-	struct gc_kfd_gpu *a, *b;
 };
 
 static const char *gpu_case_name(const void *c, char *buf, size_t len)
@@ -688,30 +687,31 @@ void gc_kfd_each_gpu(struct gc_kfd *kfd, void (*body)(void *ctx, struct gc_kfd_g
 		     &k);
 }
 
-static void gpu_pair_run(void *arg)
+static const char *gpu_pair_name(const void *a, const void *b, char *buf, size_t len)
 {
-	const struct gpu_call *k = arg;
+	char na[32], nb[32];
 
-	k->pair(k->ctx, k->a, k->b);
+	snprintf(buf, len, "%s-%s", gc_kfd_gpu_name(a, na, sizeof(na)),
+		 gc_kfd_gpu_name(b, nb, sizeof(nb)));
+	return buf;
+}
+
+static void gpu_pair_run(void *ctx, const void *a, const void *b)
+{
+	const struct gpu_call *k = ctx;
+
+	k->pair(k->ctx, (struct gc_kfd_gpu *)a, (struct gc_kfd_gpu *)b);
 }
 
 void gc_kfd_each_gpu_pair(struct gc_kfd *kfd,
 			  void (*body)(void *ctx, struct gc_kfd_gpu *a, struct gc_kfd_gpu *b),
 			  void *ctx)
 {
-	char na[32], nb[32];
+	const struct gc_cases gpus = { kfd->gpus, kfd->n_gpus, sizeof(kfd->gpus[0]), NULL, NULL };
+	struct gpu_call k = { .pair = body, .ctx = ctx };
 
-	for (unsigned i = 0; i < kfd->n_gpus; i++) {
-		for (unsigned j = 0; j < kfd->n_gpus; j++) {
-			struct gpu_call k = { .pair = body, .ctx = ctx, .a = &kfd->gpus[i],
-					      .b = &kfd->gpus[j] };
-
-			if (i != j)
-				gc_dynamic_f(gpu_pair_run, &k, "%s-%s",
-					     gc_kfd_gpu_name(k.a, na, sizeof(na)),
-					     gc_kfd_gpu_name(k.b, nb, sizeof(nb)));
-		}
-	}
+	gc_each_pair(&(const struct gc_product){ gpus, gpus, gpu_pair_name, gpu_pair_run, true },
+		     &k);
 }
 
 uint32_t gc_kfd_unknown_gpu_id(const struct gc_kfd *kfd)
