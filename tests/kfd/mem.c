@@ -333,15 +333,15 @@ GC_KFD_GPU_SUBTEST(test_alloc_invalid, struct mem_fx, fx, gpu)
 	uint64_t handle = 0, zero = 0;
 
 	/* kfd_chardev.c: "if (args->size == 0) return -EINVAL;" */
-	gc_assert_errno(gc_kfd_alloc(kfd, id, 0, h->va, VRAM, &handle, NULL), EINVAL);
+	gc_check_errno(gc_kfd_alloc(kfd, id, 0, h->va, VRAM, &handle, NULL), EINVAL);
 	/* kfd_chardev.c: no process device for args->gpu_id -> "err = -EINVAL". */
-	gc_assert_errno(gc_kfd_alloc(kfd, gc_kfd_unknown_gpu_id(kfd), BO_SIZE, h->va, VRAM, &handle,
-				     NULL), EINVAL);
+	gc_check_errno(gc_kfd_alloc(kfd, gc_kfd_unknown_gpu_id(kfd), BO_SIZE, h->va, VRAM, &handle,
+				    NULL), EINVAL);
 	/* amdgpu_amdkfd_gpuvm.c, USERPTR: "if (!offset || !*offset) return -EINVAL;" */
-	gc_assert_errno(gc_kfd_alloc(kfd, id, BO_SIZE, h->va, USERPTR, &handle, &zero), EINVAL);
+	gc_check_errno(gc_kfd_alloc(kfd, id, BO_SIZE, h->va, USERPTR, &handle, &zero), EINVAL);
 	/* amdgpu_amdkfd_gpuvm.c: no memory-type flag falls to "} else { return -EINVAL; }" */
-	gc_assert_errno(gc_kfd_alloc(kfd, id, BO_SIZE, h->va, KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
-				     &handle, NULL), EINVAL);
+	gc_check_errno(gc_kfd_alloc(kfd, id, BO_SIZE, h->va, KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+				    &handle, NULL), EINVAL);
 	/* Nothing was made: the VA is still free for a real allocation. */
 	gc_assert_ok(gc_kfd_alloc(kfd, id, BO_SIZE, h->va, VRAM, &h->handle, NULL));
 	h->live = true;
@@ -515,13 +515,13 @@ GC_KFD_GPU_SUBTEST(test_available_accounting, struct mem_fx, fx, gpu)
 	gc_assert_ok(gc_kfd_available(fx->kfd, gpu->node.gpu_id, &before));
 	gc_require_f(before >= 2 * ACCOUNT_SIZE, "gpu %u: %" PRIu64 " bytes available",
 		     gpu->node.gpu_id, before);
-	gc_assert_cmpuint(before, <=, gc_kfd_node_vram_bytes(&gpu->node));
+	gc_check_cmpuint(before, <=, gc_kfd_node_vram_bytes(&gpu->node));
 	h = bo_alloc(fx, gpu->node.gpu_id, ACCOUNT_SIZE, VRAM);
 	gc_assert_ok(gc_kfd_available(fx->kfd, gpu->node.gpu_id, &during));
-	gc_assert_eq_uint(before - during, ACCOUNT_SIZE);
+	gc_check_eq_uint(before - during, ACCOUNT_SIZE);
 	bo_free(fx, h);
 	gc_assert_ok(gc_kfd_available(fx->kfd, gpu->node.gpu_id, &after));
-	gc_assert_eq_uint(after, before);
+	gc_check_eq_uint(after, before);
 }
 
 /*
