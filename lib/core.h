@@ -39,6 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common.h"
+
 /* igt_core.h values; igt_runner depends on them. */
 #define GC_EXIT_SUCCESS 0
 #define GC_EXIT_SKIP 77

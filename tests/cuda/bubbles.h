@@ -19,7 +19,6 @@
 #include "gc_cuda.h"
 #include "gc_cupti.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define BX_WORK_NS 1000ull       /* each dispatch spins 1 us on the device clock (default) */
 #define BX_MAX_KERNELS 8200u     /* the largest shape: chain8192 */
 

@@ -28,9 +28,8 @@
 #include "workers.h"
 
 #define DEV_PREFIX "/dev/nvidia"
-#define MIB (1024ull * 1024ull)
-#define ALLOC_BYTES (64 * MIB) /* what a refcount case allocates in the context */
-#define MEM_SLACK (2 * MIB)    /* NVML's used memory may move by a page table or two */
+#define ALLOC_BYTES (64ull * MiB) /* what a refcount case allocates in the context */
+#define MEM_SLACK (2ull * MiB)    /* NVML's used memory may move by a page table or two */
 #define SETTLE_MS 2000         /* how long freed memory may take to show in NVML */
 
 struct fx {
@@ -81,8 +80,8 @@ static void expect_used_back(const struct fx *f, int i, const char *after)
 		usleep(10000);
 		now = used(f, i);
 	}
-	gc_info("device %d used memory %s: %llu MiB, %llu MiB before", i, after, now / MIB,
-		f->used0[i] / MIB);
+	gc_info("device %d used memory %s: %llu MiB, %llu MiB before", i, after, now / MiB,
+		f->used0[i] / MiB);
 	gc_assert_f(now <= f->used0[i] + MEM_SLACK && now + MEM_SLACK >= f->used0[i],
 		    "device %d: %llu bytes used %s, %llu before the first retain (slack %llu)", i,
 		    now, after, f->used0[i], MEM_SLACK);
@@ -222,7 +221,7 @@ static void refcount_case(void *arg)
 	snprintf(when, sizeof(when), "with %u references", c->k);
 	fds_info(when);
 	gc_info("device %d used memory with %u references and 64 MiB: %llu MiB", c->dev, c->k,
-		used(c->f, c->dev) / MIB);
+		used(c->f, c->dev) / MiB);
 	for (unsigned i = 1; i < c->k; i++) {
 		gc_cu_assert(cu, cu->cuDevicePrimaryCtxRelease(d));
 		gc_assert_f(active(c->f, c->dev), "release %u of %u reset the context", i, c->k);

@@ -32,8 +32,6 @@
 #include "interrupt.h"
 #include "measure.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define MIB ((size_t)1 << 20)
 #define SEED_BASE 0x1e7a0000u
 #define DEV 0 /* every subtest runs on device 0 */
 
@@ -230,7 +228,7 @@ static void op_require_hit(const struct op_stat *o)
 
 /* ------------------------------------------------------------------ vmm-ops */
 
-#define VMM_SIZE (16 * MIB)
+#define VMM_SIZE (16 * MiB)
 #define VMM_CYCLES 20 /* per storm period */
 
 enum { V_CREATE, V_RESERVE, V_MAP, V_ACCESS, V_FILL, V_DTOH, V_UNMAP, V_ADDRFREE, V_RELEASE,
@@ -342,7 +340,7 @@ static void test_vmm_ops(void *data)
 
 /* ---------------------------------------------------------- alloc-copy-free */
 
-#define ACF_SIZE (4 * MIB)
+#define ACF_SIZE (4 * MiB)
 #define ACF_CYCLES 40 /* per storm period */
 
 enum { A_ALLOC, A_HTOD, A_CHECK, A_DTOH, A_FREE, A_N };
@@ -429,7 +427,7 @@ static void test_alloc_copy_free(void *data)
 
 /* ---------------------------------------------------- queued GPU work */
 
-#define WORK_SIZE (256 * MIB)
+#define WORK_SIZE (256 * MiB)
 #define WORK_TARGET_NS 20000000ull /* aim: ~20 ms of queued fills per batch */
 #define WORK_CALIBRATE_FILLS 16
 #define WORK_MIN_FILLS 16
@@ -531,7 +529,7 @@ static CUresult work_calibrate(const struct gc_cuda *cu, const struct gc_cu_kern
 	w->fills = (unsigned)(fills < WORK_MIN_FILLS ? WORK_MIN_FILLS :
 			      fills > WORK_MAX_FILLS ? WORK_MAX_FILLS : fills);
 	gc_info("%d fills of %zu MiB took %.3f ms: batches of %u fills", WORK_CALIBRATE_FILLS,
-		WORK_SIZE / MIB, (double)ns / 1e6, w->fills);
+		WORK_SIZE / MiB, (double)ns / 1e6, w->fills);
 	return CUDA_SUCCESS;
 }
 
@@ -670,7 +668,7 @@ static void test_sync(void *data)
 
 /* ------------------------------------------------------------ sigiter-sweep */
 
-#define SWEEP_SIZE (64 * MIB)
+#define SWEEP_SIZE (64 * MiB)
 
 /* Three sweeps, first delays 2^(1/3) apart: the depths of one fall between the other's. */
 static const uint64_t sweep_first_ns[] = { 1000, 1260, 1587 };
@@ -1114,8 +1112,8 @@ static void test_sigiter_sweep(void *data)
 #define LAT_SAMPLES 200
 #define LAT_BLOCK 20 /* samples per quiet / storm block, the blocks alternating */
 #define LAT_WARMUP 10
-#define LAT_VMM_SIZE (2 * MIB)
-#define LAT_HTOD_SIZE (1 * MIB)
+#define LAT_VMM_SIZE (2 * MiB)
+#define LAT_HTOD_SIZE (1 * MiB)
 #define LAT_STORM_NS 50000ull
 
 enum { L_VMM, L_HTOD, L_CHECK, L_N };

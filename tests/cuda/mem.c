@@ -34,10 +34,6 @@
 #include "gc_cuda.h"
 #include "measure.h"
 
-#define KiB ((size_t)1024)
-#define MiB (1024 * KiB)
-#define GiB (1024 * MiB)
-
 /* Free-memory bytes per device the leak check tolerates. */
 #define LEAK_SLACK 0
 

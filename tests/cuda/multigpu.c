@@ -29,8 +29,6 @@
 #include "core.h"
 #include "gc_cuda.h"
 
-#define MIB ((size_t)1 << 20)
-#define GIB ((size_t)1 << 30)
 #define MAX_DEV 16 /* gc_cuda_snapshot's limit; further devices are not paired */
 
 /* Free device memory and /dev/nvidia* fds must come back exactly (slack in bytes). */
@@ -173,7 +171,7 @@ static void for_each_pair(struct mfx *f, bool ordered, void (*fn)(void *))
 
 /* -------------------------------------------------------- shared-mapping */
 
-#define SHARED_SIZE (64 * MIB)
+#define SHARED_SIZE (64 * MiB)
 
 struct shared_res {
 	struct steps st;
@@ -431,7 +429,7 @@ static void test_access_invalid_device(void *data)
 
 /* ---------------------------------------------------------- oom-spanning */
 
-#define FILL_CHUNK GIB
+#define FILL_CHUNK GiB
 #define MAX_FILL_HANDLES 8192
 
 /* Device memory taken with cuMemCreate until it runs out. */
@@ -576,8 +574,8 @@ static void span_assert_fill(const struct gc_cuda *cu, int b, const struct span_
 	char err[160];
 
 	gc_info("gpu%d filled: %zu allocations, %zu MiB, ended by %s; free %zu -> %zu MiB", b,
-		res->fl.count, res->fl.bytes / MIB, cu_str(cu, res->fl.last, err, sizeof(err)),
-		res->free_b0 / MIB, res->free_b_full / MIB);
+		res->fl.count, res->fl.bytes / MiB, cu_str(cu, res->fl.last, err, sizeof(err)),
+		res->free_b0 / MiB, res->free_b_full / MiB);
 	gc_assert_f(!res->fl.capped, "gpu%d did not run out of memory within %d allocations",
 		    b, MAX_FILL_HANDLES);
 	/* documented: cuMemCreate lists CUDA_ERROR_OUT_OF_MEMORY */
@@ -668,7 +666,7 @@ static void test_oom_spanning(void *data)
 
 /* ----------------------------------------------------------- peer-access */
 
-#define PEER_SIZE (16 * MIB)
+#define PEER_SIZE (16 * MiB)
 
 /* x's context accessing y's memory; every result recorded, asserted later. */
 struct peer_res {

@@ -20,7 +20,7 @@
 #define BAD 2            /* the bad entry's index */
 #define ENT (64 * KIB)   /* bytes per entry */
 #define STRIDE (ENT + GUARD)
-#define FSIZE (1 * MIB)
+#define FSIZE (1 * MiB)
 
 enum bad_kind { BAD_NEG_OFFSET, BAD_PAST_EOF, BAD_ODD_SIZE, BAD_CLOSED_HANDLE };
 static const char *const kind_names[] = { "negative-offset", "past-eof", "odd-size",

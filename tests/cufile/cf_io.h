@@ -10,8 +10,6 @@
 
 #include "cf_util.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
 #include "fastpath_subtests.h"
 
 /* cufile_io's own, beside the shared list. */

@@ -22,7 +22,6 @@
 #include "gc_cufile.h"
 
 #define KIB ((uint64_t)1 << 10)
-#define MIB ((uint64_t)1 << 20)
 #define GUARD (4 * KIB)  /* bytes checked on each side of a target range */
 
 struct cf_env {

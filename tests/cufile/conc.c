@@ -213,7 +213,7 @@ static void run_jobs(struct slice_job *jobs, int n)
 void test_concurrent_slices(void *data)
 {
 	struct cf_env *e = data;
-	const uint64_t slice = 8 * MIB, n = 8;
+	const uint64_t slice = 8 * MiB, n = 8;
 	struct slice_job jobs[8];
 	struct gc_fp_file f;
 	CUdeviceptr d;
@@ -237,7 +237,7 @@ void test_concurrent_slices(void *data)
 void test_concurrent_readers_writers(void *data)
 {
 	struct cf_env *e = data;
-	const uint64_t slice = 8 * MIB, n = 4, size = n * slice;
+	const uint64_t slice = 8 * MiB, n = 4, size = n * slice;
 	struct slice_job jobs[8];
 	struct gc_fp_file fa, fb;
 	CUdeviceptr da, db;
@@ -343,7 +343,7 @@ static void storm_phase(struct storm_io *s, const struct gc_fp_file *f, bool wri
 void test_interrupt_storm(void *data)
 {
 	struct cf_env *e = data;
-	const uint64_t size = 64 * MIB;
+	const uint64_t size = 64 * MiB;
 	struct storm_io s = { .e = e, .size = size };
 	struct gc_fp_file fr, fw;
 
@@ -523,9 +523,9 @@ static void async_dyn(void *arg)
 static void async_subtest(struct cf_env *e, bool write)
 {
 	struct acase cases[] = {
-		{ e, write, 4 * MIB, 4096, 0 },
+		{ e, write, 4 * MiB, 4096, 0 },
 		{ e, write, 4097, 512, 1 },
-		{ e, write, MIB + 4 * KIB, MIB + 1, 4096 },
+		{ e, write, MiB + 4 * KIB, MiB + 1, 4096 },
 	};
 
 	cf_env_gpu(e);

@@ -30,9 +30,9 @@
 
 /* ----------------------------------------------------------- data matrix */
 
-static const uint64_t sizes[] = { 0, 1, 4095, 4096, 4097, 64 * KIB, MIB + 4 * KIB, 256 * MIB };
+static const uint64_t sizes[] = { 0, 1, 4095, 4096, 4097, 64 * KIB, MiB + 4 * KIB, 256 * MiB };
 static const char *const size_names[] = { "0", "1", "4095", "4096", "4097", "64k", "1m4k", "256m" };
-static const uint64_t foffs[] = { 0, 512, 4096, MIB + 1 };
+static const uint64_t foffs[] = { 0, 512, 4096, MiB + 1 };
 static const char *const foff_names[] = { "0", "512", "4096", "1m1" };
 static const uint64_t boffs[] = { 0, 1, 4096 };
 
@@ -208,7 +208,7 @@ void test_registered_matrix(void *data)
 	struct mcase c = { .e = e, .f = &f, .registered = true };
 
 	cf_env_gpu(e);
-	cf_file(e, "rr", 4 * MIB, SEED_FILE, O_RDWR, &f);
+	cf_file(e, "rr", 4 * MiB, SEED_FILE, O_RDWR, &f);
 	for (int w = 0; w < 2; w++)
 		for (size_t s = 0; s < ARRAY_SIZE(pick); s++)
 			for (size_t o = 0; o < ARRAY_SIZE(opick); o++)
@@ -233,7 +233,7 @@ void test_registered_matrix(void *data)
 void test_read_registered_subrange(void *data)
 {
 	struct cf_env *e = data;
-	const uint64_t total = 8 * MIB, foff = 4096, size = 2 * MIB + 4096;
+	const uint64_t total = 8 * MiB, foff = 4096, size = 2 * MiB + 4096;
 	struct gc_fp_file f;
 	CUdeviceptr d;
 	int err_no;
@@ -241,24 +241,24 @@ void test_read_registered_subrange(void *data)
 	void *fh;
 
 	cf_env_gpu(e);
-	cf_file(e, "rs", 4 * MIB, SEED_FILE, O_RDWR, &f);
+	cf_file(e, "rs", 4 * MiB, SEED_FILE, O_RDWR, &f);
 	fh = cf_register_ok(e, f.fd);
 	d = cf_dev_alloc(e, total);
 	buf_register(e, d, total);
 	/* A pointer 1 MiB into the registration, buffer offset 4096 from it. */
-	cf_dev_poison(e, d, total, foff - (MIB + 4096), SEED_FILE);
-	r = e->cf.fn.read(fh, (void *)(uintptr_t)(d + MIB), size, foff, 4096);
+	cf_dev_poison(e, d, total, foff - (MiB + 4096), SEED_FILE);
+	r = e->cf.fn.read(fh, (void *)(uintptr_t)(d + MiB), size, foff, 4096);
 	err_no = errno;
 	gc_assert_f(r == (ssize_t)size, "read via an inner pointer: %s",
 		    gc_cufile_ret_str(r, err_no, (char[128]){ 0 }, 128));
-	cf_dev_expect(e, d, total, MIB + 4096, size, foff, SEED_FILE, "inner pointer");
+	cf_dev_expect(e, d, total, MiB + 4096, size, foff, SEED_FILE, "inner pointer");
 	/* The base pointer with a 3 MiB + 1 buffer offset. */
-	cf_dev_poison(e, d, total, foff - (3 * MIB + 1), SEED_FILE);
-	r = e->cf.fn.read(fh, (void *)(uintptr_t)d, size, foff, 3 * MIB + 1);
+	cf_dev_poison(e, d, total, foff - (3 * MiB + 1), SEED_FILE);
+	r = e->cf.fn.read(fh, (void *)(uintptr_t)d, size, foff, 3 * MiB + 1);
 	err_no = errno;
 	gc_assert_f(r == (ssize_t)size, "read at base + offset: %s",
 		    gc_cufile_ret_str(r, err_no, (char[128]){ 0 }, 128));
-	cf_dev_expect(e, d, total, 3 * MIB + 1, size, foff, SEED_FILE, "base + offset");
+	cf_dev_expect(e, d, total, 3 * MiB + 1, size, foff, SEED_FILE, "base + offset");
 	buf_deregister(e, d);
 	e->cf.fn.handle_deregister(fh);
 	cf_dev_free(e, d);

@@ -139,16 +139,16 @@ static void perf_point(struct perf *p, uint64_t size, int nt)
 			s[k][r] = timed(p, (enum path)k, size, nt);
 	for (int k = 0; k < NPATH; k++) {
 		snprintf(name, sizeof(name), "%s.%s.%lluMiB.t%d", dir, path_names[k],
-			 (unsigned long long)(size / MIB), nt);
+			 (unsigned long long)(size / MiB), nt);
 		gc_metric(name, "GiB/s", GC_HIGHER_IS_BETTER, s[k], REPS);
 	}
 	for (int r = 0; r < REPS; r++)
 		rf[r] = s[P_FAST][r] / s[P_REF][r], rh[r] = s[P_FAST][r] / s[P_HOST][r];
 	snprintf(name, sizeof(name), "%s.ratio.fastpath-over-reference.%lluMiB.t%d", dir,
-		 (unsigned long long)(size / MIB), nt);
+		 (unsigned long long)(size / MiB), nt);
 	gc_metric(name, "x", GC_HIGHER_IS_BETTER, rf, REPS);
 	snprintf(name, sizeof(name), "%s.ratio.fastpath-over-host.%lluMiB.t%d", dir,
-		 (unsigned long long)(size / MIB), nt);
+		 (unsigned long long)(size / MiB), nt);
 	gc_metric(name, "x", GC_HIGHER_IS_BETTER, rh, REPS);
 }
 
@@ -164,18 +164,18 @@ static void warm_up(struct perf *p)
 	double s;
 
 	for (int k = 0; k < NPATH; k++) {
-		s = 1e3 * (double)MIB / (double)(1ull << 30) / timed(p, (enum path)k, MIB, 1);
+		s = 1e3 * (double)MiB / (double)(1ull << 30) / timed(p, (enum path)k, MiB, 1);
 		snprintf(name, sizeof(name), "%s.first-call.%s.1MiB", p->write ? "write" : "read",
 			 path_names[k]);
 		gc_metric(name, "ms", GC_LOWER_IS_BETTER, &s, 1);
-		timed(p, (enum path)k, MIB, MAXT);
+		timed(p, (enum path)k, MiB, MAXT);
 	}
 }
 
 static void perf_subtest(struct cf_env *e, bool write)
 {
-	static const uint64_t psizes[] = { 1 * MIB, 16 * MIB, 256 * MIB };
-	const uint64_t max = 256 * MIB;
+	static const uint64_t psizes[] = { 1 * MiB, 16 * MiB, 256 * MiB };
+	const uint64_t max = 256 * MiB;
 	struct perf p = { .e = e, .write = write, .dropped = true };
 
 	cf_env_gpu(e);

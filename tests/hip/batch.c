@@ -61,7 +61,7 @@ static void batch_params(struct batch *t, gc_hipfile_handle fh, gc_hipfile_handl
 		t->io[B_BAD].u.batch.file_offset = -4096;
 		break;
 	case BAD_PAST_EOF:
-		t->io[B_BAD].u.batch.file_offset = (int64_t)(FILE_LEN + MIB);
+		t->io[B_BAD].u.batch.file_offset = (int64_t)(FILE_LEN + MiB);
 		break;
 	case BAD_ODD_SIZE:
 		t->io[B_BAD].u.batch.size = B_SIZE + 1;
@@ -362,7 +362,7 @@ static void async_one(struct hf_env *e, bool write, gc_hipfile_handle fh, hipStr
  */
 static void async_io(struct hf_env *e, bool write)
 {
-	static const struct async_case cases[] = { { MIB, 4096, 0 }, { 4097, 513, 1 } };
+	static const struct async_case cases[] = { { MiB, 4096, 0 }, { 4097, 513, 1 } };
 	gc_hipfile_handle fh;
 	hipStream_t s;
 
@@ -404,7 +404,7 @@ void hf_zero_async(struct hf_env *e, bool write)
 	s = async_stream(e);
 	hf_poison(e, data, 0, 4096, write ? WR_OLD : RD_SEED);
 	if (write)
-		hf_file_restore(e, e->wr_bfd, 0, MIB, WR_OLD);
+		hf_file_restore(e, e->wr_bfd, 0, MiB, WR_OLD);
 	c.boff = data - (char *)e->dev;
 	r = fn(fh, e->dev, &c.size, &c.foff, &c.boff, &done, s);
 	skip_unsupported(e, r, write ? "hipFileWriteAsync" : "hipFileReadAsync");
@@ -414,6 +414,6 @@ void hf_zero_async(struct hf_env *e, bool write)
 	gc_assert_f(r.err != GC_HIPFILE_SUCCESS || done <= 0, "size 0 transferred %zd bytes", done);
 	hf_expect_read(e, "size 0 async", data, 0, 0, 4096, write ? WR_OLD : RD_SEED);
 	if (write)
-		hf_file_expect(&e->wr, e->wr_bfd, 0, MIB, WR_OLD, "size 0 async write");
+		hf_file_expect(&e->wr, e->wr_bfd, 0, MiB, WR_OLD, "size 0 async write");
 	hf_release_all(e);
 }

@@ -390,7 +390,7 @@ static void run_jobs(struct hf_env *e, struct job *jobs, int n)
 }
 
 #define SLICES 8
-#define SLICE (8 * MIB)
+#define SLICE (8 * MiB)
 
 /*
  * concurrent-slices: 8 threads, one handle (hipFile) or one descriptor, one
@@ -423,7 +423,7 @@ void test_concurrent_slices(void *data)
 }
 
 #define RW_N 4
-#define RW_LEN (8 * MIB)
+#define RW_LEN (8 * MiB)
 
 /*
  * concurrent-readers-writers: 4 readers of the read file and 4 writers of a
@@ -549,7 +549,7 @@ static void storm_verify(struct storm_run *s, struct gc_storm *st)
 	gc_assert_f(!s->past[0], "a partial count was not exact: %s", s->past);
 	gc_storm_require_hits(st);
 	gc_info("%s of %llu MiB under a storm: %u calls, %u partial, %u EINTR; %s",
-		gc_hf_entry_symbol(s->x, s->write), (unsigned long long)(STORM_LEN / MIB),
+		gc_hf_entry_symbol(s->x, s->write), (unsigned long long)(STORM_LEN / MiB),
 		s->p.calls, s->p.partials, s->p.eintrs, gc_storm_counts_str(st, c, sizeof(c)));
 }
 

@@ -52,7 +52,7 @@ static int64_t edge_write(struct hf_env *e, enum gc_hf_entry x, int fd, gc_hipfi
 {
 	struct gc_hf_req r = hf_req_dev(e, x, true, fd, fh, target(e), E_SIZE, foff);
 
-	hf_file_restore(e, e->wr_bfd, 0, MIB, WR_OLD);
+	hf_file_restore(e, e->wr_bfd, 0, MiB, WR_OLD);
 	hf_source(e, target(e), E_SIZE, (uint64_t)foff);
 	return hf_io(e, &r, res, desc, len);
 }
@@ -61,7 +61,7 @@ static int64_t edge_write(struct hf_env *e, enum gc_hf_entry x, int fd, gc_hipfi
 static void expect_unwritten(struct hf_env *e, int64_t foff, const char *what)
 {
 	hf_expect_source(e, what, target(e), E_SIZE, (uint64_t)foff);
-	hf_file_expect(&e->wr, e->wr_bfd, 0, MIB, WR_OLD, what);
+	hf_file_expect(&e->wr, e->wr_bfd, 0, MiB, WR_OLD, what);
 }
 
 /* --------------------------------------------------------------- size 0 */
@@ -89,7 +89,7 @@ static void zero_one(struct hf_env *e, enum gc_hf_entry x, bool write, bool regi
 	char desc[768];
 
 	if (write) {
-		hf_file_restore(e, e->wr_bfd, 0, MIB, WR_OLD);
+		hf_file_restore(e, e->wr_bfd, 0, MiB, WR_OLD);
 		hf_source(e, target(e), 0, E_FOFF);
 	} else {
 		hf_poison(e, target(e), 0, E_FOFF, RD_SEED);
@@ -106,7 +106,7 @@ static void zero_one(struct hf_env *e, enum gc_hf_entry x, bool write, bool regi
 		    "size 0 reported %llu bytes copied", (unsigned long long)res.copied);
 	if (write) {
 		hf_expect_source(e, "size 0", target(e), 0, E_FOFF);
-		hf_file_expect(&e->wr, e->wr_bfd, 0, MIB, WR_OLD, "size 0");
+		hf_file_expect(&e->wr, e->wr_bfd, 0, MiB, WR_OLD, "size 0");
 	} else {
 		hf_expect_read(e, "size 0", target(e), 0, 0, E_FOFF, RD_SEED);
 	}
@@ -294,7 +294,7 @@ static void at_eof(struct hf_env *e, enum gc_hf_entry x, bool write)
 
 	(void)write;
 	eof_read(e, x, f->fd, fh, 4096, 64 * KIB, 0, "4 KiB at EOF (64 KiB)");
-	eof_read(e, x, f->fd, fh, 4096, MIB, 0, "4 KiB at 1 MiB, past EOF (64 KiB)");
+	eof_read(e, x, f->fd, fh, 4096, MiB, 0, "4 KiB at 1 MiB, past EOF (64 KiB)");
 	hf_release_all(e);
 }
 
@@ -539,7 +539,7 @@ static void host_write(struct hf_env *e, enum gc_hf_entry x, gc_hipfile_handle f
 	struct gc_hf_res res;
 	char desc[768];
 
-	hf_file_restore(e, e->wr_bfd, 0, MIB, WR_OLD);
+	hf_file_restore(e, e->wr_bfd, 0, MiB, WR_OLD);
 	gc_pattern_fill(host, E_SIZE, E_FOFF, WR_NEW);
 	hf_io(e, &r, &res, desc, sizeof(desc));
 	gc_info("write from %s host memory: %s", kind, desc);
@@ -547,7 +547,7 @@ static void host_write(struct hf_env *e, enum gc_hf_entry x, gc_hipfile_handle f
 		gc_assert_f(res.n < 0, "a write from %s host memory succeeded: %s", kind, desc);
 	else
 		gc_assert_f(res.n < 0 || res.n == E_SIZE, "want an error or all bytes: %s", desc);
-	hf_expect_written(e, &e->wr, e->wr_bfd, 0, MIB, E_FOFF, res.n < 0 ? 0 : E_SIZE,
+	hf_expect_written(e, &e->wr, e->wr_bfd, 0, MiB, E_FOFF, res.n < 0 ? 0 : E_SIZE,
 			  "write from host memory");
 }
 
@@ -643,7 +643,7 @@ static void buffered_write(struct hf_env *e, enum gc_hf_entry x, int fd, gc_hipf
 	else
 		gc_assert_f(res.n < 0 || res.n == E_SIZE, "want an error or all bytes: %s", desc);
 	hf_expect_source(e, "write through a buffered descriptor", target(e), E_SIZE, E_FOFF);
-	hf_expect_written(e, &e->wr, e->wr_bfd, 0, MIB, E_FOFF, res.n < 0 ? 0 : E_SIZE,
+	hf_expect_written(e, &e->wr, e->wr_bfd, 0, MiB, E_FOFF, res.n < 0 ? 0 : E_SIZE,
 			  "write through a buffered descriptor");
 }
 
@@ -694,7 +694,7 @@ static void unlinked(struct hf_env *e, enum gc_hf_entry x, bool write)
 
 	(void)write;
 	gc_assert_f(f != NULL, "out of memory");
-	r = gc_fp_file_create(&e->s, "hipfile-unl", MIB, RD_SEED, O_RDONLY, true, f, why,
+	r = gc_fp_file_create(&e->s, "hipfile-unl", MiB, RD_SEED, O_RDONLY, true, f, why,
 			      sizeof(why));
 	if (r)
 		free(f);

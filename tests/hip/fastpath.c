@@ -96,7 +96,7 @@ uint64_t hf_judge(enum hf_outcome o, const struct gc_hf_res *res, uint64_t size,
 
 /* ----------------------------------------------------------- data matrix */
 
-static const uint64_t sizes[] = { 0, 1, 4095, 4096, 4097, 64 * KIB, MIB + 4 * KIB, MAX_SIZE };
+static const uint64_t sizes[] = { 0, 1, 4095, 4096, 4097, 64 * KIB, MiB + 4 * KIB, MAX_SIZE };
 static const char *const size_names[] = { "0", "1", "4095", "4096", "4097", "64k", "1m4k", "256m" };
 static const uint64_t foffs[] = { 0, 512, 4096, MAX_FOFF };
 static const char *const foff_names[] = { "0", "512", "4096", "1m1" };
@@ -294,7 +294,7 @@ void test_registered_matrix(void *data)
 static void subrange_read(struct hf_env *e, gc_hipfile_handle fh, char *base, int64_t buf_off,
 			  const char *what)
 {
-	const uint64_t size = 2 * MIB + 4096, foff = 4096;
+	const uint64_t size = 2 * MiB + 4096, foff = 4096;
 	char *data = base + buf_off;
 	struct gc_hf_req r = hf_req(GC_HF_HIPFILE, false, -1, fh, base, buf_off, size, foff);
 	struct gc_hf_res res;
@@ -330,8 +330,8 @@ void test_read_registered_subrange(void *data)
 	hf_driver_open_ok(e);
 	fh = hf_register_ok(e, e->rd.fd);
 	hf_buf_register_ok(e, dev, DEV_LEN);
-	subrange_read(e, fh, dev + MIB, 4096, "inner pointer + 4096");
-	subrange_read(e, fh, dev, 3 * MIB + 1, "base + 3 MiB + 1");
+	subrange_read(e, fh, dev + MiB, 4096, "inner pointer + 4096");
+	subrange_read(e, fh, dev, 3 * MiB + 1, "base + 3 MiB + 1");
 	hf_dev_fill(e, end - 2 * GUARD, 2 * GUARD, 0, RD_SEED, true);
 	r = hf_req(GC_HF_HIPFILE, false, -1, fh, dev, DEV_LEN - GUARD, 2 * GUARD, 0);
 	hf_io(e, &r, &res, desc, sizeof(desc));

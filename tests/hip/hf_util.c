@@ -109,7 +109,7 @@ static void env_rules(struct hf_env *e)
 
 static void env_scratch(struct hf_env *e)
 {
-	const uint64_t need = 2 * FILE_LEN + 64 * MIB;
+	const uint64_t need = 2 * FILE_LEN + 64 * MiB;
 	char why[512];
 	int r = gc_fp_scratch_probe(NULL, &e->s, why, sizeof(why));
 
@@ -119,8 +119,8 @@ static void env_scratch(struct hf_env *e)
 	if (!r && e->s.free_bytes < need) {
 		snprintf(why, sizeof(why), "scratch dir %.300s has %llu MiB free, hipfile_io "
 			 "needs %llu MiB: set %s to a larger filesystem", e->s.dir,
-			 (unsigned long long)(e->s.free_bytes / MIB),
-			 (unsigned long long)(need / MIB), GC_SCRATCH_ENV);
+			 (unsigned long long)(e->s.free_bytes / MiB),
+			 (unsigned long long)(need / MiB), GC_SCRATCH_ENV);
 		r = -ENOSPC;
 	}
 	if (r) {

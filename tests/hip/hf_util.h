@@ -22,17 +22,15 @@
 #include "fastpath.h"
 #include "gc_hipfile.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define KIB ((uint64_t)1 << 10)
-#define MIB ((uint64_t)1 << 20)
 #define PAGE 4096u
 #define GUARD (4 * KIB)               /* bytes checked on each side of a target */
-#define MAX_SIZE (256 * MIB)          /* largest transfer of the matrix and perf */
-#define MAX_FOFF (MIB + 1)            /* largest file offset of the matrix */
+#define MAX_SIZE (256 * MiB)          /* largest transfer of the matrix and perf */
+#define MAX_FOFF (MiB + 1)            /* largest file offset of the matrix */
 #define TAIL (64 * KIB)               /* file bytes checked after a written range */
-#define FILE_LEN (MAX_SIZE + 2 * MIB) /* >= MAX_FOFF + MAX_SIZE + TAIL, 4 KiB multiple */
+#define FILE_LEN (MAX_SIZE + 2 * MiB) /* >= MAX_FOFF + MAX_SIZE + TAIL, 4 KiB multiple */
 #define DEV_LEN (GUARD + PAGE + MAX_SIZE + GUARD) /* guard, buffer offset, data, guard */
-#define STAGE_LEN (8 * MIB)           /* host staging for device fills and checks */
+#define STAGE_LEN (8 * MiB)           /* host staging for device fills and checks */
 
 #define RD_SEED 0x68697072u /* the read file */
 #define WR_OLD 0x6869706fu  /* the write file before a write */

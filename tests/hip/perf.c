@@ -160,7 +160,7 @@ static void ratio(const struct perf *p, const double s[NPATH][REPS], enum path a
 	for (int i = 0; i < REPS; i++)
 		r[i] = s[a][i] / s[b][i];
 	snprintf(name, sizeof(name), "%s.ratio.%s-over-%s.%lluMiB.t%d", p->write ? "write" : "read",
-		 path_names[a], path_names[b], (unsigned long long)(size / MIB), nt);
+		 path_names[a], path_names[b], (unsigned long long)(size / MiB), nt);
 	gc_metric(name, "x", GC_HIGHER_IS_BETTER, r, REPS);
 }
 
@@ -178,7 +178,7 @@ static void perf_point(struct perf *p, uint64_t size, int nt)
 		if (!p->have[k])
 			continue;
 		snprintf(name, sizeof(name), "%s.%s.%lluMiB.t%d", dir, path_names[k],
-			 (unsigned long long)(size / MIB), nt);
+			 (unsigned long long)(size / MiB), nt);
 		gc_metric(name, "GiB/s", GC_HIGHER_IS_BETTER, s[k], REPS);
 	}
 	for (int k = 0; k < P_REF; k++) {
@@ -195,11 +195,11 @@ static void verify_prepare(struct perf *p, enum path k)
 	struct hf_env *e = p->e;
 
 	if (p->write)
-		hf_file_restore(e, e->wr_bfd, 0, MIB, WR_OLD);
+		hf_file_restore(e, e->wr_bfd, 0, MiB, WR_OLD);
 	else if (k == P_HOST)
-		gc_pattern_fill_inv(p->pinned, MIB, 0, RD_SEED);
+		gc_pattern_fill_inv(p->pinned, MiB, 0, RD_SEED);
 	else
-		hf_dev_fill(e, e->dev, MIB, 0, RD_SEED, true);
+		hf_dev_fill(e, e->dev, MiB, 0, RD_SEED, true);
 }
 
 /* ... and after it: exactly those bytes moved, by this path alone. */
@@ -211,12 +211,12 @@ static void verify_check(struct perf *p, enum path k)
 
 	snprintf(what, sizeof(what), "%s %s of 1 MiB", path_names[k], p->write ? "write" : "read");
 	if (p->write) {
-		hf_file_expect(&e->wr, e->wr_bfd, 0, MIB, WR_NEW, what);
+		hf_file_expect(&e->wr, e->wr_bfd, 0, MiB, WR_NEW, what);
 	} else if (k == P_HOST) {
-		gc_assert_f(gc_pattern_check(p->pinned, MIB, 0, RD_SEED, &mm) < 0, "%s: host %s",
+		gc_assert_f(gc_pattern_check(p->pinned, MiB, 0, RD_SEED, &mm) < 0, "%s: host %s",
 			    what, gc_mismatch_str(&mm, m, sizeof(m)));
 	} else {
-		hf_dev_expect(e, what, e->dev, MIB, 0, RD_SEED, false);
+		hf_dev_expect(e, what, e->dev, MiB, 0, RD_SEED, false);
 	}
 }
 
@@ -235,12 +235,12 @@ static void warm_up(struct perf *p)
 		if (!p->have[k])
 			continue;
 		verify_prepare(p, (enum path)k);
-		s = 1e3 * (double)MIB / (double)(1ull << 30) / timed(p, (enum path)k, MIB, 1);
+		s = 1e3 * (double)MiB / (double)(1ull << 30) / timed(p, (enum path)k, MiB, 1);
 		verify_check(p, (enum path)k);
 		snprintf(name, sizeof(name), "%s.first-call.%s.1MiB", p->write ? "write" : "read",
 			 path_names[k]);
 		gc_metric(name, "ms", GC_LOWER_IS_BETTER, &s, 1);
-		timed(p, (enum path)k, MIB, MAXT);
+		timed(p, (enum path)k, MiB, MAXT);
 	}
 }
 
@@ -266,7 +266,7 @@ static void perf_setup(struct perf *p)
 
 static void perf_subtest(struct hf_env *e, bool write)
 {
-	static const uint64_t psizes[] = { 1 * MIB, 16 * MIB, 256 * MIB };
+	static const uint64_t psizes[] = { 1 * MiB, 16 * MiB, 256 * MiB };
 	struct perf p = { .e = e, .write = write, .dropped = true };
 
 	perf_setup(&p);

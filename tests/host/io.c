@@ -27,8 +27,6 @@
 #include "io.h"
 #include "measure.h"
 
-#define KiB (1024u)
-#define MiB (1024u * 1024u)
 #define MAX_SIZE (64 * MiB)     /* largest case of the matrix */
 #define MAX_OFF 4096u           /* largest file offset of the matrix */
 #define TAIL (8 * KiB)          /* file bytes kept after every written range */

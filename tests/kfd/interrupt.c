@@ -72,12 +72,9 @@
 #include "kfd_restart.h"
 #include "measure.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define MIB ((uint64_t)1 << 20)
-
-#define ALLOC_SIZE (64 * MIB) /* VRAM, alloc-free */
-#define MAP_SIZE (64 * MIB)   /* GTT, mapped to every GPU */
-#define VA_ALIGN (2 * MIB)
+#define ALLOC_SIZE (64 * MiB) /* VRAM, alloc-free */
+#define MAP_SIZE (64 * MiB)   /* GTT, mapped to every GPU */
+#define VA_ALIGN (2 * MiB)
 #define CYCLES 20             /* per storm period */
 #define MAX_CALLS 1000        /* an ioctl still interrupted after this many tries never converges */
 #define SETTLE_MS 1000        /* buffers freed by a worker: wait this long for the memory */
@@ -94,7 +91,6 @@ struct fx {
 };
 
 /* ---------------------------------------------------------------- helpers */
-
 
 /*
  * AVAILABLE_MEMORY (UAPI 1.9: "Add available memory ioctl") until it reads
@@ -228,7 +224,7 @@ static bool af_alloc(struct af *a, struct gc_storm *s, unsigned i, uint64_t avai
 		}
 		if (r != -EINTR)
 			return note(&a->v, "cycle %u: ALLOC_MEMORY_OF_GPU (%" PRIu64 " MiB of VRAM on "
-				    "gpu %u) returned %s", i, ALLOC_SIZE / MIB, a->gpu_id,
+				    "gpu %u) returned %s", i, ALLOC_SIZE / MiB, a->gpu_id,
 				    en(r, e, sizeof(e)));
 		if (!af_interrupted(a, i, &args, avail0))
 			return false;
@@ -292,7 +288,7 @@ static void af_gpu(void *ctx, struct gc_kfd_gpu *gpu)
 	a->v.msg[0] = '\0';
 	gc_assert_ok(gc_kfd_available(a->kfd, a->gpu_id, &avail));
 	gc_require_f(avail >= 2 * ALLOC_SIZE, "gpu %u: %" PRIu64 " MiB of VRAM available, the "
-		     "test allocates %" PRIu64 " MiB", a->gpu_id, avail / MIB, ALLOC_SIZE / MIB);
+		     "test allocates %" PRIu64 " MiB", a->gpu_id, avail / MiB, ALLOC_SIZE / MiB);
 	a->va = va_get(a->kfd, ALLOC_SIZE);
 	gc_storm_sweep(&s, &sw);
 	r = gc_kfd_va_release(a->va, ALLOC_SIZE);

@@ -42,8 +42,6 @@
 #include "io.h"
 #include "measure.h"
 
-#define MiB ((uint64_t)1 << 20)
-
 #define BO_SIZE (2 * MiB)          /* VRAM_AVAILABLITY_ALIGN: accounting is exact */
 #define BO_ALIGN (2 * MiB)
 #define ACCOUNT_SIZE (64 * MiB)

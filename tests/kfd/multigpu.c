@@ -54,16 +54,14 @@
 #include "kfd_ops.h"
 #include "kfd_restart.h"
 
-#define MIB ((uint64_t)1 << 20)
-
-#define BUF_SIZE (16 * MIB)   /* the buffer being mapped: GTT, owned by one GPU */
-#define VA_ALIGN (2 * MIB)
+#define BUF_SIZE (16 * MiB)   /* the buffer being mapped: GTT, owned by one GPU */
+#define VA_ALIGN (2 * MiB)
 #define MAX_CALLS 1000        /* restart bound (no storm here: EINTR is not expected) */
 #define SETTLE_MS 1000        /* buffers freed by a worker: wait this long for the memory */
 #define LEAK_SLACK 0
 #define CHILD_TIMEOUT_MS 60000
 #define FILL_MAX 256          /* VRAM filler buffers per GPU */
-#define FILL_MIN (2 * MIB)    /* the smallest filler tried */
+#define FILL_MIN (2 * MiB)    /* the smallest filler tried */
 #define MAX_LIST (GC_KFD_MAX_NODES + 1)
 
 #define VRAM_FLAGS (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
@@ -83,7 +81,6 @@ struct pair {
 };
 
 /* ---------------------------------------------------------------- helpers */
-
 
 /* "[1234, 5678, 0]" */
 static const char *list_str(const uint32_t *ids, uint32_t n, char *buf, size_t len)
@@ -120,13 +117,13 @@ static bool buf_alloc(const struct gc_kfd *kfd, uint32_t gpu_id, uint64_t size, 
 	*b = (struct buf){ .size = size };
 	r = gc_kfd_va_reserve(kfd, size, VA_ALIGN, &b->va);
 	if (r)
-		return note(v, "reserving %" PRIu64 " MiB of VA: %s", size / MIB, en(r, e, sizeof(e)));
+		return note(v, "reserving %" PRIu64 " MiB of VA: %s", size / MiB, en(r, e, sizeof(e)));
 	r = gc_kfd_alloc(kfd, gpu_id, size, b->va, flags, &b->handle, NULL);
 	if (r) {
 		gc_kfd_va_release(b->va, size);
 		b->va = 0;
 		return note(v, "ALLOC_MEMORY_OF_GPU (%" PRIu64 " MiB, flags 0x%x, gpu %" PRIu32 "): %s",
-			    size / MIB, flags, gpu_id, en(r, e, sizeof(e)));
+			    size / MiB, flags, gpu_id, en(r, e, sizeof(e)));
 	}
 	b->live = true;
 	return true;
@@ -546,7 +543,7 @@ static void oom_pair(void *ctx, struct gc_kfd_gpu *ga, struct gc_kfd_gpu *gb)
 	ok = buf_alloc(kfd, p->a, BUF_SIZE, GTT_FLAGS, &b, &v) && fill_vram(kfd, p->b, &fl, &v);
 	filled = fl.left < FILL_MIN;
 	gc_info("gpu %" PRIu32 ": %u VRAM buffers, %" PRIu64 " MiB, taken; %" PRIu64 " bytes "
-		"available after", p->b, fl.n, fl.bytes / MIB, fl.left);
+		"available after", p->b, fl.n, fl.bytes / MiB, fl.left);
 	ok = ok && filled && oom_try(&v, kfd, &b, ab, 1) && oom_try(&v, kfd, &b, ba, 0);
 	buf_free(kfd, &b, &v);
 	fill_free(kfd, &fl, &v);
@@ -555,7 +552,7 @@ static void oom_pair(void *ctx, struct gc_kfd_gpu *ga, struct gc_kfd_gpu *gb)
 	gc_require_f(filled, "could not drive gpu %" PRIu32 " out of VRAM: %" PRIu64 " bytes "
 		     "still available after %u buffers (%" PRIu64 " MiB), the next smaller "
 		     "allocation refused with ENOMEM or the %d-buffer limit reached", p->b,
-		     fl.left, fl.n, fl.bytes / MIB, FILL_MAX);
+		     fl.left, fl.n, fl.bytes / MiB, FILL_MAX);
 	gc_assert(ok);
 }
 

@@ -33,7 +33,6 @@
 #include "gc_kfd.h"
 #include "io.h"
 
-#define MiB ((uint64_t)1 << 20)
 #define RANGE_SIZE (6 * MiB) /* three 2 MiB thirds */
 #define RANGE_ALIGN (2 * MiB)
 #define MAX_RANGES 4

@@ -24,7 +24,6 @@
 #include "core.h"
 #include "fastpath.h"
 
-#define MiB (1024u * 1024u)
 #define SEED 0xfa57ull
 
 struct fx {
