@@ -2,7 +2,7 @@
 /*
  * hipfile_io: hipFile's library lifecycle, the first-use (lazy
  * initialisation) race, concurrency and signal storms. UNVERIFIED ON
- * HARDWARE (see fastpath.c for the documents cited).
+ * HARDWARE (see io.c for the documents cited).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,7 @@
 /*
  * hipfile_io: errors and edges, one dynamic subtest per entry point. Each
  * says which document sentence it checks (the documents are listed at the
- * top of fastpath.c); where the documents are silent it records what the
+ * top of io.c); where the documents are silent it records what the
  * entry point did and asserts only that nothing was corrupted: the device
  * target and its guards, and the file around the target, unchanged on error.
  * UNVERIFIED ON HARDWARE.

@@ -3,7 +3,7 @@
  * hipfile_io's shared pieces: the per-process environment (HIP runtime, the
  * three AMD entry points, the scratch files, one device buffer), resources a
  * subtest holds (released by the fixture's after_each whatever happens), and
- * the byte-exact checks. UNVERIFIED ON HARDWARE (see fastpath.c).
+ * the byte-exact checks. UNVERIFIED ON HARDWARE (see io.c).
  *
  * Keying: device byte j of a checked range stands for "file offset" key + j.
  * A read target [data, data + size) for file offset foff has GUARD bytes on

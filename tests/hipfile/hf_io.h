@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * hipfile_io's subtests, one source file per group: fastpath.c (data matrix,
+ * hipfile_io's subtests, one source file per group: io.c (data matrix,
  * fixture, main), edge.c (errors and edges), conc.c (lifecycle, the
  * first-use race, concurrency, storms), batch.c (batch and stream-ordered
  * APIs), perf.c (throughput against the reference paths). The names are
@@ -21,7 +21,7 @@ void hf_zero_async(struct hf_env *e, bool write);
 #define HF_RACE_ENV "GPUCONFORM_HIPFILE_RACE_CHILD"
 int hf_race_child(const char *spec);
 
-/* Outcome of one request by the documents, and its check (fastpath.c). */
+/* Outcome of one request by the documents, and its check (io.c). */
 enum hf_outcome {
 	HF_MUST_TRANSFER, /* every byte, exactly */
 	HF_MUST_REFUSE,   /* an error, nothing changed */
