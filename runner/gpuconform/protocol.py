@@ -33,6 +33,7 @@ __all__ = [
     "parse_list_output",
     "scan_failures",
     "is_valid_name",
+    "skip_location",
 ]
 
 
@@ -406,3 +407,17 @@ def parse_list_output(data: bytes | str) -> ListOutput:
         seen.add(name)
         out.names.append(name)
     return out
+
+
+# stderr of a skip (lib/core.h): "FILE:LINE: FUNC(): SKIP: REASON"
+_SKIP_AT_RE = re.compile(r"^(?P<where>[^\s:][^:\n]*:\d+): (?P<func>\w+)\(\): SKIP: ", re.M)
+
+
+def skip_location(stderr: str) -> str | None:
+    """Where the binary said it skipped, "FILE:LINE (FUNC())", from its stderr:
+    the last such line (a subtest's own skip comes after its dynamic ones);
+    None when there is none (a binary that is not ours, an older build)."""
+    found = None
+    for m in _SKIP_AT_RE.finditer(stderr):
+        found = m
+    return f"{found['where']} ({found['func']}())" if found else None

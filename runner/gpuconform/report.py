@@ -635,6 +635,8 @@ def _results_table(tests: Mapping[str, Any]) -> list[str]:
         cell = []
         if rec.get("reason"):
             cell.append(f"<div>{_e(rec['reason'])}</div>")
+        if rec.get("skip_at"):
+            cell.append(f'<div class="muted">skipped at {_e(rec["skip_at"])}</div>')
         for n in rec.get("notes") or []:
             cell.append(f'<div class="muted">{_e(n)}</div>')
         dyn = rec.get("dynamic") or {}

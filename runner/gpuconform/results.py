@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from .atomic import atomic_write
 from .execute import SubtestRun
 from .expectations import FLAKE, Rule, judge
+from .protocol import skip_location
 from .states import State, Verdict, classify
 
 __all__ = [
@@ -81,6 +82,7 @@ class TestRecord:
     expected: bool | None = None
     judgement: str = ""  # judge()'s one-line why
     rule: str | None = None  # the expectation rule that matched: "PATH:LINE: KIND GLOB"
+    skip_at: str | None = None  # a skip's "FILE:LINE (FUNC())", from the binary's stderr
 
     @property
     def unexpected(self) -> bool:
@@ -114,6 +116,7 @@ class TestRecord:
             "expected": self.expected,
             "judgement": self.judgement,
             "rule": self.rule,
+            "skip_at": self.skip_at,
         }
 
     @classmethod
@@ -145,6 +148,7 @@ class TestRecord:
             expected=obj.get("expected"),
             judgement=obj.get("judgement") or "",
             rule=obj.get("rule"),
+            skip_at=obj.get("skip_at"),
         )
 
     def attempt_summary(self) -> dict[str, Any]:
@@ -200,6 +204,7 @@ def record_of(name: str, run: SubtestRun, verdict: Verdict) -> TestRecord:
             k: DynamicRecord(d.state, d.reason, d.time) for k, d in verdict.dynamic.items()
         },
         metrics=[m.to_json() for m in run.metrics],
+        skip_at=skip_location(cmd.stderr.text()) if verdict.state is State.SKIP else None,
     )
 
 

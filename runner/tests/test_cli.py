@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -145,6 +146,10 @@ def test_full_run_exit_status_totals_and_nothing_left(full_run: tuple[CliRun, li
 
 def test_full_run_record_fields(full_run: tuple[CliRun, list[Any]]) -> None:
     tests = full_run[0].tests()
+    # a skip's place, from lib/core.h's stderr line; nothing for the tests that did not skip
+    assert re.fullmatch(r".*/selftest/checks\.c:\d+ \(skip_here\(\)\)",
+                        tests["selftest_checks@skip-here"]["skip_at"])
+    assert tests["selftest_results@pass"]["skip_at"] is None
     rec = tests["selftest_results@pass"]
     assert rec["command"][1:] == ["--run-subtest", "pass"]
     assert rec["returncode"] == 0

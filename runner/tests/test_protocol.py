@@ -11,6 +11,7 @@ from gpuconform.protocol import (
     parse_list_output,
     parse_output,
     scan_failures,
+    skip_location,
 )
 
 # ------------------------------------------------------------ list-subtests
@@ -376,3 +377,16 @@ def test_scan_failures_limit_and_garbage() -> None:
     assert scan_failures("FAIL: x\n" * 10, limit=3) == ["FAIL: x"] * 3
     assert scan_failures(b"\xff\xfe\x00 nothing here\n") == []
     assert scan_failures("") == []
+
+
+def test_skip_location() -> None:
+    """lib/core.h prints a skip's place on stderr; the last one is the subtest's own."""
+    err = ("noise: 1 2\n"
+           "../tests/kfd/mem.c:212: require_dgpu(): SKIP: no dGPU (dynamic gpu1)\n"
+           "warning: something\n"
+           "../tests/kfd/mem.c:640: mem_setup(): SKIP: /dev/kfd: No such file or directory\n")
+    assert skip_location(err) == "../tests/kfd/mem.c:640 (mem_setup())"
+    assert skip_location("Skip reason: no\n") is None
+    assert skip_location("") is None
+    # a failure's location is not a skip's
+    assert skip_location("x.c:3: f(): Failed assertion: 1 == 2\n") is None

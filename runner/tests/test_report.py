@@ -52,7 +52,8 @@ def synthetic() -> dict[str, Any]:
         "bin@crashy": {"result": "crash", "reason": "killed by SIGSEGV", "duration": 0.1,
                        "out": "", "err": "", "metrics": [],
                        "dynamic": {"d<1>": {"result": "crash", "reason": "", "time": None}}},
-        "bin@skipped": {"result": "skip", "reason": "no GPU", "duration": 0.01, "metrics": []},
+        "bin@skipped": {"result": "skip", "reason": "no GPU", "duration": 0.01, "metrics": [],
+                        "skip_at": "../tests/x/y.c:12 (setup())"},
         "bin@never": {"result": "notrun", "reason": "", "duration": 0.0, "metrics": []},
         "bin@" + HOSTILE: {"result": "pass", "duration": 0.05, "metrics": []},
     }
@@ -398,3 +399,9 @@ def test_chromium_renders_the_gap_plots(tmp_path: Path) -> None:
     dom = render_in_chromium(out, tmp_path / "profile")
     assert_rendered(dom, plots_expected(page))
     assert 'id="gaps"' in dom and "of the subsample" in dom
+
+
+def test_a_skip_shows_where_it_was_called() -> None:
+    page = render_html(synthetic())
+    row = page.split('<td>bin@skipped</td>')[1].split("</tr>")[0]
+    assert "skipped at ../tests/x/y.c:12 (setup())" in row
