@@ -722,3 +722,39 @@ uint32_t gc_kfd_unknown_gpu_id(const struct gc_kfd *kfd)
 		id--;
 	return id;
 }
+
+void *gc_kfd_fixture_new(struct gc_kfd *kfd, size_t size, unsigned settle_ms)
+{
+	struct gc_kfd_fixture *dev;
+
+	gc_kfd_require_leak_check(kfd);
+	dev = calloc(1, size);
+	gc_assert_f(dev != NULL, "calloc(%zu) failed", size);
+	dev->kfd = kfd;
+	dev->settle_ms = settle_ms;
+	return dev;
+}
+
+void gc_kfd_fixture_snapshot(void *data)
+{
+	struct gc_kfd_fixture *dev = data;
+	int err = gc_kfd_snapshot(dev->kfd, &dev->before);
+
+	if (err)
+		gc_fail("leak snapshot: %s", strerror(-err));
+}
+
+void gc_kfd_fixture_check(void *data)
+{
+	struct gc_kfd_fixture *dev = data;
+
+	gc_kfd_leak_check(dev->kfd, &dev->before, 0, dev->settle_ms);
+}
+
+void gc_kfd_fixture_free(void *data)
+{
+	struct gc_kfd_fixture *dev = data;
+
+	gc_kfd_close(dev->kfd);
+	free(dev);
+}

@@ -187,6 +187,27 @@ int gc_kfd_snapshot(const struct gc_kfd *kfd, struct gc_kfd_snapshot *s);
 void gc_kfd_leak_check(const struct gc_kfd *kfd, const struct gc_kfd_snapshot *before,
 		       uint64_t slack, unsigned settle_ms);
 
+/*
+ * The leak-checked device fixture of a KFD binary: /dev/kfd opened once, and
+ * every subtest bracketed by a snapshot (gc_kfd_snapshot) and a leak check
+ * against it (gc_kfd_leak_check, no slack: available memory must come back to
+ * the byte). A binary's fixture data begins with one, as its member `dev`, so
+ * that the functions below take that data as the gc_fixture hands it over.
+ */
+struct gc_kfd_fixture {
+	struct gc_kfd *kfd;
+	struct gc_kfd_snapshot before;
+	unsigned settle_ms; /* how long a release may take to show (gc_kfd_leak_check) */
+};
+/*
+ * setup(): size bytes of fixture data, zeroed, beginning with a gc_kfd_fixture
+ * on kfd (skips, naming why, where the leak check cannot read available memory).
+ */
+void *gc_kfd_fixture_new(struct gc_kfd *kfd, size_t size, unsigned settle_ms);
+void gc_kfd_fixture_snapshot(void *data); /* before_each(): a failed snapshot fails */
+void gc_kfd_fixture_check(void *data);    /* after_each(): the leak check */
+void gc_kfd_fixture_free(void *data);     /* teardown(): /dev/kfd closed, data freed */
+
 /* "gpu<gpu_id>" into buf: the dynamic subtest name for a GPU. */
 const char *gc_kfd_gpu_name(const struct gc_kfd_gpu *gpu, char *buf, size_t len);
 
@@ -213,7 +234,7 @@ void gc_kfd_each_gpu_pair(struct gc_kfd *kfd,
  *
  * defines test_lifecycle_gtt(void *fixture) for the table, and the body with
  * fx (a FX_TYPE *, the fixture's data) and gpu (a struct gc_kfd_gpu *).
- * FX_TYPE must have a `struct gc_kfd *kfd` member: the GPUs iterated.
+ * FX_TYPE begins with `struct gc_kfd_fixture dev`: its GPUs are iterated.
  */
 #define GC_KFD_GPU_SUBTEST(fn, fx_type, fx, gpu)                                  \
 	static void fn##__gpu(fx_type *fx, struct gc_kfd_gpu *gpu);                \
@@ -224,7 +245,7 @@ void gc_kfd_each_gpu_pair(struct gc_kfd *kfd,
 	static void fn(void *fixture)                                              \
 	{                                                                          \
 		fx_type *f = fixture;                                              \
-		gc_kfd_each_gpu(f->kfd, fn##__each, f);                            \
+		gc_kfd_each_gpu(f->dev.kfd, fn##__each, f);                        \
 	}                                                                          \
 	static void fn##__gpu(fx_type *fx, struct gc_kfd_gpu *gpu)
 

@@ -78,16 +78,14 @@
 #define CYCLES 20             /* per storm period */
 #define MAX_CALLS 1000        /* an ioctl still interrupted after this many tries never converges */
 #define SETTLE_MS 1000        /* buffers freed by a worker: wait this long for the memory */
-#define LEAK_SLACK 0          /* available VRAM must come back to the byte */
 
 #define VRAM_FLAGS (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
 #define GTT_FLAGS (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
 
 struct fx {
-	struct gc_kfd *kfd;
+	struct gc_kfd_fixture dev;      /* first: /dev/kfd and the leak check (lib/kfd) */
 	uint32_t ids[GC_KFD_MAX_NODES]; /* every GPU, topology order */
 	uint32_t n;
-	struct gc_kfd_snapshot snap;
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -318,9 +316,9 @@ static void af_gpu(void *ctx, struct gc_kfd_gpu *gpu)
 static void test_alloc_free(void *data)
 {
 	struct fx *f = data;
-	struct af a = { .kfd = f->kfd };
+	struct af a = { .kfd = f->dev.kfd };
 
-	gc_kfd_each_gpu(f->kfd, af_gpu, &a);
+	gc_kfd_each_gpu(f->dev.kfd, af_gpu, &a);
 }
 
 /* ------------------------------------------------------ map-all, unmap-all */
@@ -420,7 +418,7 @@ static void ma_run(struct fx *f, bool test_unmap)
 	uint64_t va;
 	int fr, vr;
 
-	a = (struct ma){ .kfd = f->kfd, .ids = f->ids, .n = f->n, .test_unmap = test_unmap,
+	a = (struct ma){ .kfd = f->dev.kfd, .ids = f->ids, .n = f->n, .test_unmap = test_unmap,
 			 .unit = "cycle" };
 	a.op[MA_MAP].name = "MAP_MEMORY_TO_GPU";
 	a.op[MA_UNMAP].name = "UNMAP_MEMORY_FROM_GPU (all)";
@@ -564,7 +562,7 @@ static void test_sigiter_map_all(void *data)
 	int fr, vr;
 
 	memset(&x, 0, sizeof(x));
-	x.a = (struct ma){ .kfd = f->kfd, .ids = f->ids, .n = f->n, .unit = "pass" };
+	x.a = (struct ma){ .kfd = f->dev.kfd, .ids = f->ids, .n = f->n, .unit = "pass" };
 	x.a.op[MA_MAP].name = "MAP_MEMORY_TO_GPU";
 	x.a.op[MA_CHECK].name = "UNMAP_MEMORY_FROM_GPU (one GPU, the check)";
 	ma_alloc(&x.a, &va);
@@ -593,31 +591,12 @@ static void test_sigiter_map_all(void *data)
 static void *setup(void)
 {
 	struct gc_kfd *kfd = gc_kfd_require();
-	struct fx *f;
+	struct fx *f = gc_kfd_fixture_new(kfd, sizeof(*f), SETTLE_MS);
 
-	gc_kfd_require_leak_check(kfd);
-	f = calloc(1, sizeof(*f));
-	gc_assert(f);
-	f->kfd = kfd;
 	f->n = kfd->n_gpus;
 	for (uint32_t g = 0; g < f->n; g++)
 		f->ids[g] = kfd->gpus[g].node.gpu_id;
 	return f;
-}
-
-static void teardown(void *data)
-{
-	struct fx *f = data;
-
-	gc_kfd_close(f->kfd);
-	free(f);
-}
-
-static void before_each(void *data)
-{
-	struct fx *f = data;
-
-	gc_assert_ok(gc_kfd_snapshot(f->kfd, &f->snap));
 }
 
 /* A subtest that failed with a storm running left it here: stop it before any ioctl. */
@@ -626,13 +605,13 @@ static void after_each(void *data)
 	struct fx *f = data;
 
 	gc_storm_stop_leftover();
-	gc_kfd_leak_check(f->kfd, &f->snap, LEAK_SLACK, SETTLE_MS);
+	gc_kfd_fixture_check(f);
 }
 
 static const struct gc_fixture fixture = {
 	.setup = setup,
-	.teardown = teardown,
-	.before_each = before_each,
+	.teardown = gc_kfd_fixture_free,
+	.before_each = gc_kfd_fixture_snapshot,
 	.after_each = after_each,
 };
 

@@ -47,7 +47,6 @@
 #define ACCOUNT_SIZE (64 * MiB)
 #define LAT_REPS 100
 #define MAX_HELD 16
-#define LEAK_SLACK 0
 
 #define VRAM (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
 #define GTT (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
@@ -68,8 +67,7 @@ struct held {
 };
 
 struct mem_fx {
-	struct gc_kfd *kfd;
-	struct gc_kfd_snapshot before;
+	struct gc_kfd_fixture dev; /* first: /dev/kfd and the leak check (lib/kfd) */
 	struct held held[MAX_HELD];
 	uint64_t page;
 };
@@ -97,7 +95,7 @@ static struct held *bo_prepare(struct mem_fx *fx, uint32_t gpu_id, uint64_t size
 
 	h->gpu_id = gpu_id;
 	h->size = size;
-	gc_assert_ok(gc_kfd_va_reserve(fx->kfd, size, BO_ALIGN, &h->va));
+	gc_assert_ok(gc_kfd_va_reserve(fx->dev.kfd, size, BO_ALIGN, &h->va));
 	if (flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) {
 		void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -114,7 +112,7 @@ static struct held *bo_alloc(struct mem_fx *fx, uint32_t gpu_id, uint64_t size, 
 {
 	struct held *h = bo_prepare(fx, gpu_id, size, flags);
 
-	gc_assert_ok(gc_kfd_alloc(fx->kfd, gpu_id, size, h->va, flags, &h->handle,
+	gc_assert_ok(gc_kfd_alloc(fx->dev.kfd, gpu_id, size, h->va, flags, &h->handle,
 				  &h->mmap_offset));
 	h->live = true;
 	return h;
@@ -129,7 +127,7 @@ static void bo_map(struct mem_fx *fx, struct held *h)
 {
 	uint32_t n_success = 0;
 
-	gc_assert_ok(gc_kfd_map(fx->kfd, h->handle, &h->gpu_id, 1, &n_success));
+	gc_assert_ok(gc_kfd_map(fx->dev.kfd, h->handle, &h->gpu_id, 1, &n_success));
 	h->gpu_mapped = true;
 	gc_assert_eq_uint(n_success, 1);
 }
@@ -138,7 +136,7 @@ static void bo_unmap(struct mem_fx *fx, struct held *h)
 {
 	uint32_t n_success = 0;
 
-	gc_assert_ok(gc_kfd_unmap(fx->kfd, h->handle, &h->gpu_id, 1, &n_success));
+	gc_assert_ok(gc_kfd_unmap(fx->dev.kfd, h->handle, &h->gpu_id, 1, &n_success));
 	h->gpu_mapped = false;
 	gc_assert_eq_uint(n_success, 1);
 }
@@ -158,7 +156,7 @@ static void bo_release_host(struct held *h)
 
 static void bo_free(struct mem_fx *fx, struct held *h)
 {
-	gc_assert_ok(gc_kfd_free(fx->kfd, h->handle));
+	gc_assert_ok(gc_kfd_free(fx->dev.kfd, h->handle));
 	h->live = false;
 	bo_release_host(h);
 }
@@ -173,9 +171,9 @@ static void give_back_all(struct mem_fx *fx)
 			gc_kfd_cpu_unmap(h->va, h->size);
 		h->cpu_mapped = false;
 		if (h->live && h->gpu_mapped)
-			gc_kfd_unmap(fx->kfd, h->handle, &h->gpu_id, 1, NULL);
+			gc_kfd_unmap(fx->dev.kfd, h->handle, &h->gpu_id, 1, NULL);
 		if (h->live) {
-			err = gc_kfd_free(fx->kfd, h->handle);
+			err = gc_kfd_free(fx->dev.kfd, h->handle);
 			if (err)
 				gc_warn("giving back handle 0x%" PRIx64 ": %s", h->handle,
 					strerror(-err));
@@ -246,7 +244,7 @@ static void cpu_roundtrip(struct mem_fx *fx, struct gc_kfd_gpu *g, uint32_t flag
 	h->cpu_mapped = true;
 	gc_pattern_fill((void *)(uintptr_t)h->va, h->size, 0, seed);
 	bo_map(fx, h);
-	gc_assert_ok(gc_kfd_va_reserve(fx->kfd, h->size, BO_ALIGN, &va2));
+	gc_assert_ok(gc_kfd_va_reserve(fx->dev.kfd, h->size, BO_ALIGN, &va2));
 	err = gc_kfd_cpu_map(g, va2, h->size, h->mmap_offset, PROT_READ);
 	if (err) {
 		gc_kfd_va_release(va2, h->size);
@@ -289,7 +287,7 @@ GC_KFD_GPU_SUBTEST(test_lifecycle_userptr, struct mem_fx, fx, gpu)
 	char msg[160];
 
 	gc_pattern_fill(h->user, h->size, 0, 0x05e1);
-	gc_assert_ok(gc_kfd_alloc(fx->kfd, h->gpu_id, h->size, h->va, USERPTR, &h->handle,
+	gc_assert_ok(gc_kfd_alloc(fx->dev.kfd, h->gpu_id, h->size, h->va, USERPTR, &h->handle,
 				  &h->mmap_offset));
 	h->live = true;
 	bo_map(fx, h);
@@ -299,7 +297,7 @@ GC_KFD_GPU_SUBTEST(test_lifecycle_userptr, struct mem_fx, fx, gpu)
 	bo_unmap(fx, h);
 	gc_assert_f(gc_pattern_check(h->user, h->size, 0, 0x05e2, &mm) < 0, "after unmap: %s",
 		    gc_mismatch_str(&mm, msg, sizeof(msg)));
-	gc_assert_ok(gc_kfd_free(fx->kfd, h->handle));
+	gc_assert_ok(gc_kfd_free(fx->dev.kfd, h->handle));
 	h->live = false;
 	gc_assert_f(gc_pattern_check(h->user, h->size, 0, 0x05e2, &mm) < 0, "after free: %s",
 		    gc_mismatch_str(&mm, msg, sizeof(msg)));
@@ -318,14 +316,14 @@ GC_KFD_GPU_SUBTEST(test_vram_public_small_bar, struct mem_fx, fx, gpu)
 	require_dgpu(gpu, "small-BAR refusal");
 	h = bo_prepare(fx, gpu->node.gpu_id, BO_SIZE, VRAM | PUBLIC);
 	/* kfd_chardev.c: "Alloc host visible vram on small bar is not allowed" -> -EINVAL. */
-	gc_assert_errno(gc_kfd_alloc(fx->kfd, h->gpu_id, h->size, h->va, VRAM | PUBLIC,
+	gc_assert_errno(gc_kfd_alloc(fx->dev.kfd, h->gpu_id, h->size, h->va, VRAM | PUBLIC,
 				     &handle, NULL), EINVAL);
 	bo_release_host(h);
 }
 
 GC_KFD_GPU_SUBTEST(test_alloc_invalid, struct mem_fx, fx, gpu)
 {
-	const struct gc_kfd *kfd = fx->kfd;
+	const struct gc_kfd *kfd = fx->dev.kfd;
 	uint32_t id = gpu->node.gpu_id;
 	struct held *h = bo_prepare(fx, id, BO_SIZE, VRAM);
 	uint64_t handle = 0, zero = 0;
@@ -358,15 +356,15 @@ static void test_invalid_handle(void *data)
 {
 	struct mem_fx *fx = data;
 	const uint64_t bad[] = { 0, UINT64_MAX };
-	uint32_t id = fx->kfd->gpus[0].node.gpu_id;
+	uint32_t id = fx->dev.kfd->gpus[0].node.gpu_id;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		uint32_t n_success = 0;
 
-		gc_assert_errno(gc_kfd_free(fx->kfd, bad[i]), EINVAL);
-		gc_assert_errno(gc_kfd_map(fx->kfd, bad[i], &id, 1, &n_success), EINVAL);
+		gc_assert_errno(gc_kfd_free(fx->dev.kfd, bad[i]), EINVAL);
+		gc_assert_errno(gc_kfd_map(fx->dev.kfd, bad[i], &id, 1, &n_success), EINVAL);
 		gc_assert_eq_uint(n_success, 0);
-		gc_assert_errno(gc_kfd_unmap(fx->kfd, bad[i], &id, 1, &n_success), EINVAL);
+		gc_assert_errno(gc_kfd_unmap(fx->dev.kfd, bad[i], &id, 1, &n_success), EINVAL);
 		gc_assert_eq_uint(n_success, 0);
 	}
 }
@@ -384,10 +382,10 @@ GC_KFD_GPU_SUBTEST(test_double_free, struct mem_fx, fx, gpu)
 	uint32_t n_success = 0;
 
 	bo_free(fx, h);
-	gc_assert_errno(gc_kfd_free(fx->kfd, handle), EINVAL);
-	gc_assert_errno(gc_kfd_map(fx->kfd, handle, &h->gpu_id, 1, &n_success), ENOMEM);
+	gc_assert_errno(gc_kfd_free(fx->dev.kfd, handle), EINVAL);
+	gc_assert_errno(gc_kfd_map(fx->dev.kfd, handle, &h->gpu_id, 1, &n_success), ENOMEM);
 	gc_assert_eq_uint(n_success, 0);
-	gc_assert_errno(gc_kfd_unmap(fx->kfd, handle, &h->gpu_id, 1, &n_success), ENOMEM);
+	gc_assert_errno(gc_kfd_unmap(fx->dev.kfd, handle, &h->gpu_id, 1, &n_success), ENOMEM);
 	gc_assert_eq_uint(n_success, 0);
 }
 
@@ -401,7 +399,7 @@ GC_KFD_GPU_SUBTEST(test_free_while_mapped, struct mem_fx, fx, gpu)
 	struct held *h = bo_alloc(fx, gpu->node.gpu_id, BO_SIZE, VRAM);
 
 	bo_map(fx, h);
-	gc_assert_errno(gc_kfd_free(fx->kfd, h->handle), EBUSY);
+	gc_assert_errno(gc_kfd_free(fx->dev.kfd, h->handle), EBUSY);
 	bo_unmap(fx, h);
 	bo_free(fx, h);
 }
@@ -416,12 +414,12 @@ GC_KFD_GPU_SUBTEST(test_unmap_unmapped, struct mem_fx, fx, gpu)
 	struct held *h = bo_alloc(fx, gpu->node.gpu_id, BO_SIZE, VRAM);
 	uint32_t n_success = 0;
 
-	gc_assert_errno(gc_kfd_unmap(fx->kfd, h->handle, &h->gpu_id, 1, &n_success), EINVAL);
+	gc_assert_errno(gc_kfd_unmap(fx->dev.kfd, h->handle, &h->gpu_id, 1, &n_success), EINVAL);
 	gc_assert_eq_uint(n_success, 0);
 	bo_map(fx, h);
 	bo_unmap(fx, h);
 	n_success = 0;
-	gc_assert_errno(gc_kfd_unmap(fx->kfd, h->handle, &h->gpu_id, 1, &n_success), EINVAL);
+	gc_assert_errno(gc_kfd_unmap(fx->dev.kfd, h->handle, &h->gpu_id, 1, &n_success), EINVAL);
 	gc_assert_eq_uint(n_success, 0);
 	bo_free(fx, h);
 }
@@ -437,12 +435,12 @@ GC_KFD_GPU_SUBTEST(test_map_empty_list, struct mem_fx, fx, gpu)
 	struct held *h = bo_alloc(fx, gpu->node.gpu_id, BO_SIZE, VRAM);
 	uint32_t n_success = 0;
 
-	gc_assert_errno(gc_kfd_map(fx->kfd, h->handle, &h->gpu_id, 0, &n_success), EINVAL);
+	gc_assert_errno(gc_kfd_map(fx->dev.kfd, h->handle, &h->gpu_id, 0, &n_success), EINVAL);
 	gc_assert_eq_uint(n_success, 0);
-	gc_assert_errno(gc_kfd_map(fx->kfd, h->handle, NULL, 0, &n_success), EINVAL);
-	gc_assert_errno(gc_kfd_unmap(fx->kfd, h->handle, &h->gpu_id, 0, &n_success), EINVAL);
+	gc_assert_errno(gc_kfd_map(fx->dev.kfd, h->handle, NULL, 0, &n_success), EINVAL);
+	gc_assert_errno(gc_kfd_unmap(fx->dev.kfd, h->handle, &h->gpu_id, 0, &n_success), EINVAL);
 	n_success = 2;
-	gc_assert_errno(gc_kfd_map(fx->kfd, h->handle, &h->gpu_id, 1, &n_success), EINVAL);
+	gc_assert_errno(gc_kfd_map(fx->dev.kfd, h->handle, &h->gpu_id, 1, &n_success), EINVAL);
 	gc_assert_eq_uint(n_success, 2);
 	bo_free(fx, h);
 }
@@ -457,7 +455,7 @@ GC_KFD_GPU_SUBTEST(test_map_resume_skips, struct mem_fx, fx, gpu)
 	struct held *h = bo_alloc(fx, gpu->node.gpu_id, BO_SIZE, VRAM);
 	uint32_t n_success = 1;
 
-	gc_assert_ok(gc_kfd_map(fx->kfd, h->handle, &h->gpu_id, 1, &n_success));
+	gc_assert_ok(gc_kfd_map(fx->dev.kfd, h->handle, &h->gpu_id, 1, &n_success));
 	gc_assert_eq_uint(n_success, 1);
 	bo_free(fx, h);
 }
@@ -477,21 +475,21 @@ GC_KFD_GPU_SUBTEST(test_acquire_vm_again, struct mem_fx, fx, gpu)
 
 	gc_assert(gpu->vm_acquired);
 	v.drm_fd = (uint32_t)gpu->drm_fd;
-	gc_assert_ok(gc_kfd_ioctl(fx->kfd, AMDKFD_IOC_ACQUIRE_VM, &v));
+	gc_assert_ok(gc_kfd_ioctl(fx->dev.kfd, AMDKFD_IOC_ACQUIRE_VM, &v));
 	dupfd = dup(gpu->drm_fd);
 	gc_assert_syscall(dupfd);
 	v.drm_fd = (uint32_t)dupfd;
-	gc_assert_ok(gc_kfd_ioctl(fx->kfd, AMDKFD_IOC_ACQUIRE_VM, &v));
+	gc_assert_ok(gc_kfd_ioctl(fx->dev.kfd, AMDKFD_IOC_ACQUIRE_VM, &v));
 	close(dupfd);
 	snprintf(path, sizeof(path), "/dev/dri/renderD%d", gpu->node.drm_render_minor);
 	fd2 = open(path, O_RDWR | O_CLOEXEC);
 	gc_assert_f(fd2 >= 0, "%s: %s", path, strerror(errno));
 	v.drm_fd = (uint32_t)fd2;
-	gc_assert_errno(gc_kfd_ioctl(fx->kfd, AMDKFD_IOC_ACQUIRE_VM, &v), EBUSY);
+	gc_assert_errno(gc_kfd_ioctl(fx->dev.kfd, AMDKFD_IOC_ACQUIRE_VM, &v), EBUSY);
 	close(fd2);
 	closed = fd2; /* just closed, and nothing opened since on this thread */
 	v.drm_fd = (uint32_t)closed;
-	gc_assert_errno(gc_kfd_ioctl(fx->kfd, AMDKFD_IOC_ACQUIRE_VM, &v), EINVAL);
+	gc_assert_errno(gc_kfd_ioctl(fx->dev.kfd, AMDKFD_IOC_ACQUIRE_VM, &v), EINVAL);
 }
 
 /* ------------------------------------------------------- accounting */
@@ -510,15 +508,15 @@ GC_KFD_GPU_SUBTEST(test_available_accounting, struct mem_fx, fx, gpu)
 	struct held *h;
 
 	require_dgpu(gpu, "exact VRAM accounting");
-	gc_assert_ok(gc_kfd_available(fx->kfd, gpu->node.gpu_id, &before));
+	gc_assert_ok(gc_kfd_available(fx->dev.kfd, gpu->node.gpu_id, &before));
 	gc_require_f(before >= 2 * ACCOUNT_SIZE, "gpu %u: %" PRIu64 " bytes available",
 		     gpu->node.gpu_id, before);
 	gc_check_cmpuint(before, <=, gc_kfd_node_vram_bytes(&gpu->node));
 	h = bo_alloc(fx, gpu->node.gpu_id, ACCOUNT_SIZE, VRAM);
-	gc_assert_ok(gc_kfd_available(fx->kfd, gpu->node.gpu_id, &during));
+	gc_assert_ok(gc_kfd_available(fx->dev.kfd, gpu->node.gpu_id, &during));
 	gc_check_eq_uint(before - during, ACCOUNT_SIZE);
 	bo_free(fx, h);
-	gc_assert_ok(gc_kfd_available(fx->kfd, gpu->node.gpu_id, &after));
+	gc_assert_ok(gc_kfd_available(fx->dev.kfd, gpu->node.gpu_id, &after));
 	gc_check_eq_uint(after, before);
 }
 
@@ -533,15 +531,15 @@ GC_KFD_GPU_SUBTEST(test_alloc_over_available, struct mem_fx, fx, gpu)
 	int err;
 
 	require_dgpu(gpu, "exact VRAM accounting");
-	gc_assert_ok(gc_kfd_available(fx->kfd, gpu->node.gpu_id, &avail));
+	gc_assert_ok(gc_kfd_available(fx->dev.kfd, gpu->node.gpu_id, &avail));
 	size = avail + BO_ALIGN;
-	gc_assert_ok(gc_kfd_va_reserve(fx->kfd, size, BO_ALIGN, &va));
-	err = gc_kfd_alloc(fx->kfd, gpu->node.gpu_id, size, va, VRAM, &handle, NULL);
+	gc_assert_ok(gc_kfd_va_reserve(fx->dev.kfd, size, BO_ALIGN, &va));
+	err = gc_kfd_alloc(fx->dev.kfd, gpu->node.gpu_id, size, va, VRAM, &handle, NULL);
 	if (!err)
-		gc_kfd_free(fx->kfd, handle);
+		gc_kfd_free(fx->dev.kfd, handle);
 	gc_kfd_va_release(va, size);
 	gc_assert_errno(err, ENOMEM);
-	gc_assert_ok(gc_kfd_available(fx->kfd, gpu->node.gpu_id, &after));
+	gc_assert_ok(gc_kfd_available(fx->dev.kfd, gpu->node.gpu_id, &after));
 	gc_assert_eq_uint(after, avail);
 }
 
@@ -564,24 +562,24 @@ static void lat_round(struct mem_fx *fx, struct held *h, uint32_t flags, double 
 	uint64_t t0, avail;
 
 	t0 = gc_now_raw_ns();
-	gc_assert_ok(gc_kfd_alloc(fx->kfd, h->gpu_id, h->size, h->va, flags, &h->handle, NULL));
+	gc_assert_ok(gc_kfd_alloc(fx->dev.kfd, h->gpu_id, h->size, h->va, flags, &h->handle, NULL));
 	s[L_ALLOC] = us_since(t0);
 	h->live = true;
 	t0 = gc_now_raw_ns();
-	gc_assert_ok(gc_kfd_map(fx->kfd, h->handle, &h->gpu_id, 1, &n_success));
+	gc_assert_ok(gc_kfd_map(fx->dev.kfd, h->handle, &h->gpu_id, 1, &n_success));
 	s[L_MAP] = us_since(t0);
 	h->gpu_mapped = true;
 	n_success = 0;
 	t0 = gc_now_raw_ns();
-	gc_assert_ok(gc_kfd_unmap(fx->kfd, h->handle, &h->gpu_id, 1, &n_success));
+	gc_assert_ok(gc_kfd_unmap(fx->dev.kfd, h->handle, &h->gpu_id, 1, &n_success));
 	s[L_UNMAP] = us_since(t0);
 	h->gpu_mapped = false;
 	t0 = gc_now_raw_ns();
-	gc_assert_ok(gc_kfd_free(fx->kfd, h->handle));
+	gc_assert_ok(gc_kfd_free(fx->dev.kfd, h->handle));
 	s[L_FREE] = us_since(t0);
 	h->live = false;
 	t0 = gc_now_raw_ns();
-	gc_assert_ok(gc_kfd_available(fx->kfd, h->gpu_id, &avail));
+	gc_assert_ok(gc_kfd_available(fx->dev.kfd, h->gpu_id, &avail));
 	s[L_AVAIL] = us_since(t0);
 }
 
@@ -616,12 +614,8 @@ GC_KFD_GPU_SUBTEST(test_latency, struct mem_fx, fx, gpu)
 static void *mem_setup(void)
 {
 	struct gc_kfd *kfd = gc_kfd_require();
-	struct mem_fx *fx;
+	struct mem_fx *fx = gc_kfd_fixture_new(kfd, sizeof(*fx), 0);
 
-	gc_kfd_require_leak_check(kfd);
-	fx = calloc(1, sizeof(*fx));
-	gc_assert_f(fx != NULL, "calloc(%zu) failed", sizeof(*fx));
-	fx->kfd = kfd;
 	fx->page = (uint64_t)sysconf(_SC_PAGESIZE);
 	gc_info("KFD UAPI %u.%u, %u GPU(s)", kfd->major, kfd->minor, kfd->n_gpus);
 	for (unsigned i = 0; i < kfd->n_gpus; i++) {
@@ -637,35 +631,18 @@ static void *mem_setup(void)
 	return fx;
 }
 
-static void mem_teardown(void *data)
-{
-	struct mem_fx *fx = data;
-
-	gc_kfd_close(fx->kfd);
-	free(fx);
-}
-
-static void mem_before_each(void *data)
-{
-	struct mem_fx *fx = data;
-	int err = gc_kfd_snapshot(fx->kfd, &fx->before);
-
-	if (err)
-		gc_fail("leak snapshot: %s", strerror(-err));
-}
-
 static void mem_after_each(void *data)
 {
 	struct mem_fx *fx = data;
 
 	give_back_all(fx);
-	gc_kfd_leak_check(fx->kfd, &fx->before, LEAK_SLACK, 0);
+	gc_kfd_fixture_check(fx);
 }
 
 static const struct gc_fixture fixture = {
 	.setup = mem_setup,
-	.teardown = mem_teardown,
-	.before_each = mem_before_each,
+	.teardown = gc_kfd_fixture_free,
+	.before_each = gc_kfd_fixture_snapshot,
 	.after_each = mem_after_each,
 };
 

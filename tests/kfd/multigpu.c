@@ -58,7 +58,6 @@
 #define VA_ALIGN (2 * MiB)
 #define MAX_CALLS 1000        /* restart bound (no storm here: EINTR is not expected) */
 #define SETTLE_MS 1000        /* buffers freed by a worker: wait this long for the memory */
-#define LEAK_SLACK 0
 #define CHILD_TIMEOUT_MS 60000
 #define FILL_MAX 256          /* VRAM filler buffers per GPU */
 #define FILL_MIN (2 * MiB)    /* the smallest filler tried */
@@ -68,11 +67,10 @@
 #define GTT_FLAGS (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
 
 struct fx {
-	struct gc_kfd *kfd;
+	struct gc_kfd_fixture dev;      /* first: /dev/kfd and the leak check (lib/kfd) */
 	uint32_t ids[GC_KFD_MAX_NODES]; /* every GPU, topology order */
 	uint32_t n;
 	uint32_t unknown_id;            /* a gpu_id no GPU has */
-	struct gc_kfd_snapshot snap;
 };
 
 struct pair {
@@ -223,18 +221,18 @@ static bool inval_try(struct inval *x, const struct buf *b, uint32_t bad, uint32
 	int ret, fr;
 
 	list_insert(f->ids, f->n, bad, p, list);
-	ret = multi(f->kfd, b->handle, list, f->n + 1, false, &r);
+	ret = multi(f->dev.kfd, b->handle, list, f->n + 1, false, &r);
 	snprintf(what, sizeof(what), "MAP_MEMORY_TO_GPU with gpu_id %" PRIu32 " at position %" PRIu32
 		 " of", bad, p);
 	if (!expect(&x->v, what, list, f->n + 1, ret, &r, -EINVAL, p,
 		    "ids are looked up as the loop reaches them; n_success counts the devices "
 		    "before the first failure"))
 		return false;
-	if (p > 0 && (fr = gc_kfd_free(f->kfd, b->handle)) != -EBUSY)
+	if (p > 0 && (fr = gc_kfd_free(f->dev.kfd, b->handle)) != -EBUSY)
 		return note(&x->v, "FREE_MEMORY_OF_GPU while %" PRIu32 " GPUs hold a partial map "
 			    "returned %s, expected -EBUSY", p, en(fr, e, sizeof(e)));
 	snprintf(what, sizeof(what), "the map failed at position %" PRIu32, p);
-	return expect_mapped(&x->v, f->kfd, b->handle, f->ids, f->n, p, what);
+	return expect_mapped(&x->v, f->dev.kfd, b->handle, f->ids, f->n, p, what);
 }
 
 static void inval_gpu(void *ctx, struct gc_kfd_gpu *owner)
@@ -247,12 +245,12 @@ static void inval_gpu(void *ctx, struct gc_kfd_gpu *owner)
 
 	x->owner = owner->node.gpu_id;
 	x->v.msg[0] = '\0';
-	ok = buf_alloc(f->kfd, x->owner, BUF_SIZE, GTT_FLAGS, &b, &x->v);
+	ok = buf_alloc(f->dev.kfd, x->owner, BUF_SIZE, GTT_FLAGS, &b, &x->v);
 	for (int k = 0; k < 2 && ok; k++)
 		for (uint32_t p = 0; p <= f->n && ok; p++)
 			ok = inval_try(x, &b, bad[k], p);
 	if (b.live || b.va)
-		buf_free(f->kfd, &b, &x->v);
+		buf_free(f->dev.kfd, &b, &x->v);
 	verdict_assert(&x->v);
 }
 
@@ -269,7 +267,7 @@ static void test_invalid_id(void *data)
 	struct fx *f = data;
 	struct inval x = { .f = f };
 
-	gc_kfd_each_gpu(f->kfd, inval_gpu, &x);
+	gc_kfd_each_gpu(f->dev.kfd, inval_gpu, &x);
 }
 
 /* ---------------------------------------------------------- unacquired-vm */
@@ -431,7 +429,7 @@ static void test_unacquired_vm(void *data)
 {
 	struct fx *f = data;
 
-	gc_kfd_each_gpu_pair(f->kfd, unacq_pair, f);
+	gc_kfd_each_gpu_pair(f->dev.kfd, unacq_pair, f);
 }
 
 /* ---------------------------------------------------------------- oom-peer */
@@ -532,7 +530,7 @@ static bool oom_try(struct verdict *v, const struct gc_kfd *kfd, const struct bu
 static void oom_pair(void *ctx, struct gc_kfd_gpu *ga, struct gc_kfd_gpu *gb)
 {
 	const struct pair pair = { ctx, ga->node.gpu_id, gb->node.gpu_id }, *p = &pair;
-	const struct gc_kfd *kfd = p->f->kfd;
+	const struct gc_kfd *kfd = p->f->dev.kfd;
 	const uint32_t ab[2] = { p->a, p->b }, ba[2] = { p->b, p->a };
 	static struct fill fl;
 	struct verdict v = { { 0 } };
@@ -568,7 +566,7 @@ static void test_oom_peer(void *data)
 {
 	struct fx *f = data;
 
-	gc_kfd_each_gpu_pair(f->kfd, oom_pair, f);
+	gc_kfd_each_gpu_pair(f->dev.kfd, oom_pair, f);
 }
 
 /* ---------------------------------------------------------- unmap-partial */
@@ -599,7 +597,7 @@ static bool partial_unmap(struct verdict *v, const struct gc_kfd *kfd, const str
 static void partial_pair(void *ctx, struct gc_kfd_gpu *ga, struct gc_kfd_gpu *gb)
 {
 	const struct pair pair = { ctx, ga->node.gpu_id, gb->node.gpu_id }, *p = &pair;
-	const struct gc_kfd *kfd = p->f->kfd;
+	const struct gc_kfd *kfd = p->f->dev.kfd;
 	const uint32_t x = p->f->unknown_id;
 	const uint32_t abx[3] = { p->a, p->b, x }, axb[3] = { p->a, x, p->b };
 	const uint32_t ab[2] = { p->a, p->b };
@@ -638,7 +636,7 @@ static void test_unmap_partial(void *data)
 {
 	struct fx *f = data;
 
-	gc_kfd_each_gpu_pair(f->kfd, partial_pair, f);
+	gc_kfd_each_gpu_pair(f->dev.kfd, partial_pair, f);
 }
 
 /* ------------------------------------------------------------------ fixture */
@@ -670,12 +668,8 @@ static struct gc_kfd *open_two(void)
 static void *setup(void)
 {
 	struct gc_kfd *kfd = open_two();
-	struct fx *f;
+	struct fx *f = gc_kfd_fixture_new(kfd, sizeof(*f), SETTLE_MS);
 
-	gc_kfd_require_leak_check(kfd);
-	f = calloc(1, sizeof(*f));
-	gc_assert(f);
-	f->kfd = kfd;
 	f->n = kfd->n_gpus;
 	for (uint32_t g = 0; g < f->n; g++)
 		f->ids[g] = kfd->gpus[g].node.gpu_id;
@@ -683,33 +677,11 @@ static void *setup(void)
 	return f;
 }
 
-static void teardown(void *data)
-{
-	struct fx *f = data;
-
-	gc_kfd_close(f->kfd);
-	free(f);
-}
-
-static void before_each(void *data)
-{
-	struct fx *f = data;
-
-	gc_assert_ok(gc_kfd_snapshot(f->kfd, &f->snap));
-}
-
-static void after_each(void *data)
-{
-	struct fx *f = data;
-
-	gc_kfd_leak_check(f->kfd, &f->snap, LEAK_SLACK, SETTLE_MS);
-}
-
 static const struct gc_fixture fixture = {
 	.setup = setup,
-	.teardown = teardown,
-	.before_each = before_each,
-	.after_each = after_each,
+	.teardown = gc_kfd_fixture_free,
+	.before_each = gc_kfd_fixture_snapshot,
+	.after_each = gc_kfd_fixture_check,
 };
 
 static const struct gc_subtest subtests[] = {

@@ -36,7 +36,6 @@
 #define RANGE_SIZE (6 * MiB) /* three 2 MiB thirds */
 #define RANGE_ALIGN (2 * MiB)
 #define MAX_RANGES 4
-#define LEAK_SLACK 0
 #define LEAK_SETTLE_MS 2000
 
 #define LOC_UNDEF KFD_IOCTL_SVM_LOCATION_UNDEFINED
@@ -45,8 +44,7 @@
 #define DEFAULT_FLAGS (KFD_IOCTL_SVM_FLAG_HOST_ACCESS | KFD_IOCTL_SVM_FLAG_COHERENT)
 
 struct svm_fx {
-	struct gc_kfd *kfd;
-	struct gc_kfd_snapshot before;
+	struct gc_kfd_fixture dev; /* first: /dev/kfd and the leak check (lib/kfd) */
 	bool xnack;     /* AMDKFD_IOC_SET_XNACK_MODE query (-1): the process mode */
 	uint64_t page;
 	struct { uint64_t va, size; } ranges[MAX_RANGES];
@@ -65,7 +63,7 @@ static uint64_t range_new(struct svm_fx *fx, uint64_t size)
 	for (int i = 0; i < MAX_RANGES; i++) {
 		if (fx->ranges[i].va)
 			continue;
-		gc_assert_ok(gc_kfd_va_reserve(fx->kfd, size, RANGE_ALIGN, &va));
+		gc_assert_ok(gc_kfd_va_reserve(fx->dev.kfd, size, RANGE_ALIGN, &va));
 		p = mmap((void *)(uintptr_t)va, size, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_POPULATE, -1, 0);
 		if (p == MAP_FAILED) {
@@ -106,7 +104,7 @@ static uint32_t get1(struct svm_fx *fx, uint64_t va, uint64_t size, uint32_t typ
 {
 	attr_t a = { .type = type, .value = 0 };
 
-	gc_assert_ok(gc_kfd_svm_get(fx->kfd, va, size, &a, 1));
+	gc_assert_ok(gc_kfd_svm_get(fx->dev.kfd, va, size, &a, 1));
 	gc_assert_eq_uint(a.type, type); /* only ACCESS queries rewrite the type */
 	return a.value;
 }
@@ -115,7 +113,7 @@ static void set1(struct svm_fx *fx, uint64_t va, uint64_t size, uint32_t type, u
 {
 	attr_t a = { .type = type, .value = value };
 
-	gc_assert_ok(gc_kfd_svm_set(fx->kfd, va, size, &a, 1));
+	gc_assert_ok(gc_kfd_svm_set(fx->dev.kfd, va, size, &a, 1));
 }
 
 /*
@@ -128,7 +126,7 @@ static uint32_t access_of(struct svm_fx *fx, uint64_t va, uint64_t size, uint32_
 {
 	attr_t a = { .type = KFD_IOCTL_SVM_ATTR_ACCESS, .value = gpu_id };
 
-	gc_assert_ok(gc_kfd_svm_get(fx->kfd, va, size, &a, 1));
+	gc_assert_ok(gc_kfd_svm_get(fx->dev.kfd, va, size, &a, 1));
 	gc_assert_eq_uint(a.value, gpu_id);
 	return a.type;
 }
@@ -166,8 +164,8 @@ static void test_defaults(void *data)
 	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_CLR_FLAGS),
 			 (uint32_t)~DEFAULT_FLAGS);
 	gc_check_cmpuint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_GRANULARITY), <=, 0x1B);
-	for (unsigned i = 0; i < fx->kfd->n_gpus; i++) {
-		const struct gc_kfd_gpu *g = &fx->kfd->gpus[i];
+	for (unsigned i = 0; i < fx->dev.kfd->n_gpus; i++) {
+		const struct gc_kfd_gpu *g = &fx->dev.kfd->gpus[i];
 
 		gc_check_eq_uint(access_of(fx, va, RANGE_SIZE, g->node.gpu_id),
 				 default_access(fx, g));
@@ -205,8 +203,8 @@ GC_KFD_GPU_SUBTEST(test_set_get, struct svm_fx, fx, gpu)
 
 	require_svm_gpu(gpu);
 	va = range_new(fx, RANGE_SIZE);
-	gc_assert_ok(gc_kfd_svm_set(fx->kfd, va, RANGE_SIZE, set, 5));
-	gc_assert_ok(gc_kfd_svm_get(fx->kfd, va, RANGE_SIZE, get, 5));
+	gc_assert_ok(gc_kfd_svm_set(fx->dev.kfd, va, RANGE_SIZE, set, 5));
+	gc_assert_ok(gc_kfd_svm_get(fx->dev.kfd, va, RANGE_SIZE, get, 5));
 	gc_assert_eq_uint(get[0].value, id);
 	gc_assert_eq_uint(get[1].type, KFD_IOCTL_SVM_ATTR_ACCESS);
 	gc_assert_eq_uint(get[1].value, id);
@@ -214,8 +212,8 @@ GC_KFD_GPU_SUBTEST(test_set_get, struct svm_fx, fx, gpu)
 	gc_assert_eq_uint(get[3].value, (uint32_t)~want_flags);
 	gc_assert_eq_uint(get[4].value, 4);
 	/* Other GPUs keep what a new range gives them. */
-	for (unsigned i = 0; i < fx->kfd->n_gpus; i++) {
-		const struct gc_kfd_gpu *g = &fx->kfd->gpus[i];
+	for (unsigned i = 0; i < fx->dev.kfd->n_gpus; i++) {
+		const struct gc_kfd_gpu *g = &fx->dev.kfd->gpus[i];
 
 		if (g != gpu)
 			gc_check_eq_uint(access_of(fx, va, RANGE_SIZE, g->node.gpu_id),
@@ -297,8 +295,8 @@ GC_KFD_GPU_SUBTEST(test_intersection, struct svm_fx, fx, gpu)
 
 	require_svm_gpu(gpu);
 	va = range_new(fx, RANGE_SIZE);
-	gc_assert_ok(gc_kfd_svm_set(fx->kfd, va, half, lo, 4));
-	gc_assert_ok(gc_kfd_svm_set(fx->kfd, va + half, half, hi, 4));
+	gc_assert_ok(gc_kfd_svm_set(fx->dev.kfd, va, half, lo, 4));
+	gc_assert_ok(gc_kfd_svm_set(fx->dev.kfd, va + half, half, hi, 4));
 	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), LOC_UNDEF);
 	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFETCH_LOC), LOC_UNDEF);
 	set_and = get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_SET_FLAGS);
@@ -354,11 +352,11 @@ static void expect_range_err(struct svm_fx *fx, uint64_t start, uint64_t size, i
 			     const char *what)
 {
 	attr_t a = { KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, LOC_SYSMEM };
-	int got = gc_kfd_svm_set(fx->kfd, start, size, &a, 1);
+	int got = gc_kfd_svm_set(fx->dev.kfd, start, size, &a, 1);
 
 	gc_assert_f(got == -err, "SET %s [0x%" PRIx64 ", +0x%" PRIx64 "): %d (%s), want -%d",
 		    what, start, size, got, strerror(-got), err);
-	got = gc_kfd_svm_get(fx->kfd, start, size, &a, 1);
+	got = gc_kfd_svm_get(fx->dev.kfd, start, size, &a, 1);
 	gc_assert_f(got == -err, "GET %s [0x%" PRIx64 ", +0x%" PRIx64 "): %d (%s), want -%d",
 		    what, start, size, got, strerror(-got), err);
 }
@@ -379,14 +377,14 @@ static int svm_over_bo(struct svm_fx *fx, struct gc_kfd_gpu *g)
 	uint32_t id = g->node.gpu_id;
 	int err, got;
 
-	gc_assert_ok(gc_kfd_va_reserve(fx->kfd, RANGE_ALIGN, RANGE_ALIGN, &bo_va));
-	err = gc_kfd_alloc(fx->kfd, id, RANGE_ALIGN, bo_va, gtt, &handle, NULL);
+	gc_assert_ok(gc_kfd_va_reserve(fx->dev.kfd, RANGE_ALIGN, RANGE_ALIGN, &bo_va));
+	err = gc_kfd_alloc(fx->dev.kfd, id, RANGE_ALIGN, bo_va, gtt, &handle, NULL);
 	if (!err)
-		err = gc_kfd_map(fx->kfd, handle, &id, 1, NULL);
-	got = err ? 0 : gc_kfd_svm_set(fx->kfd, bo_va, RANGE_ALIGN, &a, 1);
-	gc_kfd_unmap(fx->kfd, handle, &id, 1, NULL);
+		err = gc_kfd_map(fx->dev.kfd, handle, &id, 1, NULL);
+	got = err ? 0 : gc_kfd_svm_set(fx->dev.kfd, bo_va, RANGE_ALIGN, &a, 1);
+	gc_kfd_unmap(fx->dev.kfd, handle, &id, 1, NULL);
 	if (handle)
-		gc_kfd_free(fx->kfd, handle);
+		gc_kfd_free(fx->dev.kfd, handle);
 	gc_kfd_va_release(bo_va, RANGE_ALIGN);
 	if (err)
 		gc_fail("GTT BO for the EADDRINUSE case (alloc, map): %s", strerror(-err));
@@ -404,9 +402,9 @@ static int bo_over_svm(struct svm_fx *fx, struct gc_kfd_gpu *g, uint64_t va)
 	int err;
 
 	set1(fx, va, RANGE_ALIGN, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, LOC_SYSMEM);
-	err = gc_kfd_alloc(fx->kfd, g->node.gpu_id, RANGE_ALIGN, va, gtt, &handle, NULL);
+	err = gc_kfd_alloc(fx->dev.kfd, g->node.gpu_id, RANGE_ALIGN, va, gtt, &handle, NULL);
 	if (!err)
-		gc_kfd_free(fx->kfd, handle);
+		gc_kfd_free(fx->dev.kfd, handle);
 	return err;
 }
 
@@ -422,13 +420,13 @@ static void test_invalid_ranges(void *data)
 {
 	struct svm_fx *fx = data;
 	uint64_t va = range_new(fx, RANGE_SIZE), pg = fx->page, hole = 0;
-	struct gc_kfd_gpu *g = &fx->kfd->gpus[0];
+	struct gc_kfd_gpu *g = &fx->dev.kfd->gpus[0];
 
 	expect_range_err(fx, 0, pg, EINVAL, "start 0");
 	expect_range_err(fx, va, 0, EINVAL, "size 0");
 	expect_range_err(fx, va + 1, pg, EINVAL, "unaligned start");
 	expect_range_err(fx, va, pg + 1, EINVAL, "unaligned size");
-	gc_assert_ok(gc_kfd_va_reserve(fx->kfd, RANGE_SIZE, RANGE_ALIGN, &hole));
+	gc_assert_ok(gc_kfd_va_reserve(fx->dev.kfd, RANGE_SIZE, RANGE_ALIGN, &hole));
 	gc_assert_ok(gc_kfd_va_release(hole, RANGE_SIZE));
 	expect_range_err(fx, hole, RANGE_SIZE, EFAULT, "unmapped");
 	/* Partly mapped: the last page of the range and the next, unmapped one. */
@@ -451,30 +449,30 @@ static void test_invalid_ranges(void *data)
  */
 GC_KFD_GPU_SUBTEST(test_invalid_attrs, struct svm_fx, fx, gpu)
 {
-	uint32_t id = gpu->node.gpu_id, bad = gc_kfd_unknown_gpu_id(fx->kfd);
+	uint32_t id = gpu->node.gpu_id, bad = gc_kfd_unknown_gpu_id(fx->dev.kfd);
 	uint64_t va;
 	attr_t at;
 
 	require_svm_gpu(gpu);
 	va = range_new(fx, RANGE_SIZE);
 	at = (attr_t){ 0x7fff, 0 };
-	gc_assert_errno(gc_kfd_svm_set(fx->kfd, va, RANGE_SIZE, &at, 1), EINVAL);
-	gc_assert_errno(gc_kfd_svm_get(fx->kfd, va, RANGE_SIZE, &at, 1), EINVAL);
+	gc_assert_errno(gc_kfd_svm_set(fx->dev.kfd, va, RANGE_SIZE, &at, 1), EINVAL);
+	gc_assert_errno(gc_kfd_svm_get(fx->dev.kfd, va, RANGE_SIZE, &at, 1), EINVAL);
 	at = (attr_t){ KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, bad };
-	gc_assert_errno(gc_kfd_svm_set(fx->kfd, va, RANGE_SIZE, &at, 1), EINVAL);
+	gc_assert_errno(gc_kfd_svm_set(fx->dev.kfd, va, RANGE_SIZE, &at, 1), EINVAL);
 	at = (attr_t){ KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, bad };
-	gc_assert_errno(gc_kfd_svm_set(fx->kfd, va, RANGE_SIZE, &at, 1), EINVAL);
+	gc_assert_errno(gc_kfd_svm_set(fx->dev.kfd, va, RANGE_SIZE, &at, 1), EINVAL);
 	at = (attr_t){ KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, LOC_UNDEF };
-	gc_assert_errno(gc_kfd_svm_set(fx->kfd, va, RANGE_SIZE, &at, 1), EINVAL);
+	gc_assert_errno(gc_kfd_svm_set(fx->dev.kfd, va, RANGE_SIZE, &at, 1), EINVAL);
 	at = (attr_t){ KFD_IOCTL_SVM_ATTR_ACCESS, bad };
-	gc_assert_errno(gc_kfd_svm_set(fx->kfd, va, RANGE_SIZE, &at, 1), EINVAL);
-	gc_assert_errno(gc_kfd_svm_get(fx->kfd, va, RANGE_SIZE, &at, 1), EINVAL);
+	gc_assert_errno(gc_kfd_svm_set(fx->dev.kfd, va, RANGE_SIZE, &at, 1), EINVAL);
+	gc_assert_errno(gc_kfd_svm_get(fx->dev.kfd, va, RANGE_SIZE, &at, 1), EINVAL);
 	at = (attr_t){ KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE, id };
-	gc_assert_errno(gc_kfd_svm_get(fx->kfd, va, RANGE_SIZE, &at, 1), EINVAL);
+	gc_assert_errno(gc_kfd_svm_get(fx->dev.kfd, va, RANGE_SIZE, &at, 1), EINVAL);
 	at = (attr_t){ KFD_IOCTL_SVM_ATTR_NO_ACCESS, id };
-	gc_assert_errno(gc_kfd_svm_get(fx->kfd, va, RANGE_SIZE, &at, 1), EINVAL);
+	gc_assert_errno(gc_kfd_svm_get(fx->dev.kfd, va, RANGE_SIZE, &at, 1), EINVAL);
 	at = (attr_t){ KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, id };
-	gc_assert_errno(gc_kfd_svm(fx->kfd, 2, va, RANGE_SIZE, &at, 1), EINVAL);
+	gc_assert_errno(gc_kfd_svm(fx->dev.kfd, 2, va, RANGE_SIZE, &at, 1), EINVAL);
 	/* A valid attribute next to an invalid one: neither is applied. */
 	{
 		attr_t two[] = {
@@ -482,7 +480,7 @@ GC_KFD_GPU_SUBTEST(test_invalid_attrs, struct svm_fx, fx, gpu)
 			{ KFD_IOCTL_SVM_ATTR_ACCESS, bad },
 		};
 
-		gc_assert_errno(gc_kfd_svm_set(fx->kfd, va, RANGE_SIZE, two, 2), EINVAL);
+		gc_assert_errno(gc_kfd_svm_set(fx->dev.kfd, va, RANGE_SIZE, two, 2), EINVAL);
 	}
 	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), LOC_UNDEF);
 	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFETCH_LOC), LOC_UNDEF);
@@ -499,7 +497,7 @@ GC_KFD_GPU_SUBTEST(test_invalid_attrs, struct svm_fx, fx, gpu)
 static void probe_svm(struct svm_fx *fx)
 {
 	int32_t mode = -1;
-	int err = gc_kfd_xnack_mode(fx->kfd, &mode);
+	int err = gc_kfd_xnack_mode(fx->dev.kfd, &mode);
 
 	gc_require_f(err != -EPERM, "AMDKFD_IOC_SET_XNACK_MODE gave EPERM: kernel built without "
 		     "CONFIG_HSA_AMD_SVM (kfd_chardev.c)");
@@ -514,10 +512,7 @@ static void *svm_setup(void)
 	struct svm_fx *fx;
 
 	gc_kfd_require_minor(kfd, 5, "AMDKFD_IOC_SVM");
-	gc_kfd_require_leak_check(kfd);
-	fx = calloc(1, sizeof(*fx));
-	gc_assert_f(fx != NULL, "calloc(%zu) failed", sizeof(*fx));
-	fx->kfd = kfd;
+	fx = gc_kfd_fixture_new(kfd, sizeof(*fx), LEAK_SETTLE_MS);
 	fx->page = (uint64_t)sysconf(_SC_PAGESIZE);
 	probe_svm(fx);
 	gc_info("KFD UAPI %u.%u, XNACK %s, %u GPU(s)", kfd->major, kfd->minor,
@@ -528,35 +523,18 @@ static void *svm_setup(void)
 	return fx;
 }
 
-static void svm_teardown(void *data)
-{
-	struct svm_fx *fx = data;
-
-	gc_kfd_close(fx->kfd);
-	free(fx);
-}
-
-static void svm_before_each(void *data)
-{
-	struct svm_fx *fx = data;
-	int err = gc_kfd_snapshot(fx->kfd, &fx->before);
-
-	if (err)
-		gc_fail("leak snapshot: %s", strerror(-err));
-}
-
 static void svm_after_each(void *data)
 {
 	struct svm_fx *fx = data;
 
 	ranges_release(fx);
-	gc_kfd_leak_check(fx->kfd, &fx->before, LEAK_SLACK, LEAK_SETTLE_MS);
+	gc_kfd_fixture_check(fx);
 }
 
 static const struct gc_fixture fixture = {
 	.setup = svm_setup,
-	.teardown = svm_teardown,
-	.before_each = svm_before_each,
+	.teardown = gc_kfd_fixture_free,
+	.before_each = gc_kfd_fixture_snapshot,
 	.after_each = svm_after_each,
 };
 
