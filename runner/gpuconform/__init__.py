@@ -13,7 +13,8 @@ Modules, one job each, from the bottom up:
   shard        one selection split across N machines
   expectations known failures, flakes and skips, and the verdict on a test's attempts
   execute      running one binary: process group, timeout, temp-file output, stray processes
-  kmsg         the kernel log around each test: records, patterns, taint
+  kmsg         the kernel log and taint: /dev/kmsg records, patterns, taint flags
+  kwatch       the kernel watched around each test, weighed into its record or aborting the run
   journal      the run journal and run.json, appended as the run goes
   resume       taking over the results directory of a run that died
   results      per-test records, results.json and the summary

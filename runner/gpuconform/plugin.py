@@ -56,6 +56,7 @@ from typing import Any, Iterator, Sequence
 
 import pytest
 
+from .atomic import fsync_dir
 from .execute import (
     DEFAULT_GRACE_S,
     DEFAULT_LIST_TIMEOUT_S,
@@ -81,18 +82,11 @@ from .journal import (
     Journal,
     JournalError,
     boot_id,
-    fsync_dir,
     read_run_json,
     write_run_json,
 )
-from .kmsg import (
-    KMSG_PATH,
-    TAINT_PATH,
-    KmsgReader,
-    TaintWatch,
-    classify_dmesg,
-    describe_taint,
-)
+from .kmsg import KMSG_PATH, TAINT_PATH
+from .kwatch import KernelWatch
 from .manifest import MANIFEST_NAMES, ManifestEntry, ManifestError, read_manifest
 from .options import (
     DEFAULT_PATTERNS,
@@ -123,7 +117,7 @@ from .results import (
     write_results,
 )
 from .shard import parse_shard, shard
-from .states import State, apply_dmesg, signal_name
+from .states import State, signal_name
 from .testlist import TestlistError, TestPattern
 
 __all__ = [
@@ -445,9 +439,7 @@ class GcSession:
         self.comparisons: list[Any] = []
         self.outcome: Any = None
         self.journal: Journal | None = None
-        self.kmsg: KmsgReader | None = None
-        self.kmsg_note: str | None = None
-        self.taint: TaintWatch | None = None
+        self.kernel: KernelWatch | None = None
         self.progress: Progress | None = None
         self.baseline: Any = None
         self.baseline_path: Path | None = None
@@ -602,23 +594,8 @@ class GcSession:
             except (OSError, JournalError) as e:
                 raise pytest.UsageError(f"gpuconform: cannot start the run in "
                                         f"{self.results_dir}: {e}") from None
-        if o.kmsg != "off":
-            self.kmsg = KmsgReader(o.kmsg)
-            if self.kmsg.available:
-                self.kmsg.mark()
-            else:
-                self.kmsg_note = (f"not watched ({self.kmsg.error}): no dmesg-warn / dmesg-fail, "
-                                  "no abort on a GPU reset")
-        else:
-            self.kmsg_note = "not watched (--kmsg off)"
-        if o.taint_file != "off":
-            self.taint = TaintWatch(o.taint_file)
-            if self.taint.error:
-                self.messages.append(f"kernel taint not watched: {self.taint.error}")
-                self.taint = None
-            elif self.taint.value:
-                self.messages.append(f"kernel already tainted when the run started: "
-                                     f"{self.taint.value} ({describe_taint(self.taint.value)})")
+        self.kernel = KernelWatch(o.kmsg, o.taint_file, self.inputs.dmesg)
+        self.messages.extend(self.kernel.messages)
         self._find_baseline()
         self._start_progress(tests)
 
@@ -729,23 +706,7 @@ class GcSession:
 
     def _kernel_gap(self, name: str) -> tuple[str | None, list[str]]:
         """The kernel log and taint since the previous test: (abort, notes)."""
-        notes: list[str] = []
-        abort: str | None = None
-        if self.kmsg is not None and self.kmsg.available:
-            v = classify_dmesg(self.kmsg.read(), self.inputs.dmesg)
-            if v.aborts:
-                abort = f"kernel log between tests, before {name}: {v.aborts[0]}"
-            for line in (v.failures + v.warnings)[:3]:
-                notes.append(f"kernel log before the test started: {line}")
-            notes.extend(v.notes)
-        if self.taint is not None:
-            change = self.taint.check()
-            if change is not None:
-                if change.aborts and abort is None:
-                    abort = f"{change.describe()} (between tests, before {name})"
-                else:
-                    notes.append(f"before the test started: {change.describe()}")
-        return abort, notes
+        return self.kernel.between(name) if self.kernel is not None else (None, [])
 
     def run_item(self, item: _GcItem) -> TestRecord:
         name = item.name
@@ -813,23 +774,8 @@ class GcSession:
         verdict = verdict_of(run)
         rec = record_of(name, run, verdict)
         rec.timeout = timeout
-        abort: str | None = None
-        if self.kmsg is not None and self.kmsg.available:
-            v = classify_dmesg(self.kmsg.read(), self.inputs.dmesg)
-            rec.dmesg = v.lines
-            rec.notes.extend(v.notes)
-            rec.result, rec.reason = apply_dmesg(rec.result, rec.reason, v.warnings, v.failures)
-            abort = v.abort_reason
-        if self.taint is not None:
-            change = self.taint.check()
-            if change is not None:
-                rec.notes.append(change.describe())
-                if change.aborts and abort is None:
-                    abort = change.describe()
+        abort = self.kernel.after(rec) if self.kernel is not None else None
         if abort is not None:
-            rec.notes.insert(0, f"the test itself ended {rec.result.value}"
-                             + (f": {rec.reason}" if rec.reason else ""))
-            rec.result, rec.reason = State.ABORT, f"run aborted: {abort}"
             self._abort(item, f"{name}: {abort}")
         return rec
 
@@ -919,7 +865,7 @@ class GcSession:
             baseline_error=self.baseline_error,
             aborted=self.abort,
             stale_rules=[r.describe() for r in self.inputs.expectations.unused()],
-            kernel_log=self.kmsg_note,
+            kernel_log=self.kernel.note if self.kernel is not None else None,
             regressions=regressions,
             improvements=improvements,
             regressions_expected=self.opts.regressions_expected,
@@ -939,14 +885,18 @@ class GcSession:
                 "platform": self.inputs.platform,
                 "stale": notes.stale_rules,
             },
-            "kernel_log": {"watched": self.kmsg is not None and self.kmsg.available,
-                           "note": self.kmsg_note,
-                           "taint": self.taint.value if self.taint is not None else None},
+            "kernel_log": self._kernel_log_json(),
             "baseline": {"path": str(self.baseline_path) if self.baseline_path else None,
                          "error": self.baseline_error},
             "comparisons": [c.to_json() for c in self.comparisons],
             "outcome": self.outcome.to_json(),
         }
+
+    def _kernel_log_json(self) -> dict[str, Any]:
+        k = self.kernel
+        taint = k.taint.value if k is not None and k.taint is not None else None
+        return {"watched": k is not None and k.log_watched,
+                "note": k.note if k is not None else None, "taint": taint}
 
     @pytest.hookimpl(trylast=True)  # type: ignore[misc]
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -1042,8 +992,8 @@ class GcSession:
             except OSError:
                 pass
             self._progress_stream = None
-        if self.kmsg is not None:
-            self.kmsg.close()
+        if self.kernel is not None:
+            self.kernel.close()
         if self.journal is not None:
             self.journal.close()
             self.journal = None
