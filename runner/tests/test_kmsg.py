@@ -243,3 +243,34 @@ def test_real_kmsg_window(real_kmsg: KmsgReader) -> None:
     mine = [r for r in cap.records if r.message == "gpuconform-test: inside the window"][0]
     assert mine.level == 4 and mine.facility == 1  # written by user space: LOG_USER
     assert real_kmsg.read().records == []  # nothing new since
+
+
+def test_kernel_watch_weighs_taint_into_the_record(tmp_path: Path) -> None:
+    """kwatch.KernelWatch with the log off and a taint file: a new P is a note,
+    a new W between tests aborts before the next one, after a test it ends ABORT."""
+    from gpuconform.kwatch import KernelWatch
+    from gpuconform.results import TestRecord
+
+    f = tmp_path / "tainted"
+    f.write_text("0\n")
+    patterns = load_patterns(REPO_ROOT / "data" / "dmesg" / "patterns.txt")
+    w = KernelWatch("off", str(f), patterns)
+    assert w.note == "not watched (--kmsg off)" and not w.log_watched and w.messages == []
+    assert w.between("b@one") == (None, [])
+    f.write_text("1\n")
+    abort, notes = w.between("b@two")
+    assert abort is None and notes and notes[0].startswith("before the test started: kernel taint")
+    f.write_text("513\n")
+    abort, _ = w.between("b@three")
+    assert abort is not None and abort.endswith("(between tests, before b@three)")
+    rec = TestRecord("b@four", "/b", "four", State.PASS)
+    assert w.after(rec) is None and rec.result is State.PASS  # nothing new
+    f.write_text("515\n")  # + bit 1 (F): noted, no abort
+    assert w.after(rec) is None and rec.notes[-1].startswith("kernel taint 513 -> 515")
+    f.write_text("16899\n")  # + bit 14 (L: a soft lockup): aborts
+    reason = w.after(rec)
+    assert reason is not None and rec.result is State.ABORT
+    assert rec.reason == f"run aborted: {reason}" and rec.notes[0] == "the test itself ended pass"
+    already = KernelWatch("off", str(f), patterns)
+    assert already.messages[0].startswith("kernel already tainted when the run started: 16899")
+    w.close()
