@@ -104,7 +104,7 @@ from .options import (
     seconds,
     seconds_or_zero,
 )
-from .progress import Progress
+from .progress import Progress, on_stderr
 from .resume import ResumeError, take_over
 from .results import (
     RunNotes,
@@ -479,7 +479,6 @@ class GcSession:
         # Our own handle on the terminal: pytest's capture redirects fd 2
         # while a test runs, and the progress thread writes at any time.
         self.progress_mode = config.getoption("gc_progress")
-        self._progress_stream: Any = None
         if self.resume_dir is not None and not self.is_worker and not self.collect_only:
             self._take_over()
 
@@ -624,30 +623,15 @@ class GcSession:
             self.baseline_error = f"baseline: {one_line(e, 300) or type(e).__name__}"
 
     def _start_progress(self, tests: list[str]) -> None:
-        mode = self.progress_mode
-        verbose = self.config.getoption("verbose") or 0
-        if mode == "off" or (mode == "auto" and verbose > 0):
-            return
-        try:
-            fd = os.dup(2)
-            stream = os.fdopen(fd, "w", buffering=1, encoding="utf-8", errors="replace")
-        except OSError:
-            return
-        tty = stream.isatty() if mode == "auto" else mode == "tty"
-        if mode == "auto" and not tty and verbose > 0:
-            stream.close()
-            return
-        self._progress_stream = stream
-        durations = getattr(self.baseline, "durations", None) or {}
-        done = {n: r.result.value for n, r in self.records.items() if n in set(tests)}
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
 
         def line_start() -> bool:
             return not getattr(getattr(tr, "_tw", None), "width_of_current_line", 0)
 
-        self.progress = Progress(stream, tests, durations, done=done, tty=tty,
-                                 width=lambda: _terminal_width(stream), line_start=line_start)
-        self.progress.start()
+        self.progress = on_stderr(
+            self.progress_mode, self.config.getoption("verbose") or 0, tests,
+            getattr(self.baseline, "durations", None) or {},
+            {n: r.result.value for n, r in self.records.items() if n in set(tests)}, line_start)
 
     @pytest.hookimpl(tryfirst=True)  # type: ignore[misc]
     def pytest_report_teststatus(self, report: Any, config: pytest.Config) -> Any:
@@ -985,13 +969,7 @@ class GcSession:
 
     def close(self) -> None:
         if self.progress is not None:
-            self.progress.close(final=False)
-        if self._progress_stream is not None:
-            try:
-                self._progress_stream.close()
-            except OSError:
-                pass
-            self._progress_stream = None
+            self.progress.release()
         if self.kernel is not None:
             self.kernel.close()
         if self.journal is not None:
@@ -1002,13 +980,6 @@ class GcSession:
 def _split_name(name: str) -> tuple[str, str | None]:
     b, _, s = name.partition("@")
     return b, (s or None)
-
-
-def _terminal_width(stream: Any) -> int:
-    try:
-        return os.get_terminal_size(stream.fileno()).columns
-    except (OSError, ValueError):
-        return 120
 
 
 def select_tests_or_raise(available: list[str], patterns: list[TestPattern] | None,

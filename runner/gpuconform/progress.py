@@ -16,12 +16,13 @@ stream, the clock and an optional timer thread.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import Counter
 from typing import Callable, Mapping, Sequence, TextIO
 
-__all__ = ["estimate_remaining", "format_duration", "format_line", "Progress"]
+__all__ = ["estimate_remaining", "format_duration", "format_line", "Progress", "on_stderr"]
 
 TTY_INTERVAL_S = 1.0
 PLAIN_INTERVAL_S = 10.0
@@ -115,6 +116,7 @@ class Progress:
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.owns_stream = False  # on_stderr(): release() closes the stream too
 
     # ------------------------------------------------------------ state
     def start_test(self, name: str) -> None:
@@ -221,3 +223,39 @@ class Progress:
             elif final and not self.paused and self.last_print is not None:
                 self._write(self._plain_prefix() + self.line() + "\n")
             self.paused = True
+
+    def release(self) -> None:
+        """The end: close(final=False), and the stream when it is the line's own."""
+        self.close(final=False)
+        if self.owns_stream:
+            try:
+                self.stream.close()
+            except OSError:
+                pass
+            self.owns_stream = False
+
+
+def on_stderr(mode: str, verbose: int, tests: Sequence[str], expected: Mapping[str, float],
+              done: Mapping[str, str], line_start: Callable[[], bool]) -> Progress | None:
+    """The run's progress line on a duplicate of stderr (its own line-buffered
+    stream, closed by release()), started; None where mode ("auto", "tty",
+    "plain", "off") and pytest's -v leave it out: off, or auto with -v."""
+    if mode == "off" or (mode == "auto" and verbose > 0):
+        return None
+    try:
+        stream = os.fdopen(os.dup(2), "w", buffering=1, encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    tty = stream.isatty() if mode == "auto" else mode == "tty"
+    p = Progress(stream, tests, expected, done=done, tty=tty, line_start=line_start,
+                 width=lambda: _terminal_width(stream))
+    p.owns_stream = True
+    p.start()
+    return p
+
+
+def _terminal_width(stream: TextIO) -> int:
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError):
+        return 120

@@ -104,3 +104,21 @@ def test_a_broken_stream_never_raises() -> None:
     p.start_test("a")
     p.end_test("a", "pass", 1.0)
     p.close()
+
+
+def test_on_stderr_modes() -> None:
+    """progress.on_stderr: off, and auto under -v, give no line; plain gives a started
+    line on its own stream, which release() closes."""
+    from gpuconform.progress import on_stderr
+
+    def at_start() -> bool:
+        return True
+
+    assert on_stderr("off", 0, ["a@b"], {}, {}, at_start) is None
+    assert on_stderr("auto", 1, ["a@b"], {}, {}, at_start) is None
+    p = on_stderr("plain", 1, ["a@b", "a@c"], {"a@b": 2.0}, {"a@b": "pass"}, at_start)
+    assert p is not None and not p.tty and p.owns_stream and p.finished == {"a@b"}
+    stream = p.stream
+    p.release()
+    assert stream.closed and not p.owns_stream
+    p.release()  # twice is harmless
