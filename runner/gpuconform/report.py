@@ -18,14 +18,22 @@ From results_dir/results.json:
   - the results table, failures first, states in colour, every reason, note
     and output escaped (test output can contain anything).
 
-Plots are <svg class="plot"> drawn here; a small inline script counts those
-with a non-empty bounding box once laid out and writes the count to
+This module reads the data and computes what is shown: units, axes, ticks,
+quartiles, the points drawn and where, colours, the rows' order. The markup
+is Jinja2's: templates/report.html.j2 (the page, its tables and badges) and
+templates/plots.svg.j2 (the SVG), given plain views (the dataclasses below)
+and never pre-rendered HTML. Every value they interpolate is cleaned and
+escaped (_finalize).
+
+Plots are <svg class="plot">; a small inline script counts those with a
+non-empty bounding box once laid out and writes the count to
 <body data-plots>, so a headless browser can prove they rendered. A
 Content-Security-Policy forbids every fetch: the page cannot reach out.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 import re
@@ -33,6 +41,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
+
+import jinja2
+from markupsafe import Markup
 
 from .atomic import atomic_write
 from .baseline import BaselineError
@@ -43,6 +54,7 @@ from .states import State
 __all__ = ["write_html", "render_html", "REPORT_NAME"]
 
 REPORT_NAME = "report.html"
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 MAX_POINTS = 1500  # per distribution drawn; more are thinned evenly
 MAX_BARS = 400
 MAX_OUTPUT_CHARS = 64 * 1024  # per stream in the table; the rest is in results.json
@@ -67,8 +79,28 @@ def _clean(text: Any) -> str:
     return _CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
 
 
-def _e(text: Any) -> str:
-    return html.escape(_clean(text), quote=True)
+def _finalize(value: Any) -> Markup:
+    """What a template's {{ value }} writes: markup (a macro's output) as it
+    is, anything else cleaned and escaped as html.escape does (&quot;, not
+    markupsafe's &#34;); autoescape then leaves the result alone."""
+    if isinstance(value, Markup):
+        return value
+    return Markup(html.escape(_clean(value), quote=True))
+
+
+def _px(v: float) -> str:
+    """A computed position as an SVG attribute: tenths of a pixel."""
+    return f"{v:.1f}"
+
+
+@functools.lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    """The templates beside this module, wherever the runner runs from."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             finalize=_finalize, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["px"] = _px
+    return env
 
 
 def _clip(text: str, limit: int) -> str:
@@ -165,106 +197,159 @@ def _padded(lo: float, hi: float) -> tuple[float, float]:
     return lo - pad, hi + pad
 
 
-def _axis_svg(axis: _Axis, top: int, axis_y: float, shown_unit: str, note: str) -> list[str]:
-    """Grid lines at the ticks, their labels, the axis line, its unit and a note."""
-    parts = []
-    for t in axis.ticks():
-        tx = axis.x(t)
-        parts.append(f'<line x1="{tx:.1f}" y1="{top}" x2="{tx:.1f}" y2="{axis_y}" '
-                     f'stroke="#e0e0e0"/>')
-        parts.append(f'<text x="{tx:.1f}" y="{axis_y + 14}" font-size="11" '
-                     f'text-anchor="middle">{_e(_num(t))}</text>')
-    end = axis.left + axis.width
-    parts.append(f'<line x1="{axis.left}" y1="{axis_y}" x2="{end}" y2="{axis_y}" '
-                 f'stroke="#424242"/>')
-    parts.append(f'<text x="{end}" y="{axis_y + 30}" font-size="11" '
-                 f'text-anchor="end">{_e(shown_unit)}</text>')
-    if note:
-        parts.append(f'<text x="{axis.left}" y="{axis_y + 30}" font-size="11" '
-                     f'fill="#757575">{_e(note)}</text>')
-    return parts
+
+# The views the templates draw: positions in pixels, labels as text.
+
+ROW_H, ROW_BOX_H, ROW_MEDIAN_H = 46, 28, 36  # a strip plot's row, its box, its median bar
 
 
-def _row_svg(label: str, vals: Sequence[float], points: Sequence[float], colour: str,
-             cy: float, axis: _Axis, shown_unit: str) -> list[str]:
-    """One row of a strip + box plot: label, quartiles' box, a line from min
-    to max, the points (jittered) and the median; values in the shown unit."""
+@dataclass(frozen=True)
+class _Tick:
+    x: float
+    label: str
+
+
+@dataclass(frozen=True)
+class _AxisView:
+    """Grid lines from top down to the axis line at y, a label per tick
+    below it, then the unit (right) and a note (left)."""
+    left: int
+    right: int
+    top: int
+    y: int
+    label_y: int
+    caption_y: int
+    ticks: list[_Tick]
+    unit: str
+    note: str
+
+
+@dataclass(frozen=True)
+class _Dot:
+    x: float
+    y: float
+
+
+@dataclass(frozen=True)
+class _RowView:
+    """One row of a strip + box plot around the line y: its label, the
+    quartiles' box, a line from min to max, the points and the median."""
+    label: str
+    colour: str
+    label_x: int
+    label_y: float
+    y: float
+    box_x: float
+    box_top: float
+    box_w: float
+    box_h: int
+    span_x1: float
+    span_x2: float
+    dots: list[_Dot]
+    median_x: float
+    median_top: float
+    median_bottom: float
+    median: str
+
+
+@dataclass(frozen=True)
+class _StripBoxView:
+    title: str
+    width: int
+    height: int
+    axis: _AxisView
+    rows: list[_RowView]
+
+
+def _axis_view(axis: _Axis, top: int, axis_y: int, shown_unit: str, note: str) -> _AxisView:
+    return _AxisView(axis.left, axis.left + axis.width, top, axis_y, axis_y + 14, axis_y + 30,
+                     [_Tick(axis.x(t), _num(t)) for t in axis.ticks()], shown_unit, note)
+
+
+def _row_view(label: str, vals: Sequence[float], points: Sequence[float], colour: str,
+              cy: float, axis: _Axis) -> _RowView:
+    """One row's geometry; values in the shown unit, points the ones drawn
+    (jittered, deterministically, by up to 11 px either side of cy)."""
     x = axis.x
-    parts = [f'<text x="{axis.left - 8}" y="{cy + 4:.1f}" font-size="12" '
-             f'text-anchor="end">{_e(label)}</text>']
     q1, q2, q3 = quantile(vals, 0.25), median(vals), quantile(vals, 0.75)
-    parts.append(f'<rect x="{x(q1):.1f}" y="{cy - 14:.1f}" '
-                 f'width="{max(x(q3) - x(q1), 1.0):.1f}" height="28" fill="{colour}" '
-                 f'fill-opacity="0.15" stroke="{colour}"/>')
-    parts.append(f'<line x1="{x(min(vals)):.1f}" y1="{cy:.1f}" x2="{x(max(vals)):.1f}" '
-                 f'y2="{cy:.1f}" stroke="{colour}" stroke-opacity="0.5"/>')
-    for j, v in enumerate(points):
-        jitter = ((j * 37) % 23 - 11) * 1.0  # deterministic spread, +-11 px
-        parts.append(f'<circle cx="{x(v):.1f}" cy="{cy + jitter:.1f}" r="2.2" '
-                     f'fill="{colour}" fill-opacity="0.6"/>')
-    parts.append(f'<line class="median" x1="{x(q2):.1f}" y1="{cy - 18:.1f}" '
-                 f'x2="{x(q2):.1f}" y2="{cy + 18:.1f}" stroke="{colour}" '
-                 f'stroke-width="3"><title>median {_e(_num(q2))} {_e(shown_unit)}'
-                 f'</title></line>')
-    return parts
+    dots = [_Dot(x(v), cy + ((j * 37) % 23 - 11) * 1.0) for j, v in enumerate(points)]
+    return _RowView(label, colour, axis.left - 8, cy + 4, cy,
+                    x(q1), cy - ROW_BOX_H / 2, max(x(q3) - x(q1), 1.0), ROW_BOX_H,
+                    x(min(vals)), x(max(vals)), dots,
+                    x(q2), cy - ROW_MEDIAN_H / 2, cy + ROW_MEDIAN_H / 2, _num(q2))
 
 
-def _strip_box_svg(rows: list[tuple[str, list[float], str]], axis: _Axis, shown_unit: str,
-                   title: str, thin: Callable[[list[float]], list[float]],
-                   note: str = "") -> str:
+def _strip_box(rows: list[tuple[str, list[float], str]], axis: _Axis, shown_unit: str,
+               title: str, thin: Callable[[list[float]], list[float]],
+               note: str = "") -> _StripBoxView:
     """Rows [(label, values in the shown unit, colour)] on one axis; thin
     picks the points drawn of a row's values."""
-    width, row_h, top = axis.left + axis.width + 20, 46, 10
-    height = top + row_h * len(rows) + 38
-    axis_y = top + row_h * len(rows) + 4
-    parts = [f'<svg class="plot" role="img" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}"><title>{_e(title)}</title>']
-    parts.extend(_axis_svg(axis, top, axis_y, shown_unit, note))
-    for i, (label, vals, colour) in enumerate(rows):
-        parts.extend(_row_svg(label, vals, thin(vals), colour, top + row_h * i + row_h / 2,
-                              axis, shown_unit))
-    parts.append("</svg>")
-    return "".join(parts)
+    width, top = axis.left + axis.width + 20, 10
+    height = top + ROW_H * len(rows) + 38
+    axis_y = top + ROW_H * len(rows) + 4
+    views = [_row_view(label, vals, thin(vals), colour, top + ROW_H * i + ROW_H / 2, axis)
+             for i, (label, vals, colour) in enumerate(rows)]
+    return _StripBoxView(title, width, height, _axis_view(axis, top, axis_y, shown_unit, note),
+                         views)
 
 
-def _distribution_svg(rows: list[tuple[str, Sequence[float], str]], unit: str,
-                      title: str) -> str:
+def _distribution(rows: list[tuple[str, Sequence[float], str]], unit: str,
+                  title: str) -> _StripBoxView:
     """Strip plot with a box (quartiles) and the median per row:
     rows = [(label, samples, colour)]."""
     factor, shown_unit = _display_unit(unit, [v for _, s, _ in rows for v in s])
     scaled = [(label, [v * factor for v in s], colour) for label, s, colour in rows]
     allv = [v for _, s, _ in scaled for v in s]
     lo, hi = _padded(min(allv), max(allv))
-    return _strip_box_svg(scaled, _Axis(lo, hi, 130, 610), shown_unit, title,
-                          lambda v: _thin(v, MAX_POINTS))
+    return _strip_box(scaled, _Axis(lo, hi, 130, 610), shown_unit, title,
+                      lambda v: _thin(v, MAX_POINTS))
 
 
-def _durations_svg(items: list[tuple[str, float, str]]) -> str:
+@dataclass(frozen=True)
+class _Bar:
+    label: str  # the name, cut to 60 characters
+    name: str
+    secs: str
+    colour: str
+    y: int
+    text_y: int
+    w: float
+    value_x: float
+
+
+@dataclass(frozen=True)
+class _BarChart:
+    """Bars from x = left, names right-aligned at label_x, an axis line to right."""
+    width: int
+    height: int
+    label_x: int
+    left: int
+    right: int
+    bar_h: int
+    axis_y: int
+    caption_y: int
+    longest: str
+    total: int  # tests with a duration; the MAX_BARS longest are drawn
+    bars: list[_Bar]
+
+
+def _durations(items: list[tuple[str, float, str]]) -> _BarChart:
     """Horizontal bars, longest first: items = [(name, seconds, colour)]."""
-    items = sorted(items, key=lambda t: (-t[1], t[0]))[:MAX_BARS]
+    shown = sorted(items, key=lambda t: (-t[1], t[0]))[:MAX_BARS]
     width, label_w, right, bar_h, top = 900, 380, 90, 16, 6
     plot_w = width - label_w - right
-    height = top + bar_h * len(items) + 28
-    longest = max((s for _, s, _ in items), default=0.0) or 1.0
-    parts = [f'<svg class="plot" role="img" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}"><title>durations</title>']
-    for i, (name, secs, colour) in enumerate(items):
+    longest = max((s for _, s, _ in shown), default=0.0) or 1.0
+    bars = []
+    for i, (name, secs, colour) in enumerate(shown):
         y = top + i * bar_h
         w = max(secs / longest * plot_w, 1.0)
-        shown = name if len(name) <= 60 else name[:57] + "..."
-        parts.append(f'<text x="{label_w - 6}" y="{y + 12}" font-size="11" '
-                     f'text-anchor="end">{_e(shown)}</text>')
-        parts.append(f'<rect x="{label_w}" y="{y + 2}" width="{w:.1f}" height="{bar_h - 4}" '
-                     f'fill="{colour}"><title>{_e(name)}: {secs:.3f} s</title></rect>')
-        parts.append(f'<text x="{label_w + w + 4:.1f}" y="{y + 12}" font-size="11">'
-                     f'{secs:.3f} s</text>')
-    axis_y = top + bar_h * len(items) + 2
-    parts.append(f'<line x1="{label_w}" y1="{axis_y}" x2="{label_w + plot_w}" y2="{axis_y}" '
-                 f'stroke="#424242"/>')
-    parts.append(f'<text x="{label_w + plot_w}" y="{axis_y + 16}" font-size="11" '
-                 f'text-anchor="end">seconds (longest {longest:.3f} s)</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+        label = name if len(name) <= 60 else name[:57] + "..."
+        bars.append(_Bar(label, name, f"{secs:.3f} s", colour, y + 2, y + 12, w,
+                         label_w + w + 4))
+    axis_y = top + bar_h * len(shown) + 2
+    return _BarChart(width, top + bar_h * len(shown) + 28, label_w - 6, label_w,
+                     label_w + plot_w, bar_h - 4, axis_y, axis_y + 16, f"{longest:.3f} s",
+                     len(items), bars)
 
 
 # ------------------------------------------------------------------- model
@@ -299,7 +384,6 @@ def _run_metrics(tests: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             key = f"{m['test']}@{m['subtest']}" + (f"@{dyn}" if dyn else "") + f":{m['name']}"
             out[key] = m
     return out
-
 
 # ------------------------------------------------------------ dispatch gaps
 #
@@ -447,17 +531,6 @@ def _short(label: str) -> str:
     return label if len(label) <= GAP_LABEL_CHARS else label[:GAP_LABEL_CHARS - 3] + "..."
 
 
-def _gaps_svg(rows: list[_GapRow], title: str) -> str:
-    """Every row's gaps on one axis, in the unit that suits their median."""
-    unit = rows[0].gaps.unit
-    factor, shown_unit = _display_unit(unit, [v for r in rows for v in r.gaps.samples])
-    scaled = [(_short(r.label), [v * factor for v in r.gaps.samples], r.colour) for r in rows]
-    axis = _gap_axis([v for _, vals, _ in scaled for v in vals])
-    clamped = sum(1 for _, vals, _ in scaled for v in vals if v < axis.lo) if axis.log else 0
-    note = f"{clamped} gaps <= 0 drawn at the left end" if clamped else ""
-    return _strip_box_svg(scaled, axis, shown_unit + (" (log scale)" if axis.log else ""),
-                          title, _thin_keep_tail, note)
-
 
 def _fmt(v: float, unit: str) -> str:
     """A value in the unit that suits it: 1234 ns -> 1.234 us; 'x' attached."""
@@ -465,277 +538,255 @@ def _fmt(v: float, unit: str) -> str:
     return f"{_num(v * factor)}{shown}" if shown == "x" else f"{_num(v * factor)} {shown}"
 
 
-def _stat_cell(row: _GapRow, kind: str, q: float) -> str:
+
+def _gaps_plot(rows: list[_GapRow], title: str) -> _StripBoxView:
+    """Every row's gaps on one axis, in the unit that suits their median."""
+    unit = rows[0].gaps.unit
+    factor, shown_unit = _display_unit(unit, [v for r in rows for v in r.gaps.samples])
+    scaled = [(_short(r.label), [v * factor for v in r.gaps.samples], r.colour) for r in rows]
+    axis = _gap_axis([v for _, vals, _ in scaled for v in vals])
+    clamped = sum(1 for _, vals, _ in scaled for v in vals if v < axis.lo) if axis.log else 0
+    note = f"{clamped} gaps <= 0 drawn at the left end" if clamped else ""
+    return _strip_box(scaled, axis, shown_unit + (" (log scale)" if axis.log else ""),
+                      title, _thin_keep_tail, note)
+
+
+@dataclass(frozen=True)
+class _Cell:
+    value: str
+    subsample: bool  # computed from the plotted subsample, not recorded over all gaps
+
+
+@dataclass(frozen=True)
+class _GapTableRow:
+    label: str
+    colour: str
+    n: int
+    stats: list[_Cell]  # p50, p99, max
+    bubbles: str | None  # None: not recorded
+
+
+@dataclass(frozen=True)
+class _Ratio:
+    name: str
+    value: str
+    n: int  # samples; the value is their median
+
+
+@dataclass(frozen=True)
+class _GapShapeView:
+    source: str
+    shape: str
+    plot: _StripBoxView
+    rows: list[_GapTableRow]
+    ratios: list[_Ratio]
+
+
+def _stat_cell(row: _GapRow, kind: str, q: float) -> _Cell:
     """The recorded KIND (over all gaps) or, without it, the subsample's quantile q."""
     m = row.stats.get(kind)
     if m is not None:
-        return _e(_fmt(median(m.samples), m.unit))
-    return (f"{_e(_fmt(quantile(row.gaps.samples, q), row.gaps.unit))}"
-            '<br><span class="muted">of the subsample</span>')
+        return _Cell(_fmt(median(m.samples), m.unit), False)
+    return _Cell(_fmt(quantile(row.gaps.samples, q), row.gaps.unit), True)
 
 
-def _bubbles_cell(row: _GapRow) -> str:
+def _gap_table_row(row: _GapRow) -> _GapTableRow:
+    # without bubbles.MODE.SHAPE: the rule (a multiple of the shape's p50) is the binary's,
+    # not guessed here
     m = row.stats.get("bubbles")
-    if m is None:  # the rule (a multiple of the shape's p50) is the binary's: not guessed here
-        return '<span class="muted">not recorded</span>'
-    return _e(_num(median(m.samples)))
+    return _GapTableRow(row.label, row.colour, len(row.gaps.samples),
+                        [_stat_cell(row, kind, q) for kind, q in _GAP_STATS],
+                        None if m is None else _num(median(m.samples)))
 
 
-def _gap_table(rows: list[_GapRow]) -> str:
-    out = ['<table class="gapstats"><tr><th>mode</th><th>n</th><th>p50</th><th>p99</th>'
-           "<th>max</th><th>bubbles</th></tr>"]
-    for r in rows:
-        cells = [_stat_cell(r, kind, q) for kind, q in _GAP_STATS] + [_bubbles_cell(r)]
-        out.append(f'<tr><td><span style="color:{r.colour}">&#9632;</span> {_e(r.label)}</td>'
-                   f"<td>{len(r.gaps.samples)}</td>"
-                   + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    out.append("</table>")
-    return "".join(out)
-
-
-def _overhead_list(group: list[_GapSet]) -> str:
+def _ratios(group: list[_GapSet]) -> list[_Ratio]:
     ratios = sorted((s for s in group if s.kind == "overhead"), key=lambda s: (s.mode, s.subtest))
-    if not ratios:
-        return '<div class="explain muted">no overhead ratios recorded for this shape</div>'
-    items = []
-    for s in ratios:
-        many = f" (median of {len(s.samples)})" if len(s.samples) > 1 else ""
-        items.append(f"<li>{_e(s.mode)}: {_e(_fmt(median(s.samples), s.unit))}{many}</li>")
-    return '<ul class="overheads">' + "".join(items) + "</ul>"
+    return [_Ratio(s.mode, _fmt(median(s.samples), s.unit), len(s.samples)) for s in ratios]
 
 
-def _gap_group_html(group: list[_GapSet]) -> str:
+def _gap_shape(group: list[_GapSet]) -> _GapShapeView:
     first = group[0]
     source = first.test + (f"@{first.dynamic}" if first.dynamic else "")
     rows = _gap_rows(group)
-    title = f"dispatch gaps: {source}: {first.shape}"
-    return (f'<div class="gapshape" id="gaps-{_e(source)}-{_e(first.shape)}">'
-            f'<h3>{_e(first.shape)} <span class="muted">{_e(source)}</span></h3>'
-            f'<div class="gaprow">{_gaps_svg(rows, title)}{_gap_table(rows)}</div>'
-            f"{_overhead_list(group)}</div>")
+    plot = _gaps_plot(rows, f"dispatch gaps: {source}: {first.shape}")
+    return _GapShapeView(source, first.shape, plot, [_gap_table_row(r) for r in rows],
+                         _ratios(group))
 
 
-def _gap_section(tests: Mapping[str, Any]) -> tuple[list[str], int]:
-    """The "Dispatch gaps" section and its plot count; nothing without gap metrics."""
-    groups = [g for g in _gap_groups(_gap_sets(tests)) if any(s.kind == "gap" for s in g)]
-    if not groups:
-        return [], 0
-    out = ['<h2 id="gaps">Dispatch gaps</h2>',
-           '<p class="explain">Idle time between dependent kernels, from the kernels\' own '
-           "device timestamps: per shape, every mode's gaps on one axis (box: quartiles, "
-           "bar: median, dots: gaps, the largest always drawn). p50 / p99 / max are over all "
-           "gaps where the binary recorded them, else of the subsample plotted; bubbles: gaps "
-           "over the binary's stated multiple of the shape's p50.</p>"]
-    out.extend(_gap_group_html(g) for g in groups)
-    return out, len(groups)
+def _gap_shapes(tests: Mapping[str, Any]) -> list[_GapShapeView]:
+    """Per shape with gap metrics its plot and numbers; none without gap metrics."""
+    groups = _gap_groups(_gap_sets(tests))
+    return [_gap_shape(g) for g in groups if any(s.kind == "gap" for s in g)]
 
 
 # -------------------------------------------------------------------- page
 
-_CSS = """
-body{font-family:system-ui,sans-serif;margin:1.5em;color:#212121;max-width:1200px}
-h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;width:100%;font-size:13px}
-td,th{border:1px solid #ddd;padding:3px 6px;vertical-align:top;text-align:left}
-th{background:#f5f5f5}
-.state{color:#fff;font-weight:bold;border-radius:3px;padding:1px 6px;white-space:nowrap}
-.verdict{color:#fff;font-weight:bold;border-radius:3px;padding:1px 6px}
-.metric{margin:1em 0;padding:.5em;border:1px solid #e0e0e0;border-radius:4px}
-.explain{font-size:13px;margin:.3em 0}
-pre{white-space:pre-wrap;word-break:break-all;background:#fafafa;border:1px solid #eee;
-padding:4px;max-height:30em;overflow:auto;font-size:12px}
-.muted{color:#757575}
-.gaprow{display:flex;flex-wrap:wrap;align-items:flex-start;gap:1em}
-table.gapstats{width:auto;flex:1 1 0;font-size:12px}
-table.gapstats td:first-child{white-space:nowrap}h3{font-size:1em;margin:1em 0 .3em}
-"""
 
-_SCRIPT = """
-(function () {
-  var plots = document.querySelectorAll('svg.plot'), drawn = 0;
-  for (var i = 0; i < plots.length; i++) {
-    var b = plots[i].getBBox();
-    if (b.width > 0 && b.height > 0) drawn++;
-  }
-  document.body.dataset.plots = String(drawn);
-})();
-"""
+@dataclass(frozen=True)
+class _Badge:
+    text: str
+    colour: str
 
 
-def _verdict_badge(verdict: str) -> str:
-    colour = _VERDICT_COLOURS.get(verdict, "#424242")
-    return f'<span class="verdict" style="background:{colour}">{_e(verdict)}</span>'
+@dataclass(frozen=True)
+class _Count:
+    badge: _Badge
+    n: int
 
 
-def _state_badge(state: str) -> str:
-    colour = _STATE_COLOURS.get(state, "#000")
-    return f'<span class="state" style="background:{colour}">{_e(state)}</span>'
+def _state_badge(state: str) -> _Badge:
+    return _Badge(state, _STATE_COLOURS.get(state, "#000"))
 
 
-def _metric_sections(data: Mapping[str, Any]) -> tuple[list[str], int]:
-    tests: Mapping[str, Any] = data.get("tests") or {}
+def _verdict_badge(verdict: str) -> _Badge:
+    return _Badge(verdict, _VERDICT_COLOURS.get(verdict, "#424242"))
+
+
+@dataclass(frozen=True)
+class _MetricView:
+    key: str
+    unit: str
+    better: str
+    verdict: _Badge | None  # None: no comparison with a baseline
+    trend: bool  # kept for trends only
+    explain: str
+    plot: _StripBoxView | None
+
+
+@dataclass(frozen=True)
+class _TestRow:
+    name: str
+    state: _Badge
+    duration: str
+    reason: str
+    skip_at: str
+    notes: list[str]
+    dynamic: list[tuple[str, _Badge]]
+    out: str  # clipped to MAX_OUTPUT_CHARS, as err
+    err: str
+
+
+@dataclass(frozen=True)
+class _Page:
+    title: str
+    n_plots: int
+    n_tests: int
+    states: list[_Count]  # most severe first
+    info: list[tuple[str, str]]  # the run's and the fingerprint's
+    gap_shapes: list[_GapShapeView]
+    verdicts: list[_Count]
+    metrics: list[_MetricView]
+    durations: _BarChart | None
+    tests: list[_TestRow]
+
+
+def _metric_view(key: str, c: Mapping[str, Any] | None, m: Mapping[str, Any] | None
+                 ) -> _MetricView:
+    """A metric's comparison c with the baseline and its samples m in this run, either absent."""
+    unit = str((c or m or {}).get("unit", ""))
+    better = str((c or m or {}).get("better", ""))
+    rows: list[tuple[str, Sequence[float], str]] = []
+    if c is None:
+        runs = _floats(m.get("samples")) if m else []
+        if runs:
+            rows.append((f"this run n={len(runs)}", runs, "#1565c0"))
+        return _MetricView(key, unit, better, None, False, "",
+                           _distribution(rows, unit, key) if rows else None)
+    verdict = str(c.get("verdict", ""))
+    base = _floats(c.get("samples_base"))
+    runs = _floats(c.get("samples_run")) or (_floats(m.get("samples")) if m else [])
+    if base:
+        # a gate comparison's baseline: one statistic per clean run, not samples
+        label = f"baseline: {len(base)} runs" if "baseline_runs" in c else f"baseline n={len(base)}"
+        rows.append((label, base, _BASE_COLOUR))
+    if runs:
+        rows.append((f"this run n={len(runs)}", runs, _VERDICT_COLOURS.get(verdict, "#1565c0")))
+    return _MetricView(key, unit, better, _verdict_badge(verdict), bool(c.get("trend")),
+                       str(c.get("explain", "")), _distribution(rows, unit, key) if rows else None)
+
+
+def _metric_views(data: Mapping[str, Any]) -> list[_MetricView]:
+    """Every metric compared or recorded, regressions first, trends last."""
     comps = {c["key"]: c for c in _comparisons(data)}
-    run = _run_metrics(tests)
+    run = _run_metrics(data.get("tests") or {})
     order = {"regression": 0, "improvement": 1, "missing": 2, "new": 3, "insufficient": 4,
              "unchanged": 5, "trend": 6}
     keys = sorted(set(comps) | set(run),
                   key=lambda k: (order.get(str(comps.get(k, {}).get("verdict")), 6), k))
-    out: list[str] = []
-    plots = 0
-    for key in keys:
-        c = comps.get(key)
-        m = run.get(key)
-        unit = str((c or m or {}).get("unit", ""))
-        better = str((c or m or {}).get("better", ""))
-        rows: list[tuple[str, Sequence[float], str]] = []
-        if c is not None:
-            verdict = str(c.get("verdict", ""))
-            base = _floats(c.get("samples_base"))
-            runs = _floats(c.get("samples_run")) or (_floats(m.get("samples")) if m else [])
-            if base:
-                # a gate comparison's baseline: one statistic per clean run, not samples
-                label = (f"baseline: {len(base)} runs" if "baseline_runs" in c
-                         else f"baseline n={len(base)}")
-                rows.append((label, base, _BASE_COLOUR))
-            if runs:
-                rows.append((f"this run n={len(runs)}", runs,
-                             _VERDICT_COLOURS.get(verdict, "#1565c0")))
-            head = f"{_verdict_badge(verdict)} "
-            if c.get("trend"):
-                head += '<span class="muted">(trend only: never fails a night)</span> '
-
-            explain = f'<div class="explain">{_e(c.get("explain", ""))}</div>'
-        else:
-            runs = _floats(m.get("samples")) if m else []
-            if runs:
-                rows.append((f"this run n={len(runs)}", runs, "#1565c0"))
-            head = ""
-            explain = '<div class="explain muted">no baseline comparison in this run</div>'
-        out.append(f'<div class="metric" id="metric-{_e(key)}">')
-        out.append(f"<div>{head}<b>{_e(key)}</b> "
-                   f'<span class="muted">({_e(unit)}, {_e(better)} is better)</span></div>')
-        out.append(explain)
-        if rows:
-            out.append(_distribution_svg(rows, unit, key))
-            plots += 1
-        out.append("</div>")
-    return out, plots
+    return [_metric_view(k, comps.get(k), run.get(k)) for k in keys]
 
 
-def _results_table(tests: Mapping[str, Any]) -> list[str]:
+def _is_seconds(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _test_row(name: str, rec: Mapping[str, Any]) -> _TestRow:
+    dur = rec.get("duration")
+    dyn = rec.get("dynamic") or {}
+    dynamic = [(str(k), _state_badge(str(v.get("result", "?")) if isinstance(v, dict) else "?"))
+               for k, v in dyn.items()] if isinstance(dyn, dict) else []
+    return _TestRow(
+        name, _state_badge(str(rec.get("result", "?"))),
+        f"{dur:.3f} s" if _is_seconds(dur) else "",
+        str(rec["reason"]) if rec.get("reason") else "",
+        str(rec["skip_at"]) if rec.get("skip_at") else "",
+        [str(n) for n in rec.get("notes") or []], dynamic,
+        _clip(str(rec.get("out", "")), MAX_OUTPUT_CHARS),
+        _clip(str(rec.get("err", "")), MAX_OUTPUT_CHARS))
+
+
+def _test_rows(tests: Mapping[str, Any]) -> list[_TestRow]:
+    """Failures first, then by name."""
     names = sorted(tests, key=lambda n: (-_severity(str(tests[n].get("result"))), n))
-    out = ['<table id="results"><tr><th>test</th><th>state</th><th>time</th>'
-           "<th>reason, notes, output</th></tr>"]
-    for name in names:
-        rec = tests[name]
-        state = str(rec.get("result", "?"))
-        dur = rec.get("duration")
-        dur_s = f"{dur:.3f} s" if isinstance(dur, (int, float)) and not isinstance(dur, bool) \
-            else ""
-        cell = []
-        if rec.get("reason"):
-            cell.append(f"<div>{_e(rec['reason'])}</div>")
-        if rec.get("skip_at"):
-            cell.append(f'<div class="muted">skipped at {_e(rec["skip_at"])}</div>')
-        for n in rec.get("notes") or []:
-            cell.append(f'<div class="muted">{_e(n)}</div>')
-        dyn = rec.get("dynamic") or {}
-        if isinstance(dyn, dict) and dyn:
-            items = ", ".join(
-                f"{_e(k)}: "
-                + _state_badge(str(v.get("result", "?")) if isinstance(v, dict) else "?")
-                for k, v in dyn.items())
-            cell.append(f"<div>dynamic: {items}</div>")
-        out_text, err_text = str(rec.get("out", "")), str(rec.get("err", ""))
-        if out_text or err_text:
-            cell.append("<details><summary>output</summary>")
-            if out_text:
-                cell.append(f"<div class='muted'>stdout</div><pre>"
-                            f"{_e(_clip(out_text, MAX_OUTPUT_CHARS))}</pre>")
-            if err_text:
-                cell.append(f"<div class='muted'>stderr</div><pre>"
-                            f"{_e(_clip(err_text, MAX_OUTPUT_CHARS))}</pre>")
-            cell.append("</details>")
-        out.append(f'<tr class="state-{_e(state)}"><td>{_e(name)}</td>'
-                   f"<td>{_state_badge(state)}</td><td>{_e(dur_s)}</td>"
-                   f"<td>{''.join(cell)}</td></tr>")
-    out.append("</table>")
+    return [_test_row(n, tests[n]) for n in names]
+
+
+def _info(data: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The run's host, kernel, times and timeout, then the fingerprint."""
+    run = data.get("run") if isinstance(data.get("run"), dict) else {}
+    fp = data.get("fingerprint") or (run or {}).get("fingerprint")
+    info = []
+    for k in ("hostname", "kernel", "start", "end", "timeout"):
+        if run and k in run:
+            v = run[k]
+            if k in ("start", "end") and isinstance(v, (int, float)):
+                v = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(v))
+            info.append((k, str(v)))
+    if isinstance(fp, dict):
+        info.extend((str(k), str(v)) for k, v in fp.items())
+    return info
+
+
+def _counts(values: list[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
     return out
+
+
+def _page(data: Mapping[str, Any], title: str) -> _Page:
+    tests: Mapping[str, Any] = data.get("tests") or {}
+    states = _counts([str(rec.get("result", "?")) for rec in tests.values()])
+    verdicts = _counts([str(c.get("verdict")) for c in _comparisons(data)])
+    metrics = _metric_views(data)
+    gap_shapes = _gap_shapes(tests)
+    durations = [(name, float(rec["duration"]), _STATE_COLOURS.get(str(rec.get("result")), "#000"))
+                 for name, rec in tests.items()
+                 if _is_seconds(rec.get("duration")) and math.isfinite(rec["duration"])
+                 and rec.get("result") != "notrun"]
+    n_plots = (sum(1 for m in metrics if m.plot) + len(gap_shapes) + (1 if durations else 0))
+    return _Page(
+        title, n_plots, len(tests),
+        [_Count(_state_badge(s), n) for s, n in sorted(states.items(),
+                                                        key=lambda kv: -_severity(kv[0]))],
+        _info(data), gap_shapes,
+        [_Count(_verdict_badge(v), n) for v, n in sorted(verdicts.items())],
+        metrics, _durations(durations) if durations else None, _test_rows(tests))
 
 
 def render_html(data: Mapping[str, Any], title: str = "gpuconform results") -> str:
     """The report page of parsed results.json data."""
-    tests: Mapping[str, Any] = data.get("tests") or {}
-    run = data.get("run") if isinstance(data.get("run"), dict) else {}
-    fp = data.get("fingerprint") or (run or {}).get("fingerprint")
-    counts: dict[str, int] = {}
-    for rec in tests.values():
-        s = str(rec.get("result", "?"))
-        counts[s] = counts.get(s, 0) + 1
-    comps = _comparisons(data)
-    vcounts: dict[str, int] = {}
-    for c in comps:
-        vcounts[str(c.get("verdict"))] = vcounts.get(str(c.get("verdict")), 0) + 1
-
-    metric_html, n_metric_plots = _metric_sections(data)
-    gap_html, n_gap_plots = _gap_section(tests)
-    durations = [(name, float(rec["duration"]), _STATE_COLOURS.get(str(rec.get("result")), "#000"))
-                 for name, rec in tests.items()
-                 if isinstance(rec.get("duration"), (int, float))
-                 and not isinstance(rec.get("duration"), bool)
-                 and math.isfinite(rec["duration"]) and rec.get("result") != "notrun"]
-    n_plots = n_metric_plots + n_gap_plots + (1 if durations else 0)
-
-    p: list[str] = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        # no fetch of any kind: scripts and styles only inline
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-        "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">",
-        f"<title>{_e(title)}</title><style>{_CSS}</style></head>",
-        f'<body data-plots="0" data-plots-expected="{n_plots}">',
-        f"<h1>{_e(title)}</h1>",
-        "<p>" + ", ".join(f"{_state_badge(s)} {n}" for s, n in
-                          sorted(counts.items(), key=lambda kv: -_severity(kv[0])))
-        + f" &mdash; {len(tests)} tests</p>",
-    ]
-    info = []
-    if run:
-        for k in ("hostname", "kernel", "start", "end", "timeout"):
-            if k in run:
-                v = run[k]
-                if k in ("start", "end") and isinstance(v, (int, float)):
-                    v = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(v))
-                info.append(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>")
-    if isinstance(fp, dict):
-        for k, v in fp.items():
-            info.append(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>")
-    if info:
-        p.append('<table id="run" style="width:auto">' + "".join(info) + "</table>")
-
-    p.extend(gap_html)  # before the per-metric plots, which can run to hundreds
-    p.append('<h2 id="metrics">Metrics</h2>')
-    if comps:
-        p.append("<p>" + ", ".join(f"{_verdict_badge(v)} {n}" for v, n in sorted(vcounts.items()))
-                 + "</p>")
-    elif not metric_html:
-        p.append('<p class="muted">no metrics in this run</p>')
-    else:
-        p.append('<p class="muted">no baseline comparison in this run</p>')
-    p.extend(metric_html)
-
-    p.append('<h2 id="durations">Durations</h2>')
-    if durations:
-        if len(durations) > MAX_BARS:
-            p.append(f'<p class="muted">the {MAX_BARS} longest of {len(durations)}</p>')
-        p.append(_durations_svg(durations))
-    else:
-        p.append('<p class="muted">no test ran</p>')
-
-    p.append('<h2 id="tests">Tests</h2>')
-    p.extend(_results_table(tests))
-    p.append(f"<script>{_SCRIPT}</script></body></html>")
-    return "\n".join(p) + "\n"
+    return _environment().get_template("report.html.j2").render(page=_page(data, title))
 
 
 def write_html(results_dir: Path) -> Path:
