@@ -42,8 +42,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-import jinja2
-from markupsafe import Markup
+try:
+    import jinja2
+    from markupsafe import Markup
+except ModuleNotFoundError as e:  # the runner's results do not need it, the page does
+    raise ModuleNotFoundError(f"{e} (install python3-jinja2)", name=e.name) from None
 
 from .atomic import atomic_write
 from .baseline import BaselineError
