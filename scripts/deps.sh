@@ -3,8 +3,8 @@
 # Usage: bash scripts/deps.sh build|test    (root, or sudo for apt-get)
 #
 # Essentials (the job cannot run without them): meson, ninja, a C compiler and the C library's
-# headers, and a Python >= 3.9 that can import pytest (scripts/python.sh picks it) and scipy
-# (the timing baselines' regression gate). Each is
+# headers, and a Python >= 3.9 that can import pytest (scripts/python.sh picks it), scipy
+# (the timing baselines' regression gate) and jinja2 (the HTML report's templates). Each is
 # checked as a capability (a command, a header, an import), not as a Debian package, so a
 # machine that has them some other way (a virtual environment's pytest and meson, a vendor
 # image) needs nothing installed.
@@ -34,6 +34,7 @@ essentials=(
 	"headers|libc6-dev|your distribution's C library headers (glibc-devel)"
 	"pytest|python3-pytest|python3 -m pip install pytest (in a virtual environment)"
 	"scipy|python3-scipy|python3 -m pip install scipy (the regression gate's Student's t)"
+	"jinja2|python3-jinja2|python3 -m pip install jinja2 (the HTML report's templates)"
 )
 wanted=(pkg-config libdrm-dev linux-libc-dev libhsa-runtime-dev libamdhip64-dev librocm-smi-dev)
 [ "$role" = test ] && wanted+=(chromium clang-14 lld-14)
@@ -44,6 +45,7 @@ has_cc() { command -v cc >/dev/null || command -v gcc >/dev/null; }
 has_headers() { [ -e /usr/include/stdio.h ]; }
 has_pytest() { gc_pick_python; }
 has_scipy() { gc_pick_python && "$gc_python" -c 'import scipy.stats' 2>/dev/null; }
+has_jinja2() { gc_pick_python && "$gc_python" -c 'import jinja2' 2>/dev/null; }
 
 # A wanted package is there when dpkg says so, or, for the commands among them, when the
 # command is (a non-Debian machine can have those without dpkg).

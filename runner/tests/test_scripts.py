@@ -133,7 +133,7 @@ def test_deps_apt_cannot_help_one_line_per_missing_essential(tmp_path: Path) -> 
     lines = p.stderr.splitlines()
     assert [x.split(":")[1].strip() for x in lines] == [
         "missing meson", "missing ninja", "missing cc", "no Python to run the runner",
-        "missing scipy"], lines
+        "missing scipy", "missing jinja2"], lines
     assert all("apt-get could not install it" in x for x in lines)
     assert not any(w in p.stderr for w in ("libhsa", "chromium", "clang-14", "pkg-config"))
 
@@ -142,7 +142,7 @@ def test_deps_not_debian(tmp_path: Path) -> None:
     d = bin_dir(tmp_path, *TOOLS)
     p = run_deps(deps_env(tmp_path, d))
     assert p.returncode == 1 and p.stdout == ""
-    assert len(p.stderr.splitlines()) == 5
+    assert len(p.stderr.splitlines()) == 6
     assert "missing meson: install the Debian package meson, or python3 -m pip install meson " \
         "[no apt-get here]" in p.stderr
 
