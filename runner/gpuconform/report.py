@@ -200,16 +200,9 @@ def _padded(lo: float, hi: float) -> tuple[float, float]:
     return lo - pad, hi + pad
 
 
-
 # The views the templates draw: positions in pixels, labels as text.
 
 ROW_H, ROW_BOX_H, ROW_MEDIAN_H = 46, 28, 36  # a strip plot's row, its box, its median bar
-
-
-@dataclass(frozen=True)
-class _Tick:
-    x: float
-    label: str
 
 
 @dataclass(frozen=True)
@@ -222,15 +215,9 @@ class _AxisView:
     y: int
     label_y: int
     caption_y: int
-    ticks: list[_Tick]
+    ticks: list[tuple[float, str]]  # (x, label)
     unit: str
     note: str
-
-
-@dataclass(frozen=True)
-class _Dot:
-    x: float
-    y: float
 
 
 @dataclass(frozen=True)
@@ -248,7 +235,7 @@ class _RowView:
     box_h: int
     span_x1: float
     span_x2: float
-    dots: list[_Dot]
+    dots: list[tuple[float, float]]  # (x, y) of each point drawn
     median_x: float
     median_top: float
     median_bottom: float
@@ -266,7 +253,7 @@ class _StripBoxView:
 
 def _axis_view(axis: _Axis, top: int, axis_y: int, shown_unit: str, note: str) -> _AxisView:
     return _AxisView(axis.left, axis.left + axis.width, top, axis_y, axis_y + 14, axis_y + 30,
-                     [_Tick(axis.x(t), _num(t)) for t in axis.ticks()], shown_unit, note)
+                     [(axis.x(t), _num(t)) for t in axis.ticks()], shown_unit, note)
 
 
 def _row_view(label: str, vals: Sequence[float], points: Sequence[float], colour: str,
@@ -275,7 +262,7 @@ def _row_view(label: str, vals: Sequence[float], points: Sequence[float], colour
     (jittered, deterministically, by up to 11 px either side of cy)."""
     x = axis.x
     q1, q2, q3 = quantile(vals, 0.25), median(vals), quantile(vals, 0.75)
-    dots = [_Dot(x(v), cy + ((j * 37) % 23 - 11) * 1.0) for j, v in enumerate(points)]
+    dots = [(x(v), cy + ((j * 37) % 23 - 11) * 1.0) for j, v in enumerate(points)]
     return _RowView(label, colour, axis.left - 8, cy + 4, cy,
                     x(q1), cy - ROW_BOX_H / 2, max(x(q3) - x(q1), 1.0), ROW_BOX_H,
                     x(min(vals)), x(max(vals)), dots,
