@@ -44,6 +44,11 @@ class KernelWatch:
     def log_watched(self) -> bool:
         return self.kmsg is not None and self.kmsg.available
 
+    def to_json(self) -> dict[str, object]:
+        """results.json's "kernel_log"."""
+        return {"watched": self.log_watched, "note": self.note,
+                "taint": self.taint.value if self.taint is not None else None}
+
     def between(self, name: str) -> tuple[str | None, list[str]]:
         """What the kernel said since the previous test, before name: (abort, notes)."""
         notes: list[str] = []

@@ -631,7 +631,8 @@ class GcSession:
         self.progress = on_stderr(
             self.progress_mode, self.config.getoption("verbose") or 0, tests,
             getattr(self.baseline, "durations", None) or {},
-            {n: r.result.value for n, r in self.records.items() if n in set(tests)}, line_start)
+            {n: self.records[n].result.value for n in set(tests) & set(self.records)},
+            line_start)
 
     @pytest.hookimpl(tryfirst=True)  # type: ignore[misc]
     def pytest_report_teststatus(self, report: Any, config: pytest.Config) -> Any:
@@ -869,18 +870,13 @@ class GcSession:
                 "platform": self.inputs.platform,
                 "stale": notes.stale_rules,
             },
-            "kernel_log": self._kernel_log_json(),
+            "kernel_log": (self.kernel.to_json() if self.kernel is not None
+                           else {"watched": False, "note": None, "taint": None}),
             "baseline": {"path": str(self.baseline_path) if self.baseline_path else None,
                          "error": self.baseline_error},
             "comparisons": [c.to_json() for c in self.comparisons],
             "outcome": self.outcome.to_json(),
         }
-
-    def _kernel_log_json(self) -> dict[str, Any]:
-        k = self.kernel
-        taint = k.taint.value if k is not None and k.taint is not None else None
-        return {"watched": k is not None and k.log_watched,
-                "note": k.note if k is not None else None, "taint": taint}
 
     @pytest.hookimpl(trylast=True)  # type: ignore[misc]
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

@@ -167,10 +167,13 @@ def min_p_value(m: int, n: int) -> float:
     every x beyond every y, 1 ordering of C(m + n, m)."""
     if m <= 0 or n <= 0:
         return 1.0
-    # 1 / C(m + n, m) through logarithms: the integer is past a float's range
-    # from m = n = 520 on (a gap metric has 10,000 samples), the quotient only
-    # underflows to 0.0
-    return math.exp(math.lgamma(m + 1) + math.lgamma(n + 1) - math.lgamma(m + n + 1))
+    # Exact where it can matter (can_reach compares it with alpha); from
+    # m = n = 520 on (a gap metric has 10,000 samples) C(m + n, m) is past a
+    # float's range and the quotient is below any alpha: 0.0
+    try:
+        return 1.0 / math.comb(m + n, m)
+    except OverflowError:
+        return 0.0
 
 
 def can_reach(m: int, n: int, alpha: float) -> bool:

@@ -271,6 +271,7 @@ def test_kernel_watch_weighs_taint_into_the_record(tmp_path: Path) -> None:
     reason = w.after(rec)
     assert reason is not None and rec.result is State.ABORT
     assert rec.reason == f"run aborted: {reason}" and rec.notes[0] == "the test itself ended pass"
+    assert w.to_json() == {"watched": False, "note": "not watched (--kmsg off)", "taint": 16899}
     already = KernelWatch("off", str(f), patterns)
     assert already.messages[0].startswith("kernel already tainted when the run started: 16899")
     w.close()
