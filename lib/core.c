@@ -861,6 +861,11 @@ void gc_each_case(const struct gc_cases *cases, void *ctx)
 	}
 }
 
+static bool pair_wanted(enum gc_pairs which, size_t i, size_t j)
+{
+	return which == GC_PAIRS_ALL || (which == GC_PAIRS_DISTINCT ? i != j : i < j);
+}
+
 void gc_each_pair(const struct gc_product *p, void *ctx)
 {
 	char name[256];
@@ -870,7 +875,7 @@ void gc_each_pair(const struct gc_product *p, void *ctx)
 			struct case_call k = { .run_pair = p->run, .ctx = ctx,
 					       .a = case_at(&p->a, i), .b = case_at(&p->b, j) };
 
-			if (!p->distinct || i != j)
+			if (pair_wanted(p->pairs, i, j))
 				gc_dynamic(p->name(k.a, k.b, name, sizeof(name)), run_case, &k);
 		}
 	}

@@ -162,7 +162,7 @@ void gc_dynamic_f(void (*fn)(void *arg), void *arg, const char *fmt, ...)
 		  NULL, NULL },                                                         \
 		{ (table_b), sizeof(table_b) / sizeof((table_b)[0]), sizeof((table_b)[0]), \
 		  NULL, NULL },                                                         \
-		gc__name_##matrix, gc__run_##matrix, false                              \
+		gc__name_##matrix, gc__run_##matrix, GC_PAIRS_ALL                              \
 	}
 #define gc_product(matrix, ...) gc_each_pair(&gc__product_##matrix, (__VA_ARGS__))
 
@@ -178,7 +178,11 @@ struct gc_product {
 	struct gc_cases a, b; /* first, n and size only */
 	const char *(*name)(const void *a, const void *b, char *buf, size_t len);
 	void (*run)(void *ctx, const void *a, const void *b);
-	bool distinct; /* leave out i == j: ordered pairs of two different cases */
+	enum gc_pairs {
+		GC_PAIRS_ALL,      /* every (i, j) */
+		GC_PAIRS_DISTINCT, /* i != j: ordered pairs of two different cases */
+		GC_PAIRS_UNORDERED /* i < j: each two different cases once */
+	} pairs;
 };
 void gc_each_pair(const struct gc_product *p, void *ctx);
 

@@ -710,7 +710,8 @@ void gc_kfd_each_gpu_pair(struct gc_kfd *kfd,
 	const struct gc_cases gpus = { kfd->gpus, kfd->n_gpus, sizeof(kfd->gpus[0]), NULL, NULL };
 	struct gpu_call k = { .pair = body, .ctx = ctx };
 
-	gc_each_pair(&(const struct gc_product){ gpus, gpus, gpu_pair_name, gpu_pair_run, true },
+	gc_each_pair(&(const struct gc_product){ gpus, gpus, gpu_pair_name, gpu_pair_run,
+						 GC_PAIRS_DISTINCT },
 		     &k);
 }
 

@@ -110,6 +110,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "selftest_checks@variants": ("fail", "1 dynamic subtest failed: beta"),
     "selftest_checks@variants-f": ("pass", ""),
     "selftest_checks@product": ("fail", "1 dynamic subtest failed: n2-here"),
+    "selftest_checks@pairs": ("pass", ""),
     "selftest_checks@forked-check": ("pass", ""),
     "selftest_garbage@noise": ("incomplete", "exit status 0 but no 'Subtest noise:' result line"),
     "selftest_garbage@silent": ("incomplete", "exit status 0 but no 'Subtest silent:' result line"),

@@ -120,6 +120,32 @@ static void product(void *fx)
 	gc_product(grid, fx);
 }
 
+static const char *const trio[] = { "a", "b", "c" }, *const xyz[] = { "x", "y", "z" };
+
+static const char *trio_name(const void *x, const void *y, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s", *(const char *const *)x, *(const char *const *)y);
+	return buf;
+}
+
+static void trio_case(void *ctx, const void *x, const void *y)
+{
+	(void)ctx, (void)x, (void)y;
+}
+
+/* gc_each_pair() over one table with itself: the pairs each rule names. */
+static void pairs(void *fx)
+{
+	const struct gc_cases t = { trio, ARRAY_SIZE(trio), sizeof(trio[0]), NULL, NULL };
+	const struct gc_cases u = { xyz, ARRAY_SIZE(xyz), sizeof(xyz[0]), NULL, NULL };
+
+	(void)fx;
+	gc_each_pair(&(const struct gc_product){ t, t, trio_name, trio_case, GC_PAIRS_DISTINCT },
+		     NULL);
+	gc_each_pair(&(const struct gc_product){ u, u, trio_name, trio_case, GC_PAIRS_UNORDERED },
+		     NULL);
+}
+
 static void child_checks(void *arg)
 {
 	(void)arg;
@@ -143,6 +169,7 @@ static const struct gc_subtest subtests[] = {
 	{ "variants", variants, "alpha, beta, gamma: beta fails two checks" },
 	{ "variants-f", variants_f, "size-0, size-512, size-4096 named by a format: all pass" },
 	{ "product", product, "n1-here n1-there n2-here n2-there: n2-here fails, *-there skip" },
+	{ "pairs", pairs, "ab ac ba bc ca cb (distinct), then xy xz yz (unordered): all pass" },
 	{ "forked-check", forked_check, "a failed check in a forked child: it exits 98" },
 	{ 0 }
 };

@@ -377,6 +377,8 @@ static void checks_then_leave(void *fx)
 	assert_contains(r.err, "FAIL: 1 failed check in the forked child:\n");
 }
 
+#define DYN(n) "Starting dynamic subtest: " n "\nDynamic subtest " n ": SUCCESS (T)\n"
+
 /* Each case of a matrix "the dynamic subtest named by" its name member or format. */
 static void variants(void *fx)
 {
@@ -405,6 +407,11 @@ static void variants(void *fx)
 				"Starting dynamic subtest: n1-here\nDynamic subtest n1-here: SUCCESS (T)\n"
 				"Starting dynamic subtest: n2-here\nDynamic subtest n2-here: FAIL (T)\n"
 				"Subtest product: FAIL (T)\n");
+	RUN(&r, "selftest_checks", "--run-subtest", "pairs");
+	assert_exit(&r, GC_EXIT_SUCCESS);
+	gc_assert_eq_str(r.out, "Starting subtest: pairs\n" DYN("ab") DYN("ac") DYN("ba") DYN("bc")
+				DYN("ca") DYN("cb") DYN("xy") DYN("xz") DYN("yz")
+				"Subtest pairs: SUCCESS (T)\n");
 }
 
 /* lib/core.h: a skip prints "where it was called on stderr". */
