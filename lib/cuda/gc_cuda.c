@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 #include "gc_cuda.h"
-#include "devfd.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -454,47 +453,4 @@ CUresult gc_cu_check_u32(const struct gc_cuda *cu, const struct gc_cu_kernels *k
 		*first = res[1];
 	}
 	return r;
-}
-
-/* ------------------------------------------------------- leak checks */
-
-int gc_cuda_snapshot(const struct gc_cuda *cu, struct gc_cuda_snapshot *s)
-{
-	CUcontext saved = NULL;
-
-	memset(s, 0, sizeof(*s));
-	s->n_devices = cu->n_devices < 16 ? cu->n_devices : 16;
-	cu->cuCtxGetCurrent(&saved);
-	for (int i = 0; i < s->n_devices; i++) {
-		size_t total;
-
-		if (gc_cuda_use(cu, i) || cu->cuMemGetInfo(&s->free_mem[i], &total))
-			return -EIO;
-	}
-	cu->cuCtxSetCurrent(saved);
-	s->nvidia_fds = gc_devfd_count("/dev/nvidia");
-	return s->nvidia_fds < 0 ? s->nvidia_fds : 0;
-}
-
-void gc_cuda_leak_check(const struct gc_cuda *cu, const struct gc_cuda_snapshot *before,
-			size_t slack)
-{
-	struct gc_cuda_snapshot now;
-	char fds[512];
-
-	if (gc_cuda_snapshot(cu, &now))
-		gc_fail("leak check: cannot read device memory or /proc/self/fd");
-	for (int i = 0; i < now.n_devices; i++) {
-		long long lost = (long long)before->free_mem[i] - (long long)now.free_mem[i];
-
-		if (lost > (long long)slack || lost < -(long long)slack)
-			gc_fail("leak: device %d has %lld bytes less free memory than before the "
-				"subtest (%zu -> %zu; slack %zu)", i, lost, before->free_mem[i],
-				now.free_mem[i], slack);
-	}
-	if (now.nvidia_fds != before->nvidia_fds) {
-		gc_devfd_list("/dev/nvidia", fds, sizeof(fds));
-		gc_fail("leak: %d /dev/nvidia* fds open, %d before the subtest (now: %s)",
-			now.nvidia_fds, before->nvidia_fds, fds);
-	}
 }

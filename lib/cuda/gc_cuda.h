@@ -192,10 +192,12 @@ CUresult gc_cu_check_u32(const struct gc_cuda *cu, const struct gc_cu_kernels *k
 
 /* ------------------------------------------------------- leak checks */
 
+#define GC_CUDA_SNAPSHOT_MAX 16 /* devices a snapshot covers; further ones are not checked */
+
 /* What a subtest must give back: device free memory and /dev/nvidia* fds. */
 struct gc_cuda_snapshot {
 	int n_devices;
-	size_t free_mem[16];
+	size_t free_mem[GC_CUDA_SNAPSHOT_MAX];
 	int nvidia_fds;
 };
 int gc_cuda_snapshot(const struct gc_cuda *cu, struct gc_cuda_snapshot *s);
@@ -205,5 +207,52 @@ int gc_cuda_snapshot(const struct gc_cuda *cu, struct gc_cuda_snapshot *s);
  */
 void gc_cuda_leak_check(const struct gc_cuda *cu, const struct gc_cuda_snapshot *before,
 			size_t slack);
+
+/*
+ * The leak-checked fixture every CUDA binary uses: its fixture data begins
+ * with a struct gc_cuda_fixture named dev. Before each subtest device 0's
+ * primary context is made current and a snapshot taken; after each, every
+ * device is synchronised (an error a subtest left queued fails here, named)
+ * and gc_cuda_leak_check() compares with the snapshot.
+ *
+ *     struct my_fx { struct gc_cuda_fixture dev; ... };
+ *     setup():     f = gc_cuda_fixture_new(gc_cuda_require(), sizeof(*f), 0);
+ *     fixture:     .before_each = gc_cuda_fixture_snapshot,
+ *                  .after_each = gc_cuda_fixture_check,   (or a function that
+ *                                gives back its own first, then calls it)
+ *                  .teardown = gc_cuda_fixture_free       (likewise)
+ */
+struct gc_cuda_fixture {
+	struct gc_cuda *cu;
+	struct gc_cuda_snapshot before;
+	size_t slack; /* free-memory bytes per device the leak check tolerates */
+};
+/* setup(): size bytes of fixture data, zeroed, beginning with a gc_cuda_fixture on cu. */
+void *gc_cuda_fixture_new(struct gc_cuda *cu, size_t size, size_t slack);
+void gc_cuda_fixture_snapshot(void *data); /* before_each() */
+void gc_cuda_fixture_check(void *data);    /* after_each(): sync every device, leak check */
+void gc_cuda_fixture_free(void *data);     /* teardown(): gc_cuda_close(), data freed */
+
+/* ------------------------------------------------- per device, per pair */
+
+/* "gpu<ordinal>" into buf: the dynamic subtest name of a device. */
+const char *gc_cuda_device_name(const struct gc_cuda_device *d, char *buf, size_t len);
+
+/*
+ * Per device: body(ctx, d) for the first n devices of cu (all when n < 0 or
+ * n > cu->n_devices), in ordinal order, each the dynamic subtest
+ * gc_cuda_device_name() names ("gpu0"); lib/core.h's gc_each_case().
+ */
+void gc_cuda_each_device(const struct gc_cuda *cu, int n,
+			 void (*body)(void *ctx, const struct gc_cuda_device *d), void *ctx);
+/*
+ * Pairs of the first n devices as dynamic subtests "gpu<a>-gpu<b>": every
+ * ordered pair of two different devices (GC_PAIRS_DISTINCT) or each two
+ * once, a < b (GC_PAIRS_UNORDERED); lib/core.h's gc_each_pair().
+ */
+void gc_cuda_each_device_pair(const struct gc_cuda *cu, int n, enum gc_pairs which,
+			      void (*body)(void *ctx, const struct gc_cuda_device *a,
+					   const struct gc_cuda_device *b),
+			      void *ctx);
 
 #endif

@@ -209,9 +209,10 @@ static CUdeviceptr retain_k(const struct kcase *c, CUcontext *ctx)
  * frees everything (memory and fds back to where they were, inactive); a
  * (k+1)-th is CUDA_ERROR_INVALID_CONTEXT.
  */
-static void refcount_case(void *arg)
+static void refcount_case(void *f, const void *dev, const void *k)
 {
-	struct kcase *c = arg;
+	const struct kcase kc = { f, ((const struct gc_cuda_device *)dev)->ordinal,
+				  *(const unsigned *)k }, *c = &kc;
 	struct gc_cuda *cu = c->f->cu;
 	CUdevice d = cu->devices[c->dev].dev;
 	CUcontext ctx, owner = NULL;
@@ -236,17 +237,29 @@ static void refcount_case(void *arg)
 	gc_cu_assert_err(cu, cu->cuDevicePrimaryCtxRelease(d), CUDA_ERROR_INVALID_CONTEXT);
 }
 
+static const unsigned refcount_ks[] = { 1, 2, 16 };
+
+/* "gpu<ordinal>-k<k>" */
+static const char *refcount_name(const void *dev, const void *k, char *buf, size_t len)
+{
+	char d[32];
+
+	snprintf(buf, len, "%s-k%u", gc_cuda_device_name(dev, d, sizeof(d)), *(const unsigned *)k);
+	return buf;
+}
+
+/* One dynamic subtest per device and k (every k on a device before the next device). */
 static void test_refcount(void *data)
 {
-	static const unsigned ks[] = { 1, 2, 16 };
 	struct fx *f = data;
-	struct kcase c = { .f = f };
+	const struct gc_cases devs = { f->cu->devices, (size_t)f->ndev, sizeof(f->cu->devices[0]),
+				       NULL, NULL };
+	const struct gc_cases ks = { refcount_ks, ARRAY_SIZE(refcount_ks), sizeof(refcount_ks[0]),
+				     NULL, NULL };
 
-	for (c.dev = 0; c.dev < f->ndev; c.dev++)
-		for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
-			c.k = ks[i];
-			gc_dynamic_f(refcount_case, &c, "dev%d-k%u", c.dev, c.k);
-		}
+	gc_each_pair(&(const struct gc_product){ devs, ks, refcount_name, refcount_case,
+						 GC_PAIRS_ALL },
+		     f);
 }
 
 /* ------------------------------------------------------------ stale pointer */
@@ -259,9 +272,9 @@ static void test_refcount(void *data)
  * new generation reuses the address or the handle is recorded: where it
  * does, a stale pointer silently aliases live memory.
  */
-static void stale_case(void *arg)
+static void stale_case(void *f, const struct gc_cuda_device *dev)
 {
-	struct kcase *c = arg;
+	const struct kcase kc = { f, dev->ordinal, 1 }, *c = &kc;
 	struct gc_cuda *cu = c->f->cu;
 	CUdevice d = cu->devices[c->dev].dev;
 	CUcontext gen1, gen2, owner = NULL;
@@ -297,10 +310,8 @@ static void stale_case(void *arg)
 static void test_stale(void *data)
 {
 	struct fx *f = data;
-	struct kcase c = { .f = f, .k = 1 };
 
-	for (c.dev = 0; c.dev < f->ndev; c.dev++)
-		gc_dynamic_f(stale_case, &c, "dev%d", c.dev);
+	gc_cuda_each_device(f->cu, f->ndev, stale_case, f);
 }
 
 /* ------------------------------------------------------------ concurrency */

@@ -33,7 +33,7 @@
 #include "measure.h"
 
 #define SEED_BASE 0x1e7a0000u
-#define DEV 0 /* every subtest runs on device 0 */
+#define DEV 0 /* every subtest runs on device 0, the one the fixture makes current */
 
 /*
  * Free device memory and /dev/nvidia* fds must come back exactly after every
@@ -43,9 +43,8 @@
 #define LEAK_SLACK 0
 
 struct fx {
-	struct gc_cuda *cu;
+	struct gc_cuda_fixture dev; /* leak-checked after each subtest */
 	struct gc_cu_kernels k;
-	struct gc_cuda_snapshot snap;
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -249,7 +248,7 @@ struct vmm_ops {
 
 static bool vmm_map_stormed(struct vmm_ops *v, struct gc_storm *s, struct gc_vmm *m)
 {
-	const struct gc_cuda *cu = v->f->cu;
+	const struct gc_cuda *cu = v->f->dev.cu;
 	CUmemAllocationProp p = gc_vmm_prop(DEV);
 	int dev = DEV;
 
@@ -268,7 +267,7 @@ static bool vmm_map_stormed(struct vmm_ops *v, struct gc_storm *s, struct gc_vmm
 
 static bool vmm_unmap_stormed(struct vmm_ops *v, struct gc_storm *s, struct gc_vmm *m)
 {
-	const struct gc_cuda *cu = v->f->cu;
+	const struct gc_cuda *cu = v->f->dev.cu;
 
 	if (STORMED(s, &v->op[V_UNMAP], cu->cuMemUnmap(m->va, m->size)))
 		return false;
@@ -286,7 +285,7 @@ static bool vmm_unmap_stormed(struct vmm_ops *v, struct gc_storm *s, struct gc_v
 static bool vmm_cycle(void *ctx, struct gc_storm *s, unsigned i)
 {
 	struct vmm_ops *v = ctx;
-	const struct gc_cuda *cu = v->f->cu;
+	const struct gc_cuda *cu = v->f->dev.cu;
 	struct gc_vmm m = { .size = v->size };
 	uint64_t n = v->size / sizeof(uint32_t), bad, first;
 	uint32_t seed = SEED_BASE + i;
@@ -320,8 +319,8 @@ static void test_vmm_ops(void *data)
 	struct vmm_ops v = { .f = f };
 	struct gc_storm_sweep sr = { .cycle = vmm_cycle, .ctx = &v, .per_period = VMM_CYCLES };
 
-	require_vmm(f->cu, DEV);
-	v.size = vmm_size(f->cu, DEV, VMM_SIZE);
+	require_vmm(f->dev.cu, DEV);
+	v.size = vmm_size(f->dev.cu, DEV, VMM_SIZE);
 	ops_init(v.op, vmm_op_names, V_N);
 	v.host = malloc(v.size);
 	gc_assert(v.host);
@@ -329,11 +328,11 @@ static void test_vmm_ops(void *data)
 	free(v.host);
 
 	gc_storm_sweep_report(&sr, "vmm-ops");
-	ops_report(f->cu, v.op, V_N, "vmm-ops");
+	ops_report(f->dev.cu, v.op, V_N, "vmm-ops");
 	gc_assert_ok(sr.storm_err);
-	ops_assert_no_error(f->cu, v.op, V_N);
+	ops_assert_no_error(f->dev.cu, v.op, V_N);
 	data_assert(&v.data);
-	gc_cu_assert(f->cu, v.cleanup);
+	gc_cu_assert(f->dev.cu, v.cleanup);
 	gc_assert_eq_uint(sr.cycles, GC_STORM_SWEEP_PERIODS * VMM_CYCLES);
 	ops_require_hits(v.op, V_N);
 }
@@ -359,7 +358,7 @@ struct acf {
 /* HtoD, checked on the GPU; DtoH, checked on the host: each copy checked on its own. */
 static bool acf_copies(struct acf *a, struct gc_storm *s, CUdeviceptr d, unsigned i)
 {
-	const struct gc_cuda *cu = a->f->cu;
+	const struct gc_cuda *cu = a->f->dev.cu;
 	uint64_t n = ACF_SIZE / sizeof(uint32_t), bad = 0, first = UINT64_MAX;
 	uint32_t seed = SEED_BASE + i;
 
@@ -377,7 +376,7 @@ static bool acf_copies(struct acf *a, struct gc_storm *s, CUdeviceptr d, unsigne
 static bool acf_cycle(void *ctx, struct gc_storm *s, unsigned i)
 {
 	struct acf *a = ctx;
-	const struct gc_cuda *cu = a->f->cu;
+	const struct gc_cuda *cu = a->f->dev.cu;
 	CUdeviceptr d = 0;
 	bool ok;
 
@@ -414,11 +413,11 @@ static void test_alloc_copy_free(void *data)
 	gc_assert(a.src && a.dst);
 
 	gc_storm_sweep_report(&sr, "alloc-copy-free");
-	ops_report(f->cu, a.op, A_N, "alloc-copy-free");
+	ops_report(f->dev.cu, a.op, A_N, "alloc-copy-free");
 	gc_assert_ok(sr.storm_err);
-	ops_assert_no_error(f->cu, a.op, A_N);
+	ops_assert_no_error(f->dev.cu, a.op, A_N);
 	data_assert(&a.data);
-	gc_cu_assert(f->cu, a.cleanup);
+	gc_cu_assert(f->dev.cu, a.cleanup);
 	gc_assert_eq_uint(sr.cycles, GC_STORM_SWEEP_PERIODS * ACF_CYCLES);
 	/* A 4 MiB copy lasts longer than the slowest storm's period: each copy kind is hit. */
 	op_require_hit(&a.op[A_HTOD]);
@@ -555,7 +554,7 @@ struct sync_run {
 /* The sync of round i: kind S_CTX + i % 4. */
 static bool sync_wait(struct sync_run *y, struct gc_storm *s, int kind, CUstream st)
 {
-	const struct gc_cuda *cu = y->f->cu;
+	const struct gc_cuda *cu = y->f->dev.cu;
 	CUevent ev = kind == S_EVENT ? y->ev_spin : y->ev_block;
 
 	switch (kind) {
@@ -578,7 +577,7 @@ static bool sync_round(void *ctx, struct gc_storm *s, unsigned i)
 		[S_EVENT_BLOCKING] = "pinned marker after a blocking cuEventSynchronize returned",
 	};
 	struct sync_run *y = ctx;
-	const struct gc_cuda *cu = y->f->cu;
+	const struct gc_cuda *cu = y->f->dev.cu;
 	int kind = S_CTX + (int)(i % 4);
 	CUstream st = kind == S_CTX ? 0 : y->stream;
 	uint32_t seed = SEED_BASE + i;
@@ -600,7 +599,7 @@ static bool sync_round(void *ctx, struct gc_storm *s, unsigned i)
 
 static CUresult sync_setup(struct sync_run *y)
 {
-	const struct gc_cuda *cu = y->f->cu;
+	const struct gc_cuda *cu = y->f->dev.cu;
 	CUresult r = work_alloc(cu, &y->w);
 
 	if (!r)
@@ -616,7 +615,7 @@ static CUresult sync_setup(struct sync_run *y)
 
 static CUresult sync_teardown(struct sync_run *y)
 {
-	const struct gc_cuda *cu = y->f->cu;
+	const struct gc_cuda *cu = y->f->dev.cu;
 	CUresult first = cu->cuCtxSynchronize();
 
 	if (y->ev_block)
@@ -646,20 +645,20 @@ static void test_sync(void *data)
 	struct gc_storm_sweep sr = { .cycle = sync_round, .ctx = &y, .per_period = SYNC_ROUNDS };
 	CUresult setup, teardown;
 
-	require_uva(f->cu, DEV);
+	require_uva(f->dev.cu, DEV);
 	ops_init(y.op, sync_op_names, S_N);
 	setup = sync_setup(&y);
 	if (!setup)
 		gc_storm_sweep(&s, &sr);
 	teardown = sync_teardown(&y);
 
-	gc_cu_assert(f->cu, setup);
+	gc_cu_assert(f->dev.cu, setup);
 	gc_storm_sweep_report(&sr, "sync");
-	ops_report(f->cu, y.op, S_N, "sync");
+	ops_report(f->dev.cu, y.op, S_N, "sync");
 	gc_assert_ok(sr.storm_err);
-	ops_assert_no_error(f->cu, y.op, S_N);
+	ops_assert_no_error(f->dev.cu, y.op, S_N);
 	data_assert(&y.data);
-	gc_cu_assert(f->cu, teardown);
+	gc_cu_assert(f->dev.cu, teardown);
 	gc_assert_eq_uint(sr.cycles, GC_STORM_SWEEP_PERIODS * SYNC_ROUNDS);
 	/* Each sync waits for ~20 ms of queued fills, longer than the slowest storm's period. */
 	for (int kind = S_CTX; kind <= S_EVENT_BLOCKING; kind++)
@@ -705,24 +704,24 @@ struct sweep_target {
 static CUresult gpu_check(struct sweep_ctx *c, CUdeviceptr p, uint64_t n, uint32_t seed,
 			  uint64_t *bad, uint64_t *first)
 {
-	return gc_cu_check_u32(c->f->cu, &c->f->k, p, n, seed, bad, first);
+	return gc_cu_check_u32(c->f->dev.cu, &c->f->k, p, n, seed, bad, first);
 }
 
 /* htod-64m: the copy from pageable memory into a zeroed buffer. */
 static CUresult htod_setup(struct sweep_ctx *c)
 {
 	pattern_fill(c->src, c->n, c->seed);
-	return c->f->cu->cuMemAlloc(&c->d, c->size);
+	return c->f->dev.cu->cuMemAlloc(&c->d, c->size);
 }
 
 static CUresult htod_prepare(struct sweep_ctx *c)
 {
-	return c->f->cu->cuMemsetD32(c->d, 0, c->n);
+	return c->f->dev.cu->cuMemsetD32(c->d, 0, c->n);
 }
 
 static CUresult htod_call(struct sweep_ctx *c)
 {
-	return c->f->cu->cuMemcpyHtoD(c->d, c->src, c->size);
+	return c->f->dev.cu->cuMemcpyHtoD(c->d, c->src, c->size);
 }
 
 static CUresult htod_verify(struct sweep_ctx *c, uint64_t *bad, uint64_t *first)
@@ -732,7 +731,7 @@ static CUresult htod_verify(struct sweep_ctx *c, uint64_t *bad, uint64_t *first)
 
 static CUresult dev_teardown(struct sweep_ctx *c)
 {
-	CUresult r = c->d ? c->f->cu->cuMemFree(c->d) : CUDA_SUCCESS;
+	CUresult r = c->d ? c->f->dev.cu->cuMemFree(c->d) : CUDA_SUCCESS;
 
 	c->d = 0;
 	return r;
@@ -741,7 +740,7 @@ static CUresult dev_teardown(struct sweep_ctx *c)
 /* dtoh-64m: the copy of a filled buffer into zeroed pageable memory. */
 static CUresult dtoh_setup(struct sweep_ctx *c)
 {
-	const struct gc_cuda *cu = c->f->cu;
+	const struct gc_cuda *cu = c->f->dev.cu;
 	CUresult r = cu->cuMemAlloc(&c->d, c->size);
 
 	pattern_fill(c->src, c->n, c->seed);
@@ -758,7 +757,7 @@ static CUresult dtoh_prepare(struct sweep_ctx *c)
 
 static CUresult dtoh_call(struct sweep_ctx *c)
 {
-	return c->f->cu->cuMemcpyDtoH(c->dst, c->d, c->size);
+	return c->f->dev.cu->cuMemcpyDtoH(c->dst, c->d, c->size);
 }
 
 static CUresult dtoh_verify(struct sweep_ctx *c, uint64_t *bad, uint64_t *first)
@@ -778,20 +777,20 @@ static CUresult create_call(struct sweep_ctx *c)
 {
 	CUmemAllocationProp p = gc_vmm_prop(DEV);
 
-	return c->f->cu->cuMemCreate(&c->h2, c->size, &p, 0);
+	return c->f->dev.cu->cuMemCreate(&c->h2, c->size, &p, 0);
 }
 
 static CUresult create_verify(struct sweep_ctx *c, uint64_t *bad, uint64_t *first)
 {
 	*bad = 0;
 	*first = UINT64_MAX;
-	return c->f->cu->cuMemRelease(c->h2); /* the handle made under the signal is valid */
+	return c->f->dev.cu->cuMemRelease(c->h2); /* the handle made under the signal is valid */
 }
 
 /* A whole mapping of c->size on DEV, filled with c->seed. */
 static CUresult mapping_setup(struct sweep_ctx *c)
 {
-	const struct gc_cuda *cu = c->f->cu;
+	const struct gc_cuda *cu = c->f->dev.cu;
 	CUresult r = gc_vmm_alloc(cu, DEV, c->size, &c->m);
 
 	if (!r)
@@ -803,7 +802,7 @@ static CUresult mapping_setup(struct sweep_ctx *c)
 
 static CUresult mapping_teardown(struct sweep_ctx *c)
 {
-	return gc_vmm_free(c->f->cu, &c->m);
+	return gc_vmm_free(c->f->dev.cu, &c->m);
 }
 
 /* mem-map-64m: cuMemMap of a held handle into its reservation; unmapped after each pass. */
@@ -813,7 +812,7 @@ static CUresult map_setup(struct sweep_ctx *c)
 
 	c->prev_seed = c->seed;
 	if (!r)
-		r = c->f->cu->cuMemUnmap(c->m.va, c->m.size);
+		r = c->f->dev.cu->cuMemUnmap(c->m.va, c->m.size);
 	if (!r)
 		c->m.mapped = false;
 	return r;
@@ -821,7 +820,7 @@ static CUresult map_setup(struct sweep_ctx *c)
 
 static CUresult map_call(struct sweep_ctx *c)
 {
-	CUresult r = c->f->cu->cuMemMap(c->m.va, c->m.size, 0, c->m.handle, 0);
+	CUresult r = c->f->dev.cu->cuMemMap(c->m.va, c->m.size, 0, c->m.handle, 0);
 
 	c->m.mapped = !r;
 	return r;
@@ -829,13 +828,13 @@ static CUresult map_call(struct sweep_ctx *c)
 
 static CUresult map_verify(struct sweep_ctx *c, uint64_t *bad, uint64_t *first)
 {
-	const struct gc_cuda *cu = c->f->cu;
+	const struct gc_cuda *cu = c->f->dev.cu;
 	int dev = DEV;
 	uint64_t old_bad = 0, old_first;
 	CUresult r = gc_vmm_set_access(cu, c->m.va, c->m.size, &dev, 1,
 				       CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
 
-	/* undocumented: whether the content survives unmap + map (counted, see sweep_dynamic) */
+	/* undocumented: whether the content survives unmap + map (counted, see sweep_one) */
 	if (!r)
 		r = gpu_check(c, c->m.va, c->n, c->prev_seed, &old_bad, &old_first);
 	if (!r) {
@@ -860,7 +859,7 @@ static CUresult access_call(struct sweep_ctx *c)
 {
 	int dev = DEV;
 
-	return gc_vmm_set_access(c->f->cu, c->m.va, c->m.size, &dev, 1,
+	return gc_vmm_set_access(c->f->dev.cu, c->m.va, c->m.size, &dev, 1,
 				 CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
 }
 
@@ -873,7 +872,7 @@ static CUresult access_verify(struct sweep_ctx *c, uint64_t *bad, uint64_t *firs
 /* ctx-sync / event-sync-blocking: a wait for ~20 ms of queued fills. */
 static CUresult queued_setup(struct sweep_ctx *c)
 {
-	const struct gc_cuda *cu = c->f->cu;
+	const struct gc_cuda *cu = c->f->dev.cu;
 	CUresult r = work_alloc(cu, &c->w);
 
 	if (!r)
@@ -889,26 +888,26 @@ static CUresult queued_prepare(struct sweep_ctx *c)
 
 	marker_clear(&c->w);
 	c->seed++;
-	if (!work_launch(c->f->cu, &c->f->k, &c->w, 0, c->seed, NULL, &o))
+	if (!work_launch(c->f->dev.cu, &c->f->k, &c->w, 0, c->seed, NULL, &o))
 		return o.first_err;
 	return CUDA_SUCCESS;
 }
 
 static CUresult ctx_sync_call(struct sweep_ctx *c)
 {
-	return c->f->cu->cuCtxSynchronize();
+	return c->f->dev.cu->cuCtxSynchronize();
 }
 
 static CUresult event_prepare(struct sweep_ctx *c)
 {
 	CUresult r = queued_prepare(c);
 
-	return r ? r : c->f->cu->cuEventRecord(c->ev, 0);
+	return r ? r : c->f->dev.cu->cuEventRecord(c->ev, 0);
 }
 
 static CUresult event_sync_call(struct sweep_ctx *c)
 {
-	return c->f->cu->cuEventSynchronize(c->ev);
+	return c->f->dev.cu->cuEventSynchronize(c->ev);
 }
 
 static CUresult queued_verify(struct sweep_ctx *c, uint64_t *bad, uint64_t *first)
@@ -919,7 +918,7 @@ static CUresult queued_verify(struct sweep_ctx *c, uint64_t *bad, uint64_t *firs
 
 static CUresult queued_teardown(struct sweep_ctx *c)
 {
-	const struct gc_cuda *cu = c->f->cu;
+	const struct gc_cuda *cu = c->f->dev.cu;
 	CUresult first = cu->cuCtxSynchronize();
 
 	if (c->ev)
@@ -929,7 +928,8 @@ static CUresult queued_teardown(struct sweep_ctx *c)
 	return first;
 }
 
-static const struct sweep_target sweep_targets[] = {
+/* One dynamic subtest per call swept, named by the target. */
+GC_VARIANTS(struct sweep_target, sweep_targets, sweep_one) = {
 	{ "htod-64m", htod_setup, htod_prepare, htod_call, htod_verify, dev_teardown },
 	{ "dtoh-64m", dtoh_setup, dtoh_prepare, dtoh_call, dtoh_verify, dev_teardown },
 	{ "mem-create-64m", nothing, nothing, create_call, create_verify, nothing },
@@ -1060,11 +1060,12 @@ static void sweep_assert(const struct gc_cuda *cu, const struct sweep_target *t,
 		    res->completed, res->sweeps);
 }
 
-static void sweep_dynamic(void *arg)
+static void sweep_one(void *ctx, const struct sweep_target *t)
 {
-	struct sweep_ctx *c = arg;
+	struct sweep_ctx *c = ctx;
 	struct sweep_result res = { 0 };
 
+	c->t = t;
 	c->seed = SEED_BASE;
 	c->prev_seed = 0;
 	c->kept = c->lost = 0;
@@ -1077,7 +1078,7 @@ static void sweep_dynamic(void *arg)
 	if (c->kept + c->lost)
 		gc_info("%s: the old content was still there after unmap + map in %u of %u "
 			"passes", c->t->name, c->kept, c->kept + c->lost);
-	sweep_assert(c->f->cu, c->t, &res);
+	sweep_assert(c->f->dev.cu, c->t, &res);
 }
 
 /*
@@ -1091,17 +1092,14 @@ static void test_sigiter_sweep(void *data)
 	struct fx *f = data;
 	struct sweep_ctx c = { .f = f };
 
-	require_vmm(f->cu, DEV);
-	require_uva(f->cu, DEV);
-	c.size = vmm_size(f->cu, DEV, SWEEP_SIZE);
+	require_vmm(f->dev.cu, DEV);
+	require_uva(f->dev.cu, DEV);
+	c.size = vmm_size(f->dev.cu, DEV, SWEEP_SIZE);
 	c.n = c.size / sizeof(uint32_t);
 	c.src = malloc(c.size);
 	c.dst = malloc(c.size);
 	if (c.src && c.dst)
-		for (size_t i = 0; i < ARRAY_SIZE(sweep_targets); i++) {
-			c.t = &sweep_targets[i];
-			gc_dynamic_f(sweep_dynamic, &c, "%s", c.t->name);
-		}
+		gc_variants(sweep_targets, &c);
 	free(c.src);
 	free(c.dst);
 	gc_assert(c.src && c.dst);
@@ -1162,7 +1160,7 @@ static uint32_t lat_seed(unsigned i)
 static bool lat_sample(struct lat_run *l, struct gc_storm *s, unsigned i, double *vmm_us,
 		       double *htod_us)
 {
-	const struct gc_cuda *cu = l->f->cu;
+	const struct gc_cuda *cu = l->f->dev.cu;
 	uint64_t n = LAT_HTOD_SIZE / sizeof(uint32_t), bad = 0, first, t0;
 	bool failed;
 
@@ -1220,21 +1218,21 @@ static void test_latency(void *data)
 	int serr = 0;
 	bool ok = false;
 
-	require_vmm(f->cu, DEV);
+	require_vmm(f->dev.cu, DEV);
 	memset(&l, 0, sizeof(l));
 	l.f = f;
-	l.vmm_size = vmm_size(f->cu, DEV, LAT_VMM_SIZE);
+	l.vmm_size = vmm_size(f->dev.cu, DEV, LAT_VMM_SIZE);
 	ops_init(l.op, lat_op_names, L_N);
 	l.src[0] = malloc(LAT_HTOD_SIZE);
 	l.src[1] = malloc(LAT_HTOD_SIZE);
 	if (l.src[0] && l.src[1]) {
 		pattern_fill(l.src[0], LAT_HTOD_SIZE / sizeof(uint32_t), lat_seed(0));
 		pattern_fill(l.src[1], LAT_HTOD_SIZE / sizeof(uint32_t), lat_seed(1));
-		l.cleanup = f->cu->cuMemAlloc(&l.d, LAT_HTOD_SIZE);
+		l.cleanup = f->dev.cu->cuMemAlloc(&l.d, LAT_HTOD_SIZE);
 		if (!l.cleanup)
 			ok = lat_blocks(&l, &s, &delivered, &serr);
 		if (l.d)
-			cleanup_record(&l.cleanup, f->cu->cuMemFree(l.d));
+			cleanup_record(&l.cleanup, f->dev.cu->cuMemFree(l.d));
 	}
 	free(l.src[0]);
 	free(l.src[1]);
@@ -1242,10 +1240,10 @@ static void test_latency(void *data)
 
 	gc_info("latency: %" PRIu64 " signals delivered over %d stormed samples of each op",
 		delivered, LAT_SAMPLES);
-	ops_report(f->cu, l.op, L_N, "latency");
+	ops_report(f->dev.cu, l.op, L_N, "latency");
 	gc_assert_ok(serr);
-	gc_cu_assert(f->cu, l.cleanup);
-	ops_assert_no_error(f->cu, l.op, L_N);
+	gc_cu_assert(f->dev.cu, l.cleanup);
+	ops_assert_no_error(f->dev.cu, l.op, L_N);
 	data_assert(&l.data);
 	gc_assert(ok);
 	ops_require_hits(l.op, L_N);
@@ -1343,10 +1341,8 @@ static CUresult warm_up(const struct gc_cuda *cu)
 static void *setup(void)
 {
 	struct gc_cuda *cu = gc_cuda_require();
-	struct fx *f = calloc(1, sizeof(*f));
+	struct fx *f = gc_cuda_fixture_new(cu, sizeof(*f), LEAK_SLACK);
 
-	gc_assert(f);
-	f->cu = cu;
 	gc_cu_assert(cu, gc_cuda_use(cu, DEV));
 	kernels_ready(cu, &f->k);
 	gc_cu_assert(cu, warm_up(cu));
@@ -1357,34 +1353,21 @@ static void teardown(void *data)
 {
 	struct fx *f = data;
 
-	gc_cu_kernels_unload(f->cu, &f->k);
-	gc_cuda_close(f->cu);
-	free(f);
-}
-
-static void before_each(void *data)
-{
-	struct fx *f = data;
-
-	gc_cu_assert(f->cu, gc_cuda_use(f->cu, DEV));
-	gc_assert_ok(gc_cuda_snapshot(f->cu, &f->snap));
+	gc_cu_kernels_unload(f->dev.cu, &f->k);
+	gc_cuda_fixture_free(f);
 }
 
 /* A subtest that failed with a storm running left it here: stop it before any CUDA call. */
 static void after_each(void *data)
 {
-	struct fx *f = data;
-
 	gc_storm_stop_leftover();
-	gc_cu_assert(f->cu, gc_cuda_use(f->cu, DEV));
-	gc_cu_assert(f->cu, f->cu->cuCtxSynchronize());
-	gc_cuda_leak_check(f->cu, &f->snap, LEAK_SLACK);
+	gc_cuda_fixture_check(data);
 }
 
 static const struct gc_fixture fixture = {
 	.setup = setup,
 	.teardown = teardown,
-	.before_each = before_each,
+	.before_each = gc_cuda_fixture_snapshot,
 	.after_each = after_each,
 };
 

@@ -77,12 +77,11 @@ struct held {
 };
 
 struct mem_fx {
-	struct gc_cuda *cu;
-	int dev;
+	struct gc_cuda_fixture dev; /* leak-checked after each subtest */
+	int ordinal;                /* the device every subtest uses: 0, made current by dev */
 	struct gc_cu_kernels k;
 	struct gc_vmm_gran gran;
 	size_t page;                    /* host page size */
-	struct gc_cuda_snapshot before; /* taken by before_each */
 	struct held *held;
 	size_t n_held, cap_held;
 };
@@ -147,11 +146,11 @@ static void give_back_all(struct mem_fx *fx)
 
 			if (fx->held[i].kind != (enum held_kind)kind)
 				continue;
-			r = give_back_one(fx->cu, &fx->held[i]);
+			r = give_back_one(fx->dev.cu, &fx->held[i]);
 			if (r)
 				gc_warn("giving back resource kind %d at %#llx: %s", kind,
 					(unsigned long long)fx->held[i].va,
-					gc_cu_strerror(fx->cu, r, err, sizeof(err)));
+					gc_cu_strerror(fx->dev.cu, r, err, sizeof(err)));
 		}
 	}
 	fx->n_held = 0;
@@ -161,8 +160,8 @@ static void give_back_all(struct mem_fx *fx)
 
 static CUresult try_create(struct mem_fx *fx, size_t size, CUmemGenericAllocationHandle *h)
 {
-	CUmemAllocationProp p = gc_vmm_prop(fx->dev);
-	CUresult r = fx->cu->cuMemCreate(h, size, &p, 0);
+	CUmemAllocationProp p = gc_vmm_prop(fx->ordinal);
+	CUresult r = fx->dev.cu->cuMemCreate(h, size, &p, 0);
 
 	if (r == CUDA_SUCCESS)
 		hold(fx, HELD_HANDLE, 0, 0, *h);
@@ -172,7 +171,7 @@ static CUresult try_create(struct mem_fx *fx, size_t size, CUmemGenericAllocatio
 static CUresult try_reserve(struct mem_fx *fx, size_t size, size_t align, CUdeviceptr addr,
 			    CUdeviceptr *va)
 {
-	CUresult r = fx->cu->cuMemAddressReserve(va, size, align, addr, 0);
+	CUresult r = fx->dev.cu->cuMemAddressReserve(va, size, align, addr, 0);
 
 	if (r == CUDA_SUCCESS)
 		hold(fx, HELD_RANGE, *va, size, 0);
@@ -182,7 +181,7 @@ static CUresult try_reserve(struct mem_fx *fx, size_t size, size_t align, CUdevi
 static CUresult try_map(struct mem_fx *fx, CUdeviceptr va, size_t size, size_t off,
 			CUmemGenericAllocationHandle h)
 {
-	CUresult r = fx->cu->cuMemMap(va, size, off, h, 0);
+	CUresult r = fx->dev.cu->cuMemMap(va, size, off, h, 0);
 
 	if (r == CUDA_SUCCESS)
 		hold(fx, HELD_MAP, va, size, 0);
@@ -192,12 +191,12 @@ static CUresult try_map(struct mem_fx *fx, CUdeviceptr va, size_t size, size_t o
 static CUresult try_access(struct mem_fx *fx, CUdeviceptr va, size_t size,
 			   CUmemAccess_flags flags)
 {
-	return gc_vmm_set_access(fx->cu, va, size, &fx->dev, 1, flags);
+	return gc_vmm_set_access(fx->dev.cu, va, size, &fx->ordinal, 1, flags);
 }
 
 static CUresult try_unmap(struct mem_fx *fx, CUdeviceptr va, size_t size)
 {
-	CUresult r = fx->cu->cuMemUnmap(va, size);
+	CUresult r = fx->dev.cu->cuMemUnmap(va, size);
 
 	if (r == CUDA_SUCCESS)
 		unhold(fx, HELD_MAP, va, 0);
@@ -206,7 +205,7 @@ static CUresult try_unmap(struct mem_fx *fx, CUdeviceptr va, size_t size)
 
 static CUresult try_addr_free(struct mem_fx *fx, CUdeviceptr va, size_t size)
 {
-	CUresult r = fx->cu->cuMemAddressFree(va, size);
+	CUresult r = fx->dev.cu->cuMemAddressFree(va, size);
 
 	if (r == CUDA_SUCCESS)
 		unhold(fx, HELD_RANGE, va, 0);
@@ -215,7 +214,7 @@ static CUresult try_addr_free(struct mem_fx *fx, CUdeviceptr va, size_t size)
 
 static CUresult try_release(struct mem_fx *fx, CUmemGenericAllocationHandle h)
 {
-	CUresult r = fx->cu->cuMemRelease(h);
+	CUresult r = fx->dev.cu->cuMemRelease(h);
 
 	if (r == CUDA_SUCCESS)
 		unhold(fx, HELD_HANDLE, 0, h);
@@ -224,7 +223,7 @@ static CUresult try_release(struct mem_fx *fx, CUmemGenericAllocationHandle h)
 
 static CUresult try_mem_alloc(struct mem_fx *fx, size_t size, CUdeviceptr *p)
 {
-	CUresult r = fx->cu->cuMemAlloc(p, size);
+	CUresult r = fx->dev.cu->cuMemAlloc(p, size);
 
 	if (r == CUDA_SUCCESS)
 		hold(fx, HELD_DEVPTR, *p, size, 0);
@@ -237,7 +236,7 @@ static CUresult try_mem_alloc(struct mem_fx *fx, size_t size, CUdeviceptr *p)
 #define SITE_PARAMS const char *file, int line, const char *func
 
 /* The call `what` returned got; it must be want. */
-#define WANT(fx, call, want, what) want_rc(SITE, (fx)->cu, (call), (want), (what))
+#define WANT(fx, call, want, what) want_rc(SITE, (fx)->dev.cu, (call), (want), (what))
 #define OK(fx, call, what) WANT(fx, call, CUDA_SUCCESS, what)
 #define INVALID(fx, call, what) WANT(fx, call, CUDA_ERROR_INVALID_VALUE, what)
 /*
@@ -248,7 +247,7 @@ static CUresult try_mem_alloc(struct mem_fx *fx, size_t size, CUdeviceptr *p)
 	WANT(fx, call, code, what " [undocumented; as observed on driver 580.159.04]")
 /* Must fail with one of the codes cuda.h lists for the function (which one: observed). */
 #define FAILS(fx, call, listed, what) \
-	want_listed(SITE, (fx)->cu, (call), (listed), sizeof(listed) / sizeof((listed)[0]), (what))
+	want_listed(SITE, (fx)->dev.cu, (call), (listed), sizeof(listed) / sizeof((listed)[0]), (what))
 
 static void want_rc(SITE_PARAMS, const struct gc_cuda *cu, CUresult got, CUresult want,
 		    const char *what)
@@ -293,7 +292,7 @@ static size_t dev_free(struct mem_fx *fx)
 {
 	size_t free_b = 0, total_b = 0;
 
-	OK(fx, fx->cu->cuMemGetInfo(&free_b, &total_b), "cuMemGetInfo");
+	OK(fx, fx->dev.cu->cuMemGetInfo(&free_b, &total_b), "cuMemGetInfo");
 	return free_b;
 }
 
@@ -301,7 +300,7 @@ static size_t dev_total(struct mem_fx *fx)
 {
 	size_t free_b = 0, total_b = 0;
 
-	OK(fx, fx->cu->cuMemGetInfo(&free_b, &total_b), "cuMemGetInfo");
+	OK(fx, fx->dev.cu->cuMemGetInfo(&free_b, &total_b), "cuMemGetInfo");
 	return total_b;
 }
 
@@ -329,8 +328,8 @@ static void expect_free_back(struct mem_fx *fx, size_t base, const char *when)
 /* gc_fill_u32 over [va, va + size), synchronised so that a fault shows here. */
 static void fill(struct mem_fx *fx, CUdeviceptr va, size_t size, uint32_t seed)
 {
-	OK(fx, gc_cu_fill_u32(fx->cu, &fx->k, va, size / 4, seed, 0), "gc_fill_u32 launch");
-	OK(fx, fx->cu->cuCtxSynchronize(), "cuCtxSynchronize after gc_fill_u32");
+	OK(fx, gc_cu_fill_u32(fx->dev.cu, &fx->k, va, size / 4, seed, 0), "gc_fill_u32 launch");
+	OK(fx, fx->dev.cu->cuCtxSynchronize(), "cuCtxSynchronize after gc_fill_u32");
 }
 
 /* gc_check_u32 over [va, va + size): every word holds the pattern. */
@@ -339,7 +338,7 @@ static void expect_gpu(struct mem_fx *fx, CUdeviceptr va, size_t size, uint32_t 
 {
 	uint64_t bad = 0, first = 0, n = size / 4;
 
-	OK(fx, gc_cu_check_u32(fx->cu, &fx->k, va, n, seed, &bad, &first), "gc_check_u32");
+	OK(fx, gc_cu_check_u32(fx->dev.cu, &fx->k, va, n, seed, &bad, &first), "gc_check_u32");
 	gc_assert_f(bad == 0, "%s: %" PRIu64 " of %" PRIu64 " words differ from pattern %#x, "
 		    "the first at word %" PRIu64, what, bad, n, seed, first);
 }
@@ -354,7 +353,7 @@ static void expect_host_words(struct mem_fx *fx, CUdeviceptr va, uint64_t first,
 	CUresult r;
 
 	gc_assert_f(buf != NULL, "malloc(%zu) failed", n * sizeof(*buf));
-	r = fx->cu->cuMemcpyDtoH(buf, va + first * 4, n * sizeof(*buf));
+	r = fx->dev.cu->cuMemcpyDtoH(buf, va + first * 4, n * sizeof(*buf));
 	for (size_t i = 0; r == CUDA_SUCCESS && i < n && bad_at == UINT64_MAX; i++) {
 		if (buf[i] != gc_pattern_u32(first + i, seed)) {
 			bad_at = first + i;
@@ -383,17 +382,17 @@ static void expect_gpu_detects(struct mem_fx *fx, CUdeviceptr va, size_t size, u
 {
 	uint64_t bad = 0, first = 0, n = size / 4;
 
-	OK(fx, gc_cu_check_u32(fx->cu, &fx->k, va, n, seed ^ 1u, &bad, &first), "gc_check_u32");
+	OK(fx, gc_cu_check_u32(fx->dev.cu, &fx->k, va, n, seed ^ 1u, &bad, &first), "gc_check_u32");
 	gc_assert_f(bad > 0 && first < n, "gc_check_u32 with the wrong seed found %" PRIu64
 		    " mismatching words of %" PRIu64 ": the check cannot fail", bad, n);
 }
 
 static unsigned long long get_access(struct mem_fx *fx, CUdeviceptr va)
 {
-	CUmemLocation loc = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = fx->dev };
+	CUmemLocation loc = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = fx->ordinal };
 	unsigned long long flags = ~0ull;
 
-	OK(fx, fx->cu->cuMemGetAccess(&flags, &loc, va), "cuMemGetAccess");
+	OK(fx, fx->dev.cu->cuMemGetAccess(&flags, &loc, va), "cuMemGetAccess");
 	return flags;
 }
 
@@ -451,13 +450,11 @@ static void require_free(struct mem_fx *fx, size_t need, const char *what)
 static void *mem_setup(void)
 {
 	struct gc_cuda *cu = gc_cuda_require();
-	struct mem_fx *fx = calloc(1, sizeof(*fx));
+	struct mem_fx *fx = gc_cuda_fixture_new(cu, sizeof(*fx), LEAK_SLACK);
 	char why[512];
 	CUresult r;
 
-	gc_assert_f(fx != NULL, "calloc(%zu) failed", sizeof(*fx));
-	fx->cu = cu;
-	fx->dev = 0;
+	fx->ordinal = 0;
 	gc_require_f(cu->devices[0].vmm, "device 0 (%s) has no virtual memory management "
 		     "(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 0)",
 		     cu->devices[0].name);
@@ -466,7 +463,7 @@ static void *mem_setup(void)
 		gc_skip("%s", why);
 	if (r)
 		gc_fail("%s", why);
-	OK(fx, gc_vmm_granularity(cu, fx->dev, &fx->gran), "cuMemGetAllocationGranularity");
+	OK(fx, gc_vmm_granularity(cu, fx->ordinal, &fx->gran), "cuMemGetAllocationGranularity");
 	fx->page = (size_t)sysconf(_SC_PAGESIZE);
 	gc_info("device 0: %s (%s), driver %d, %zu MiB, granularity minimum %zu recommended %zu, "
 		"host page %zu", cu->devices[0].name, cu->devices[0].pci_bus_id,
@@ -482,19 +479,9 @@ static void mem_teardown(void *data)
 	struct mem_fx *fx = data;
 
 	give_back_all(fx);
-	gc_cu_kernels_unload(fx->cu, &fx->k);
-	gc_cuda_close(fx->cu);
+	gc_cu_kernels_unload(fx->dev.cu, &fx->k);
 	free(fx->held);
-	free(fx);
-}
-
-static void mem_before_each(void *data)
-{
-	struct mem_fx *fx = data;
-
-	OK(fx, gc_cuda_use(fx->cu, fx->dev), "cuCtxSetCurrent(device 0)");
-	if (gc_cuda_snapshot(fx->cu, &fx->before))
-		gc_fail("leak snapshot: cannot read device free memory or /proc/self/fd");
+	gc_cuda_fixture_free(fx);
 }
 
 static void mem_after_each(void *data)
@@ -502,7 +489,7 @@ static void mem_after_each(void *data)
 	struct mem_fx *fx = data;
 
 	give_back_all(fx);
-	gc_cuda_leak_check(fx->cu, &fx->before, LEAK_SLACK);
+	gc_cuda_fixture_check(fx);
 }
 
 /* ------------------------------------------------------------- subtests */
@@ -596,7 +583,7 @@ static void gran_reserve(struct mem_fx *fx)
 	/* undocumented: cuda.h asks only for a page multiple; observed result printed. */
 	r = try_reserve(fx, g + pg, 0, 0, &va);
 	gc_info("cuMemAddressReserve(size = granularity + page) -> %s",
-		gc_cu_strerror(fx->cu, r, e, sizeof(e)));
+		gc_cu_strerror(fx->dev.cu, r, e, sizeof(e)));
 	if (r == CUDA_SUCCESS)
 		OK(fx, try_addr_free(fx, va, g + pg), "cuMemAddressFree(granularity + page)");
 }
@@ -787,10 +774,10 @@ static void afree_refused(struct mem_fx *fx, struct alloc *a)
 /* cuMemAddressFree took a mapped range: unmap may or may not apply; release must. */
 static void afree_taken(struct mem_fx *fx, struct alloc *a)
 {
-	CUresult r = fx->cu->cuMemUnmap(a->va, a->size);
+	CUresult r = fx->dev.cu->cuMemUnmap(a->va, a->size);
 	char e[160];
 
-	gc_info("cuMemUnmap after that -> %s", gc_cu_strerror(fx->cu, r, e, sizeof(e)));
+	gc_info("cuMemUnmap after that -> %s", gc_cu_strerror(fx->dev.cu, r, e, sizeof(e)));
 	unhold(fx, HELD_MAP, a->va, 0); /* gone either way */
 	OK(fx, try_release(fx, a->h), "cuMemRelease");
 }
@@ -858,7 +845,7 @@ static void find_helper(struct helper_exec *x)
 static void settle_free_mem(struct mem_fx *fx)
 {
 	uint64_t t0 = gc_now_ns();
-	size_t want = fx->before.free_mem[fx->dev], now = dev_free(fx);
+	size_t want = fx->dev.before.free_mem[fx->ordinal], now = dev_free(fx);
 
 	while (now < want && gc_now_ns() - t0 < SETTLE_NS) {
 		usleep(10000);
@@ -904,12 +891,12 @@ static void test_read_only_fault(void *data)
 	struct gc_child_status st;
 	int mode = -1, r;
 
-	OK(fx, fx->cu->cuDeviceGetAttribute(&mode, CU_DEVICE_ATTRIBUTE_COMPUTE_MODE,
-					    fx->cu->devices[fx->dev].dev), "cuDeviceGetAttribute");
+	OK(fx, fx->dev.cu->cuDeviceGetAttribute(&mode, CU_DEVICE_ATTRIBUTE_COMPUTE_MODE,
+					    fx->dev.cu->devices[fx->ordinal].dev), "cuDeviceGetAttribute");
 	gc_require_f(mode != CU_COMPUTEMODE_EXCLUSIVE_PROCESS, "device 0 is in exclusive-process "
 		     "compute mode: the helper process cannot open a context beside ours");
 	find_helper(&x);
-	snprintf(x.dev, sizeof(x.dev), "%d", fx->dev);
+	snprintf(x.dev, sizeof(x.dev), "%d", fx->ordinal);
 	gc_info("running %s %s: exit 0 = write faulted, 1 = write landed, 2 = other error",
 		x.path, x.dev);
 	r = gc_fork_run(exec_helper, &x, HELPER_TIMEOUT_MS, &st);
@@ -919,7 +906,7 @@ static void test_read_only_fault(void *data)
 		    "%s %s (fate %d, code %d)", FAULT_HELPER_NAME, helper_verdict(&st),
 		    (int)st.fate, st.code);
 
-	OK(fx, fx->cu->cuCtxSynchronize(), "cuCtxSynchronize in the parent");
+	OK(fx, fx->dev.cu->cuCtxSynchronize(), "cuCtxSynchronize in the parent");
 	alloc_roundtrip(fx, fx->gran.minimum, SEED_HEALTH, "parent after the helper's fault");
 }
 
@@ -1144,14 +1131,18 @@ static void test_latency(void *data)
  * Whatever the driver answers, everything it mapped is found and given back.
  */
 struct past_case {
-	struct mem_fx *fx;
+	const char *name;
 	bool next_reserved; /* the VA after the reservation is a second reservation */
 };
 
-static void map_past_end(void *arg)
+GC_VARIANTS(struct past_case, past_cases, map_past_end) = {
+	{ "into-free-va", false },
+	{ "into-next-reservation", true },
+};
+
+static void map_past_end(void *ctx, const struct past_case *pc)
 {
-	struct past_case *pc = arg;
-	struct mem_fx *fx = pc->fx;
+	struct mem_fx *fx = ctx;
 	size_t g = fx->gran.minimum;
 	CUmemGenericAllocationHandle h = 0;
 	CUdeviceptr va = 0, next = 0;
@@ -1169,7 +1160,7 @@ static void map_past_end(void *arg)
 	r = try_map(fx, va + 3 * g, 2 * g, 0, h);
 	gc_info("cuMemMap([va + 3g, va + 5g) over a 4g reservation, %s after it) -> %s",
 		pc->next_reserved ? "another reservation" : "free VA",
-		gc_cu_strerror(fx->cu, r, e, sizeof(e)));
+		gc_cu_strerror(fx->dev.cu, r, e, sizeof(e)));
 	/* The fixture's after_each unmaps what try_map recorded if we fail below. */
 	gc_assert_f(r != CUDA_SUCCESS, "cuMemMap accepted a range running %zu bytes past the end "
 		    "of its reservation (into %s)", g,
@@ -1182,10 +1173,7 @@ static void map_past_end(void *arg)
 
 static void test_map_past_reservation(void *data)
 {
-	struct past_case free_va = { data, false }, reserved = { data, true };
-
-	gc_dynamic("into-free-va", map_past_end, &free_va);
-	gc_dynamic("into-next-reservation", map_past_end, &reserved);
+	gc_variants(past_cases, data);
 }
 
 /*
@@ -1200,19 +1188,19 @@ static void test_peer_access_self(void *data)
 	CUresult r;
 	char e[160];
 
-	gc_cu_assert(fx->cu, fx->cu->cuCtxGetCurrent(&cur));
-	r = fx->cu->cuCtxEnablePeerAccess(cur, 0);
+	gc_cu_assert(fx->dev.cu, fx->dev.cu->cuCtxGetCurrent(&cur));
+	r = fx->dev.cu->cuCtxEnablePeerAccess(cur, 0);
 	gc_info("cuCtxEnablePeerAccess(the current context, 0) -> %s",
-		gc_cu_strerror(fx->cu, r, e, sizeof(e)));
+		gc_cu_strerror(fx->dev.cu, r, e, sizeof(e)));
 	if (r == CUDA_SUCCESS)
-		gc_cu_assert(fx->cu, fx->cu->cuCtxDisablePeerAccess(cur));
+		gc_cu_assert(fx->dev.cu, fx->dev.cu->cuCtxDisablePeerAccess(cur));
 	WANT(fx, r, CUDA_ERROR_INVALID_CONTEXT, "cuCtxEnablePeerAccess(the current context, 0)");
 }
 
 static const struct gc_fixture fixture = {
 	.setup = mem_setup,
 	.teardown = mem_teardown,
-	.before_each = mem_before_each,
+	.before_each = gc_cuda_fixture_snapshot,
 	.after_each = mem_after_each,
 };
 

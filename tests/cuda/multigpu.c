@@ -29,7 +29,7 @@
 #include "core.h"
 #include "gc_cuda.h"
 
-#define MAX_DEV 16 /* gc_cuda_snapshot's limit; further devices are not paired */
+#define MAX_DEV GC_CUDA_SNAPSHOT_MAX /* the leak check's limit; further devices are not paired */
 
 /* Free device memory and /dev/nvidia* fds must come back exactly (slack in bytes). */
 #define LEAK_SLACK 0
@@ -40,10 +40,9 @@ enum seed { SEED_CONTROL = 0x9a170000u, SEED_A, SEED_B, SEED_SPAN, SEED_PEER, SE
 #define NONE CU_MEM_ACCESS_FLAGS_PROT_NONE
 
 struct mfx {
-	struct gc_cuda *cu;
-	int n; /* devices paired: min(found, MAX_DEV) */
+	struct gc_cuda_fixture dev; /* leak-checked after each subtest, every device */
+	int n;                      /* devices paired: min(found, MAX_DEV) */
 	struct gc_cu_kernels k[MAX_DEV];
-	struct gc_cuda_snapshot snap;
 };
 
 struct pair {
@@ -158,15 +157,12 @@ static const char *flags_str(unsigned long long fl)
 	}
 }
 
-/* A dynamic subtest per pair: unordered (a < b) or ordered (a != b). */
-static void for_each_pair(struct mfx *f, bool ordered, void (*fn)(void *))
+/* A dynamic subtest per pair of the paired devices, "gpu<a>-gpu<b>". */
+static void each_pair(struct mfx *f, enum gc_pairs which,
+		      void (*body)(void *f, const struct gc_cuda_device *a,
+				   const struct gc_cuda_device *b))
 {
-	struct pair p = { .f = f };
-
-	for (p.a = 0; p.a < f->n; p.a++)
-		for (p.b = 0; p.b < f->n; p.b++)
-			if (p.a != p.b && (ordered || p.a < p.b))
-				gc_dynamic_f(fn, &p, "gpu%d-gpu%d", p.a, p.b);
+	gc_cuda_each_device_pair(f->dev.cu, f->n, which, body, f);
 }
 
 /* -------------------------------------------------------- shared-mapping */
@@ -186,7 +182,7 @@ struct shared_res {
 /* Allocation on owner mapped read-write for both; written and read by each. */
 static void shared_run(struct mfx *f, int owner, int other, struct shared_res *res)
 {
-	const struct gc_cuda *cu = f->cu;
+	const struct gc_cuda *cu = f->dev.cu;
 	int devs[2] = { owner, other };
 	struct gc_vmm m;
 	struct steps *st = &res->st;
@@ -240,10 +236,11 @@ static void shared_assert(const struct gc_cuda *cu, int owner, int other,
 		    "only %" PRIu64 " of %" PRIu64 " words wrong", other, res->bad_stale, res->n);
 }
 
-static void shared_pair(void *arg)
+static void shared_pair(void *ctx, const struct gc_cuda_device *da,
+			const struct gc_cuda_device *db)
 {
-	struct pair *p = arg;
-	const struct gc_cuda *cu = p->f->cu;
+	struct pair pair = { ctx, da->ordinal, db->ordinal }, *p = &pair;
+	const struct gc_cuda *cu = p->f->dev.cu;
 	struct shared_res ab = { 0 }, ba = { 0 };
 
 	require_vmm_pair(cu, p->a, p->b);
@@ -264,7 +261,7 @@ static void shared_pair(void *arg)
  */
 static void test_shared_mapping(void *data)
 {
-	for_each_pair(data, false, shared_pair);
+	each_pair(data, GC_PAIRS_UNORDERED, shared_pair);
 }
 
 /* ------------------------------------------------- access-invalid-device */
@@ -296,7 +293,7 @@ static void list_with_bad(int a, int b, int bad, int pos, int out[3])
 static bool inval_try(const struct mfx *f, const struct pair *p, struct gc_vmm *m,
 		      struct inval_res *res, int v, int pos)
 {
-	const struct gc_cuda *cu = f->cu;
+	const struct gc_cuda *cu = f->dev.cu;
 	int list[3];
 
 	if (!step(&res->st, "cuMemMap", cu->cuMemMap(m->va, m->size, 0, m->handle, 0)))
@@ -315,7 +312,7 @@ static bool inval_try(const struct mfx *f, const struct pair *p, struct gc_vmm *
 static void inval_control(const struct mfx *f, const struct pair *p, struct gc_vmm *m,
 			  struct inval_res *res)
 {
-	const struct gc_cuda *cu = f->cu;
+	const struct gc_cuda *cu = f->dev.cu;
 	int list[2] = { p->a, p->b };
 
 	if (!step(&res->st, "cuMemMap", cu->cuMemMap(m->va, m->size, 0, m->handle, 0)))
@@ -327,7 +324,7 @@ static void inval_control(const struct mfx *f, const struct pair *p, struct gc_v
 
 static void inval_run(const struct mfx *f, const struct pair *p, struct inval_res *res)
 {
-	const struct gc_cuda *cu = f->cu;
+	const struct gc_cuda *cu = f->dev.cu;
 	CUmemAllocationProp prop = gc_vmm_prop(p->a);
 	struct gc_vmm_gran g;
 	struct gc_vmm m;
@@ -401,10 +398,11 @@ static void inval_assert(const struct gc_cuda *cu, int n, const struct pair *p,
 	}
 }
 
-static void inval_pair(void *arg)
+static void inval_pair(void *ctx, const struct gc_cuda_device *da,
+			const struct gc_cuda_device *db)
 {
-	struct pair *p = arg;
-	const struct gc_cuda *cu = p->f->cu;
+	struct pair pair = { ctx, da->ordinal, db->ordinal }, *p = &pair;
+	const struct gc_cuda *cu = p->f->dev.cu;
 	struct inval_res res = { .bad_dev = { cu->n_devices, -1 } };
 
 	require_vmm_pair(cu, p->a, p->b);
@@ -424,7 +422,7 @@ static void inval_pair(void *arg)
  */
 static void test_access_invalid_device(void *data)
 {
-	for_each_pair(data, true, inval_pair);
+	each_pair(data, GC_PAIRS_DISTINCT, inval_pair);
 }
 
 /* ---------------------------------------------------------- oom-spanning */
@@ -514,7 +512,7 @@ static void span_on_full(const struct gc_cuda *cu, int b, struct span_res *res)
 static void span_grant(const struct mfx *f, int a, int b, struct gc_vmm *m,
 		       struct span_res *res)
 {
-	const struct gc_cuda *cu = f->cu;
+	const struct gc_cuda *cu = f->dev.cu;
 	CUmemAllocationProp p = gc_vmm_prop(a);
 	int devs[2] = { a, b };
 
@@ -543,7 +541,7 @@ static void span_grant(const struct mfx *f, int a, int b, struct gc_vmm *m,
 
 static void span_run(const struct mfx *f, int a, int b, struct span_res *res)
 {
-	const struct gc_cuda *cu = f->cu;
+	const struct gc_cuda *cu = f->dev.cu;
 	struct gc_vmm m;
 
 	memset(&m, 0, sizeof(m));
@@ -634,10 +632,11 @@ static void span_assert(const struct gc_cuda *cu, int n, int a, int b,
 		    "the failed spanning operations: it leaked", a, res->free_a0, res->free_a_end);
 }
 
-static void span_pair(void *arg)
+static void span_pair(void *ctx, const struct gc_cuda_device *da,
+			const struct gc_cuda_device *db)
 {
-	struct pair *p = arg;
-	const struct gc_cuda *cu = p->f->cu;
+	struct pair pair = { ctx, da->ordinal, db->ordinal }, *p = &pair;
+	const struct gc_cuda *cu = p->f->dev.cu;
 	struct gc_cuda_snapshot before;
 	struct span_res res = { 0 };
 
@@ -661,7 +660,7 @@ static void span_pair(void *arg)
  */
 static void test_oom_spanning(void *data)
 {
-	for_each_pair(data, true, span_pair);
+	each_pair(data, GC_PAIRS_DISTINCT, span_pair);
 }
 
 /* ----------------------------------------------------------- peer-access */
@@ -683,7 +682,7 @@ struct peer_res {
 /* y's memory, read by x's kernel while x has peer access to y. */
 static void peer_read(const struct mfx *f, int x, CUdeviceptr d, struct peer_res *res)
 {
-	const struct gc_cuda *cu = f->cu;
+	const struct gc_cuda *cu = f->dev.cu;
 
 	(void)(step(&res->st, "cuCtxSetCurrent(x)", gc_cuda_use(cu, x)) &&
 	       step(&res->st, "peer check on x", gc_cu_check_u32(cu, &f->k[x], d, res->n,
@@ -697,7 +696,7 @@ static void peer_read(const struct mfx *f, int x, CUdeviceptr d, struct peer_res
 /* Enable, enable again, use, disable, disable again; then the refused enables. */
 static void peer_cycle(const struct mfx *f, int x, int y, CUdeviceptr d, struct peer_res *res)
 {
-	const struct gc_cuda *cu = f->cu;
+	const struct gc_cuda *cu = f->dev.cu;
 	CUcontext cy = cu->devices[y].ctx;
 
 	if (!step(&res->st, "cuCtxSetCurrent(x)", gc_cuda_use(cu, x)))
@@ -716,7 +715,7 @@ static void peer_cycle(const struct mfx *f, int x, int y, CUdeviceptr d, struct 
 
 static void peer_run(const struct mfx *f, int x, int y, struct peer_res *res)
 {
-	const struct gc_cuda *cu = f->cu;
+	const struct gc_cuda *cu = f->dev.cu;
 	CUdeviceptr d = 0;
 
 	res->can = can_peer(cu, x, y);
@@ -781,10 +780,11 @@ static void peer_assert(const struct gc_cuda *cu, int x, int y, const struct pee
 		    res->bad_stale, res->n);
 }
 
-static void peer_pair(void *arg)
+static void peer_pair(void *ctx, const struct gc_cuda_device *da,
+			const struct gc_cuda_device *db)
 {
-	struct pair *p = arg;
-	const struct gc_cuda *cu = p->f->cu;
+	struct pair pair = { ctx, da->ordinal, db->ordinal }, *p = &pair;
+	const struct gc_cuda *cu = p->f->dev.cu;
 	struct peer_res ab = { 0 }, ba = { 0 };
 
 	peer_run(p->f, p->a, p->b, &ab);
@@ -810,7 +810,7 @@ static void peer_pair(void *arg)
  */
 static void test_peer_access(void *data)
 {
-	for_each_pair(data, false, peer_pair);
+	each_pair(data, GC_PAIRS_UNORDERED, peer_pair);
 }
 
 /* ------------------------------------------------------------------ fixture */
@@ -877,11 +877,8 @@ static struct gc_cuda *open_two(void)
 static void *setup(void)
 {
 	struct gc_cuda *cu = open_two();
-	struct mfx *f;
+	struct mfx *f = gc_cuda_fixture_new(cu, sizeof(*f), LEAK_SLACK);
 
-	f = calloc(1, sizeof(*f));
-	gc_assert(f);
-	f->cu = cu;
 	f->n = cu->n_devices < MAX_DEV ? cu->n_devices : MAX_DEV;
 	if (cu->n_devices > MAX_DEV)
 		gc_warn("%d GPUs: only the first %d are paired", cu->n_devices, MAX_DEV);
@@ -896,38 +893,17 @@ static void teardown(void *data)
 	struct mfx *f = data;
 
 	for (int i = 0; i < f->n; i++) {
-		gc_cuda_use(f->cu, i);
-		gc_cu_kernels_unload(f->cu, &f->k[i]);
+		gc_cuda_use(f->dev.cu, i);
+		gc_cu_kernels_unload(f->dev.cu, &f->k[i]);
 	}
-	gc_cuda_close(f->cu);
-	free(f);
-}
-
-static void before_each(void *data)
-{
-	struct mfx *f = data;
-
-	gc_cu_assert(f->cu, gc_cuda_use(f->cu, 0));
-	gc_assert_ok(gc_cuda_snapshot(f->cu, &f->snap));
-}
-
-static void after_each(void *data)
-{
-	struct mfx *f = data;
-
-	for (int i = 0; i < f->n; i++) {
-		gc_cu_assert(f->cu, gc_cuda_use(f->cu, i));
-		gc_cu_assert(f->cu, f->cu->cuCtxSynchronize());
-	}
-	gc_cu_assert(f->cu, gc_cuda_use(f->cu, 0));
-	gc_cuda_leak_check(f->cu, &f->snap, LEAK_SLACK);
+	gc_cuda_fixture_free(f);
 }
 
 static const struct gc_fixture fixture = {
 	.setup = setup,
 	.teardown = teardown,
-	.before_each = before_each,
-	.after_each = after_each,
+	.before_each = gc_cuda_fixture_snapshot,
+	.after_each = gc_cuda_fixture_check,
 };
 
 static const struct gc_subtest subtests[] = {
