@@ -23,6 +23,7 @@
 #include "core.h"
 #include "devfd.h"
 #include "gc_cuda.h"
+#include "session_cases.h"
 #include "gc_nvml.h"
 #include "measure.h"
 #include "workers.h"
@@ -237,7 +238,7 @@ static void refcount_case(void *f, const void *dev, const void *k)
 	gc_cu_assert_err(cu, cu->cuDevicePrimaryCtxRelease(d), CUDA_ERROR_INVALID_CONTEXT);
 }
 
-static const unsigned refcount_ks[] = { 1, 2, 16 };
+static const unsigned refcount_ks[] = { GC_SESSION_REFCOUNT_KS };
 
 /* "gpu<ordinal>-k<k>" */
 static const char *refcount_name(const void *dev, const void *k, char *buf, size_t len)

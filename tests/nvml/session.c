@@ -19,6 +19,7 @@
 #include "devfd.h"
 #include "gc_nvml.h"
 #include "measure.h"
+#include "session_cases.h"
 #include "workers.h"
 
 #define DEV_PREFIX "/dev/nvidia"
@@ -114,40 +115,36 @@ static void fx_teardown(void *data)
 
 /* ------------------------------------------------------------ refcount */
 
-struct kcase {
-	struct fx *f;
-	unsigned k;
-};
-
 /*
  * refcount: k inits, then k shutdowns. The library answers until the k-th
  * shutdown, the device nodes stay open while the count is above zero and
  * are back to where they were after it; the (k+1)-th shutdown returns
  * NVML_ERROR_UNINITIALIZED.
  */
-static void refcount_case(void *arg)
+GC_SESSION_REFCOUNT_CASES(refcount_ks, refcount_one);
+
+static void refcount_one(void *ctx, const unsigned *kp)
 {
-	struct kcase *c = arg;
-	struct fx *f = c->f;
-	unsigned n;
+	struct fx *f = ctx;
+	unsigned k = *kp, n;
 	char b[128], fds[256];
 	gc_nvml_ret r = GC_NVML_SUCCESS;
 	gc_nvml_device h;
 
-	for (unsigned i = 0; i < c->k; i++)
+	for (unsigned i = 0; i < k; i++)
 		nv_ok(f, f->n.fn.init());
 	nv_ok(f, f->n.fn.by_index(0, &h)); /* nvmlInit_v2 attaches a GPU only when asked for one */
 	gc_devfd_list(DEV_PREFIX, fds, sizeof(fds));
-	gc_info("after %u inits: %d device fds (%s), %d before", c->k, devfds(), fds, f->fds0);
+	gc_info("after %u inits: %d device fds (%s), %d before", k, devfds(), fds, f->fds0);
 	gc_assert_f(devfds() > f->fds0, "no " DEV_PREFIX "* fd open in a session");
-	for (unsigned i = 1; i <= c->k; i++) {
+	for (unsigned i = 1; i <= k; i++) {
 		nv_ok(f, f->n.fn.shutdown());
 		r = f->n.fn.count(&n);
-		if (i < c->k) {
+		if (i < k) {
 			gc_assert_f(r == GC_NVML_SUCCESS, "shutdown %u of %u: nvmlDeviceGetCount_v2: %s",
-				    i, c->k, rs(f, r, b, sizeof(b)));
+				    i, k, rs(f, r, b, sizeof(b)));
 			gc_assert_f(devfds() > f->fds0, "shutdown %u of %u closed the device nodes",
-				    i, c->k);
+				    i, k);
 		}
 	}
 	gc_assert_f(r == GC_NVML_ERROR_UNINITIALIZED, "after the last shutdown "
@@ -160,13 +157,7 @@ static void refcount_case(void *arg)
 
 static void test_refcount(void *data)
 {
-	static const unsigned ks[] = { 1, 2, 16 };
-	struct kcase c = { .f = data };
-
-	for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
-		c.k = ks[i];
-		gc_dynamic_f(refcount_case, &c, "k%u", c.k);
-	}
+	gc_variants(refcount_ks, data);
 }
 
 /* ------------------------------------------------------------ concurrency */
@@ -387,43 +378,15 @@ static void test_concurrent(void *data)
 
 #define CONTENTION_ROUNDS 100
 
-struct contention {
-	struct fx *f;
+static const char *const round_names[] = {
+	[ROUND_FULL] = "full", [ROUND_QUERIES] = "queries", [ROUND_SESSIONS] = "init-shutdown",
+};
+
+struct contention_case {
 	enum round_kind kind;
 	unsigned threads;
 	bool watched; /* with concurrent-sessions' watcher polling beside the threads */
 };
-
-/*
- * One contention case, in a session the main thread holds: each thread's
- * mean round, and the wall time per round of all threads together (what
- * the library serves per second, inverted).
- */
-static void contention_case(void *arg)
-{
-	struct contention *c = arg;
-	struct shared *s = shared_new(c->f, c->kind, c->threads, CONTENTION_ROUNDS);
-	uint64_t t0;
-	double per_round;
-	pthread_t w;
-
-	nv_ok(c->f, c->f->n.fn.init());
-	if (c->watched)
-		gc_assert(pthread_create(&w, NULL, watcher, s) == 0);
-	t0 = gc_now_ns();
-	run_workers(s);
-	per_round = (double)(s->t_end - t0) / ((double)c->threads * CONTENTION_ROUNDS);
-	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
-	if (c->watched)
-		pthread_join(w, NULL);
-	nv_ok(c->f, c->f->n.fn.shutdown());
-	gc_problems_assert_none(&s->pr);
-	gc_info("%u threads x %d rounds: %.0f ns of wall time per round%s (%lu polls)", c->threads,
-		CONTENTION_ROUNDS, per_round, c->watched ? ", a watcher polling" : "", s->polls);
-	gc_metric("round", "ns", GC_LOWER_IS_BETTER, s->round_ns, c->threads);
-	gc_metric("wall-per-round", "ns", GC_LOWER_IS_BETTER, &per_round, 1);
-	shared_free(s);
-}
 
 /*
  * contention: where the time of a concurrent-sessions round goes. The full
@@ -434,24 +397,48 @@ static void contention_case(void *arg)
  * on the H100 and H200 (driver 580.159.04) that alone made the wall time
  * per round 4 to 6 times longer, unexplained so far.
  */
+GC_VARIANTS_F(struct contention_case, contention_cases, contention_one, "%s-%u%s",
+	      round_names[c->kind], c->threads, c->watched ? "-watched" : "") = {
+	{ ROUND_FULL, 1, false },     { ROUND_FULL, THREADS, false },
+	{ ROUND_QUERIES, 1, false },  { ROUND_QUERIES, THREADS, false },
+	{ ROUND_SESSIONS, 1, false }, { ROUND_SESSIONS, THREADS, false },
+	{ ROUND_FULL, THREADS, true },
+};
+
+/*
+ * One contention case, in a session the main thread holds: each thread's
+ * mean round, and the wall time per round of all threads together (what
+ * the library serves per second, inverted).
+ */
+static void contention_one(void *ctx, const struct contention_case *c)
+{
+	struct fx *f = ctx;
+	struct shared *s = shared_new(f, c->kind, c->threads, CONTENTION_ROUNDS);
+	uint64_t t0;
+	double per_round;
+	pthread_t w;
+
+	nv_ok(f, f->n.fn.init());
+	if (c->watched)
+		gc_assert(pthread_create(&w, NULL, watcher, s) == 0);
+	t0 = gc_now_ns();
+	run_workers(s);
+	per_round = (double)(s->t_end - t0) / ((double)c->threads * CONTENTION_ROUNDS);
+	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+	if (c->watched)
+		pthread_join(w, NULL);
+	nv_ok(f, f->n.fn.shutdown());
+	gc_problems_assert_none(&s->pr);
+	gc_info("%u threads x %d rounds: %.0f ns of wall time per round%s (%lu polls)", c->threads,
+		CONTENTION_ROUNDS, per_round, c->watched ? ", a watcher polling" : "", s->polls);
+	gc_metric("round", "ns", GC_LOWER_IS_BETTER, s->round_ns, c->threads);
+	gc_metric("wall-per-round", "ns", GC_LOWER_IS_BETTER, &per_round, 1);
+	shared_free(s);
+}
+
 static void test_contention(void *data)
 {
-	static const struct { const char *name; enum round_kind kind; } kinds[] = {
-		{ "full", ROUND_FULL }, { "queries", ROUND_QUERIES },
-		{ "init-shutdown", ROUND_SESSIONS },
-	};
-	static const unsigned threads[] = { 1, THREADS };
-	struct contention c = { .f = data };
-
-	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
-		for (size_t t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
-			c.kind = kinds[k].kind;
-			c.threads = threads[t];
-			gc_dynamic_f(contention_case, &c, "%s-%u", kinds[k].name, c.threads);
-		}
-	c.kind = ROUND_FULL;
-	c.watched = true;
-	gc_dynamic_f(contention_case, &c, "full-%u-watched", THREADS);
+	gc_variants(contention_cases, data);
 }
 
 /* ------------------------------------------------- inits and shutdowns unpaired */
@@ -608,15 +595,20 @@ static void test_unknown_uuid(void *data)
 /* ------------------------------------------------------------ init flags */
 
 struct flag_case {
-	struct fx *f;
+	const char *name;
 	unsigned flags;
 };
 
+/* init-flags: NVML_INIT_FLAG_NO_GPUS and NO_ATTACH each init; what they open is released. */
+GC_VARIANTS(struct flag_case, flag_cases, flag_one) = {
+	{ "no-gpus", GC_NVML_INIT_FLAG_NO_GPUS },
+	{ "no-attach", GC_NVML_INIT_FLAG_NO_ATTACH },
+};
+
 /* What one init flag opens: device fds and the device count in that session; released after. */
-static void flag_case(void *arg)
+static void flag_one(void *ctx, const struct flag_case *c)
 {
-	struct flag_case *c = arg;
-	struct fx *f = c->f;
+	struct fx *f = ctx;
 	char fds[256], b[128];
 	unsigned n = 0;
 	gc_nvml_ret r;
@@ -630,15 +622,9 @@ static void flag_case(void *arg)
 	gc_assert_cmpint(devfds(), ==, f->fds0);
 }
 
-/* init-flags: NVML_INIT_FLAG_NO_GPUS and NO_ATTACH each init; what they open is released. */
 static void test_init_flags(void *data)
 {
-	struct flag_case c = { .f = data };
-
-	c.flags = GC_NVML_INIT_FLAG_NO_GPUS;
-	gc_dynamic("no-gpus", flag_case, &c);
-	c.flags = GC_NVML_INIT_FLAG_NO_ATTACH;
-	gc_dynamic("no-attach", flag_case, &c);
+	gc_variants(flag_cases, data);
 }
 
 /* exclusive-node: the /dev/gim-smi0 case is AMD's (amdsmi_session, rsmi_session). */

@@ -281,21 +281,18 @@ static void test_unknown_uuid(void *data)
 
 /* ------------------------------------------------------------ init-flags */
 
-static const struct {
+struct flag_case {
 	const char *name;
 	uint64_t flags;
-} flag_table[] = {
+};
+
+GC_VARIANTS(struct flag_case, flag_cases, flag_one) = {
 	{ "amd-gpus", GC_AMDSMI_INIT_AMD_GPUS },
 	{ "amd-cpus", GC_AMDSMI_INIT_AMD_CPUS },
 	{ "amd-apus", GC_AMDSMI_INIT_AMD_APUS },
 	{ "non-amd-gpus", GC_AMDSMI_INIT_NON_AMD_GPUS },
 	{ "non-amd-cpus", GC_AMDSMI_INIT_NON_AMD_CPUS },
 	{ "all-processors", GC_AMDSMI_INIT_ALL_PROCESSORS },
-};
-
-struct flag_case {
-	struct afx *x;
-	size_t i;
 };
 
 /*
@@ -309,24 +306,24 @@ struct flag_case {
  * initialise depends on drivers the docs name only as statuses
  * (AMDSMI_STATUS_NO_HSMP_DRV, AMDSMI_STATUS_NON_AMD_CPU...): recorded.
  */
-static void flag_case(void *arg)
+static void flag_one(void *ctx, const struct flag_case *c)
 {
-	struct flag_case *c = arg;
-	struct ss_fx *f = &c->x->ss;
-	const struct gc_amdsmi *a = &c->x->a;
-	uint64_t flags = flag_table[c->i].flags;
+	struct afx *x = ctx;
+	struct ss_fx *f = &x->ss;
+	const struct gc_amdsmi *a = &x->a;
+	uint64_t flags = c->flags;
 	char fds[512], b[192], bc[192];
 	ss_status r = a->fn.init(flags), rc = GC_AMDSMI_STATUS_NOT_INIT;
 	unsigned n = 0;
 
 	ss_devfds_list(fds, sizeof(fds));
 	if (r == GC_AMDSMI_STATUS_SUCCESS)
-		rc = a_count(&c->x->a, &n);
+		rc = a_count(&x->a, &n);
 	gc_info("amdsmi_init(%#" PRIx64 "): %s; AMD GPUs: %s, %u; device nodes open: %s", flags,
 		ss_rs(f, r, b, sizeof(b)), r ? "-" : ss_rs(f, rc, bc, sizeof(bc)), n,
 		fds[0] ? fds : "none");
 	if (r == GC_AMDSMI_STATUS_SUCCESS)
-		ss_shut(f, flag_table[c->i].name);
+		ss_shut(f, c->name);
 	gc_assert_cmpint(ss_devfds(), ==, f->fds0);
 	if (flags == GC_AMDSMI_INIT_AMD_GPUS)
 		ss_ok(f, "amdsmi_init(AMDSMI_INIT_AMD_GPUS)", r);
@@ -338,11 +335,10 @@ static void flag_case(void *arg)
 
 static void test_init_flags(void *data)
 {
-	struct flag_case c = { .x = data };
+	struct afx *x = data;
 
-	ss_need_devices(&c.x->ss);
-	for (c.i = 0; c.i < sizeof(flag_table) / sizeof(flag_table[0]); c.i++)
-		gc_dynamic(flag_table[c.i].name, flag_case, &c);
+	ss_need_devices(&x->ss);
+	gc_variants(flag_cases, x);
 }
 
 /* ------------------------------------------------------------ main */

@@ -213,27 +213,9 @@ static void test_unknown_uuid(void *data)
 /* ------------------------------------------------------------ init-flags */
 
 struct flag_case {
-	struct ss_fx *f;
+	const char *name;
 	uint64_t flags;
-	unsigned n[2]; /* devices seen with 0 and with RSMI_INIT_FLAG_ALL_GPUS */
-	unsigned which;
 };
-
-/* What one init flag opens: its device count and the device nodes; released after. */
-static void flag_case(void *arg)
-{
-	struct flag_case *c = arg;
-	struct ss_fx *f = c->f;
-	char fds[512];
-
-	ss_ok(f, "rsmi_init(flags)", rsmi_init(c->flags));
-	ss_ok(f, "rsmi_num_monitor_devices", r_count(NULL, &c->n[c->which]));
-	ss_devfds_list(fds, sizeof(fds));
-	gc_info("rsmi_init(%#" PRIx64 "): %u devices, device nodes open: %s", c->flags,
-		c->n[c->which], fds[0] ? fds : "none");
-	ss_shut(f, "init-flags");
-	gc_assert_cmpint(ss_devfds(), ==, f->fds0);
-}
 
 /*
  * init-flags: rsmi_init(0) and RSMI_INIT_FLAG_ALL_GPUS ("Attempt to add all
@@ -242,17 +224,42 @@ static void flag_case(void *arg)
  * default's devices, both release what they opened.
  * RSMI_INIT_FLAG_RESRV_TEST1 is "Reserved for test" and not tried.
  */
+GC_VARIANTS(struct flag_case, flag_cases, flag_one) = {
+	{ "default", 0 },
+	{ "all-gpus", RSMI_INIT_FLAG_ALL_GPUS },
+};
+
+/* What the cases hand back: the devices each flag_cases[i] saw. */
+struct flag_run {
+	struct ss_fx *f;
+	unsigned n[ARRAY_SIZE(flag_cases)];
+};
+
+/* What one init flag opens: its device count and the device nodes; released after. */
+static void flag_one(void *ctx, const struct flag_case *c)
+{
+	struct flag_run *run = ctx;
+	struct ss_fx *f = run->f;
+	unsigned *n = &run->n[c - flag_cases];
+	char fds[512];
+
+	ss_ok(f, "rsmi_init(flags)", rsmi_init(c->flags));
+	ss_ok(f, "rsmi_num_monitor_devices", r_count(NULL, n));
+	ss_devfds_list(fds, sizeof(fds));
+	gc_info("rsmi_init(%#" PRIx64 "): %u devices, device nodes open: %s", c->flags, *n,
+		fds[0] ? fds : "none");
+	ss_shut(f, "init-flags");
+	gc_assert_cmpint(ss_devfds(), ==, f->fds0);
+}
+
 static void test_init_flags(void *data)
 {
-	struct flag_case c = { .f = data };
+	struct flag_run run = { .f = data };
 
-	ss_need_devices(c.f);
-	gc_dynamic("default", flag_case, &c);
-	c.flags = RSMI_INIT_FLAG_ALL_GPUS;
-	c.which = 1;
-	gc_dynamic("all-gpus", flag_case, &c);
-	gc_assert_f(c.n[1] >= c.n[0], "RSMI_INIT_FLAG_ALL_GPUS: %u devices, the default %u",
-		    c.n[1], c.n[0]);
+	ss_need_devices(run.f);
+	gc_variants(flag_cases, &run);
+	gc_assert_f(run.n[1] >= run.n[0], "RSMI_INIT_FLAG_ALL_GPUS: %u devices, the default %u",
+		    run.n[1], run.n[0]);
 }
 
 /* ------------------------------------------------------------ main */

@@ -19,6 +19,7 @@
 #include "devfd.h"
 #include "gc_amdgpu.h"
 #include "measure.h"
+#include "session_cases.h"
 
 #define CHILD_TIMEOUT_MS 20000
 
@@ -313,11 +314,6 @@ void ss_extra_shutdown(struct ss_fx *f, const char *after)
 
 /* ------------------------------------------------------------ refcount */
 
-struct kcase {
-	struct ss_fx *f;
-	unsigned k;
-};
-
 /*
  * refcount: k inits, then k shutdowns. Asserted: every init succeeds
  * (rsmi_init: "RSMI_STATUS_SUCCESS is returned upon successful call";
@@ -329,39 +325,35 @@ struct kcase {
  * do not (rocm_smi.h documents no count and gives rsmi_shut_down no return
  * value), those are recorded. What follows the last shutdown is recorded.
  */
-static void refcount_case(void *arg)
+GC_SESSION_REFCOUNT_CASES(refcount_ks, refcount_one);
+
+static void refcount_one(void *ctx, const unsigned *kp)
 {
-	struct kcase *c = arg;
-	struct ss_fx *f = c->f;
+	struct ss_fx *f = ctx;
+	unsigned k = *kp;
 	char when[96];
 
-	for (unsigned i = 0; i < c->k; i++)
+	for (unsigned i = 0; i < k; i++)
 		ss_ok(f, f->lib.init_call, f->lib.ops->init(f->lib.ctx));
 	ss_expect_count(f, "after the inits");
-	snprintf(when, sizeof(when), "after %u inits", c->k);
+	snprintf(when, sizeof(when), "after %u inits", k);
 	ss_record_count(f, when);
-	for (unsigned i = 1; i <= c->k; i++) {
-		snprintf(when, sizeof(when), "shutdown %u of %u", i, c->k);
+	for (unsigned i = 1; i <= k; i++) {
+		snprintf(when, sizeof(when), "shutdown %u of %u", i, k);
 		ss_shut(f, when);
-		if (i < c->k && f->lib.refcounted)
+		if (i < k && f->lib.refcounted)
 			ss_expect_count(f, when);
 		ss_record_count(f, when);
 	}
 	gc_assert_f(ss_devfds() == f->fds0, "%d device node fds open after %u inits and as many "
-		    "shutdowns, %d before", ss_devfds(), c->k, f->fds0);
+		    "shutdowns, %d before", ss_devfds(), k, f->fds0);
 	ss_extra_shutdown(f, "after the last shutdown");
 }
 
 void ss_test_refcount(void *data)
 {
-	static const unsigned ks[] = { 1, 2, 16 };
-	struct kcase c = { .f = data };
-
-	ss_need_devices(c.f);
-	for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
-		c.k = ks[i];
-		gc_dynamic_f(refcount_case, &c, "k%u", c.k);
-	}
+	ss_need_devices(data);
+	gc_variants(refcount_ks, data);
 }
 
 /* ------------------------------------------------------------ handles */
