@@ -24,6 +24,14 @@ const struct gc_shape *gc_shape_find(const char *name)
 	return NULL;
 }
 
+const struct gc_shape *gc_shape_get(const char *name)
+{
+	const struct gc_shape *sh = gc_shape_find(name);
+
+	gc_assert_f(sh, "no shape %s", name);
+	return sh;
+}
+
 static int push(double **v, size_t *n, size_t *cap, double x)
 {
 	if (*n == *cap) {
@@ -68,6 +76,7 @@ int gc_gap_stats(const struct gc_gaps *g, struct gc_gap_stats *st)
 	for (size_t i = 0; i < g->n; i++)
 		st->bubbles += g->v[i] > GC_GAP_BUBBLE_FACTOR * st->p50;
 	st->span_us = g->runs ? gc_stat_mean(g->span_us, g->runs) : 0;
+	st->span_max_us = g->runs ? gc_stat_max(g->span_us, g->runs) : 0;
 	return 0;
 }
 
@@ -91,6 +100,26 @@ static void metric1(const char *what, const char *mode, const char *shape, const
 void gc_gap_ratio(const char *what, const char *shape, double x)
 {
 	metric1("overhead", what, shape, "x", x);
+}
+
+static double ratio_of(double x, double base)
+{
+	return x / (base > 0 ? base : 1); /* against 1 (ns, us) where the reference is 0 */
+}
+
+void gc_gap_ratios(const char *what, const char *shape, const struct gc_gap_stats *x,
+		   const struct gc_gap_stats *base, bool time)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "gap-p50-%s-over-graph", what);
+	gc_gap_ratio(name, shape, ratio_of(x->p50, base->p50));
+	snprintf(name, sizeof(name), "gap-p99-%s-over-graph", what);
+	gc_gap_ratio(name, shape, ratio_of(x->p99, base->p99));
+	if (!time)
+		return;
+	snprintf(name, sizeof(name), "graph-time-%s-over-graph", what);
+	gc_gap_ratio(name, shape, ratio_of(x->span_us, base->span_us));
 }
 
 struct gc_gap_stats gc_gaps_report(const struct gc_gaps *g, const char *mode, const char *shape)
@@ -118,6 +147,247 @@ struct gc_gap_stats gc_gaps_report(const struct gc_gaps *g, const char *mode, co
 		shape, g->n, st.p50, st.p99, st.max, (unsigned long long)st.bubbles);
 	free(sub);
 	return st;
+}
+
+/* ------------------------------------------------------------ one run's stamps */
+
+double gc_gap_ns(const struct gc_gap_run *r, uint64_t ticks)
+{
+	if (r->hz == GC_GAP_NS_HZ)
+		return (double)ticks;
+	return (double)ticks * 1e9 / (double)r->hz;
+}
+
+static const char *clock_unit(const struct gc_gap_run *r)
+{
+	return r->hz == GC_GAP_NS_HZ ? "ns" : "ticks";
+}
+
+void gc_gap_expect_counts(const struct gc_gap_run *r, unsigned n, const char *what)
+{
+	for (unsigned i = 0; i < n; i++)
+		gc_assert_f(r->counts[i] == 1, "%s: dispatch %u of %u ran %u times (%s)", what, i,
+			    n, r->counts[i], r->counts[i] ? "replayed" : "lost: it never ran");
+}
+
+bool gc_bubbles_remove(const char *what)
+{
+	const char *v = getenv("GPUCONFORM_BUBBLES_REMOVE");
+
+	return v && strcmp(v, what) == 0;
+}
+
+void gc_gap_expect_launch(struct gc_gap_run *r, const struct gc_shape *sh, bool graph)
+{
+	if (graph && gc_bubbles_remove("stamp"))
+		r->counts[sh->kernels - 1] = 0;
+	gc_gap_expect_counts(r, sh->kernels, sh->name);
+}
+
+/*
+ * DESIGN.md, bubbles: "the gap between them is measured per kernel". A
+ * dispatch starts after the one it depends on ended, both stamped on one
+ * device clock: a negative gap means that clock went backwards or the
+ * dependency was not honoured.
+ */
+double gc_gap_of(const struct gc_gap_run *r, unsigned a, unsigned c)
+{
+	uint64_t a_start = r->stamps[2 * a], end = r->stamps[2 * a + 1], start = r->stamps[2 * c];
+	const char *u = clock_unit(r);
+
+	gc_assert_f(a_start <= end, "dispatch %u ended (%llu %s) before it started (%llu %s): "
+		    "the device clock went backwards", a, (unsigned long long)end, u,
+		    (unsigned long long)a_start, u);
+	gc_assert_f(start >= end, "dispatch %u started at %llu %s, before dispatch %u it depends "
+		    "on ended at %llu %s: the device clock went backwards or the dependency was "
+		    "not honoured", c, (unsigned long long)start, u, a, (unsigned long long)end, u);
+	return gc_gap_ns(r, start - end);
+}
+
+static void gap_add(struct gc_gaps *g, double gap_ns)
+{
+	gc_assert_f(gc_gaps_add(g, gap_ns) == 0, "out of memory for %zu gap samples", g->n + 1);
+}
+
+static void span_add(struct gc_gaps *g, double span_us)
+{
+	gc_assert_f(gc_gaps_add_span(g, span_us) == 0, "out of memory for %zu runs", g->runs + 1);
+}
+
+static void add_gap(const struct gc_gap_run *r, struct gc_gaps *g, unsigned a, unsigned c)
+{
+	double gap = gc_gap_of(r, a, c);
+
+	if (gap > GC_GAP_LONG_NS && g->long_gaps++ < 5)
+		gc_info("long gap: %.0f ns from dispatch %u to %u of run %zu (device clock %llu %s)",
+			gap, a, c, g->runs, (unsigned long long)r->stamps[2 * c], clock_unit(r));
+	gap_add(g, gap);
+}
+
+/* The last end - the first start of dispatches [0, n), us. */
+static double span_of(const struct gc_gap_run *r, unsigned n)
+{
+	uint64_t first = UINT64_MAX, last = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		first = r->stamps[2 * i] < first ? r->stamps[2 * i] : first;
+		last = r->stamps[2 * i + 1] > last ? r->stamps[2 * i + 1] : last;
+	}
+	return gc_gap_ns(r, last - first) / 1e3;
+}
+
+void gc_gap_add_run(const struct gc_gap_run *r, const struct gc_shape *sh, struct gc_gaps *g)
+{
+	unsigned join = sh->n + 1, late = 1;
+
+	if (sh->kind == GC_SHAPE_WIDE) {
+		for (unsigned i = 1; i <= sh->n; i++) {
+			add_gap(r, g, 0, i);
+			if (r->stamps[2 * i + 1] > r->stamps[2 * late + 1])
+				late = i;
+		}
+		add_gap(r, g, late, join);
+	} else {
+		for (unsigned i = 1; i < sh->n; i++)
+			add_gap(r, g, i - 1, i);
+	}
+	/* >= 0: dispatch 0's start <= its end (gc_gap_of) bounds the first and the last */
+	span_add(g, span_of(r, sh->kernels));
+}
+
+void gc_gap_add_launches(const struct gc_gap_run *r, unsigned n, unsigned per,
+			 struct gc_gaps *g)
+{
+	uint64_t first = r->stamps[0], last = r->stamps[2 * (size_t)n * per - 1];
+
+	for (unsigned l = 1; l < n; l++)
+		add_gap(r, g, per * l - 1, per * l);
+	gc_assert_f(last >= first, "the last launch ended before the first started: the device "
+		    "clock went backwards");
+	span_add(g, gc_gap_ns(r, last - first) / 1e3);
+}
+
+void gc_gaps_launch_gap(const struct gc_gap_run *r, unsigned n)
+{
+	struct gc_gaps g = { 0 };
+
+	gc_gap_expect_counts(r, 2 * n, "launch-gap");
+	gc_gap_add_launches(r, n, 2, &g);
+	gc_gaps_report(&g, "graph", "launch");
+	gc_gaps_free(&g);
+}
+
+/* ------------------------------------------------------------ a vendor's launches */
+
+struct gc_gap_stats gc_gaps_measure(const struct gc_gap_dev *d, const struct gc_shape *sh,
+				    void *graph, unsigned launches, const char *mode,
+				    uint64_t *keep)
+{
+	size_t per = 2 * (size_t)sh->kernels;
+	struct gc_gaps g = { 0 };
+	struct gc_gap_stats st;
+
+	for (unsigned l = 0; l < launches; l++) {
+		if (graph)
+			d->ops->run_graph(d->ctx, sh, graph);
+		else
+			d->ops->run_stream(d->ctx, sh);
+		gc_gap_add_run(d->run, sh, &g);
+		if (keep)
+			memcpy(&keep[l * per], d->run->stamps, per * sizeof(*keep));
+	}
+	st = gc_gaps_report(&g, mode, sh->name);
+	gc_gaps_free(&g);
+	return st;
+}
+
+static const struct {
+	const char *name;
+	bool stream;
+} gap_modes[] = { { "stream", true }, { "graph", false } };
+
+size_t gc_gap_cases(struct gc_gap_case *v, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t m = 0; m < ARRAY_SIZE(gap_modes); m++)
+		for (unsigned i = 0; i < GC_N_SHAPES; i++) {
+			if (gap_modes[m].stream && gc_shapes[i].kind == GC_SHAPE_WIDE)
+				continue; /* a stream has no fan-out */
+			if (n < max)
+				v[n] = (struct gc_gap_case){ gap_modes[m].name, gap_modes[m].stream,
+							     &gc_shapes[i] };
+			n++;
+		}
+	return n;
+}
+
+struct gap_matrix {
+	const struct gc_gap_dev *d;
+	unsigned launches;
+};
+
+static const char *gap_case_name(const void *vc, char *buf, size_t len)
+{
+	const struct gc_gap_case *c = vc;
+
+	snprintf(buf, len, "%s-%s", c->mode, c->sh->name);
+	return buf;
+}
+
+static void gap_case(void *ctx, const void *vc)
+{
+	const struct gap_matrix *m = ctx;
+	const struct gc_gap_case *c = vc;
+	const struct gc_gap_ops *ops = m->d->ops;
+	union {
+		max_align_t align;
+		unsigned char bytes[GC_GAP_GRAPH_BYTES];
+	} graph;
+
+	memset(&graph, 0, sizeof(graph));
+	if (!c->stream)
+		ops->build(m->d->ctx, c->sh, &graph);
+	gc_gaps_measure(m->d, c->sh, c->stream ? NULL : &graph, m->launches, c->mode, NULL);
+	if (!c->stream)
+		ops->destroy(m->d->ctx, &graph);
+}
+
+void gc_gaps_cases(const struct gc_gap_dev *d, unsigned launches)
+{
+	struct gc_gap_case v[GC_GAP_MAX_CASES];
+	struct gap_matrix m = { d, launches };
+	struct gc_cases cases = { .first = v, .n = gc_gap_cases(v, ARRAY_SIZE(v)),
+				  .size = sizeof(*v), .name = gap_case_name, .run = gap_case };
+
+	gc_each_case(&cases, &m);
+}
+
+struct shape_body {
+	void (*body)(void *ctx, const struct gc_shape *sh);
+	void *ctx;
+};
+
+static const char *shape_name(const void *c, char *buf, size_t len)
+{
+	(void)buf, (void)len;
+	return ((const struct gc_shape *)c)->name;
+}
+
+static void shape_case(void *ctx, const void *c)
+{
+	const struct shape_body *b = ctx;
+
+	b->body(b->ctx, c);
+}
+
+void gc_each_shape(void (*body)(void *ctx, const struct gc_shape *sh), void *ctx)
+{
+	struct shape_body b = { body, ctx };
+	struct gc_cases cases = { .first = gc_shapes, .n = GC_N_SHAPES,
+				  .size = sizeof(gc_shapes[0]), .name = shape_name, .run = shape_case };
+
+	gc_each_case(&cases, &b);
 }
 
 /* ------------------------------------------------------------ bracketing */

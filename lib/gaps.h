@@ -6,11 +6,15 @@
  * (gap.MODE.SHAPE, gap-p50/p99/max.MODE.SHAPE, bubbles.MODE.SHAPE,
  * graph-time.MODE.SHAPE, overhead.WHAT.SHAPE). A gap is the start of a
  * dispatch minus the end of the one it depends on, in ns, measured by the
- * dispatches themselves.
+ * dispatches themselves. Also what both binaries do with the stamps of a
+ * run (the walk over a shape's dependencies, the counts, the launch gaps)
+ * and the gaps matrix they share, the vendor supplying only its launches
+ * (GC_GAP_OPS).
  */
 #ifndef GPUCONFORM_GAPS_H
 #define GPUCONFORM_GAPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +36,8 @@ struct gc_shape {
 extern const struct gc_shape gc_shapes[GC_N_SHAPES];
 /* The shape of that name, or NULL. */
 const struct gc_shape *gc_shape_find(const char *name);
+/* The shape of that name, or fail the subtest naming it (subtest-level). */
+const struct gc_shape *gc_shape_get(const char *name);
 
 /*
  * A bubble is a gap over GC_GAP_BUBBLE_FACTOR x the median gap of the same
@@ -51,6 +57,7 @@ struct gc_gaps {
 	size_t n, cap;
 	double *span_us;  /* device span of each run (last end - first start), us */
 	size_t runs, runs_cap;
+	unsigned long_gaps; /* gaps over GC_GAP_LONG_NS seen so far (the first 5 are logged) */
 };
 
 /* Append a gap / a run's span. 0 or -ENOMEM (g unchanged). */
@@ -63,6 +70,7 @@ struct gc_gap_stats {
 	uint64_t bubbles;     /* gaps over GC_GAP_BUBBLE_FACTOR x p50 */
 	size_t n;
 	double span_us;       /* mean span of a run; 0 without runs */
+	double span_max_us;   /* the longest span of a run; 0 without runs */
 };
 
 /* Statistics of g. 0, or -EINVAL when g holds no gap. Pure: unit-tested. */
@@ -83,6 +91,172 @@ struct gc_gap_stats gc_gaps_report(const struct gc_gaps *g, const char *mode, co
 
 /* The metric overhead.WHAT.SHAPE (unit x, lower is better), one sample. */
 void gc_gap_ratio(const char *what, const char *shape, double x);
+/*
+ * x against base (the untraced gaps of the same process) as overhead metrics:
+ * overhead.gap-p50-WHAT-over-graph.SHAPE and gap-p99, and with time also
+ * graph-time-WHAT-over-graph (the mean span); a 0 in base is taken as 1.
+ */
+void gc_gap_ratios(const char *what, const char *shape, const struct gc_gap_stats *x,
+		   const struct gc_gap_stats *base, bool time);
+
+/* ------------------------------------------------------------ one run's stamps */
+
+/*
+ * The host copy of a launch's stamps and counts: dispatch idx stamped the
+ * device clock at its start into stamps[2 * idx] and at its end into
+ * stamps[2 * idx + 1], and counted itself in counts[idx]. The clock ticks hz
+ * times a second: GC_GAP_NS_HZ for CUDA's %globaltimer (ns), s_memrealtime's
+ * rate on AMD. The vendor owns the arrays; lib/gaps reads them (and
+ * gc_gap_expect_launch() clears a count on purpose, see there).
+ */
+#define GC_GAP_NS_HZ 1000000000ull
+struct gc_gap_run {
+	uint64_t *stamps;
+	uint32_t *counts;
+	uint64_t hz;
+};
+
+/* Gaps over this are logged (the first 5 of a gap set) with where they lie on the device clock. */
+#define GC_GAP_LONG_NS 100000.0
+
+/* ticks of r's clock in ns (exact for GC_GAP_NS_HZ). Pure: unit-tested. */
+double gc_gap_ns(const struct gc_gap_run *r, uint64_t ticks);
+
+/*
+ * From here on, functions that check are subtest-level: they fail the
+ * subtest as gc_assert does. Every one of the first n dispatches ran exactly
+ * once, else fail naming the first that did not: "WHAT: dispatch I of N ran
+ * K times (replayed | lost: it never ran)".
+ */
+void gc_gap_expect_counts(const struct gc_gap_run *r, unsigned n, const char *what);
+
+/*
+ * GPUCONFORM_BUBBLES_REMOVE names what the bubbles binaries remove on purpose
+ * (stamp: a dispatch's count, record: a profiler record), so that the
+ * completeness checks are seen to fail; never set in a real run.
+ */
+bool gc_bubbles_remove(const char *what);
+
+/*
+ * After one launch of sh: gc_gap_expect_counts() over its dispatches, named
+ * by the shape. For a graph launch, GPUCONFORM_BUBBLES_REMOVE=stamp first
+ * forgets the last dispatch's count.
+ */
+void gc_gap_expect_launch(struct gc_gap_run *r, const struct gc_shape *sh, bool graph);
+
+/*
+ * The gap of c depending on a, ns: c's start - a's end. Fails when a ended
+ * before it started (the device clock went backwards) or c started before a
+ * ended (that, or the dependency was not honoured).
+ */
+double gc_gap_of(const struct gc_gap_run *r, unsigned a, unsigned c);
+
+/*
+ * The gaps of one run of sh, appended to g: a chain's (and mixed's) from each
+ * dispatch to the next; wide's from the root to every branch, and from the
+ * branch that ended last to the join. Then the run's span (the last end -
+ * the first start). Fails as gc_gap_of() does, or when memory runs out.
+ */
+void gc_gap_add_run(const struct gc_gap_run *r, const struct gc_shape *sh, struct gc_gaps *g);
+
+/*
+ * n >= 1 launches of per dispatches each, stamped in launch order: the gap from
+ * the last dispatch of each launch to the first of the next, appended to g,
+ * and the span of all n (the last launch's end - the first's start, which
+ * must not be negative). Fails as gc_gap_add_run() does.
+ */
+void gc_gap_add_launches(const struct gc_gap_run *r, unsigned n, unsigned per,
+			 struct gc_gaps *g);
+
+/*
+ * launch-gap, after n >= 1 launches of chain2 stamped in launch order: every
+ * dispatch ran once, and their launch gaps are the metrics of graph.launch.
+ */
+void gc_gaps_launch_gap(const struct gc_gap_run *r, unsigned n);
+
+/* ------------------------------------------------------------ a vendor's launches */
+
+/*
+ * How a vendor launches a shape, declared with GC_GAP_OPS: build and destroy
+ * a graph of sh; run it once; run sh's dispatches once, one by one, on a
+ * stream (chains and mixed: a stream has no fan-out). Each run zeroes the
+ * counts, launches, waits, fetches the stamps and counts into the run the
+ * vendor's gc_gap_dev names and checks them (gc_gap_expect_launch()).
+ */
+struct gc_gap_ops {
+	void (*build)(void *ctx, const struct gc_shape *sh, void *graph);
+	void (*destroy)(void *ctx, void *graph);
+	void (*run_graph)(void *ctx, const struct gc_shape *sh, void *graph);
+	void (*run_stream)(void *ctx, const struct gc_shape *sh);
+};
+
+/* The most a vendor's graph type may take: the gaps matrix keeps one on its stack. */
+#define GC_GAP_GRAPH_BYTES 128
+
+/*
+ * Declares `static const struct gc_gap_ops name` over typed vendor functions:
+ *     void build(CTX *, const struct gc_shape *, GRAPH *);
+ *     void destroy(CTX *, GRAPH *);
+ *     void run_graph(CTX *, const struct gc_shape *, GRAPH *);
+ *     void run_stream(CTX *, const struct gc_shape *);
+ * A function of other types does not compile.
+ */
+#define GC_GAP_OPS(name, ctx_type, graph_type, build, destroy, run_graph, run_stream)      \
+	_Static_assert(sizeof(graph_type) <= GC_GAP_GRAPH_BYTES,                           \
+		       #graph_type " is larger than GC_GAP_GRAPH_BYTES");                  \
+	static void gc__build_##name(void *ctx, const struct gc_shape *sh, void *g)        \
+	{                                                                                  \
+		build((ctx_type *)ctx, sh, (graph_type *)g);                               \
+	}                                                                                  \
+	static void gc__destroy_##name(void *ctx, void *g)                                 \
+	{                                                                                  \
+		destroy((ctx_type *)ctx, (graph_type *)g);                                 \
+	}                                                                                  \
+	static void gc__graph_##name(void *ctx, const struct gc_shape *sh, void *g)        \
+	{                                                                                  \
+		run_graph((ctx_type *)ctx, sh, (graph_type *)g);                           \
+	}                                                                                  \
+	static void gc__stream_##name(void *ctx, const struct gc_shape *sh)                \
+	{                                                                                  \
+		run_stream((ctx_type *)ctx, sh);                                           \
+	}                                                                                  \
+	static const struct gc_gap_ops name = { gc__build_##name, gc__destroy_##name,      \
+						gc__graph_##name, gc__stream_##name }
+
+/* A vendor's launches: its ops, its context (handed to every op), where runs land. */
+struct gc_gap_dev {
+	const struct gc_gap_ops *ops;
+	void *ctx;
+	struct gc_gap_run *run;
+};
+
+/*
+ * launches runs of sh (of graph, a graph d built; stream launches when graph
+ * is NULL), each run's gaps into one set reported as MODE.SHAPE
+ * (gc_gaps_report(), whose statistics it returns). keep: every run's stamps
+ * in turn (2 * sh->kernels each), or NULL.
+ */
+struct gc_gap_stats gc_gaps_measure(const struct gc_gap_dev *d, const struct gc_shape *sh,
+				    void *graph, unsigned launches, const char *mode,
+				    uint64_t *keep);
+
+/*
+ * The gaps matrix: stream-SHAPE for every shape but the wide ones, then
+ * graph-SHAPE for every shape, in gc_shapes order.
+ */
+struct gc_gap_case {
+	const char *mode; /* "stream" or "graph": the metrics' MODE */
+	bool stream;
+	const struct gc_shape *sh;
+};
+#define GC_GAP_MAX_CASES (2 * GC_N_SHAPES)
+/* The cases in order into v (at most max of them); returns how many there are. Pure. */
+size_t gc_gap_cases(struct gc_gap_case *v, size_t max);
+/* Each case as the dynamic subtest MODE-SHAPE: launches runs, reported as MODE.SHAPE. */
+void gc_gaps_cases(const struct gc_gap_dev *d, unsigned launches);
+
+/* body(ctx, sh) for every shape of gc_shapes, in order, as the dynamic subtest SHAPE. */
+void gc_each_shape(void (*body)(void *ctx, const struct gc_shape *sh), void *ctx);
 
 /*
  * Profiler records against the dispatches' own stamps. With D = device

@@ -19,14 +19,6 @@
 #include "bubbles.h"
 #include "measure.h"
 
-const struct gc_shape *bx_shape(const char *name)
-{
-	const struct gc_shape *sh = gc_shape_find(name);
-
-	gc_assert_f(sh, "no shape %s", name);
-	return sh;
-}
-
 /* ------------------------------------------------------------- graphs */
 
 CUDA_KERNEL_NODE_PARAMS bx_kernel_params(CUfunction f, void **args)
@@ -193,28 +185,8 @@ void bx_wait(struct bx *b, unsigned n, const char *what)
 static void fetch(struct bx *b, unsigned n)
 {
 	bx_wait(b, n, "the work");
-	gc_cu_assert(b->cu, b->cu->cuMemcpyDtoH(b->h_stamps, b->stamps, 2 * (size_t)n * 8));
-	gc_cu_assert(b->cu, b->cu->cuMemcpyDtoH(b->h_counts, b->counts, (size_t)n * 4));
-}
-
-void bx_expect_counts(struct bx *b, unsigned n, const char *what)
-{
-	for (unsigned i = 0; i < n; i++)
-		gc_assert_f(b->h_counts[i] == 1, "%s: dispatch %u of %u ran %u times (%s)", what, i,
-			    n, b->h_counts[i],
-			    b->h_counts[i] ? "replayed" : "lost: it never ran");
-}
-
-/*
- * GPUCONFORM_BUBBLES_REMOVE=stamp forgets the last dispatch's count of every
- * run, =record one CUPTI record (bubbles_trace.c): the completeness checks
- * must then fail. How they were seen able to fail; never set in a real run.
- */
-bool bx_remove(const char *what)
-{
-	const char *v = getenv("GPUCONFORM_BUBBLES_REMOVE");
-
-	return v && strcmp(v, what) == 0;
+	gc_cu_assert(b->cu, b->cu->cuMemcpyDtoH(b->host.stamps, b->stamps, 2 * (size_t)n * 8));
+	gc_cu_assert(b->cu, b->cu->cuMemcpyDtoH(b->host.counts, b->counts, (size_t)n * 4));
 }
 
 void bx_run_graph(struct bx *b, const struct gc_shape *sh, struct bx_graph *gr)
@@ -222,9 +194,7 @@ void bx_run_graph(struct bx *b, const struct gc_shape *sh, struct bx_graph *gr)
 	gc_cu_assert(b->cu, b->cu->cuMemsetD32Async(b->counts, 0, sh->kernels, b->s));
 	gc_cu_assert(b->cu, b->cu->cuGraphLaunch(gr->x, b->s));
 	fetch(b, sh->kernels);
-	if (bx_remove("stamp"))
-		b->h_counts[sh->kernels - 1] = 0;
-	bx_expect_counts(b, sh->kernels, sh->name);
+	gc_gap_expect_launch(&b->host, sh, true);
 }
 
 void bx_run_stream(struct bx *b, const struct gc_shape *sh)
@@ -232,97 +202,13 @@ void bx_run_stream(struct bx *b, const struct gc_shape *sh)
 	gc_cu_assert(b->cu, b->cu->cuMemsetD32Async(b->counts, 0, sh->kernels, b->s));
 	bx_stream_launch(b, sh);
 	fetch(b, sh->kernels);
-	bx_expect_counts(b, sh->kernels, sh->name);
+	gc_gap_expect_launch(&b->host, sh, false);
 }
 
-/* ------------------------------------------------------------- gaps */
-
-static void gap_add(struct gc_gaps *g, double gap_ns)
-{
-	gc_assert_f(gc_gaps_add(g, gap_ns) == 0, "out of memory for %zu gap samples", g->n + 1);
-}
-
-static void span_add(struct gc_gaps *g, double span_us)
-{
-	gc_assert_f(gc_gaps_add_span(g, span_us) == 0, "out of memory for %zu runs", g->runs + 1);
-}
-
-/* Gaps over this are logged (the first 5 of a gap set), with where they lie on the device clock. */
-#define LONG_GAP_NS 100000.0
-
-static double gap_of(const struct bx *b, unsigned a, unsigned c)
-{
-	uint64_t end = b->h_stamps[2 * a + 1], start = b->h_stamps[2 * c];
-
-	gc_assert_f(start >= end, "dispatch %u started at %llu ns, before dispatch %u it depends "
-		    "on ended at %llu: the device clock went backwards or the dependency was not "
-		    "honoured", c, (unsigned long long)start, a, (unsigned long long)end);
-	return (double)(start - end);
-}
-
-static void add_gap(struct bx *b, struct gc_gaps *g, unsigned a, unsigned c)
-{
-	double gap = gap_of(b, a, c);
-
-	if (gap > LONG_GAP_NS && b->long_gaps++ < 5)
-		gc_info("long gap: %.0f ns from dispatch %u to %u of run %zu (device clock %llu ns)",
-			gap, a, c, g->runs, (unsigned long long)b->h_stamps[2 * c]);
-	gap_add(g, gap);
-}
-
-void bx_gaps_add_run(struct bx *b, const struct gc_shape *sh, struct gc_gaps *g)
-{
-	uint64_t first = UINT64_MAX, last = 0;
-	unsigned join = sh->n + 1, late = 1;
-
-	if (g->runs == 0)
-		b->long_gaps = 0;
-
-	if (sh->kind == GC_SHAPE_WIDE) {
-		for (unsigned i = 1; i <= sh->n; i++) {
-			add_gap(b, g, 0, i);
-			if (b->h_stamps[2 * i + 1] > b->h_stamps[2 * late + 1])
-				late = i;
-		}
-		add_gap(b, g, late, join);
-	} else {
-		for (unsigned i = 1; i < sh->n; i++)
-			add_gap(b, g, i - 1, i);
-	}
-	for (unsigned i = 0; i < sh->kernels; i++) {
-		first = b->h_stamps[2 * i] < first ? b->h_stamps[2 * i] : first;
-		last = b->h_stamps[2 * i + 1] > last ? b->h_stamps[2 * i + 1] : last;
-	}
-	span_add(g, (double)(last - first) / 1e3);
-}
+GC_GAP_OPS(gap_ops, struct bx, struct bx_graph, bx_graph_build, bx_graph_free, bx_run_graph,
+	   bx_run_stream);
 
 /* ------------------------------------------------------------- subtests */
-
-struct gcase {
-	struct bx *b;
-	const struct gc_shape *sh;
-	bool stream;
-};
-
-static void gaps_case(void *arg)
-{
-	struct gcase *c = arg;
-	struct gc_gaps g = { 0 };
-	struct bx_graph gr = { 0 };
-
-	if (!c->stream)
-		bx_graph_build(c->b, c->sh, &gr);
-	for (unsigned l = 0; l < c->b->launches; l++) {
-		if (c->stream)
-			bx_run_stream(c->b, c->sh);
-		else
-			bx_run_graph(c->b, c->sh, &gr);
-		bx_gaps_add_run(c->b, c->sh, &g);
-	}
-	gc_gaps_report(&g, c->stream ? "stream" : "graph", c->sh->name);
-	gc_gaps_free(&g);
-	bx_graph_free(c->b, &gr);
-}
 
 /*
  * gaps: per shape, graph launches (and stream launches of the same work for
@@ -332,16 +218,9 @@ static void gaps_case(void *arg)
  */
 static void test_gaps(void *data)
 {
-	struct gcase c = { .b = data };
+	struct bx *b = data;
 
-	for (int stream = 1; stream >= 0; stream--)
-		for (unsigned i = 0; i < GC_N_SHAPES; i++) {
-			c.sh = &gc_shapes[i], c.stream = stream;
-			if (stream && c.sh->kind == GC_SHAPE_WIDE)
-				continue;
-			gc_dynamic_f(gaps_case, &c, "%s-%s", stream ? "stream" : "graph",
-				     c.sh->name);
-		}
+	gc_gaps_cases(&b->dev, b->launches);
 }
 
 /*
@@ -353,10 +232,9 @@ static void test_gaps(void *data)
 static void test_launch_gap(void *data)
 {
 	struct bx *b = data;
-	const struct gc_shape *sh = bx_shape("chain2");
+	const struct gc_shape *sh = gc_shape_get("chain2");
 	unsigned n = b->launches < BX_MAX_KERNELS / 2 ? b->launches : BX_MAX_KERNELS / 2;
 	unsigned long long work = b->work_ns;
-	struct gc_gaps g = { 0 };
 	struct bx_graph gr;
 
 	bx_graph_build(b, sh, &gr);
@@ -373,14 +251,7 @@ static void test_launch_gap(void *data)
 				gc_cu_assert(b->cu, b->cu->cuGraphLaunch(gr.x, b->s));
 		}
 	fetch(b, 2 * n);
-	bx_expect_counts(b, 2 * n, "launch-gap");
-	b->long_gaps = 0;
-	for (unsigned l = 1; l < n; l++)
-		add_gap(b, &g, 2 * l - 1, 2 * l);
-	span_add(&g,
-	     (double)(b->h_stamps[4 * n - 1] - b->h_stamps[0]) / 1e3);
-	gc_gaps_report(&g, "graph", "launch");
-	gc_gaps_free(&g);
+	gc_gaps_launch_gap(&b->host, n);
 	bx_graph_free(b, &gr);
 }
 
@@ -412,9 +283,11 @@ static void *bx_setup(void)
 	gc_cu_assert(b->cu, b->cu->cuMemAlloc(&b->stamps, 2 * (size_t)BX_MAX_KERNELS * 8));
 	gc_cu_assert(b->cu, b->cu->cuMemAlloc(&b->counts, (size_t)BX_MAX_KERNELS * 4));
 	gc_cu_assert(b->cu, b->cu->cuMemAlloc(&b->scratch, 8192));
-	b->h_stamps = calloc(2 * (size_t)BX_MAX_KERNELS, 8);
-	b->h_counts = calloc(BX_MAX_KERNELS, 4);
-	gc_assert(b->h_stamps && b->h_counts);
+	b->host.stamps = calloc(2 * (size_t)BX_MAX_KERNELS, 8);
+	b->host.counts = calloc(BX_MAX_KERNELS, 4);
+	b->host.hz = GC_GAP_NS_HZ; /* %globaltimer */
+	gc_assert(b->host.stamps && b->host.counts);
+	b->dev = (struct gc_gap_dev){ &gap_ops, b, &b->host };
 	gc_cu_assert(b->cu, b->cu->cuMemHostAlloc((void **)&b->probe, BX_MAX_KERNELS * 4, 0));
 	return b;
 }
@@ -430,8 +303,8 @@ static void bx_teardown(void *data)
 	b->cu->cuMemFreeHost(b->probe);
 	gc_cu_kernels_unload(b->cu, &b->k);
 	gc_cuda_close(b->cu);
-	free(b->h_stamps);
-	free(b->h_counts);
+	free(b->host.stamps);
+	free(b->host.counts);
 	free(b);
 }
 

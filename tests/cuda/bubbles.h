@@ -22,16 +22,13 @@
 #define BX_WORK_NS 1000ull       /* each dispatch spins 1 us on the device clock (default) */
 #define BX_MAX_KERNELS 8200u     /* the largest shape: chain8192 */
 
-/* gc_shape_find() or fail naming the shape. */
-const struct gc_shape *bx_shape(const char *name);
-
 struct bx {
 	struct gc_cuda *cu;
 	struct gc_cu_kernels k;
 	CUstream s;
 	CUdeviceptr stamps, counts, scratch; /* scratch: memset / memcpy nodes of mixed */
-	uint64_t *h_stamps;
-	uint32_t *h_counts;
+	struct gc_gap_run host; /* the host copy of the stamps (ns) and counts of the last run */
+	struct gc_gap_dev dev;  /* how lib/gaps launches a shape here: bx_run_graph / _stream */
 	uint32_t *probe;     /* pinned: counts read while the work may still be running */
 	unsigned launches;   /* per shape ($GPUCONFORM_BUBBLES_LAUNCHES, default 1000) */
 	/*
@@ -40,7 +37,6 @@ struct bx {
 	 * by a known fraction and measures whether the baseline's gate notices.
 	 */
 	unsigned long long work_ns;
-	unsigned long_gaps;  /* long gaps logged for the current gap set */
 };
 
 /* A built graph: its kernel nodes in idx order (for CUPTI node ids). */
@@ -67,9 +63,6 @@ void bx_stream_launch(struct bx *b, const struct gc_shape *sh);
 void bx_run_graph(struct bx *b, const struct gc_shape *sh, struct bx_graph *gr);
 void bx_run_stream(struct bx *b, const struct gc_shape *sh);
 
-/* The gaps and the span of one run of sh (from b->h_stamps), appended; fails on a negative gap. */
-void bx_gaps_add_run(struct bx *b, const struct gc_shape *sh, struct gc_gaps *g);
-
 /* Watchdog: a launch that has not finished after this many seconds is a hang. */
 #define BX_WATCHDOG_S 60
 /*
@@ -83,12 +76,6 @@ unsigned bx_done_count(struct bx *b, unsigned n);
 /* "N of M kernels done", or says that the count could not be read. */
 const char *bx_done_str(struct bx *b, unsigned n, char *buf, size_t len);
 void bx_wait(struct bx *b, unsigned n, const char *what);
-
-/* GPUCONFORM_BUBBLES_REMOVE names what (stamp, record) to remove on purpose. */
-bool bx_remove(const char *what);
-
-/* Every dispatch of the last run counted exactly once, else fail naming the first that was not. */
-void bx_expect_counts(struct bx *b, unsigned n, const char *what);
 
 /* CUPTI up or skip naming why; tracing of one kind on or off, or fail. */
 void bx_cupti_up(struct gc_cupti *c);

@@ -18,7 +18,6 @@
 struct deep {
 	struct bx *b;
 	struct gc_cupti *c;
-	CUpti_ActivityKind kind; /* 0: untraced */
 	bool cupti;
 	char why[512];
 	volatile uint32_t *flag;
@@ -59,21 +58,21 @@ static void deep_release(struct deep *d, unsigned *ms)
 		usleep(1000);
 	}
 	gc_cu_assert(d->b->cu, d->b->cu->cuStreamSynchronize(d->b->s));
-	gc_cu_assert(d->b->cu, d->b->cu->cuMemcpyDtoH(d->b->h_counts, d->b->counts,
+	gc_cu_assert(d->b->cu, d->b->cu->cuMemcpyDtoH(d->b->host.counts, d->b->counts,
 						      (DEEP_KERNELS + 1) * 4));
-	gc_cu_assert(d->b->cu, d->b->cu->cuMemcpyDtoH(d->b->h_stamps, d->b->stamps,
+	gc_cu_assert(d->b->cu, d->b->cu->cuMemcpyDtoH(d->b->host.stamps, d->b->stamps,
 						      2 * (DEEP_KERNELS + 1) * 8));
 }
 
 /* Every dispatch behind the gate started after the one right after it ended. */
 static void deep_expect_order(struct deep *d)
 {
-	uint64_t after_end = d->b->h_stamps[2 * DEEP_AFTER + 1];
+	const uint64_t *st = d->b->host.stamps;
+	uint64_t after_end = st[2 * DEEP_AFTER + 1];
 
 	for (unsigned i = 0; i < DEEP_KERNELS; i++)
-		gc_assert_f(d->b->h_stamps[2 * i] >= after_end, "dispatch %u started at %llu ns, "
-			    "before the dispatch after the gate ended (%llu ns)", i,
-			    (unsigned long long)d->b->h_stamps[2 * i],
+		gc_assert_f(st[2 * i] >= after_end, "dispatch %u started at %llu ns, before the "
+			    "dispatch after the gate ended (%llu ns)", i, (unsigned long long)st[2 * i],
 			    (unsigned long long)after_end);
 }
 
@@ -91,15 +90,28 @@ static void deep_expect_records(struct deep *d)
 	gc_cupti_take_free(&t);
 }
 
-static void deep_case(void *arg)
+/* How the deep queue is traced: not at all, concurrent or serialized kernel tracing. */
+struct deep_mode {
+	const char *name;
+	CUpti_ActivityKind kind; /* CUPTI_ACTIVITY_KIND_INVALID (0): untraced */
+};
+
+GC_VARIANTS(struct deep_mode, deep_modes, deep_case) = {
+	{ "plain", CUPTI_ACTIVITY_KIND_INVALID },
+	{ "traced", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL },
+	{ "traced-serialized", CUPTI_ACTIVITY_KIND_KERNEL },
+};
+
+static void deep_case(void *ctx, const struct deep_mode *m)
 {
-	struct deep *d = arg;
+	struct deep *d = ctx;
+	CUpti_ActivityKind kind = m->kind;
 	CUgraphExec x;
 	CUgraph g;
 	unsigned held, ms;
 	uint32_t result = 0;
 
-	if (d->kind && !d->cupti)
+	if (kind && !d->cupti)
 		gc_skip("CUPTI: %s", d->why);
 	g = deep_graph(d, &x);
 	*d->flag = 0;
@@ -108,21 +120,21 @@ static void deep_case(void *arg)
 							  d->b->s));
 	gc_cu_assert(d->b->cu, d->b->cu->cuMemsetD32Async(d->result, 0, 1, d->b->s));
 	gc_cu_assert(d->b->cu, d->b->cu->cuStreamSynchronize(d->b->s));
-	if (d->kind)
-		bx_cupti_switch(d->c, d->kind, true);
+	if (kind)
+		bx_cupti_switch(d->c, kind, true);
 	gc_cu_assert(d->b->cu, d->b->cu->cuGraphLaunch(x, d->b->s));
 	usleep(200000);
 	held = bx_done_count(d->b, DEEP_KERNELS + 1);
 	deep_release(d, &ms);
-	if (d->kind)
-		bx_cupti_switch(d->c, d->kind, false);
+	if (kind)
+		bx_cupti_switch(d->c, kind, false);
 	gc_cu_assert(d->b->cu, d->b->cu->cuMemcpyDtoH(&result, d->result, 4));
 	gc_assert_f(result == 1, "the gate %s", result == 2 ? "timed out (30 s)" : "never ran");
 	gc_assert_f(held == 0 || held == BX_DONE_UNKNOWN, "%u dispatches ran before the gate "
 		    "opened", held);
-	bx_expect_counts(d->b, DEEP_KERNELS + 1, "deep in-flight");
+	gc_gap_expect_counts(&d->b->host, DEEP_KERNELS + 1, "deep in-flight");
 	deep_expect_order(d);
-	if (d->kind)
+	if (kind)
 		deep_expect_records(d);
 	gc_info("%u dispatches queued behind the gate for 200 ms (%s); all ran once, in order, "
 		"%u ms after it opened", DEEP_KERNELS + 1,
@@ -154,11 +166,7 @@ void test_deep_inflight(void *data)
 	d.flag = host;
 	gc_cu_assert(b->cu, b->cu->cuMemHostGetDevicePointer(&d.flag_dev, host, 0));
 	gc_cu_assert(b->cu, b->cu->cuMemAlloc(&d.result, 4));
-	gc_dynamic("plain", deep_case, &d);
-	d.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-	gc_dynamic("traced", deep_case, &d);
-	d.kind = CUPTI_ACTIVITY_KIND_KERNEL;
-	gc_dynamic("traced-serialized", deep_case, &d);
+	gc_variants(deep_modes, &d);
 	b->cu->cuMemFree(d.result);
 	b->cu->cuMemFreeHost(host);
 }

@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "bubbles.h"
-#include "devfd.h"
 #include "gc_cupti.h"
+#include "usage.h"
 
 #define TRACE_LAUNCHES 100     /* launches per shape under a profiler */
 #define BRACKET_SLACK_NS 100   /* clock steps of both sides (32 ns on H100) */
@@ -193,7 +193,7 @@ static void expect_timed(const unsigned *untimed, unsigned n, unsigned launches,
 /* Drop one record on purpose (GPUCONFORM_BUBBLES_REMOVE=record). */
 void bx_remove_record(struct gc_cupti_take *t)
 {
-	if (bx_remove("record") && t->nk) {
+	if (gc_bubbles_remove("record") && t->nk) {
 		t->nk--;
 		t->k[t->nk / 2] = t->k[t->nk];
 	}
@@ -301,69 +301,33 @@ static void node_ids(struct tcase *c, const struct bx_graph *gr, size_t since,
 	qsort(ids->v, ids->n, sizeof(*ids->v), cmp_node_id);
 }
 
-static struct gc_gap_stats run_shape(struct tcase *c, struct bx_graph *gr, unsigned n,
-				 const char *mode, struct launch_stamps *keep)
+static void traced_case(void *ctx, const struct gc_shape *sh)
 {
-	struct gc_gaps g = { 0 };
-	struct gc_gap_stats st;
-
-	for (unsigned l = 0; l < n; l++) {
-		bx_run_graph(c->b, c->sh, gr);
-		bx_gaps_add_run(c->b, c->sh, &g);
-		if (keep)
-			memcpy(&keep->st[(size_t)l * 2 * keep->n], c->b->h_stamps,
-			       2 * (size_t)keep->n * 8);
-	}
-	st = gc_gaps_report(&g, mode, c->sh->name);
-	gc_gaps_free(&g);
-	return st;
-}
-
-/*
- * overhead.gap-p50-WHAT-over-graph.SHAPE and gap-p99 (and graph-time, with
- * time) of x against base, the untraced run of the same process; a 0 base
- * is taken as 1 (ns, us).
- */
-static void ratios(const char *what, const char *shape, const struct gc_gap_stats *x,
-		   const struct gc_gap_stats *base, bool time)
-{
-	char name[64];
-
-	snprintf(name, sizeof(name), "gap-p50-%s-over-graph", what);
-	gc_gap_ratio(name, shape, x->p50 / (base->p50 > 0 ? base->p50 : 1));
-	snprintf(name, sizeof(name), "gap-p99-%s-over-graph", what);
-	gc_gap_ratio(name, shape, x->p99 / (base->p99 > 0 ? base->p99 : 1));
-	if (!time)
-		return;
-	snprintf(name, sizeof(name), "graph-time-%s-over-graph", what);
-	gc_gap_ratio(name, shape, x->span_us / (base->span_us > 0 ? base->span_us : 1));
-}
-
-static void traced_case(void *arg)
-{
-	struct tcase *c = arg;
-	struct launch_stamps ls = { .n = c->sh->kernels };
+	struct tcase *c = ctx;
+	struct launch_stamps ls = { .n = sh->kernels };
 	struct gc_cupti_take t;
 	struct gc_gap_stats plain, traced;
 	size_t since = gc_cupti_clones_seen(c->w);
 	struct bx_graph gr;
 	struct node_ids ids;
 
+	c->sh = sh;
 	bx_graph_build(c->b, c->sh, &gr);
 	ls.st = malloc((size_t)TRACE_LAUNCHES * 2 * ls.n * 8);
 	gc_assert(ls.st);
 	node_ids(c, &gr, since, &ids);
-	plain = run_shape(c, &gr, TRACE_LAUNCHES, "graph", NULL);
+	plain = gc_gaps_measure(&c->b->dev, c->sh, &gr, TRACE_LAUNCHES, "graph", NULL);
 	gc_cupti_flush(c->c);
 	gc_cupti_take(&t);
 	gc_cupti_take_free(&t);
 	bx_cupti_switch(c->c, c->kind, true);
-	traced = run_shape(c, &gr, TRACE_LAUNCHES, mode_name(c->kind), &ls);
+	traced = gc_gaps_measure(&c->b->dev, c->sh, &gr, TRACE_LAUNCHES, mode_name(c->kind),
+				 ls.st);
 	bx_cupti_switch(c->c, c->kind, false);
 	gc_assert(gc_cupti_flush(c->c) == 0);
 	gc_cupti_take(&t);
-	ratios(c->kind == CUPTI_ACTIVITY_KIND_KERNEL ? "serial" : "trace", c->sh->name, &traced,
-	       &plain, true);
+	gc_gap_ratios(c->kind == CUPTI_ACTIVITY_KIND_KERNEL ? "serial" : "trace", c->sh->name,
+		      &traced, &plain, true);
 	check_records(&t, &ids, &ls, TRACE_LAUNCHES, c->sh->name);
 	gc_cupti_take_free(&t);
 	free(ids.v);
@@ -373,8 +337,6 @@ static void traced_case(void *arg)
 
 static void traced_subtest(struct bx *b, CUpti_ActivityKind kind)
 {
-	static const char *const shapes[] = { "chain2", "chain16", "chain256", "chain8192",
-					      "wide16", "wide256", "mixed" };
 	struct gc_cupti c;
 	struct gc_cupti_clones w;
 	struct tcase tc = { .b = b, .c = &c, .w = &w, .kind = kind };
@@ -383,10 +345,7 @@ static void traced_subtest(struct bx *b, CUpti_ActivityKind kind)
 	bx_cupti_up(&c);
 	if (gc_cupti_clones_watch(&c, &w, why, sizeof(why)) < 0)
 		gc_warn("%s: records are matched to nodes by start order", why);
-	for (unsigned i = 0; i < ARRAY_SIZE(shapes); i++) {
-		tc.sh = bx_shape(shapes[i]);
-		gc_dynamic(shapes[i], traced_case, &tc);
-	}
+	gc_each_shape(traced_case, &tc); /* every shape, by its name */
 	gc_cupti_clones_stop(&w);
 }
 
@@ -408,28 +367,12 @@ void test_traced_serialized(void *data)
 
 /* ---------------------------------------------------------------- leaks */
 
-struct usage {
-	long rss_kib;
-	size_t dev_free;
-	int fds;
-};
-
-static struct usage usage_now(struct bx *b)
+static struct gc_usage usage_now(struct bx *b)
 {
-	struct usage u = { 0 };
-	size_t total;
-	long pages = 0, res = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
+	size_t free_bytes, total;
 
-	if (f) {
-		if (fscanf(f, "%ld %ld", &pages, &res) != 2)
-			res = 0;
-		fclose(f);
-	}
-	u.rss_kib = res * (sysconf(_SC_PAGESIZE) / 1024);
-	gc_cu_assert(b->cu, b->cu->cuMemGetInfo(&u.dev_free, &total));
-	u.fds = gc_devfd_count(""); /* every open fd */
-	return u;
+	gc_cu_assert(b->cu, b->cu->cuMemGetInfo(&free_bytes, &total));
+	return gc_usage_now(free_bytes);
 }
 
 #define LEAK_RSS_KIB (16 * 1024)      /* CUPTI keeps buffers and per-thread state */
@@ -443,10 +386,10 @@ static struct usage usage_now(struct bx *b)
 void test_trace_leak(void *data)
 {
 	struct bx *b = data;
-	struct tcase c = { .b = b, .sh = bx_shape("chain256") };
+	struct tcase c = { .b = b, .sh = gc_shape_get("chain256") };
 	struct gc_cupti cp;
 	struct gc_cupti_take t;
-	struct usage u0, u1;
+	struct gc_usage u0, u1;
 	struct bx_graph gr;
 	size_t records = 0;
 	char series[256];
@@ -483,11 +426,7 @@ void test_trace_leak(void *data)
 		"12,800 dispatches, KiB:%s), device free %zu -> %zu, fds %d -> %d", records,
 		u0.rss_kib, u1.rss_kib, series, u0.dev_free, u1.dev_free, u0.fds, u1.fds);
 	gc_assert_cmpuint(records, ==, 400 * 256);
-	gc_assert_f(u1.rss_kib - u0.rss_kib <= LEAK_RSS_KIB, "host RSS grew %ld KiB (limit %d)",
-		    u1.rss_kib - u0.rss_kib, LEAK_RSS_KIB);
-	gc_assert_f(u0.dev_free <= u1.dev_free + LEAK_DEV_BYTES, "device free memory fell %zu "
-		    "bytes", u0.dev_free - u1.dev_free);
-	gc_assert_cmpint(u1.fds, ==, u0.fds);
+	gc_usage_expect_back(&u0, &u1, LEAK_RSS_KIB, LEAK_DEV_BYTES);
 	bx_graph_free(b, &gr);
 }
 
@@ -543,21 +482,6 @@ static void *launcher_thread(void *p)
 		l->launches++;
 	}
 	return NULL;
-}
-
-static struct gc_gap_stats plain_gaps(struct bx *b, const struct gc_shape *sh, struct bx_graph *gr,
-				  const char *mode)
-{
-	struct gc_gaps g = { 0 };
-	struct gc_gap_stats st;
-
-	for (unsigned l = 0; l < TRACE_LAUNCHES; l++) {
-		bx_run_graph(b, sh, gr);
-		bx_gaps_add_run(b, sh, &g);
-	}
-	st = gc_gaps_report(&g, mode, sh->name);
-	gc_gaps_free(&g);
-	return st;
 }
 
 /* Enabled windows on CUPTI's clock: before enable, after it returned, before disable, after. */
@@ -673,7 +597,7 @@ static void check_record(const struct gc_cupti_kernel *k, size_t r, const struct
 static void remove_inside(struct gc_cupti_take *t, const struct launcher *l,
 			  const struct windows *w)
 {
-	for (size_t r = 0; bx_remove("record") && r < t->nk; r++) {
+	for (size_t r = 0; gc_bubbles_remove("record") && r < t->nk; r++) {
 		struct gc_cupti_api key = { .correlation_id = t->k[r].correlation_id };
 		const struct gc_cupti_api *a = bsearch(&key, t->api, t->napi, sizeof(*t->api),
 						       cmp_api_corr);
@@ -752,7 +676,7 @@ static void switch_cycles(struct gc_cupti *cp, struct windows *w)
 void test_attach_detach(void *data)
 {
 	struct bx *b = data;
-	const struct gc_shape *sh = bx_shape("chain16");
+	const struct gc_shape *sh = gc_shape_get("chain16");
 	struct launcher l = { .b = b };
 	struct gc_gap_stats before, after;
 	struct gc_cupti_take t;
@@ -769,7 +693,7 @@ void test_attach_detach(void *data)
 	gc_assert(w && l.t);
 	bx_graph_build(b, sh, &gr);
 	l.gr = &gr;
-	before = plain_gaps(b, sh, &gr, "graph");
+	before = gc_gaps_measure(&b->dev, sh, &gr, TRACE_LAUNCHES, "graph", NULL);
 	gc_assert(pthread_create(&th, NULL, launcher_thread, &l) == 0);
 	switch_cycles(&cp, w);
 	__atomic_store_n(&l.stop, 1, __ATOMIC_RELEASE);
@@ -782,8 +706,8 @@ void test_attach_detach(void *data)
 	gc_assert_f(t.nk > 0, "no record in %d enabled windows of 2 ms", CYCLES);
 	check_windows(&t, &l, w, &wc);
 	gc_cupti_take_free(&t);
-	after = plain_gaps(b, sh, &gr, "graph-detached");
-	ratios("detached", sh->name, &after, &before, false);
+	after = gc_gaps_measure(&b->dev, sh, &gr, TRACE_LAUNCHES, "graph-detached", NULL);
+	gc_gap_ratios("detached", sh->name, &after, &before, false);
 	gc_assert_f(wc.missing == 0, "%u kernel records missing from %u launches made and "
 		    "finished while tracing was on", wc.missing, wc.inside);
 	gc_assert_f(wc.orphans <= 16 * wc.straddles, "%u kernel records belong to no recorded "

@@ -49,14 +49,6 @@
 #include "bubbles_hip.h"
 #include "measure.h"
 
-const struct gc_shape *hb_shape(const char *name)
-{
-	const struct gc_shape *sh = gc_shape_find(name);
-
-	gc_assert_f(sh, "no shape %s", name);
-	return sh;
-}
-
 /* ------------------------------------------------------------- loading */
 
 static const char *const hip_sonames[] = { "libamdhip64.so", "libamdhip64.so.7",
@@ -101,10 +93,13 @@ static void hb_alloc(struct hb *b)
 	hb_assert(b, b->f.hipMalloc(&b->stamps, 2 * (size_t)HB_MAX_KERNELS * 8));
 	hb_assert(b, b->f.hipMalloc(&b->counts, (size_t)HB_MAX_KERNELS * 4));
 	hb_assert(b, b->f.hipMalloc(&b->scratch, 8192));
-	b->h_stamps = calloc(2 * (size_t)HB_MAX_KERNELS, 8);
-	b->h_counts = calloc(HB_MAX_KERNELS, 4);
-	gc_assert_f(b->h_stamps && b->h_counts, "out of host memory");
+	b->host.stamps = calloc(2 * (size_t)HB_MAX_KERNELS, 8);
+	b->host.counts = calloc(HB_MAX_KERNELS, 4);
+	gc_assert_f(b->host.stamps && b->host.counts, "out of host memory");
 }
+
+GC_GAP_OPS(gap_ops, struct hb, struct hb_graph, hb_graph_build, hb_graph_free, hb_run_graph,
+	   hb_run_stream);
 
 /*
  * The first HIP subtest of the process opens the runtime; every HIP
@@ -128,6 +123,8 @@ void hb_require(struct hb *b)
 			"FREQUENCY (the source of hipDeviceAttributeWallClockRate; ROCm >= 6.1), so "
 			"device ticks cannot be turned into ns; no rate is guessed");
 	b->work_ticks = (HB_WORK_NS * b->hz + 999999999ull) / 1000000000ull;
+	b->host.hz = b->hz;
+	b->dev = (struct gc_gap_dev){ &gap_ops, b, &b->host };
 }
 
 void hb_close(struct hb *b)
@@ -140,20 +137,28 @@ void hb_close(struct hb *b)
 		b->f.hipStreamDestroy(b->s);
 		b->f.hipModuleUnload(b->mod);
 	}
-	free(b->h_stamps);
-	free(b->h_counts);
-	b->h_stamps = NULL;
-	b->h_counts = NULL;
+	free(b->host.stamps);
+	free(b->host.counts);
+	b->host.stamps = NULL;
+	b->host.counts = NULL;
 	b->open = false;
 	/* The library stays mapped: the HIP runtime's threads may still be unwinding. */
 }
 
-double hb_ns(const struct hb *b, uint64_t ticks)
-{
-	return (double)ticks * 1e9 / (double)b->hz;
-}
-
 /* ------------------------------------------------------------- graphs */
+
+/* One block of GC_HSA_BLOCK threads running gc_stamp(args): every stamp node's parameters. */
+static hipKernelNodeParams stamp_params(const struct hb *b, void **args)
+{
+	hipKernelNodeParams p;
+
+	memset(&p, 0, sizeof(p));
+	p.func = (void *)b->stamp;
+	p.gridDim.x = p.gridDim.y = p.gridDim.z = 1;
+	p.blockDim.x = GC_HSA_BLOCK, p.blockDim.y = p.blockDim.z = 1;
+	p.kernelParams = args;
+	return p;
+}
 
 static hipGraphNode_t add_stamp(struct hb *b, hipGraph_t g, const hipGraphNode_t *deps,
 				size_t ndeps, unsigned idx)
@@ -161,14 +166,9 @@ static hipGraphNode_t add_stamp(struct hb *b, hipGraph_t g, const hipGraphNode_t
 	unsigned int i = idx;
 	uint64_t work = b->work_ticks;
 	void *args[] = { &b->stamps, &b->counts, &i, &work };
-	hipKernelNodeParams p;
+	hipKernelNodeParams p = stamp_params(b, args);
 	hipGraphNode_t n;
 
-	memset(&p, 0, sizeof(p));
-	p.func = (void *)b->stamp;
-	p.gridDim.x = p.gridDim.y = p.gridDim.z = 1;
-	p.blockDim.x = GC_HSA_BLOCK, p.blockDim.y = p.blockDim.z = 1;
-	p.kernelParams = args;
 	hb_assert(b, b->f.hipGraphAddKernelNode(&n, g, deps, ndeps, &p));
 	return n;
 }
@@ -261,12 +261,12 @@ unsigned hb_done_count(struct hb *b, unsigned n)
 	hipStream_t s;
 
 	hb_assert(b, b->f.hipStreamCreateWithFlags(&s, hipStreamNonBlocking));
-	memset(b->h_counts, 0, (size_t)n * 4);
-	hb_assert(b, b->f.hipMemcpyDtoHAsync(b->h_counts, b->counts, (size_t)n * 4, s));
+	memset(b->host.counts, 0, (size_t)n * 4);
+	hb_assert(b, b->f.hipMemcpyDtoHAsync(b->host.counts, b->counts, (size_t)n * 4, s));
 	for (int i = 0; i < 2000 && b->f.hipStreamQuery(s) == hipErrorNotReady; i++)
 		usleep(1000);
 	for (unsigned i = 0; i < n; i++)
-		done += b->h_counts[i] != 0;
+		done += b->host.counts[i] != 0;
 	b->f.hipStreamDestroy(s);
 	return done;
 }
@@ -289,27 +289,8 @@ void hb_wait(struct hb *b, unsigned n, const char *what)
 static void fetch(struct hb *b, unsigned n)
 {
 	hb_wait(b, n, "the work");
-	hb_assert(b, b->f.hipMemcpyDtoH(b->h_stamps, b->stamps, 2 * (size_t)n * 8));
-	hb_assert(b, b->f.hipMemcpyDtoH(b->h_counts, b->counts, (size_t)n * 4));
-}
-
-void hb_expect_counts(const struct hb *b, unsigned n, const char *what)
-{
-	for (unsigned i = 0; i < n; i++)
-		gc_assert_f(b->h_counts[i] == 1, "%s: dispatch %u of %u ran %u times (%s)", what, i,
-			    n, b->h_counts[i], b->h_counts[i] ? "replayed" : "lost: it never ran");
-}
-
-/*
- * GPUCONFORM_BUBBLES_REMOVE=stamp forgets the last dispatch's count of every
- * graph run, =record one trace record (bubbles_prof.c): the completeness
- * checks must then fail. How they can be seen to fail; never set in a real run.
- */
-bool hb_remove(const char *what)
-{
-	const char *v = getenv("GPUCONFORM_BUBBLES_REMOVE");
-
-	return v && strcmp(v, what) == 0;
+	hb_assert(b, b->f.hipMemcpyDtoH(b->host.stamps, b->stamps, 2 * (size_t)n * 8));
+	hb_assert(b, b->f.hipMemcpyDtoH(b->host.counts, b->counts, (size_t)n * 4));
 }
 
 void hb_run_graph(struct hb *b, const struct gc_shape *sh, struct hb_graph *gr)
@@ -317,9 +298,7 @@ void hb_run_graph(struct hb *b, const struct gc_shape *sh, struct hb_graph *gr)
 	hb_assert(b, b->f.hipMemsetD32Async(b->counts, 0, sh->kernels, b->s));
 	hb_assert(b, b->f.hipGraphLaunch(gr->x, b->s));
 	fetch(b, sh->kernels);
-	if (hb_remove("stamp"))
-		b->h_counts[sh->kernels - 1] = 0;
-	hb_expect_counts(b, sh->kernels, sh->name);
+	gc_gap_expect_launch(&b->host, sh, true);
 }
 
 void hb_run_stream(struct hb *b, const struct gc_shape *sh)
@@ -327,86 +306,10 @@ void hb_run_stream(struct hb *b, const struct gc_shape *sh)
 	hb_assert(b, b->f.hipMemsetD32Async(b->counts, 0, sh->kernels, b->s));
 	stream_launch(b, sh);
 	fetch(b, sh->kernels);
-	hb_expect_counts(b, sh->kernels, sh->name);
-}
-
-/* ------------------------------------------------------------- gaps */
-
-void hb_gap_add(struct gc_gaps *g, double gap_ns)
-{
-	gc_assert_f(gc_gaps_add(g, gap_ns) == 0, "out of memory for %zu gap samples", g->n + 1);
-}
-
-void hb_span_add(struct gc_gaps *g, double span_us)
-{
-	gc_assert_f(gc_gaps_add_span(g, span_us) == 0, "out of memory for %zu runs", g->runs + 1);
-}
-
-/* c depends on a: c's start - a's end, in ns; never negative. */
-double hb_gap_of(const struct hb *b, unsigned a, unsigned c)
-{
-	uint64_t end = b->h_stamps[2 * a + 1], start = b->h_stamps[2 * c];
-
-	gc_assert_f(b->h_stamps[2 * a] <= end, "dispatch %u ended (tick %llu) before it started "
-		    "(tick %llu): the device clock went backwards", a, (unsigned long long)end,
-		    (unsigned long long)b->h_stamps[2 * a]);
-	gc_assert_f(start >= end, "dispatch %u started at tick %llu, before dispatch %u it "
-		    "depends on ended at tick %llu: the device clock went backwards or the "
-		    "dependency was not honoured", c, (unsigned long long)start, a,
-		    (unsigned long long)end);
-	return hb_ns(b, start - end);
-}
-
-void hb_gaps_add_run(struct hb *b, const struct gc_shape *sh, struct gc_gaps *g)
-{
-	uint64_t first = UINT64_MAX, last = 0;
-	unsigned join = sh->n + 1, late = 1;
-
-	if (sh->kind == GC_SHAPE_WIDE) {
-		for (unsigned i = 1; i <= sh->n; i++) {
-			hb_gap_add(g, hb_gap_of(b, 0, i));
-			if (b->h_stamps[2 * i + 1] > b->h_stamps[2 * late + 1])
-				late = i;
-		}
-		hb_gap_add(g, hb_gap_of(b, late, join));
-	} else {
-		for (unsigned i = 1; i < sh->n; i++)
-			hb_gap_add(g, hb_gap_of(b, i - 1, i));
-	}
-	for (unsigned i = 0; i < sh->kernels; i++) {
-		first = b->h_stamps[2 * i] < first ? b->h_stamps[2 * i] : first;
-		last = b->h_stamps[2 * i + 1] > last ? b->h_stamps[2 * i + 1] : last;
-	}
-	hb_span_add(g, hb_ns(b, last - first) / 1e3);
+	gc_gap_expect_launch(&b->host, sh, false);
 }
 
 /* ------------------------------------------------------------- subtests */
-
-struct gcase {
-	struct hb *b;
-	const struct gc_shape *sh;
-	bool stream;
-};
-
-static void gaps_case(void *arg)
-{
-	struct gcase *c = arg;
-	struct gc_gaps g = { 0 };
-	struct hb_graph gr = { 0 };
-
-	if (!c->stream)
-		hb_graph_build(c->b, c->sh, &gr);
-	for (unsigned l = 0; l < c->b->launches; l++) {
-		if (c->stream)
-			hb_run_stream(c->b, c->sh);
-		else
-			hb_run_graph(c->b, c->sh, &gr);
-		hb_gaps_add_run(c->b, c->sh, &g);
-	}
-	gc_gaps_report(&g, c->stream ? "stream" : "graph", c->sh->name);
-	gc_gaps_free(&g);
-	hb_graph_free(c->b, &gr);
-}
 
 /*
  * gaps. Contract: per shape, each launched b->launches
@@ -417,17 +320,8 @@ static void gaps_case(void *arg)
  */
 void hb_test_gaps(struct hb *b)
 {
-	struct gcase c = { .b = b };
-
 	hb_require(b);
-	for (int stream = 1; stream >= 0; stream--)
-		for (unsigned i = 0; i < GC_N_SHAPES; i++) {
-			c.sh = &gc_shapes[i], c.stream = stream;
-			if (stream && c.sh->kind == GC_SHAPE_WIDE)
-				continue;
-			gc_dynamic_f(gaps_case, &c, "%s-%s", stream ? "stream" : "graph",
-				     c.sh->name);
-		}
+	gc_gaps_cases(&b->dev, b->launches);
 }
 
 static void set_node_idx(struct hb *b, struct hb_graph *gr, unsigned k, unsigned idx)
@@ -435,13 +329,8 @@ static void set_node_idx(struct hb *b, struct hb_graph *gr, unsigned k, unsigned
 	unsigned int i = idx;
 	uint64_t work = b->work_ticks;
 	void *args[] = { &b->stamps, &b->counts, &i, &work };
-	hipKernelNodeParams p;
+	hipKernelNodeParams p = stamp_params(b, args);
 
-	memset(&p, 0, sizeof(p));
-	p.func = (void *)b->stamp;
-	p.gridDim.x = p.gridDim.y = p.gridDim.z = 1;
-	p.blockDim.x = GC_HSA_BLOCK, p.blockDim.y = p.blockDim.z = 1;
-	p.kernelParams = args;
 	hb_assert(b, b->f.hipGraphExecKernelNodeSetParams(gr->x, gr->nodes[k], &p));
 }
 
@@ -456,8 +345,7 @@ static void set_node_idx(struct hb *b, struct hb_graph *gr, unsigned k, unsigned
  */
 void hb_test_launch_gap(struct hb *b)
 {
-	const struct gc_shape *sh = hb_shape("chain2");
-	struct gc_gaps g = { 0 };
+	const struct gc_shape *sh = gc_shape_get("chain2");
 	struct hb_graph gr;
 	unsigned n;
 
@@ -471,14 +359,6 @@ void hb_test_launch_gap(struct hb *b)
 		hb_assert(b, b->f.hipGraphLaunch(gr.x, b->s));
 	}
 	fetch(b, 2 * n);
-	hb_expect_counts(b, 2 * n, "launch-gap");
-	for (unsigned l = 1; l < n; l++)
-		hb_gap_add(&g, hb_gap_of(b, 2 * l - 1, 2 * l));
-	gc_assert_f(b->h_stamps[4 * n - 1] >= b->h_stamps[0], "the last launch ended before the "
-		    "first started: the device clock went backwards");
-	hb_span_add(&g,
-		hb_ns(b, b->h_stamps[4 * n - 1] - b->h_stamps[0]) / 1e3);
-	gc_gaps_report(&g, "graph", "launch");
-	gc_gaps_free(&g);
+	gc_gaps_launch_gap(&b->host, n);
 	hb_graph_free(b, &gr);
 }

@@ -41,9 +41,6 @@ struct hb_fns {
 #undef HB_MEMBER
 };
 
-/* gc_shape_find() or fail naming the shape. */
-const struct gc_shape *hb_shape(const char *name);
-
 struct hb_prof; /* bubbles_prof.c */
 
 struct hb {
@@ -57,8 +54,8 @@ struct hb {
 	hipFunction_t stamp;
 	hipStream_t s;
 	void *stamps, *counts, *scratch; /* device memory */
-	uint64_t *h_stamps;
-	uint32_t *h_counts;
+	struct gc_gap_run host; /* the host copy of the last run's stamps (ticks) and counts */
+	struct gc_gap_dev dev;  /* how lib/gaps launches a shape here: hb_run_graph / _stream */
 	uint64_t hz;           /* s_memrealtime ticks per second */
 	uint64_t work_ticks;   /* HB_WORK_NS in ticks */
 	unsigned launches;     /* per shape: $GPUCONFORM_BUBBLES_LAUNCHES, default 1000 */
@@ -95,15 +92,6 @@ void hb_wait(struct hb *b, unsigned n, const char *what);
 /* One gc_stamp dispatch of slot idx on b->s (hipModuleLaunchKernel). */
 void hb_launch_stamp(struct hb *b, unsigned idx);
 unsigned hb_done_count(struct hb *b, unsigned n);
-void hb_expect_counts(const struct hb *b, unsigned n, const char *what);
-bool hb_remove(const char *what);
-double hb_ns(const struct hb *b, uint64_t ticks);
-
-double hb_gap_of(const struct hb *b, unsigned a, unsigned c);
-/* The gaps and span of one run of sh, appended (fails on a negative gap or no memory). */
-void hb_gaps_add_run(struct hb *b, const struct gc_shape *sh, struct gc_gaps *g);
-void hb_gap_add(struct gc_gaps *g, double gap_ns);
-void hb_span_add(struct gc_gaps *g, double span_us);
 
 /* bubbles_gaps.c */
 void hb_test_gaps(struct hb *b);

@@ -72,8 +72,8 @@
 #include <unistd.h>
 
 #include "bubbles_hip.h"
-#include "devfd.h"
 #include "measure.h"
+#include "usage.h"
 
 #define TRACE_LAUNCHES 100
 /*
@@ -455,7 +455,7 @@ static void check_records(struct hb *b, const struct gc_shape *sh, struct hb_tak
 	int64_t min_d = INT64_MAX, min_e = INT64_MAX;
 
 	gc_assert(idx);
-	if (hb_remove("record") && t->n) { /* one record removed on purpose */
+	if (gc_bubbles_remove("record") && t->n) { /* one record removed on purpose */
 		t->n--;
 		t->r[t->n / 2] = t->r[t->n];
 	}
@@ -472,8 +472,8 @@ static void check_records(struct hb *b, const struct gc_shape *sh, struct hb_tak
 
 		match_launch(sh, r, st, idx);
 		for (unsigned j = 0; j < n; j++) {
-			int64_t s = (int64_t)hb_ns(b, st[2 * idx[j]]);
-			int64_t e = (int64_t)hb_ns(b, st[2 * idx[j] + 1]);
+			int64_t s = (int64_t)gc_gap_ns(&b->host, st[2 * idx[j]]);
+			int64_t e = (int64_t)gc_gap_ns(&b->host, st[2 * idx[j] + 1]);
 
 			gc_assert_f(r[j].start <= r[j].end, "%s: launch %u: a record ends before it "
 				    "starts", sh->name, l);
@@ -498,52 +498,27 @@ struct tcase {
 	uint64_t kid;
 };
 
-static struct gc_gap_stats run_shape(struct tcase *c, struct hb_graph *gr, const char *mode,
-				 uint64_t *keep)
+static void traced_case(void *ctx, const struct gc_shape *sh)
 {
-	struct gc_gaps g = { 0 };
-	struct gc_gap_stats st;
-	size_t per = 2 * (size_t)c->sh->kernels;
-
-	for (unsigned l = 0; l < TRACE_LAUNCHES; l++) {
-		hb_run_graph(c->b, c->sh, gr);
-		hb_gaps_add_run(c->b, c->sh, &g);
-		if (keep)
-			memcpy(&keep[l * per], c->b->h_stamps, per * 8);
-	}
-	st = gc_gaps_report(&g, mode, c->sh->name);
-	gc_gaps_free(&g);
-	return st;
-}
-
-static double ratio_of(double a, double b)
-{
-	return a / (b > 0 ? b : 1); /* against 1 ns where the reference median is 0 */
-}
-
-static void traced_case(void *arg)
-{
-	struct tcase *c = arg;
-	uint64_t *keep = malloc((size_t)TRACE_LAUNCHES * 2 * c->sh->kernels * 8);
+	struct tcase *c = ctx;
+	uint64_t *keep = malloc((size_t)TRACE_LAUNCHES * 2 * sh->kernels * 8);
 	struct gc_gap_stats plain, traced;
 	struct hb_take t;
 	struct hb_graph gr;
 
+	c->sh = sh;
 	gc_assert(keep);
 	hb_graph_build(c->b, c->sh, &gr);
-	plain = run_shape(c, &gr, "graph", NULL);
+	plain = gc_gaps_measure(&c->b->dev, c->sh, &gr, TRACE_LAUNCHES, "graph", NULL);
 	collect(c->p, 0, 0, &t);
 	free(t.r);
 	ctx_switch(c->p, true);
-	traced = run_shape(c, &gr, "graph-trace", keep);
+	traced = gc_gaps_measure(&c->b->dev, c->sh, &gr, TRACE_LAUNCHES, "graph-trace", keep);
 	ctx_switch(c->p, false);
 	collect(c->p, c->kid, (size_t)TRACE_LAUNCHES * c->sh->kernels, &t);
 	keep_kernel(&t, c->kid);
 	check_records(c->b, c->sh, &t, keep, TRACE_LAUNCHES);
-	gc_gap_ratio("gap-p50-trace-over-graph", c->sh->name, ratio_of(traced.p50, plain.p50));
-	gc_gap_ratio("gap-p99-trace-over-graph", c->sh->name, ratio_of(traced.p99, plain.p99));
-	gc_gap_ratio("graph-time-trace-over-graph", c->sh->name,
-		 ratio_of(traced.span_us, plain.span_us));
+	gc_gap_ratios("trace", c->sh->name, &traced, &plain, true);
 	free(t.r);
 	free(keep);
 	hb_graph_free(c->b, &gr);
@@ -565,10 +540,7 @@ void hb_test_traced_concurrent(struct hb *b)
 	c.kid = stamp_kernel_id(b, c.p);
 	gc_info("rocprofiler-sdk %s registered; gc_stamp is kernel_id %llu", c.p->soname,
 		(unsigned long long)c.kid);
-	for (unsigned i = 0; i < GC_N_SHAPES; i++) {
-		c.sh = &gc_shapes[i];
-		gc_dynamic(c.sh->name, traced_case, &c);
-	}
+	gc_each_shape(traced_case, &c);
 }
 
 /*
@@ -590,28 +562,12 @@ void hb_test_traced_serialized(struct hb *b)
 
 /* ---------------------------------------------------------------- leaks */
 
-struct usage {
-	long rss_kib;
-	size_t dev_free;
-	int fds;
-};
-
-static struct usage usage_now(struct hb *b)
+static struct gc_usage usage_now(struct hb *b)
 {
-	struct usage u = { 0 };
-	long pages = 0, res = 0;
-	size_t total;
-	FILE *f = fopen("/proc/self/statm", "r");
+	size_t free_bytes, total;
 
-	if (f) {
-		if (fscanf(f, "%ld %ld", &pages, &res) != 2)
-			res = 0;
-		fclose(f);
-	}
-	u.rss_kib = res * (sysconf(_SC_PAGESIZE) / 1024);
-	hb_assert(b, b->f.hipMemGetInfo(&u.dev_free, &total));
-	u.fds = gc_devfd_count("");
-	return u;
+	hb_assert(b, b->f.hipMemGetInfo(&free_bytes, &total));
+	return gc_usage_now(free_bytes);
 }
 
 #define LEAK_RSS_KIB (16 * 1024)  /* the profiler's buffers and per-thread state */
@@ -627,10 +583,10 @@ static struct usage usage_now(struct hb *b)
 void hb_test_trace_leak(struct hb *b)
 {
 	struct hb_prof *p = prof_require(b);
-	const struct gc_shape *sh = hb_shape("chain256");
+	const struct gc_shape *sh = gc_shape_get("chain256");
 	uint64_t kid = stamp_kernel_id(b, p);
 	size_t records = 0;
-	struct usage u0, u1;
+	struct gc_usage u0, u1;
 	struct hb_graph gr;
 	struct hb_take t;
 
@@ -657,11 +613,7 @@ void hb_test_trace_leak(struct hb *b)
 		"%zu, fds %d -> %d", records, u0.rss_kib, u1.rss_kib, u0.dev_free, u1.dev_free,
 		u0.fds, u1.fds);
 	gc_assert_cmpuint(records, ==, 400 * 256);
-	gc_assert_f(u1.rss_kib - u0.rss_kib <= LEAK_RSS_KIB, "host RSS grew %ld KiB (limit %d)",
-		    u1.rss_kib - u0.rss_kib, LEAK_RSS_KIB);
-	gc_assert_f(u0.dev_free <= u1.dev_free + LEAK_DEV_BYTES, "device free memory fell %zu "
-		    "bytes", u0.dev_free - u1.dev_free);
-	gc_assert_cmpint(u1.fds, ==, u0.fds);
+	gc_usage_expect_back(&u0, &u1, LEAK_RSS_KIB, LEAK_DEV_BYTES);
 	hb_graph_free(b, &gr);
 }
 
@@ -686,24 +638,6 @@ static void *launcher_thread(void *arg)
 		l->launches++;
 	}
 	return NULL;
-}
-
-/* Untraced gaps of sh; *span_max_ns: the longest device span of one launch. */
-static struct gc_gap_stats plain_gaps(struct hb *b, const struct gc_shape *sh, struct hb_graph *gr,
-				  const char *mode, double *span_max_ns)
-{
-	struct gc_gaps g = { 0 };
-	struct gc_gap_stats st;
-
-	for (unsigned l = 0; l < TRACE_LAUNCHES; l++) {
-		hb_run_graph(b, sh, gr);
-		hb_gaps_add_run(b, sh, &g);
-	}
-	st = gc_gaps_report(&g, mode, sh->name);
-	if (span_max_ns)
-		*span_max_ns = gc_stat_max(g.span_us, g.runs) * 1e3;
-	gc_gaps_free(&g);
-	return st;
 }
 
 /*
@@ -750,18 +684,17 @@ static void join_launcher(struct hb *b, pthread_t th, struct launcher *l)
 void hb_test_attach_detach(struct hb *b)
 {
 	struct hb_prof *p = prof_require(b);
-	const struct gc_shape *sh = hb_shape("chain16");
+	const struct gc_shape *sh = gc_shape_get("chain16");
 	struct launcher l = { .b = b };
 	uint64_t on[100], off[100];
 	struct gc_gap_stats before, after;
 	struct hb_graph gr;
 	struct hb_take t;
-	double span_max;
 	pthread_t th;
 
 	hb_graph_build(b, sh, &gr);
 	l.gr = &gr;
-	before = plain_gaps(b, sh, &gr, "graph", &span_max);
+	before = gc_gaps_measure(&b->dev, sh, &gr, TRACE_LAUNCHES, "graph", NULL);
 	collect(p, 0, 0, &t);
 	free(t.r);
 	gc_assert(pthread_create(&th, NULL, launcher_thread, &l) == 0);
@@ -775,13 +708,13 @@ void hb_test_attach_detach(struct hb *b)
 	}
 	join_launcher(b, th, &l);
 	collect(p, 0, 1, &t);
-	check_windows(&t, on, off, 100, (uint64_t)(2 * span_max));
+	/* tail: the longest untraced device span of one launch, twice */
+	check_windows(&t, on, off, 100, (uint64_t)(2 * before.span_max_us * 1e3));
 	gc_info("100 attach/detach cycles over %u launches: %zu kernel records, all inside "
 		"enabled windows", l.launches, t.n);
 	gc_assert_f(t.n > 0, "no record in 100 enabled windows of 2 ms");
 	free(t.r);
-	after = plain_gaps(b, sh, &gr, "graph-detached", NULL);
-	gc_gap_ratio("gap-p50-detached-over-graph", sh->name, ratio_of(after.p50, before.p50));
-	gc_gap_ratio("gap-p99-detached-over-graph", sh->name, ratio_of(after.p99, before.p99));
+	after = gc_gaps_measure(&b->dev, sh, &gr, TRACE_LAUNCHES, "graph-detached", NULL);
+	gc_gap_ratios("detached", sh->name, &after, &before, false);
 	hb_graph_free(b, &gr);
 }

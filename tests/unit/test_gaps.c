@@ -2,10 +2,14 @@
 /*
  * Unit tests of lib/gaps: the shapes table, gap statistics and the bubble
  * rule (percentiles as NumPy's default "linear" method), the metric
- * subsample, the bracketing of profiler records against stamps.
+ * subsample, the walk over one run's stamps, the gaps matrix, the bracketing
+ * of profiler records against stamps.
  */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "core.h"
 #include "gaps.h"
@@ -48,6 +52,7 @@ static void test_stats(void *fx)
 	assert_near(st.p99, 1040);
 	assert_near(st.max, 5000);
 	assert_near(st.span_us, 15);
+	assert_near(st.span_max_us, 20);
 	gc_assert_cmpuint(st.bubbles, ==, 1);
 	gc_assert_cmpuint(st.n, ==, 100);
 	gc_gaps_free(&g);
@@ -99,6 +104,387 @@ static void test_subsample(void *fx)
 	step = gc_gap_subsample_step(20000, 10000, &count);
 	gc_assert_cmpuint(step, ==, 2);
 	gc_assert_cmpuint(count, ==, 10000);
+}
+
+/* ------------------------------------------------------------ one run's stamps */
+
+#define MAX_KERNELS 8200u
+
+struct stamps {
+	uint64_t st[2 * MAX_KERNELS];
+	uint32_t counts[MAX_KERNELS];
+	struct gc_gap_run run;
+};
+
+static struct stamps *stamps_new(uint64_t hz)
+{
+	struct stamps *s = calloc(1, sizeof(*s));
+
+	gc_assert(s);
+	s->run = (struct gc_gap_run){ s->st, s->counts, hz };
+	for (unsigned i = 0; i < MAX_KERNELS; i++)
+		s->counts[i] = 1;
+	return s;
+}
+
+static void stamp(struct stamps *s, unsigned idx, uint64_t start, uint64_t end)
+{
+	s->st[2 * idx] = start;
+	s->st[2 * idx + 1] = end;
+}
+
+/* Dispatches of 1000 ticks, one every period, from 1000. */
+static void stamp_chain(struct stamps *s, unsigned n, uint64_t period)
+{
+	for (unsigned i = 0; i < n; i++)
+		stamp(s, i, 1000 + period * i, 2000 + period * i);
+}
+
+/* ns stamps are taken as they are; s_memrealtime's 100 MHz ticks are 10 ns. */
+static void test_gap_ns(void *fx)
+{
+	struct gc_gap_run ns = { .hz = GC_GAP_NS_HZ }, amd = { .hz = 100000000 };
+
+	(void)fx;
+	assert_near(gc_gap_ns(&ns, 12345), 12345);
+	assert_near(gc_gap_ns(&ns, 9007199254740993ull), (double)9007199254740993ull);
+	assert_near(gc_gap_ns(&amd, 7), 70);
+}
+
+/*
+ * A run of sh, chain or mixed (whose memset / memcpy nodes stamp nothing),
+ * its dispatches 1000 ticks long, one every period: kernels - 1 gaps of
+ * period - 1000 ticks, and the span from the first start to the last end.
+ */
+static void check_chain_run(const char *shape, uint64_t hz, uint64_t period)
+{
+	const struct gc_shape *sh = gc_shape_get(shape);
+	struct stamps *s = stamps_new(hz);
+	double tick = gc_gap_ns(&s->run, 1);
+	struct gc_gaps g = { 0 };
+
+	stamp_chain(s, sh->kernels, period);
+	gc_gap_add_run(&s->run, sh, &g);
+	gc_assert_cmpuint(g.n, ==, sh->kernels - 1);
+	for (size_t i = 0; i < g.n; i++)
+		assert_near(g.v[i], (double)(period - 1000) * tick);
+	gc_assert_cmpuint(g.runs, ==, 1);
+	assert_near(g.span_us[0], (double)(period * (sh->kernels - 1) + 1000) * tick / 1e3);
+	gc_assert_cmpuint(g.long_gaps, ==, 0);
+	gc_gaps_free(&g);
+	free(s);
+}
+
+static void test_run_chain(void *fx)
+{
+	(void)fx;
+	check_chain_run("chain16", GC_GAP_NS_HZ, 3000);
+	check_chain_run("chain8192", GC_GAP_NS_HZ, 1000); /* back to back: gaps of 0 */
+}
+
+/*
+ * wide16: the root at [0, 1000], branch i from 1000 + 10 i for 1000 ns but
+ * branch 7, which ends last (5000), the join from 5500: 16 gaps of 10 i from
+ * the root, then 500 from branch 7 to the join; the span 0 .. the join's end.
+ */
+static void test_run_wide(void *fx)
+{
+	struct stamps *s = stamps_new(GC_GAP_NS_HZ);
+	struct gc_gaps g = { 0 };
+
+	(void)fx;
+	stamp(s, 0, 0, 1000);
+	for (unsigned i = 1; i <= 16; i++)
+		stamp(s, i, 1000 + 10 * i, i == 7 ? 5000 : 2000 + 10 * i);
+	stamp(s, 17, 5500, 6500);
+	gc_gap_add_run(&s->run, gc_shape_get("wide16"), &g);
+	gc_assert_cmpuint(g.n, ==, 17);
+	for (unsigned i = 1; i <= 16; i++)
+		assert_near(g.v[i - 1], 10 * i);
+	assert_near(g.v[16], 500);
+	assert_near(g.span_us[0], 6.5);
+	gc_gaps_free(&g);
+	free(s);
+}
+
+static void test_run_mixed(void *fx)
+{
+	(void)fx;
+	check_chain_run("mixed", 100000000, 1500); /* s_memrealtime at 100 MHz: 10 ns a tick */
+}
+
+/* Gaps over GC_GAP_LONG_NS are counted per gap set (the first 5 logged). */
+static void test_run_long_gaps(void *fx)
+{
+	struct stamps *s = stamps_new(GC_GAP_NS_HZ);
+	struct gc_gaps g = { 0 };
+
+	(void)fx;
+	stamp_chain(s, 16, 1000 + 200000);
+	gc_gap_add_run(&s->run, gc_shape_get("chain16"), &g);
+	gc_gap_add_run(&s->run, gc_shape_get("chain16"), &g);
+	gc_assert_cmpuint(g.long_gaps, ==, 30);
+	gc_gaps_free(&g);
+	gc_assert_cmpuint(g.long_gaps, ==, 0);
+	free(s);
+}
+
+/* Two dispatches' stamps walked as a run of chain2, or as one launch of 2. */
+struct walk_case {
+	const char *name;
+	uint64_t st[4]; /* dispatch 0 start, end; dispatch 1 start, end (ns) */
+	bool launch;
+	int exit;       /* of the walk: GC_EXIT_FAILURE where the clock went backwards */
+};
+
+GC_VARIANTS(struct walk_case, walk_cases, walk_one) = {
+	{ "gap-0", { 1000, 2000, 2000, 3000 }, false, GC_EXIT_SUCCESS },
+	{ "started-early", { 1000, 2000, 1999, 3000 }, false, GC_EXIT_FAILURE },
+	{ "ended-before-start", { 2001, 2000, 2500, 3000 }, false, GC_EXIT_FAILURE },
+	{ "launch-span-0", { 5000, 5000, 5000, 5000 }, true, GC_EXIT_SUCCESS },
+	{ "launch-span-negative", { 5000, 6000, 100, 200 }, true, GC_EXIT_FAILURE },
+};
+
+static void walk_child(void *arg)
+{
+	const struct walk_case *c = arg;
+	struct stamps *s = stamps_new(GC_GAP_NS_HZ);
+	struct gc_gaps g = { 0 };
+
+	memcpy(s->st, c->st, sizeof(c->st));
+	if (c->launch)
+		gc_gap_add_launches(&s->run, 1, 2, &g);
+	else
+		gc_gap_add_run(&s->run, gc_shape_get("chain2"), &g);
+	gc_gaps_free(&g);
+	free(s);
+}
+
+static void walk_one(void *ctx, const struct walk_case *c)
+{
+	struct walk_case k = *c;
+
+	(void)ctx;
+	gc_expect_child_exit(walk_child, &k, c->exit, 10000);
+}
+
+/*
+ * A gap of 0 is fine; a dispatch that started before the one it depends on
+ * ended, one that ended before it started, or launches spanning less than 0
+ * fail.
+ */
+static void test_backwards(void *fx)
+{
+	gc_variants(walk_cases, fx);
+}
+
+/* 3 launches of 2 (the second 300 ns late): the gaps 1 -> 2 and 3 -> 4, the span of all six. */
+static void test_launches(void *fx)
+{
+	struct stamps *s = stamps_new(GC_GAP_NS_HZ);
+	struct gc_gaps g = { 0 };
+
+	(void)fx;
+	stamp_chain(s, 6, 1500);
+	stamp(s, 2, 1000 + 1500 * 2 + 300, 2000 + 1500 * 2 + 300);
+	gc_gap_add_launches(&s->run, 3, 2, &g);
+	gc_assert_cmpuint(g.n, ==, 2);
+	assert_near(g.v[0], 800);
+	assert_near(g.v[1], 500);
+	gc_assert_cmpuint(g.runs, ==, 1);
+	assert_near(g.span_us[0], (2000 + 1500 * 5 - 1000) / 1e3);
+	gc_gaps_free(&g);
+	free(s);
+}
+
+static void expect_chain16(void *arg)
+{
+	gc_gap_expect_counts(arg, 16, "chain16");
+}
+
+static void expect_graph_launch(void *arg)
+{
+	setenv("GPUCONFORM_BUBBLES_REMOVE", "stamp", 1); /* in the child only */
+	gc_gap_expect_launch(arg, gc_shape_get("chain16"), true);
+}
+
+static void expect_stream_launch(void *arg)
+{
+	setenv("GPUCONFORM_BUBBLES_REMOVE", "stamp", 1);
+	gc_gap_expect_launch(arg, gc_shape_get("chain16"), false);
+}
+
+/*
+ * Each dispatch exactly once: a lost (0) or replayed (2) one fails, and
+ * GPUCONFORM_BUBBLES_REMOVE=stamp makes a graph launch (not a stream's) fail.
+ */
+static void test_counts(void *fx)
+{
+	struct stamps *s = stamps_new(GC_GAP_NS_HZ);
+
+	(void)fx;
+	gc_expect_child_exit(expect_chain16, &s->run, GC_EXIT_SUCCESS, 10000);
+	gc_expect_child_exit(expect_stream_launch, &s->run, GC_EXIT_SUCCESS, 10000);
+	gc_expect_child_exit(expect_graph_launch, &s->run, GC_EXIT_FAILURE, 10000);
+	s->counts[15] = 2;
+	gc_expect_child_exit(expect_chain16, &s->run, GC_EXIT_FAILURE, 10000);
+	s->counts[15] = 1, s->counts[3] = 0;
+	gc_expect_child_exit(expect_chain16, &s->run, GC_EXIT_FAILURE, 10000);
+	s->counts[3] = 1, s->counts[16] = 0; /* past the 16 checked */
+	gc_expect_child_exit(expect_chain16, &s->run, GC_EXIT_SUCCESS, 10000);
+	free(s);
+}
+
+/* ------------------------------------------------------------ the gaps matrix */
+
+static const char *const matrix_names[] = {
+	"stream-chain2", "stream-chain16", "stream-chain256", "stream-chain8192", "stream-mixed",
+	"graph-chain2",  "graph-chain16",  "graph-chain256",  "graph-chain8192",  "graph-wide16",
+	"graph-wide256", "graph-mixed",
+};
+
+/* The case names of today's cuda_bubbles and hip_bubbles, in their order. */
+static void test_cases(void *fx)
+{
+	struct gc_gap_case v[GC_GAP_MAX_CASES];
+	size_t n = gc_gap_cases(v, GC_GAP_MAX_CASES);
+	char name[64];
+
+	(void)fx;
+	gc_assert_cmpuint(n, ==, ARRAY_SIZE(matrix_names));
+	for (size_t i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "%s-%s", v[i].mode, v[i].sh->name);
+		gc_assert_eq_str(name, matrix_names[i]);
+		gc_assert(v[i].stream == (strcmp(v[i].mode, "stream") == 0));
+	}
+	gc_assert_cmpuint(gc_gap_cases(v, 3), ==, n); /* counts past max, writes max */
+}
+
+/* A vendor that stamps on its own: what the matrix asked of it, in order. */
+struct fake {
+	struct stamps *s;
+	struct gc_gap_dev dev;
+	unsigned builds, destroys, graph_runs, stream_runs;
+	char seen[GC_GAP_MAX_CASES][32];
+	size_t nseen;
+};
+
+struct fake_graph {
+	const struct gc_shape *sh;
+};
+
+static void fake_stamp(struct fake *f, const struct gc_shape *sh)
+{
+	if (sh->kind != GC_SHAPE_WIDE) {
+		stamp_chain(f->s, sh->kernels, 2000);
+		return;
+	}
+	stamp(f->s, 0, 0, 1000);
+	for (unsigned i = 1; i <= sh->n; i++)
+		stamp(f->s, i, 1500, 2500);
+	stamp(f->s, sh->n + 1, 3000, 4000);
+}
+
+static void fake_seen(struct fake *f)
+{
+	const char *name = gc_current_dynamic();
+
+	if (!name || (f->nseen && strcmp(f->seen[f->nseen - 1], name) == 0))
+		return; /* outside the matrix, or the same case's next run */
+	gc_assert(f->nseen < GC_GAP_MAX_CASES);
+	snprintf(f->seen[f->nseen++], sizeof(f->seen[0]), "%s", name);
+}
+
+static void fake_build(struct fake *f, const struct gc_shape *sh, struct fake_graph *gr)
+{
+	f->builds++;
+	gr->sh = sh;
+}
+
+static void fake_destroy(struct fake *f, struct fake_graph *gr)
+{
+	f->destroys++;
+	gr->sh = NULL;
+}
+
+static void fake_graph_run(struct fake *f, const struct gc_shape *sh, struct fake_graph *gr)
+{
+	gc_assert(gr->sh == sh); /* the graph built for this case */
+	fake_seen(f);
+	fake_stamp(f, sh);
+	f->graph_runs++;
+	gc_gap_expect_launch(&f->s->run, sh, true);
+}
+
+static void fake_stream_run(struct fake *f, const struct gc_shape *sh)
+{
+	gc_assert(sh->kind != GC_SHAPE_WIDE);
+	fake_seen(f);
+	fake_stamp(f, sh);
+	f->stream_runs++;
+	gc_gap_expect_launch(&f->s->run, sh, false);
+}
+
+GC_GAP_OPS(fake_ops, struct fake, struct fake_graph, fake_build, fake_destroy, fake_graph_run,
+	   fake_stream_run);
+
+/* Every case a dynamic subtest of its name, in order; graphs built once per graph case. */
+static void test_matrix(void *fx)
+{
+	struct fake f = { .s = stamps_new(GC_GAP_NS_HZ) };
+
+	(void)fx;
+	f.dev = (struct gc_gap_dev){ &fake_ops, &f, &f.s->run };
+	gc_gaps_cases(&f.dev, 3);
+	gc_assert_cmpuint(f.nseen, ==, ARRAY_SIZE(matrix_names));
+	for (size_t i = 0; i < f.nseen; i++)
+		gc_assert_eq_str(f.seen[i], matrix_names[i]);
+	gc_assert_cmpuint(f.builds, ==, 7);
+	gc_assert_cmpuint(f.destroys, ==, 7);
+	gc_assert_cmpuint(f.graph_runs, ==, 7 * 3);
+	gc_assert_cmpuint(f.stream_runs, ==, 5 * 3);
+	free(f.s);
+}
+
+/* gc_gaps_measure() keeps each run's stamps in turn and returns what it reported. */
+static void test_measure_keep(void *fx)
+{
+	struct fake f = { .s = stamps_new(GC_GAP_NS_HZ) };
+	const struct gc_shape *sh = gc_shape_get("chain16");
+	uint64_t *keep = calloc(2 * 2 * 16, sizeof(*keep));
+	struct fake_graph gr = { sh };
+	struct gc_gap_stats st;
+
+	(void)fx;
+	gc_assert(keep);
+	f.dev = (struct gc_gap_dev){ &fake_ops, &f, &f.s->run };
+	st = gc_gaps_measure(&f.dev, sh, &gr, 2, "unit", keep);
+	gc_assert_cmpuint(st.n, ==, 2 * 15);
+	assert_near(st.p50, 1000);
+	assert_near(st.span_max_us, (2000 + 2000 * 15 - 1000) / 1e3);
+	gc_assert_cmpuint(keep[2 * 16 + 2 * 15 + 1], ==, 2000 + 2000 * 15);
+	gc_assert_cmpuint(f.graph_runs, ==, 2);
+	free(keep);
+	free(f.s);
+}
+
+static void shape_seen(void *ctx, const struct gc_shape *sh)
+{
+	struct fake *f = ctx;
+
+	gc_assert_eq_str(gc_current_dynamic(), sh->name);
+	gc_assert(sh == &gc_shapes[f->nseen]);
+	f->nseen++;
+}
+
+/* Every shape, in gc_shapes order, as the dynamic subtest of its name. */
+static void test_each_shape(void *fx)
+{
+	struct fake f = { 0 };
+
+	(void)fx;
+	gc_each_shape(shape_seen, &f);
+	gc_assert_cmpuint(f.nseen, ==, GC_N_SHAPES);
 }
 
 /* ------------------------------------------------------------ bracketing */
@@ -216,6 +602,18 @@ static const struct gc_subtest subtests[] = {
 	{ "bubble-edge", test_bubble_edge, "the bubble rule is strictly above 4 x p50" },
 	{ "empty", test_empty, "no gap: -EINVAL" },
 	{ "subsample", test_subsample, "the metric subsample: at most the maximum, even" },
+	{ "gap-ns", test_gap_ns, "device ticks to ns" },
+	{ "run-chain", test_run_chain, "a chain's gaps and span, in ns" },
+	{ "run-wide", test_run_wide, "wide: root to each branch, the latest branch to the join" },
+	{ "run-mixed", test_run_mixed, "mixed: gaps between its kernels, in ticks" },
+	{ "run-long-gaps", test_run_long_gaps, "long gaps counted per gap set" },
+	{ "backwards", test_backwards, "a clock that went backwards fails the walks" },
+	{ "launches", test_launches, "launch gaps from each launch's last dispatch to the next's first" },
+	{ "counts", test_counts, "every dispatch once; =stamp makes a graph launch fail" },
+	{ "cases", test_cases, "the gaps matrix's case names and order" },
+	{ "matrix", test_matrix, "the matrix's dynamic subtests and what it asks of the vendor" },
+	{ "measure-keep", test_measure_keep, "a measured set keeps each run's stamps" },
+	{ "each-shape", test_each_shape, "every shape as a dynamic subtest" },
 	{ "bracket-steady", test_bracket_steady, "records bracket their stamps under one offset" },
 	{ "bracket-step", test_bracket_step, "a clock step between two long runs is accepted" },
 	{ "bracket-outlier", test_bracket_outlier, "one mistimed record fails" },
