@@ -3,11 +3,19 @@
  * The fastpath contract's subtests, shared by cufile_io and hipfile_io: one
  * list of names and descriptions, so both binaries have the same subtests
  * by construction (each defines every test_* below; a binary adds its own
- * extra entries, e.g. cufile_io's error-convention). Each binary's file
- * comments say how its library meets each contract.
+ * extra entries, e.g. cufile_io's error-convention). The same goes for the
+ * cases of the matrices both binaries run (the data matrices, the kinds of
+ * bad batch entry): declared here once, so their dynamic subtests have the
+ * same names on both. Each binary's file comments say how its library meets
+ * each contract.
  */
 #ifndef GPUCONFORM_FASTPATH_SUBTESTS_H
 #define GPUCONFORM_FASTPATH_SUBTESTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core.h"
 
 void test_read_matrix(void *data);
 void test_write_matrix(void *data);
@@ -22,6 +30,88 @@ void test_read_registered_subrange(void *data);
 	  "a registered buffer gives the same bytes as an unregistered one" },                 \
 	{ "read-registered-subrange", test_read_registered_subrange,                           \
 	  "a read into the middle of a registered allocation lands exactly there" },
+
+/*
+ * The data matrices' cases, the same in both binaries: every size x (file
+ * offset, buffer offset), a dynamic subtest each, named s<size>-f<foff>-b<boff>
+ * ("s4097-f1m1-b1"); registered-matrix takes four sizes and three file
+ * offsets, reads then writes, named with the direction in front
+ * ("read-s4096-f0-b0"). Sizes outermost, buffer offsets innermost.
+ *
+ *     GC_FASTPATH_MATRICES(read_one, write_one, registered_one);
+ *     static void read_one(void *ctx, const struct gc_fp_size *a,
+ *                          const struct gc_fp_place *b) { ... }
+ *     static void registered_one(void *ctx, const struct gc_fp_dir_size *a,
+ *                                const struct gc_fp_place *b) { ... }
+ *     void test_read_matrix(void *data) { ... gc_product(gc_fp_read_matrix, ctx); }
+ *
+ * declares the tables and the three bodies, and defines the matrices
+ * gc_fp_read_matrix, gc_fp_write_matrix and gc_fp_registered_matrix.
+ */
+#define GC_FP_MATRIX_MAX_SIZE (256 * MiB) /* largest size of the matrix */
+#define GC_FP_MATRIX_MAX_FOFF (MiB + 1)   /* largest file offset of the matrix */
+
+struct gc_fp_size {
+	const char *name; /* in the case's name: "64k" */
+	uint64_t size;
+};
+struct gc_fp_dir_size {
+	const char *dir;  /* "read-" / "write-" */
+	bool write;
+	const char *name;
+	uint64_t size;
+};
+struct gc_fp_place {
+	const char *foff_name; /* "1m1" */
+	uint64_t foff, boff;
+};
+
+#define GC_FP__PLACES(name, foff) { name, foff, 0 }, { name, foff, 1 }, { name, foff, 4096 }
+#define GC_FP__REGISTERED_SIZES(dir, write)                                                    \
+	{ dir, write, "4096", 4096 }, { dir, write, "4097", 4097 },                            \
+	{ dir, write, "64k", 64 * KiB }, { dir, write, "1m4k", MiB + 4 * KiB }
+#define GC_FP__CASE_NAME "s%s-f%s-b%llu", a->name, b->foff_name, (unsigned long long)b->boff
+
+#define GC_FASTPATH_MATRICES(read_body, write_body, registered_body)                           \
+	static const struct gc_fp_size gc_fp_sizes[] = {                                       \
+		{ "0", 0 }, { "1", 1 }, { "4095", 4095 }, { "4096", 4096 }, { "4097", 4097 },  \
+		{ "64k", 64 * KiB }, { "1m4k", MiB + 4 * KiB }, { "256m", GC_FP_MATRIX_MAX_SIZE }, \
+	};                                                                                     \
+	static const struct gc_fp_place gc_fp_places[] = {                                     \
+		GC_FP__PLACES("0", 0), GC_FP__PLACES("512", 512), GC_FP__PLACES("4096", 4096), \
+		GC_FP__PLACES("1m1", GC_FP_MATRIX_MAX_FOFF),                                   \
+	};                                                                                     \
+	static const struct gc_fp_dir_size gc_fp_registered_sizes[] = {                        \
+		GC_FP__REGISTERED_SIZES("read-", false), GC_FP__REGISTERED_SIZES("write-", true), \
+	};                                                                                     \
+	static const struct gc_fp_place gc_fp_registered_places[] = {                          \
+		GC_FP__PLACES("0", 0), GC_FP__PLACES("4096", 4096),                            \
+		GC_FP__PLACES("1m1", GC_FP_MATRIX_MAX_FOFF),                                   \
+	};                                                                                     \
+	GC_PRODUCT_F(gc_fp_read_matrix, struct gc_fp_size, gc_fp_sizes, struct gc_fp_place,    \
+		     gc_fp_places, read_body, GC_FP__CASE_NAME);                               \
+	GC_PRODUCT_F(gc_fp_write_matrix, struct gc_fp_size, gc_fp_sizes, struct gc_fp_place,   \
+		     gc_fp_places, write_body, GC_FP__CASE_NAME);                              \
+	GC_PRODUCT_F(gc_fp_registered_matrix, struct gc_fp_dir_size, gc_fp_registered_sizes,   \
+		     struct gc_fp_place, gc_fp_registered_places, registered_body,             \
+		     "%ss%s-f%s-b%llu", a->dir, a->name, b->foff_name, (unsigned long long)b->boff)
+
+/*
+ * A list of {name, body} pairs as a GC_VARIANTS table (size-zero's cases):
+ * each case is the dynamic subtest name, running fn(ctx).
+ *
+ *     GC_FASTPATH_NAMED(zero_cases) = { { "read", zero_read }, ... };
+ *     ... gc_variants(zero_cases, ctx);
+ */
+struct gc_fp_named {
+	const char *name;
+	void (*fn)(void *ctx);
+};
+static inline void gc_fp_named_run(void *ctx, const struct gc_fp_named *c)
+{
+	c->fn(ctx);
+}
+#define GC_FASTPATH_NAMED(table) GC_VARIANTS(struct gc_fp_named, table, gc_fp_named_run)
 
 void test_size_zero(void *data);
 void test_read_across_eof(void *data);
@@ -66,6 +156,34 @@ void test_interrupt_storm(void *data);
 	  "readers of one file and writers of another at once" },                              \
 	{ "interrupt-storm", test_interrupt_storm,                                             \
 	  "large reads and writes under a signal storm: exact partial counts, retries converge" },
+
+/*
+ * batch-bad-entry's cases, the same in both binaries: one dynamic subtest
+ * per kind of bad entry, named by it. Each binary makes the bad entry its
+ * own way (e.g. closed-handle: a handle whose descriptor was closed, or one
+ * deregistered).
+ *
+ *     GC_FASTPATH_BAD_ENTRIES(bad_one);
+ *     static void bad_one(void *ctx, const struct gc_fp_bad_case *c) { ... c->kind ... }
+ *     ... gc_variants(gc_fp_bad_entries, ctx);
+ */
+enum gc_fp_bad_kind {
+	GC_FP_BAD_NEGATIVE_OFFSET,
+	GC_FP_BAD_PAST_EOF,
+	GC_FP_BAD_ODD_SIZE,
+	GC_FP_BAD_CLOSED_HANDLE,
+};
+struct gc_fp_bad_case {
+	const char *name;
+	enum gc_fp_bad_kind kind;
+};
+#define GC_FASTPATH_BAD_ENTRIES(body)                                                          \
+	GC_VARIANTS(struct gc_fp_bad_case, gc_fp_bad_entries, body) = {                        \
+		{ "negative-offset", GC_FP_BAD_NEGATIVE_OFFSET },                              \
+		{ "past-eof", GC_FP_BAD_PAST_EOF },                                            \
+		{ "odd-size", GC_FP_BAD_ODD_SIZE },                                            \
+		{ "closed-handle", GC_FP_BAD_CLOSED_HANDLE },                                  \
+	}
 
 void test_batch_bad_entry(void *data);
 void test_read_async(void *data);

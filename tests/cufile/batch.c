@@ -22,15 +22,14 @@
 #define STRIDE (ENT + GUARD)
 #define FSIZE (1 * MiB)
 
-enum bad_kind { BAD_NEG_OFFSET, BAD_PAST_EOF, BAD_ODD_SIZE, BAD_CLOSED_HANDLE };
-static const char *const kind_names[] = { "negative-offset", "past-eof", "odd-size",
-					  "closed-handle" };
+/* The kinds of bad entry (lib/fastpath_subtests.h), a dynamic subtest each. */
+GC_FASTPATH_BAD_ENTRIES(batch_case);
 
 struct bcase {
 	struct cf_env *e;
 	struct gc_fp_file *f;
 	void *fh;
-	enum bad_kind kind;
+	const struct gc_fp_bad_case *bad;
 };
 
 static void make_params(struct bcase *c, CUdeviceptr d, void *bad_fh, gc_cufile_io_params *io)
@@ -46,11 +45,11 @@ static void make_params(struct bcase *c, CUdeviceptr d, void *bad_fh, gc_cufile_
 		io[i].opcode = GC_CUFILE_READ;
 		io[i].cookie = (void *)(uintptr_t)(i + 1);
 	}
-	if (c->kind == BAD_NEG_OFFSET)
+	if (c->bad->kind == GC_FP_BAD_NEGATIVE_OFFSET)
 		io[BAD].u.batch.file_offset = -4096;
-	else if (c->kind == BAD_PAST_EOF)
+	else if (c->bad->kind == GC_FP_BAD_PAST_EOF)
 		io[BAD].u.batch.file_offset = FSIZE + 4096;
-	else if (c->kind == BAD_ODD_SIZE)
+	else if (c->bad->kind == GC_FP_BAD_ODD_SIZE)
 		io[BAD].u.batch.file_offset = 3, io[BAD].u.batch.size = 1000;
 	else
 		io[BAD].fh = bad_fh;
@@ -65,7 +64,7 @@ static void hang(struct bcase *c, const gc_cufile_io_event *by_cookie, unsigned 
 		if (!by_cookie[i].cookie)
 			n += (size_t)snprintf(pending + n, sizeof(pending) - n, " %d", i);
 	gc_fail("hang: %u of %d batch entries completed within 10 s; pending entries:%s "
-		"(entry %d is the bad one: %s)", got, NENT, pending, BAD, kind_names[c->kind]);
+		"(entry %d is the bad one: %s)", got, NENT, pending, BAD, c->bad->name);
 }
 
 /* Wait for all NENT completions (10 s watchdog), each placed by its cookie. */
@@ -133,9 +132,9 @@ static void check_entry(struct bcase *c, CUdeviceptr d, gc_cufile_io_params *io,
 		      (uint64_t)io[i].u.batch.file_offset, SEED_A, what);
 }
 
-static void batch_case(void *arg)
+static void batch_case(void *ctx, const struct gc_fp_bad_case *bad)
 {
-	struct bcase *c = arg;
+	struct bcase *c = ctx;
 	gc_cufile_io_params io[NENT];
 	gc_cufile_io_event by_cookie[NENT];
 	void *batch = NULL, *bad_fh = NULL;
@@ -143,8 +142,9 @@ static void batch_case(void *arg)
 	CUdeviceptr d;
 	int bad_fd = -1;
 
+	c->bad = bad;
 	d = cf_dev_alloc(c->e, NENT * STRIDE);
-	if (c->kind == BAD_CLOSED_HANDLE) {
+	if (bad->kind == GC_FP_BAD_CLOSED_HANDLE) {
 		bad_fd = fcntl(c->f->fd, F_DUPFD_CLOEXEC, 0);
 		gc_assert_syscall(bad_fd);
 		bad_fh = cf_register_ok(c->e, bad_fd);
@@ -159,7 +159,7 @@ static void batch_case(void *arg)
 	ce = c->e->cf.fn.batch_submit(batch, NENT, io, 0);
 	memset(by_cookie, 0, sizeof(by_cookie));
 	if (ce.err != 0) {
-		gc_info("%s: the whole batch was rejected: %s", kind_names[c->kind],
+		gc_info("%s: the whole batch was rejected: %s", bad->name,
 			gc_cufile_err_name(ce.err));
 		for (int i = 0; i < NENT; i++)
 			cf_dev_expect(c->e, d + (CUdeviceptr)(i * STRIDE), STRIDE, 0, 0,
@@ -170,7 +170,7 @@ static void batch_case(void *arg)
 		for (int i = 0; i < NENT; i++)
 			check_entry(c, d, io, i, &by_cookie[i]);
 		gc_info("%s: accepted; bad entry %s, ret %zd; the other 3 complete and exact",
-			kind_names[c->kind], status_name(by_cookie[BAD].status),
+			bad->name, status_name(by_cookie[BAD].status),
 			(ssize_t)by_cookie[BAD].ret);
 	}
 	c->e->cf.fn.batch_destroy(batch);
@@ -197,10 +197,7 @@ void test_batch_bad_entry(void *data)
 		gc_skip("%s has no cuFileBatchIO* entry points", e->cf.soname);
 	cf_file(e, "batch", FSIZE, SEED_A, O_RDWR, &f);
 	c.fh = cf_register_ok(e, f.fd);
-	for (int k = 0; k < (int)ARRAY_SIZE(kind_names); k++) {
-		c.kind = (enum bad_kind)k;
-		gc_dynamic(kind_names[k], batch_case, &c);
-	}
+	gc_variants(gc_fp_bad_entries, &c);
 	e->cf.fn.handle_deregister(c.fh);
 	gc_fp_file_destroy(&f);
 }

@@ -263,34 +263,33 @@ static void path_note(const struct cf_env *e, enum gc_cufile_dir dir,
 		gc_cufile_paths_diff_str(before, &after, path, len);
 }
 
-ssize_t cf_read(const struct cf_env *e, void *fh, CUdeviceptr d, uint64_t size, int64_t foff,
-		int64_t boff, int *err_no, char *path, size_t path_len)
+static ssize_t cf_io(const struct cf_env *e, bool write, void *fh, CUdeviceptr d, uint64_t size,
+		     int64_t foff, int64_t boff, int *err_no, char *path, size_t path_len)
 {
+	enum gc_cufile_dir dir = write ? GC_CUFILE_WRITES : GC_CUFILE_READS;
 	struct gc_cufile_paths before = { 0 };
 	ssize_t r;
 
 	if (e->stats)
-		gc_cufile_paths_get(&e->cf, GC_CUFILE_READS, &before);
+		gc_cufile_paths_get(&e->cf, dir, &before);
 	errno = 0;
-	r = e->cf.fn.read(fh, (void *)(uintptr_t)d, size, foff, boff);
+	r = write ? e->cf.fn.write(fh, (const void *)(uintptr_t)d, size, foff, boff) :
+		    e->cf.fn.read(fh, (void *)(uintptr_t)d, size, foff, boff);
 	*err_no = errno;
-	path_note(e, GC_CUFILE_READS, &before, path, path_len);
+	path_note(e, dir, &before, path, path_len);
 	return r;
+}
+
+ssize_t cf_read(const struct cf_env *e, void *fh, CUdeviceptr d, uint64_t size, int64_t foff,
+		int64_t boff, int *err_no, char *path, size_t path_len)
+{
+	return cf_io(e, false, fh, d, size, foff, boff, err_no, path, path_len);
 }
 
 ssize_t cf_write(const struct cf_env *e, void *fh, CUdeviceptr d, uint64_t size, int64_t foff,
 		 int64_t boff, int *err_no, char *path, size_t path_len)
 {
-	struct gc_cufile_paths before = { 0 };
-	ssize_t r;
-
-	if (e->stats)
-		gc_cufile_paths_get(&e->cf, GC_CUFILE_WRITES, &before);
-	errno = 0;
-	r = e->cf.fn.write(fh, (const void *)(uintptr_t)d, size, foff, boff);
-	*err_no = errno;
-	path_note(e, GC_CUFILE_WRITES, &before, path, path_len);
-	return r;
+	return cf_io(e, true, fh, d, size, foff, boff, err_no, path, path_len);
 }
 
 const char *cf_ret(ssize_t r, int err_no, char *buf, size_t len)

@@ -437,6 +437,15 @@ static void zero_async(void *arg, bool write)
 static void zero_read_async(void *arg) { zero_async(arg, false); }
 static void zero_write_async(void *arg) { zero_async(arg, true); }
 
+GC_FASTPATH_NAMED(zero_cases) = {
+	{ "read", zero_read },
+	{ "write", zero_write },
+	{ "read-registered", zero_read_registered },
+	{ "buf-register", zero_buf_register },
+	{ "read-async", zero_read_async },
+	{ "write-async", zero_write_async },
+};
+
 /*
  * size-zero: a fastpath has been seen accepting size 0 where the layers
  * below it reject it. cufile.h documents nothing for 0; each entry
@@ -453,12 +462,7 @@ void test_size_zero(void *data)
 	cf_file(e, "zero", 64 * KIB, SEED_A, O_RDWR, &f);
 	z.fh = cf_register_ok(e, f.fd);
 	z.d = cf_dev_alloc(e, 2 * GUARD);
-	gc_dynamic("read", zero_read, &z);
-	gc_dynamic("write", zero_write, &z);
-	gc_dynamic("read-registered", zero_read_registered, &z);
-	gc_dynamic("buf-register", zero_buf_register, &z);
-	gc_dynamic("read-async", zero_read_async, &z);
-	gc_dynamic("write-async", zero_write_async, &z);
+	gc_variants(zero_cases, &z);
 	e->cf.fn.handle_deregister(z.fh);
 	cf_dev_free(e, z.d);
 	gc_fp_file_destroy(&f);
@@ -507,34 +511,35 @@ static void async_case(struct cf_env *e, bool write, uint64_t size, off_t foff, 
 }
 
 struct acase {
-	struct cf_env *e;
-	bool write;
 	uint64_t size;
 	off_t foff, boff;
 };
 
-static void async_dyn(void *arg)
-{
-	struct acase *a = arg;
+struct async_run {
+	struct cf_env *e;
+	bool write;
+};
 
-	async_case(a->e, a->write, a->size, a->foff, a->boff);
+GC_VARIANTS_F(struct acase, async_cases, async_one, "s%llu-f%lld-b%lld",
+	      (unsigned long long)c->size, (long long)c->foff, (long long)c->boff) = {
+	{ 4 * MiB, 4096, 0 },
+	{ 4097, 512, 1 },
+	{ MiB + 4 * KIB, MiB + 1, 4096 },
+};
+
+static void async_one(void *ctx, const struct acase *c)
+{
+	const struct async_run *a = ctx;
+
+	async_case(a->e, a->write, c->size, c->foff, c->boff);
 }
 
 static void async_subtest(struct cf_env *e, bool write)
 {
-	struct acase cases[] = {
-		{ e, write, 4 * MiB, 4096, 0 },
-		{ e, write, 4097, 512, 1 },
-		{ e, write, MiB + 4 * KIB, MiB + 1, 4096 },
-	};
-
 	cf_env_gpu(e);
 	if (!(write ? e->cf.fn.write_async : e->cf.fn.read_async))
 		gc_skip("%s: no cuFile%sAsync", e->cf.soname, write ? "Write" : "Read");
-	for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
-		gc_dynamic_f(async_dyn, &cases[i], "s%llu-f%lld-b%lld",
-			     (unsigned long long)cases[i].size, (long long)cases[i].foff,
-			     (long long)cases[i].boff);
+	gc_variants(async_cases, &(struct async_run){ e, write });
 }
 
 /*

@@ -362,18 +362,23 @@ void test_unlinked_file(void *data)
 
 /* ------------------------------------------------------ error convention */
 
-struct conv {
-	struct cf_env *e;
-	int kind;
+enum conv_kind { CONV_NEG_OFFSET, CONV_CLOSED_FD, CONV_WRITE_RDONLY };
+/* One mistake, and the errno read(2)/write(2) give for it: what "-1 + errno" must carry. */
+struct conv_case {
+	const char *name;
+	enum conv_kind kind;
+	int want_errno;
 };
-enum { CONV_NEG_OFFSET, CONV_CLOSED_FD, CONV_WRITE_RDONLY };
-static const char *const conv_names[] = { "negative-offset", "closed-fd", "write-rdonly" };
-/* The errno read(2)/write(2) give for the same mistake: what "-1 + errno" must carry. */
-static const int conv_errno[] = { EINVAL, EBADF, EBADF };
 
-static void conv_case(void *arg)
+GC_VARIANTS(struct conv_case, conv_cases, conv_one) = {
+	{ "negative-offset", CONV_NEG_OFFSET, EINVAL },
+	{ "closed-fd", CONV_CLOSED_FD, EBADF },
+	{ "write-rdonly", CONV_WRITE_RDONLY, EBADF },
+};
+
+static void conv_one(void *ctx, const struct conv_case *c)
 {
-	struct conv *c = arg;
+	struct cf_env *e = ctx;
 	int flags = c->kind == CONV_WRITE_RDONLY ? O_RDONLY : O_RDWR;
 	struct gc_fp_file f;
 	CUdeviceptr d;
@@ -382,30 +387,29 @@ static void conv_case(void *arg)
 	ssize_t r;
 	void *fh;
 
-	cf_file(c->e, "conv", 64 * KIB, SEED_A, flags, &f);
-	fh = cf_register_ok(c->e, f.fd);
-	d = cf_dev_alloc(c->e, 64 * KIB);
+	cf_file(e, "conv", 64 * KIB, SEED_A, flags, &f);
+	fh = cf_register_ok(e, f.fd);
+	d = cf_dev_alloc(e, 64 * KIB);
 	if (c->kind == CONV_CLOSED_FD)
 		close(f.fd), f.fd = -1;
 	if (c->kind == CONV_WRITE_RDONLY)
-		r = cf_write(c->e, fh, d, 4096, 0, 0, &err_no, NULL, 0);
+		r = cf_write(e, fh, d, 4096, 0, 0, &err_no, NULL, 0);
 	else
-		r = cf_read(c->e, fh, d, 4096, c->kind == CONV_NEG_OFFSET ? -4096 : 0, 0, &err_no,
+		r = cf_read(e, fh, d, 4096, c->kind == CONV_NEG_OFFSET ? -4096 : 0, 0, &err_no,
 			    NULL, 0);
-	c->e->cf.fn.handle_deregister(fh);
-	cf_dev_free(c->e, d);
+	e->cf.fn.handle_deregister(fh);
+	cf_dev_free(e, d);
 	gc_fp_file_destroy(&f);
 	cf_ret(r, err_no, rb, sizeof(rb));
-	gc_info("%s: %s", conv_names[c->kind], rb);
-	gc_assert_f(r < 0, "%s succeeded: %s", conv_names[c->kind], rb);
+	gc_info("%s: %s", c->name, rb);
+	gc_assert_f(r < 0, "%s succeeded: %s", c->name, rb);
 	gc_assert_f(gc_cufile_ret_documented(r, err_no),
 		    "%s returned %s: neither -1 with an errno nor a negative CUfileOpError",
-		    conv_names[c->kind], rb);
+		    c->name, rb);
 	if (r == -1)
-		gc_assert_f(err_no == conv_errno[c->kind], "%s: errno %s, the same call through "
-			    "the POSIX path gives %s", conv_names[c->kind],
-			    strerrorname_np(err_no) ?: "?",
-			    strerrorname_np(conv_errno[c->kind]));
+		gc_assert_f(err_no == c->want_errno, "%s: errno %s, the same call through "
+			    "the POSIX path gives %s", c->name, strerrorname_np(err_no) ?: "?",
+			    strerrorname_np(c->want_errno));
 }
 
 /*
@@ -417,11 +421,6 @@ static void conv_case(void *arg)
  */
 void test_error_convention(void *data)
 {
-	struct conv c = { .e = data };
-
-	cf_env_gpu(c.e);
-	for (int k = 0; k < (int)ARRAY_SIZE(conv_names); k++) {
-		c.kind = k;
-		gc_dynamic(conv_names[k], conv_case, &c);
-	}
+	cf_env_gpu(data);
+	gc_variants(conv_cases, data);
 }

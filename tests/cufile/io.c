@@ -30,14 +30,11 @@
 
 /* ----------------------------------------------------------- data matrix */
 
-static const uint64_t sizes[] = { 0, 1, 4095, 4096, 4097, 64 * KIB, MiB + 4 * KIB, 256 * MiB };
-static const char *const size_names[] = { "0", "1", "4095", "4096", "4097", "64k", "1m4k", "256m" };
-static const uint64_t foffs[] = { 0, 512, 4096, MiB + 1 };
-static const char *const foff_names[] = { "0", "512", "4096", "1m1" };
-static const uint64_t boffs[] = { 0, 1, 4096 };
-
 #define SEED_FILE 0x5eed0001u
 #define SEED_DEV 0x5eed0002u
+
+/* The cases (lib/fastpath_subtests.h): sizes x (file offset, buffer offset). */
+GC_FASTPATH_MATRICES(read_one, write_one, registered_one);
 
 struct mcase {
 	struct cf_env *e;
@@ -77,9 +74,8 @@ static void buf_deregister(const struct cf_env *e, CUdeviceptr d)
 	gc_assert_f(ce.err == 0, "cuFileBufDeregister: %s", gc_cufile_strerror(ce, eb, sizeof(eb)));
 }
 
-static void read_case(void *arg)
+static void read_case(struct mcase *c)
 {
-	struct mcase *c = arg;
 	uint64_t total = c->boff + c->size + GUARD;
 	CUdeviceptr d = cf_dev_alloc(c->e, total);
 	char path[96];
@@ -102,9 +98,9 @@ static void read_case(void *arg)
 	cf_dev_free(c->e, d);
 }
 
-static void write_case(void *arg)
+/* A file of its own per case, registered for the case alone. */
+static void write_case(struct mcase *c)
 {
-	struct mcase *c = arg;
 	uint64_t total = c->boff + c->size + GUARD, fsize = c->foff + c->size + GUARD;
 	CUdeviceptr d = cf_dev_alloc(c->e, total);
 	struct gc_fp_file f;
@@ -112,17 +108,18 @@ static void write_case(void *arg)
 	struct stat st;
 	int err_no;
 	ssize_t r;
+	void *fh;
 
 	cf_file(c->e, "wm", fsize, SEED_FILE, O_RDWR, &f);
-	c->fh = cf_register_ok(c->e, f.fd);
+	fh = cf_register_ok(c->e, f.fd);
 	cf_dev_fill(c->e, d, c->boff, c->size, c->foff, SEED_DEV);
 	if (c->registered)
 		buf_register(c->e, d, total);
-	r = cf_write(c->e, c->fh, d, c->size, (int64_t)c->foff, (int64_t)c->boff, &err_no, path,
+	r = cf_write(c->e, fh, d, c->size, (int64_t)c->foff, (int64_t)c->boff, &err_no, path,
 		     sizeof(path));
 	if (c->registered)
 		buf_deregister(c->e, d);
-	c->e->cf.fn.handle_deregister(c->fh);
+	c->e->cf.fn.handle_deregister(fh);
 	expect_count(c, r, err_no, "cuFileWrite");
 	cf_file_expect(&f, 0, c->foff, SEED_FILE, "bytes before the write");
 	cf_file_expect(&f, c->foff, r > 0 ? (uint64_t)r : 0, SEED_DEV, "written bytes");
@@ -138,18 +135,45 @@ static void write_case(void *arg)
 	cf_dev_free(c->e, d);
 }
 
-static const char *foff_name(uint64_t foff)
+static void mcase_at(struct mcase *c, uint64_t size, const struct gc_fp_place *b)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(foffs); i++)
-		if (foffs[i] == foff)
-			return foff_names[i];
-	return "?";
+	c->size = size, c->foff = b->foff, c->boff = b->boff;
 }
 
-static void run_case(struct mcase *c, bool write, const char *prefix, const char *sname)
+static void read_one(void *ctx, const struct gc_fp_size *a, const struct gc_fp_place *b)
 {
-	gc_dynamic_f(write ? write_case : read_case, c, "%ss%s-f%s-b%llu", prefix, sname,
-		     foff_name(c->foff), (unsigned long long)c->boff);
+	mcase_at(ctx, a->size, b);
+	read_case(ctx);
+}
+
+static void write_one(void *ctx, const struct gc_fp_size *a, const struct gc_fp_place *b)
+{
+	mcase_at(ctx, a->size, b);
+	write_case(ctx);
+}
+
+/* The read file's handle of one registered-matrix read case (also one a failed case left). */
+static void drop_handle(struct mcase *c)
+{
+	if (c->fh)
+		c->e->cf.fn.handle_deregister(c->fh);
+	c->fh = NULL;
+}
+
+/* Each read through a handle registered for it alone; each write as write-matrix's. */
+static void registered_one(void *ctx, const struct gc_fp_dir_size *a, const struct gc_fp_place *b)
+{
+	struct mcase *c = ctx;
+
+	mcase_at(c, a->size, b);
+	if (a->write) {
+		write_case(c);
+		return;
+	}
+	drop_handle(c);
+	c->fh = cf_register_ok(c->e, c->f->fd);
+	read_case(c);
+	drop_handle(c);
 }
 
 /*
@@ -162,19 +186,14 @@ static void run_case(struct mcase *c, bool write, const char *prefix, const char
 void test_read_matrix(void *data)
 {
 	struct cf_env *e = data;
-	uint64_t fsize = foffs[ARRAY_SIZE(foffs) - 1] + sizes[ARRAY_SIZE(sizes) - 1] + GUARD;
+	uint64_t fsize = GC_FP_MATRIX_MAX_FOFF + GC_FP_MATRIX_MAX_SIZE + GUARD;
 	struct gc_fp_file f;
 	struct mcase c = { .e = e, .f = &f };
 
 	cf_env_gpu(e);
 	cf_file(e, "rm", fsize, SEED_FILE, O_RDWR, &f);
 	c.fh = cf_register_ok(e, f.fd);
-	for (size_t s = 0; s < ARRAY_SIZE(sizes); s++)
-		for (size_t o = 0; o < ARRAY_SIZE(foffs); o++)
-			for (size_t b = 0; b < ARRAY_SIZE(boffs); b++) {
-				c.size = sizes[s], c.foff = foffs[o], c.boff = boffs[b];
-				run_case(&c, false, "", size_names[s]);
-			}
+	gc_product(gc_fp_read_matrix, &c);
 	e->cf.fn.handle_deregister(c.fh);
 	gc_fp_file_destroy(&f);
 }
@@ -186,12 +205,7 @@ void test_write_matrix(void *data)
 	struct mcase c = { .e = e };
 
 	cf_env_gpu(e);
-	for (size_t s = 0; s < ARRAY_SIZE(sizes); s++)
-		for (size_t o = 0; o < ARRAY_SIZE(foffs); o++)
-			for (size_t b = 0; b < ARRAY_SIZE(boffs); b++) {
-				c.size = sizes[s], c.foff = foffs[o], c.boff = boffs[b];
-				run_case(&c, true, "", size_names[s]);
-			}
+	gc_product(gc_fp_write_matrix, &c);
 }
 
 /*
@@ -201,26 +215,14 @@ void test_write_matrix(void *data)
  */
 void test_registered_matrix(void *data)
 {
-	static const size_t pick[] = { 3, 4, 5, 6 }; /* 4096, 4097, 64k, 1m4k */
-	static const size_t opick[] = { 0, 2, 3 };   /* 0, 4096, 1m1 */
 	struct cf_env *e = data;
 	struct gc_fp_file f;
 	struct mcase c = { .e = e, .f = &f, .registered = true };
 
 	cf_env_gpu(e);
 	cf_file(e, "rr", 4 * MiB, SEED_FILE, O_RDWR, &f);
-	for (int w = 0; w < 2; w++)
-		for (size_t s = 0; s < ARRAY_SIZE(pick); s++)
-			for (size_t o = 0; o < ARRAY_SIZE(opick); o++)
-				for (size_t b = 0; b < ARRAY_SIZE(boffs); b++) {
-					c.size = sizes[pick[s]], c.foff = foffs[opick[o]];
-					c.boff = boffs[b];
-					if (!w)
-						c.fh = cf_register_ok(e, f.fd);
-					run_case(&c, w, w ? "write-" : "read-", size_names[pick[s]]);
-					if (!w)
-						e->cf.fn.handle_deregister(c.fh);
-				}
+	gc_product(gc_fp_registered_matrix, &c);
+	drop_handle(&c);
 	gc_fp_file_destroy(&f);
 }
 

@@ -26,13 +26,12 @@
 #define B_STRIDE (B_SIZE + 4 * GUARD) /* room for the odd-size entry and both guards */
 #define B_DEADLINE_NS 30000000000ull
 
-enum bad_kind { BAD_NEGATIVE_OFFSET, BAD_PAST_EOF, BAD_ODD_SIZE, BAD_CLOSED_HANDLE };
-static const char *const bad_names[] = { "negative-offset", "past-eof", "odd-size",
-					 "closed-handle" };
+/* The kinds of bad entry (lib/fastpath_subtests.h), a dynamic subtest each. */
+GC_FASTPATH_BAD_ENTRIES(batch_kind);
 
 struct batch {
 	struct hf_env *e;
-	enum bad_kind kind;
+	const struct gc_fp_bad_case *bad;
 	gc_hipfile_batch b;
 	gc_hipfile_io_params io[B_N];
 	int status[B_N]; /* terminal status per entry, 0 until one came */
@@ -56,17 +55,17 @@ static void batch_params(struct batch *t, gc_hipfile_handle fh, gc_hipfile_handl
 			.opcode = GC_HIPFILE_BATCH_READ,
 			.cookie = &t->io[k],
 		};
-	switch (t->kind) {
-	case BAD_NEGATIVE_OFFSET:
+	switch (t->bad->kind) {
+	case GC_FP_BAD_NEGATIVE_OFFSET:
 		t->io[B_BAD].u.batch.file_offset = -4096;
 		break;
-	case BAD_PAST_EOF:
+	case GC_FP_BAD_PAST_EOF:
 		t->io[B_BAD].u.batch.file_offset = (int64_t)(FILE_LEN + MiB);
 		break;
-	case BAD_ODD_SIZE:
+	case GC_FP_BAD_ODD_SIZE:
 		t->io[B_BAD].u.batch.size = B_SIZE + 1;
 		break;
-	case BAD_CLOSED_HANDLE:
+	case GC_FP_BAD_CLOSED_HANDLE:
 		t->io[B_BAD].fh = stale;
 		break;
 	}
@@ -173,10 +172,10 @@ static const char *status_name(int s)
 /* What the bad entry may legitimately report complete with: bytes, or -1 for "never". */
 static ssize_t bad_may_complete(const struct batch *t)
 {
-	switch (t->kind) {
-	case BAD_PAST_EOF:
+	switch (t->bad->kind) {
+	case GC_FP_BAD_PAST_EOF:
 		return 0;              /* pread's answer past EOF */
-	case BAD_ODD_SIZE:
+	case GC_FP_BAD_ODD_SIZE:
 		return B_SIZE + 1;     /* the fallback serves any alignment */
 	default:
 		return -1;
@@ -194,12 +193,12 @@ static void batch_judge(struct batch *t)
 		ssize_t want = good ? (ssize_t)B_SIZE : bad_may_complete(t);
 		bool done = t->status[k] == GC_HIPFILE_ST_COMPLETE;
 
-		gc_info("entry %d (%s): %s, ret %zd", k, good ? "good" : bad_names[t->kind],
+		gc_info("entry %d (%s): %s, ret %zd", k, good ? "good" : t->bad->name,
 			status_name(t->status[k]), t->ret[k]);
 		gc_assert_f(!good || (done && t->ret[k] == B_SIZE), "good entry %d: %s, ret %zd", k,
 			    status_name(t->status[k]), t->ret[k]);
 		gc_assert_f(good || !done || t->ret[k] == want, "the bad entry (%s) reported "
-			    "complete with ret %zd", bad_names[t->kind], t->ret[k]);
+			    "complete with ret %zd", t->bad->name, t->ret[k]);
 		snprintf(what, sizeof(what), "batch entry %d", k);
 		hf_expect_read(e, what, region(e, k), p->u.batch.size, done ? (uint64_t)want : 0,
 			       (uint64_t)p->u.batch.file_offset, RD_SEED);
@@ -216,14 +215,15 @@ static void batch_judge(struct batch *t)
  * submit is rejected whole with nothing changed; never a silent partial
  * state. Events are matched by cookie, in whatever order they come.
  */
-static void batch_kind(void *arg)
+static void batch_kind(void *ctx, const struct gc_fp_bad_case *bad)
 {
-	struct batch *t = arg;
+	struct batch *t = ctx;
 	struct hf_env *e = t->e;
 	gc_hipfile_handle fh, stale;
 	gc_hipfile_err r;
 	char b[256];
 
+	t->bad = bad;
 	hf_release_all(e);
 	memset(t->status, 0, sizeof(t->status));
 	hf_driver_ensure(e);
@@ -255,10 +255,7 @@ void test_batch_bad_entry(void *data)
 	struct batch t = { .e = e };
 
 	hf_require(e, GC_HF_HIPFILE);
-	for (int k = 0; k < (int)ARRAY_SIZE(bad_names); k++) {
-		t.kind = (enum bad_kind)k;
-		gc_dynamic(bad_names[k], batch_kind, &t);
-	}
+	gc_variants(gc_fp_bad_entries, &t);
 }
 
 /* ------------------------------------------------------ stream-ordered */

@@ -315,32 +315,44 @@ void hf_require_any(const struct hf_env *e)
 		gc_skip("%s", none_why(e, why, sizeof(why)));
 }
 
-struct each_arg {
+/* One dynamic subtest of hf_each_entry(): the entry, and how it is named. */
+struct each_case {
 	struct hf_env *e;
 	enum gc_hf_entry x;
-	bool write;
+	bool write, by_symbol;
 	void (*fn)(struct hf_env *e, enum gc_hf_entry x, bool write);
 };
 
-static void each_one(void *p)
+static const char *each_name(const void *vc, char *buf, size_t len)
 {
-	struct each_arg *a = p;
+	const struct each_case *c = vc;
 
-	hf_require(a->e, a->x);
-	hf_release_all(a->e); /* whatever an earlier dynamic subtest left when it failed */
-	a->fn(a->e, a->x, a->write);
-	hf_release_all(a->e);
+	snprintf(buf, len, "%s", c->by_symbol ? gc_hf_entry_symbol(c->x, c->write)
+					      : gc_hf_entry_name(c->x));
+	return buf;
+}
+
+static void each_one(void *ctx, const void *vc)
+{
+	const struct each_case *c = vc;
+
+	(void)ctx;
+	hf_require(c->e, c->x);
+	hf_release_all(c->e); /* whatever an earlier dynamic subtest left when it failed */
+	c->fn(c->e, c->x, c->write);
+	hf_release_all(c->e);
 }
 
 void hf_each_entry(struct hf_env *e, bool write, bool by_symbol,
 		   void (*fn)(struct hf_env *e, enum gc_hf_entry x, bool write))
 {
-	for (int i = 0; i < GC_HF_N_ENTRIES; i++) {
-		struct each_arg a = { e, (enum gc_hf_entry)i, write, fn };
+	struct each_case cases[GC_HF_N_ENTRIES];
 
-		gc_dynamic_f(each_one, &a, "%s", by_symbol ? gc_hf_entry_symbol(a.x, write)
-							   : gc_hf_entry_name(a.x));
-	}
+	for (int i = 0; i < GC_HF_N_ENTRIES; i++)
+		cases[i] = (struct each_case){ e, (enum gc_hf_entry)i, write, by_symbol, fn };
+	gc_each_case(&(const struct gc_cases){ cases, ARRAY_SIZE(cases), sizeof(cases[0]),
+					       each_name, each_one },
+		     NULL);
 }
 
 /* --------------------------------------------------- held resources */

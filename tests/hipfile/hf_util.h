@@ -20,13 +20,14 @@
 
 #include "core.h"
 #include "fastpath.h"
+#include "fastpath_subtests.h"
 #include "gc_hipfile.h"
 
 #define KIB ((uint64_t)1 << 10)
 #define PAGE 4096u
 #define GUARD (4 * KIB)               /* bytes checked on each side of a target */
-#define MAX_SIZE (256 * MiB)          /* largest transfer of the matrix and perf */
-#define MAX_FOFF (MiB + 1)            /* largest file offset of the matrix */
+#define MAX_SIZE GC_FP_MATRIX_MAX_SIZE /* largest transfer of the matrix and perf */
+#define MAX_FOFF GC_FP_MATRIX_MAX_FOFF /* largest file offset of the matrix */
 #define TAIL (64 * KIB)               /* file bytes checked after a written range */
 #define FILE_LEN (MAX_SIZE + 2 * MiB) /* >= MAX_FOFF + MAX_SIZE + TAIL, 4 KiB multiple */
 #define DEV_LEN (GUARD + PAGE + MAX_SIZE + GUARD) /* guard, buffer offset, data, guard */

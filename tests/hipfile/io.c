@@ -96,11 +96,8 @@ uint64_t hf_judge(enum hf_outcome o, const struct gc_hf_res *res, uint64_t size,
 
 /* ----------------------------------------------------------- data matrix */
 
-static const uint64_t sizes[] = { 0, 1, 4095, 4096, 4097, 64 * KIB, MiB + 4 * KIB, MAX_SIZE };
-static const char *const size_names[] = { "0", "1", "4095", "4096", "4097", "64k", "1m4k", "256m" };
-static const uint64_t foffs[] = { 0, 512, 4096, MAX_FOFF };
-static const char *const foff_names[] = { "0", "512", "4096", "1m1" };
-static const uint64_t boffs[] = { 0, 1, PAGE };
+/* The cases (lib/fastpath_subtests.h): sizes x (file offset, buffer offset). */
+GC_FASTPATH_MATRICES(read_case, write_case, registered_case);
 
 struct mcase {
 	struct hf_env *e;
@@ -186,28 +183,27 @@ static void run_entries(const struct mcase *c, bool write)
 		hf_require_any(c->e);
 }
 
-static void read_case(void *arg)
+static void mcase_at(struct mcase *c, uint64_t size, const struct gc_fp_place *b)
 {
-	run_entries(arg, false);
+	c->size = size, c->foff = b->foff, c->boff = b->boff;
 }
 
-static void write_case(void *arg)
+static void read_case(void *ctx, const struct gc_fp_size *a, const struct gc_fp_place *b)
 {
-	run_entries(arg, true);
+	mcase_at(ctx, a->size, b);
+	run_entries(ctx, false);
 }
 
-static const char *foff_name(uint64_t foff)
+static void write_case(void *ctx, const struct gc_fp_size *a, const struct gc_fp_place *b)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(foffs); i++)
-		if (foffs[i] == foff)
-			return foff_names[i];
-	return "?";
+	mcase_at(ctx, a->size, b);
+	run_entries(ctx, true);
 }
 
-static void run_case(struct mcase *c, bool write, const char *prefix, const char *sname)
+static void registered_case(void *ctx, const struct gc_fp_dir_size *a, const struct gc_fp_place *b)
 {
-	gc_dynamic_f(write ? write_case : read_case, c, "%ss%s-f%s-b%llu", prefix, sname,
-		     foff_name(c->foff), (unsigned long long)c->boff);
+	mcase_at(ctx, a->size, b);
+	run_entries(ctx, a->write);
 }
 
 /* hipFile opened for the subtest, the fixture's two files registered. */
@@ -233,12 +229,10 @@ static void run_matrix(struct hf_env *e, bool write)
 	struct mcase c = { .e = e };
 
 	matrix_begin(&c);
-	for (size_t s = 0; s < ARRAY_SIZE(sizes); s++)
-		for (size_t o = 0; o < ARRAY_SIZE(foffs); o++)
-			for (size_t b = 0; b < ARRAY_SIZE(boffs); b++) {
-				c.size = sizes[s], c.foff = foffs[o], c.boff = boffs[b];
-				run_case(&c, write, "", size_names[s]);
-			}
+	if (write)
+		gc_product(gc_fp_write_matrix, &c);
+	else
+		gc_product(gc_fp_read_matrix, &c);
 	hf_release_all(e);
 }
 
@@ -271,22 +265,12 @@ void test_write_matrix(void *data)
  */
 void test_registered_matrix(void *data)
 {
-	static const size_t pick[] = { 3, 4, 5, 6 }; /* 4096, 4097, 64k, 1m4k */
-	static const size_t opick[] = { 0, 2, 3 };   /* 0, 4096, 1m1 */
 	struct hf_env *e = data;
 	struct mcase c = { .e = e, .registered = true };
 
 	hf_require(e, GC_HF_HIPFILE);
 	matrix_begin(&c);
-	for (int w = 0; w < 2; w++)
-		for (size_t s = 0; s < ARRAY_SIZE(pick); s++)
-			for (size_t o = 0; o < ARRAY_SIZE(opick); o++)
-				for (size_t b = 0; b < ARRAY_SIZE(boffs); b++) {
-					c.size = sizes[pick[s]], c.foff = foffs[opick[o]];
-					c.boff = boffs[b];
-					run_case(&c, w, w ? "write-" : "read-",
-						 size_names[pick[s]]);
-				}
+	gc_product(gc_fp_registered_matrix, &c);
 	hf_release_all(e);
 }
 

@@ -2,7 +2,8 @@
 /*
  * Unit tests of lib/fastpath: the udev record parser, the scratch probe and
  * its verdicts (with a fake udev database through $GPUCONFORM_UDEV_DATA_DIR),
- * pattern-filled O_DIRECT test files and their host-side check.
+ * pattern-filled O_DIRECT test files and their host-side check; and of
+ * lib/fastpath_perf's timed loop, driven by a fake vendor (no GPU).
  *
  * Each subtest gets a fresh directory under $TMPDIR (else /var/tmp) and a
  * fresh fake udev data directory beside it; after_each removes both.
@@ -23,6 +24,7 @@
 
 #include "core.h"
 #include "fastpath.h"
+#include "fastpath_perf.h"
 
 #define SEED 0xfa57ull
 
@@ -745,6 +747,213 @@ static void test_drop_caches(void *data)
 	gc_info("drop caches: %s", r ? strerror(-r) : "done");
 }
 
+/* ---------------------------------------------------------- perf loop */
+
+/* Two fastpaths (the second missing), then the reference and the host. */
+#define FAKE_PATHS 4
+static const char *const fake_names[FAKE_PATHS] = { "fastA", "fastB", "reference", "host" };
+static const bool fake_have[FAKE_PATHS] = { true, false, true, true };
+
+struct fake {
+	unsigned inits;                  /* atomic: thread_init calls */
+	uint64_t bytes[FAKE_PATHS];      /* atomic: bytes moved per path */
+	unsigned calls[FAKE_PATHS];      /* atomic: transfers per path */
+	int firsts[FAKE_PATHS];          /* first_before, first_after order: 1, 2 */
+	unsigned calls_at_first[FAKE_PATHS];
+	int fail_path;                   /* this path's transfers fail with -EIO; -1 none */
+	bool misplaced;                  /* a share not where the loop's split puts it */
+};
+
+static int fake_init(void *ctx)
+{
+	struct fake *f = ctx;
+
+	__atomic_fetch_add(&f->inits, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static int64_t fake_transfer(void *ctx, int path, uint64_t off, uint64_t len, char *what,
+			     size_t what_len)
+{
+	struct fake *f = ctx;
+
+	if (len == 0 || off % len)
+		f->misplaced = true;
+	__atomic_fetch_add(&f->bytes[path], len, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&f->calls[path], 1, __ATOMIC_RELAXED);
+	if (path != f->fail_path)
+		return 0;
+	snprintf(what, what_len, "fake failure");
+	return -EIO;
+}
+
+static const char *fake_err_str(void *ctx, int64_t err, const char *what, char *buf, size_t len)
+{
+	(void)ctx;
+	snprintf(buf, len, "%lld (%s)", (long long)err, what);
+	return buf;
+}
+
+static void fake_before(void *ctx, int path)
+{
+	struct fake *f = ctx;
+
+	f->firsts[path] = 1;
+	f->calls_at_first[path] = f->calls[path];
+}
+
+static void fake_after(void *ctx, int path)
+{
+	struct fake *f = ctx;
+
+	f->firsts[path] = 2;
+	f->calls_at_first[path] = f->calls[path] - f->calls_at_first[path];
+}
+
+/* Every op, the optional ones included. */
+static const struct gc_fp_perf_ops fake_ops = {
+	.thread_init = fake_init, .transfer = fake_transfer, .err_str = fake_err_str,
+	.first_before = fake_before, .first_after = fake_after,
+};
+
+/* The metric names fastpath_perf.h promises, in its order, for fake_names/fake_have. */
+static size_t expected_metrics(char names[][96], size_t cap)
+{
+	static const unsigned mib[] = { 1, 16, 256 };
+	size_t n = 0;
+
+	for (int k = 0; k < FAKE_PATHS; k++)
+		if (fake_have[k] && n < cap)
+			snprintf(names[n++], 96, "write.first-call.%s.1MiB", fake_names[k]);
+	for (size_t i = 0; i < ARRAY_SIZE(mib); i++)
+		for (int t = 1; t <= 4; t *= 4) {
+			for (int k = 0; k < FAKE_PATHS; k++)
+				if (fake_have[k] && n < cap)
+					snprintf(names[n++], 96, "write.%s.%uMiB.t%d",
+						 fake_names[k], mib[i], t);
+			for (int k = 0; k < FAKE_PATHS - 2; k++)
+				for (int b = FAKE_PATHS - 2; b < FAKE_PATHS; b++)
+					if (fake_have[k] && n < cap)
+						snprintf(names[n++], 96,
+							 "write.ratio.%s-over-%s.%uMiB.t%d",
+							 fake_names[k], fake_names[b], mib[i], t);
+		}
+	return n;
+}
+
+/* The "name" values of the JSON lines in path, in order. */
+static size_t read_metric_names(const char *path, char names[][96], size_t cap)
+{
+	char line[4096];
+	size_t n = 0;
+	FILE *f = fopen(path, "re");
+
+	gc_assert_f(f != NULL, "%s: %s", path, strerror(errno));
+	while (n < cap && fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, "\"name\":\""), *q;
+
+		gc_assert_f(p != NULL, "no name in %s", line);
+		p += strlen("\"name\":\"");
+		q = strchr(p, '"');
+		gc_assert(q != NULL);
+		snprintf(names[n++], 96, "%.*s", (int)(q - p), p);
+	}
+	fclose(f);
+	return n;
+}
+
+static void run_fake_perf(struct gc_fp_perf *run, const char *metrics)
+{
+	const char *old = getenv(GC_METRICS_ENV);
+	char saved[PATH_MAX] = "";
+
+	if (old)
+		snprintf(saved, sizeof(saved), "%s", old);
+	gc_assert_syscall(setenv(GC_METRICS_ENV, metrics, 1));
+	gc_fp_perf_run(run);
+	if (old)
+		gc_assert_syscall(setenv(GC_METRICS_ENV, saved, 1));
+	else
+		gc_assert_syscall(unsetenv(GC_METRICS_ENV));
+}
+
+/*
+ * fastpath_perf.h: per path its first call, then 1, 16 and 256 MiB with one
+ * thread and four, five repetitions each; the metric names and their order;
+ * missing paths never called; the first call bracketed by first_before and
+ * first_after around exactly one transfer.
+ */
+static void test_perf_loop(void *data)
+{
+	/* per path: 1 MiB + 1 MiB (warm-up), then 5 x (1 + 16 + 256) MiB x 2 thread counts */
+	const uint64_t per_path = 2 * MiB + 5 * 273 * MiB * 2;
+	static char want[128][96], got[128][96];
+	struct fx *fx = data;
+	struct fake f = { .fail_path = -1 };
+	struct gc_fp_perf run = { .write = true, .n_paths = FAKE_PATHS, .names = fake_names,
+				  .have = fake_have, .sync_fd = -1, .ops = &fake_ops, .ctx = &f };
+	char metrics[PATH_MAX];
+	size_t nw, ng;
+
+	snprintf(metrics, sizeof(metrics), "%s/metrics.jsonl", fx->dir);
+	run_fake_perf(&run, metrics);
+	gc_assert(run.dropped); /* writes never drop the cache */
+	gc_assert(!f.misplaced);
+	for (int k = 0; k < FAKE_PATHS; k++) {
+		gc_assert_eq_uint(f.bytes[k], fake_have[k] ? per_path : 0);
+		gc_assert_eq_uint(f.calls[k], fake_have[k] ? 1 + 4 + 5 * 3 * (1 + 4) : 0);
+		gc_assert_eq_int(f.firsts[k], fake_have[k] ? 2 : 0);
+		gc_assert_eq_uint(f.calls_at_first[k], fake_have[k] ? 1 : 0);
+	}
+	gc_assert_eq_uint(f.inits, 3 * (1 + 4 + 5 * 3 * (1 + 4)));
+	nw = expected_metrics(want, ARRAY_SIZE(want));
+	ng = read_metric_names(metrics, got, ARRAY_SIZE(got));
+	gc_assert_eq_uint(ng, nw);
+	for (size_t i = 0; i < nw; i++)
+		gc_assert_eq_str(got[i], want[i]);
+	gc_info("%zu metrics, as fastpath_perf.h names them", ng);
+}
+
+static void perf_failing_child(void *data)
+{
+	struct fake f = { .fail_path = 2 };
+	struct gc_fp_perf run = { .write = true, .n_paths = FAKE_PATHS, .names = fake_names,
+				  .have = fake_have, .sync_fd = -1, .ops = &fake_ops, .ctx = &f };
+	char metrics[PATH_MAX];
+
+	snprintf(metrics, sizeof(metrics), "%s/metrics-fail.jsonl", ((struct fx *)data)->dir);
+	run_fake_perf(&run, metrics);
+	exit(0); /* not reached: the reference path's first transfer fails the subtest */
+}
+
+/* A failed transfer fails the subtest (here: a child, which exits 98 for it). */
+static void test_perf_loop_failure(void *data)
+{
+	gc_expect_child_exit(perf_failing_child, data, GC_EXIT_FAILURE, 60000);
+}
+
+/* The host path's transfer: all of [off, off + len) at host + off, -EIO when short, -errno. */
+static void test_perf_host_io(void *data)
+{
+	struct fx *fx = data;
+	uint8_t out[3 * 4096], in[3 * 4096];
+	char path[PATH_MAX];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/host-io", fx->dir);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	gc_assert_syscall(fd);
+	gc_pattern_fill(out, sizeof(out), 0, SEED);
+	memset(in, 0, sizeof(in));
+	gc_assert_eq_int(gc_fp_perf_host_io(fd, true, out, 4096, 8192), 0);
+	gc_assert_eq_int(gc_fp_perf_host_io(fd, false, in, 4096, 8192), 0);
+	gc_assert(memcmp(in + 4096, out + 4096, 8192) == 0);
+	gc_assert(in[0] == 0 && in[4095] == 0); /* nothing before host + off */
+	gc_assert_eq_int(gc_fp_perf_host_io(fd, false, in, 8192, 8192), -EIO); /* 4096 to EOF */
+	close(fd);
+	gc_assert_eq_int(gc_fp_perf_host_io(fd, false, in, 0, 4096), -EBADF);
+}
+
 static const struct gc_subtest subtests[] = {
 	{ "udev-parse-good", test_udev_parse_good, "record with both keys, other lines" },
 	{ "udev-parse-missing-key", test_udev_parse_missing_key, "one key missing, empty text" },
@@ -765,6 +974,9 @@ static const struct gc_subtest subtests[] = {
 	{ "file-flags", test_file_flags, "O_RDONLY, O_WRONLY, O_RDWR with O_DIRECT" },
 	{ "file-errors", test_file_errors, "bad tag, missing dir, a write failing: -errno" },
 	{ "drop-caches", test_drop_caches, "0 or a permission error" },
+	{ "perf-loop", test_perf_loop, "the timed loop's calls, shares and metric names" },
+	{ "perf-loop-failure", test_perf_loop_failure, "a failed transfer fails the subtest" },
+	{ "perf-host-io", test_perf_host_io, "the host path's whole-range pread / pwrite" },
 	{ 0 }
 };
 
