@@ -18,6 +18,7 @@ Modules, one job each, from the bottom up:
   journal      the run journal and run.json, appended as the run goes
   resume       taking over the results directory of a run that died
   results      per-test records, results.json and the summary
+  attempts     one test run to its record: skip rules, attempts and retries, the kernel between
   fingerprint  what a machine is, for choosing its timing baseline
   gate         the regression gate: from K clean runs, a metric's limit and MDE, or trend only
   baseline     baseline files (one summary per clean run): format, reading, checking, finding
@@ -30,7 +31,8 @@ Modules, one job each, from the bottom up:
   progress     the live progress line of a run
   doctor       `gpuconform doctor`: what GPU-direct file I/O needs, and --fix
   options      a run's options: parsed, stored in run.json, given back as arguments; its inputs
-  plugin       the pytest plugin (collection, items, recording)
+  runend       what a finished run writes: run info, notes, results.json, comparison, report
+  plugin       the pytest plugin: pytest's hooks over a run's state, delegating the rest
   cli          the `gpuconform` command
 """
 

@@ -10,7 +10,7 @@ Selection, after pytest's own (-k, -m): the test lists (--gc-testlist), then
 not exist stops the run before anything runs (RunControl.fatal, exit 4 under
 plain pytest; `gpuconform run` exits 2).
 
-An item, for each attempt (1 + --gc-retries at most, expectations.should_retry):
+An item (attempts.py), for each attempt (1 + --gc-retries at most, should_retry):
 reads the kernel log written since the previous test (a GPU reset there
 aborts the run before the test), runs `BINARY --run-subtest SUBTEST` in its
 own session (execute) with GPUCONFORM_RUN_ID, the device variables and
@@ -24,9 +24,9 @@ the journal; the item passes, skips (skips, and skip rules: never run),
 xfails (an expected failure) or fails (anything unexpected). An abort stops
 pytest after the item (session.shouldstop): the rest become notrun.
 
-At the end: RESULTS/results.json and summary.txt, then the comparison with
-the fingerprint's timing baseline, then report.html; each step guarded so
-that a failing one never loses what is already written.
+At the end (runend.py): RESULTS/results.json and summary.txt, then the
+comparison with the fingerprint's timing baseline, then report.html; each step
+guarded so that a failing one never loses what is already written.
 
 Resume (--gc-resume DIR, `gpuconform resume DIR`): the options and the
 selection come from DIR/run.json; the journal's records are kept; a test that
@@ -43,9 +43,7 @@ PYTEST_DONT_REWRITE (the CLI imports this module before pytest loads it)
 
 from __future__ import annotations
 
-import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -64,17 +62,9 @@ from .execute import (
     ExecOptions,
     ListRun,
     list_subtests,
-    run_subtest,
 )
-from .expectations import (
-    FLAKE,
-    ExpectationError,
-    Kind,
-    Rule,
-    judge,
-    should_retry,
-)
-from .fingerprint import device_ids
+from .attempts import run_attempt, run_test
+from .expectations import FLAKE, ExpectationError, Rule
 from .fmt import one_line
 from .journal import (
     JOURNAL_NAME,
@@ -106,16 +96,8 @@ from .options import (
 )
 from .progress import Progress, on_stderr
 from .resume import ResumeError, take_over
-from .results import (
-    RunNotes,
-    TestRecord,
-    record_of,
-    record_of_attempts,
-    render_summary,
-    run_outcome,
-    verdict_of,
-    write_results,
-)
+from .results import TestRecord, judged, render_summary
+from .runend import RunEnd, ordered_records, run_info
 from .shard import parse_shard, shard
 from .states import State, signal_name
 from .testlist import TestlistError, TestPattern
@@ -415,7 +397,8 @@ class BrokenBinaryItem(_GcItem):
 
 
 class GcSession:
-    """Options, records, journal, kernel log and the end-of-run outputs."""
+    """A run's state (options, records, journal, kernel watch) under pytest's
+    hooks: a test runs in attempts.py, the end is written by runend.py."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -430,14 +413,12 @@ class GcSession:
         self.manifests: list[Path] = []
         self.rules: dict[str, Rule] = {}
         self.start = time.time()
-        self.written: tuple[Path, Path] | None = None
+        self.end: RunEnd | None = None  # once the run has ended (sessionfinish)
         self.write_error: str | None = None
         self.fatal: str | None = None
         self.abort: str | None = None
         self.messages: list[str] = []  # run-level notes for the summary
-        self.errors: list[str] = []  # one-line errors printed at the end (baseline, report)
-        self.comparisons: list[Any] = []
-        self.outcome: Any = None
+        self.errors: list[str] = []  # one-line errors printed at the end
         self.journal: Journal | None = None
         self.kernel: KernelWatch | None = None
         self.progress: Progress | None = None
@@ -661,11 +642,7 @@ class GcSession:
         return TestRecord(item.name, str(item.entry.path), item.subtest, state, reason=reason)
 
     def _judge(self, rec: TestRecord, states: Sequence[str] | None = None) -> TestRecord:
-        rule = self.rules.get(rec.name) or self._lookup(rec.name)
-        j = judge(list(states) if states is not None else [rec.result.value], rule)
-        rec.final, rec.expected, rec.judgement = j.final, j.expected, j.why
-        rec.rule = rule.describe() if rule is not None else None
-        return rec
+        return judged(rec, self.rules.get(rec.name) or self._lookup(rec.name), states)
 
     def _lookup(self, name: str) -> Rule | None:
         try:
@@ -694,6 +671,7 @@ class GcSession:
         return self.kernel.between(name) if self.kernel is not None else (None, [])
 
     def run_item(self, item: _GcItem) -> TestRecord:
+        """The item run (attempts.run_test), journaled; an abort stops pytest."""
         name = item.name
         if self.progress is not None:
             self.progress.start_test(name)
@@ -701,37 +679,29 @@ class GcSession:
             rec = item.listing_record()
             self.finish_record(rec)
             return rec
-        rule = self.rules.get(name)
-        if rule is not None and rule.kind is Kind.SKIP:
-            rec = self.new_record(item, State.SKIP,
-                                  rule.comment or f"skipped by the rule {rule.describe()}")
-            self._judge(rec, [])
-            rec.notes.append(f"not run: expectation rule {rule.describe()}")
-            self.finish_record(rec)
-            return rec
-        abort, gap_notes = self._kernel_gap(name)
-        if abort is not None:
-            self._abort(item, abort)
-            rec = self.new_record(item, State.NOTRUN, f"not run: the run aborted: {abort}")
-            rec.notes.extend(gap_notes)
-            self._judge(rec)
+        assert item.subtest is not None
+        path, sub = item.entry.path, item.subtest
+        timeout = self.opts.timeout_for(name)
+        after = self.kernel.after if self.kernel is not None else None
+
+        def attempt(number: int) -> tuple[TestRecord, str | None]:
+            return run_attempt(name, path, sub, number, self.exec_options, self.env_extra,
+                               timeout, on_spawn=self._journal_start, after=after)
+
+        run = run_test(name, str(path), sub, self.rules.get(name), self.opts.retries, attempt,
+                       lambda: self._kernel_gap(name), aborted=self.abort is not None)
+        if run.abort is not None:
+            self._abort(item, run.abort)
+        if not run.journaled:  # never run: a resume runs it
             if self.progress is not None:
-                self.progress.end_test(name, rec.result.value, None)
-            return rec  # never run: not journaled, a resume runs it
-        attempts: list[TestRecord] = []
-        while True:
-            a = self._attempt(item, len(attempts) + 1)
-            attempts.append(a)
-            if self.abort or not should_retry(a.result.value, len(attempts), self.opts.retries):
-                break
-            gap_abort, more = self._kernel_gap(name)
-            gap_notes += more
-            if gap_abort is not None:
-                self._abort(item, gap_abort)
-                break
-        rec = record_of_attempts(attempts, rule, gap_notes)
-        self.finish_record(rec)
-        return rec
+                self.progress.end_test(name, run.record.result.value, None)
+            return run.record
+        self.finish_record(run.record)
+        return run.record
+
+    def _journal_start(self, name: str, attempt: int, pid: int, token: str) -> None:
+        if self.journal is not None:
+            self.journal.start(name, attempt, pid, token)
 
     def _abort(self, item: pytest.Item, reason: str) -> None:
         if self.abort is None:
@@ -742,27 +712,6 @@ class GcSession:
                     self.journal.event("abort", test=item.name, reason=reason)
                 except OSError:
                     pass
-
-    def _attempt(self, item: _GcItem, attempt: int) -> TestRecord:
-        name = item.name
-        assert item.subtest is not None
-        token = uuid.uuid4().hex
-        timeout = self.opts.timeout_for(name)
-
-        def on_spawn(pid: int) -> None:
-            if self.journal is not None:
-                self.journal.start(name, attempt, pid, token)
-
-        run = run_subtest(item.entry.path, item.subtest, self.exec_options,
-                          env_extra=self.env_extra, timeout_s=timeout, token=token,
-                          on_spawn=on_spawn)
-        verdict = verdict_of(run)
-        rec = record_of(name, run, verdict)
-        rec.timeout = timeout
-        abort = self.kernel.after(rec) if self.kernel is not None else None
-        if abort is not None:
-            self._abort(item, f"{name}: {abort}")
-        return rec
 
     # ------------------------------------------------------------ reports
     @pytest.hookimpl(hookwrapper=True)  # type: ignore[misc]
@@ -789,94 +738,35 @@ class GcSession:
                 reason=f"pytest {report.when} error: {text[-1] if text else '?'}")))
 
     # --------------------------------------------------------------- end
-    def run_info(self, exitstatus: int) -> dict[str, Any]:
-        u = os.uname()
+    def run_end(self) -> RunEnd:
+        """The end of the run as plain data (runend.py)."""
+        records = ordered_records(self.selected, self.records, self.abort, self._judge)
         o = self.opts
-        info: dict[str, Any] = {
-            "start": (self.run_json or {}).get("start", self.start),
-            "end": time.time(),
-            "argv": list(sys.argv),
-            "args": [str(a) for a in self.config.args],
-            "run_id": self.run_id,
-            "timeout": o.timeout,
-            "grace": o.grace,
-            "retries": o.retries,
-            "options": o.to_json(),
-            "hostname": socket.gethostname(),
-            "devices": device_ids(),
-            "kernel": f"{u.sysname} {u.release} {u.machine}",
-            "platform": self.inputs.platform,
-            "pytest_exitstatus": int(exitstatus),
-            "collection_errors": list(self.collection_errors),
-            "aborted": self.abort,
-        }
-        if self.resumed is not None:
-            info["resumed"] = self.resumed
-        return info
-
-    def ordered_records(self) -> dict[str, TestRecord]:
-        """Records in selection order, NOTRUN for the selected that never ran."""
-        if self.abort:
-            why = f"not run: the run aborted ({self.abort})"
-        else:
-            why = "not run (the run stopped before it)"
-        out: dict[str, TestRecord] = {}
-        for name, (binary, sub) in self.selected.items():
-            rec = self.records.get(name)
-            if rec is None:
-                rec = self._judge(TestRecord(name, binary, sub, State.NOTRUN, reason=why))
-            elif rec.expected is None:
-                self._judge(rec)
-            out[name] = rec
-        for name, rec in self.records.items():
-            if name not in out:
-                out[name] = rec if rec.expected is not None else self._judge(rec)
-        return out
-
-    def _notes(self) -> RunNotes:
-        regressions = [f"{c.test}:{c.metric}: {c.explain()}" for c in self.comparisons
-                       if c.verdict == "regression"]
-        improvements = [f"{c.test}:{c.metric}: {c.explain()}" for c in self.comparisons
-                        if c.verdict == "improvement"]
-        messages = list(self.messages)
-        if self.comparisons:
-            by: dict[str, int] = {}
-            for c in self.comparisons:
-                by[c.verdict] = by.get(c.verdict, 0) + 1
-            messages.append(f"baseline {self.baseline_path}: {len(self.comparisons)} metrics: "
-                            + ", ".join(f"{n} {v}" for v, n in sorted(by.items())))
-        messages.extend(self.errors)
-        return RunNotes(
-            baseline_error=self.baseline_error,
-            aborted=self.abort,
+        return RunEnd(
+            records=records,
+            collection_errors=list(self.collection_errors),
+            selection=list(self.selection),
+            shard=list(o.shard) if o.shard else None,
+            fingerprint=self.inputs.fingerprint,
+            expectation_files=[str(p) for p in self.inputs.expectation_files],
+            platform=self.inputs.platform,
             stale_rules=[r.describe() for r in self.inputs.expectations.unused()],
-            kernel_log=self.kernel.note if self.kernel is not None else None,
-            regressions=regressions,
-            improvements=improvements,
-            regressions_expected=self.opts.regressions_expected,
-            messages=messages,
+            kernel_log=(self.kernel.to_json() if self.kernel is not None
+                        else {"watched": False, "note": None, "taint": None}),
+            aborted=self.abort,
+            regressions_expected=o.regressions_expected,
+            messages=list(self.messages),
+            errors=list(self.errors),
+            baseline_path=self.baseline_path,
+            baseline_error=self.baseline_error,
         )
 
-    def _extra(self, records: dict[str, TestRecord], notes: RunNotes) -> dict[str, Any]:
-        self.outcome = run_outcome(records, collection_errors=self.collection_errors,
-                                   notes=notes)
-        o = self.opts
-        return {
-            "selection": list(self.selection),
-            "shard": list(o.shard) if o.shard else None,
-            "fingerprint": self.inputs.fingerprint,
-            "expectations": {
-                "files": [str(p) for p in self.inputs.expectation_files],
-                "platform": self.inputs.platform,
-                "stale": notes.stale_rules,
-            },
-            "kernel_log": (self.kernel.to_json() if self.kernel is not None
-                           else {"watched": False, "note": None, "taint": None}),
-            "baseline": {"path": str(self.baseline_path) if self.baseline_path else None,
-                         "error": self.baseline_error},
-            "comparisons": [c.to_json() for c in self.comparisons],
-            "outcome": self.outcome.to_json(),
-        }
+    def _run_info(self, exitstatus: int) -> dict[str, Any]:
+        return run_info(start=(self.run_json or {}).get("start", self.start),
+                        args=[str(a) for a in self.config.args], run_id=self.run_id,
+                        opts=self.opts, platform=self.inputs.platform, exitstatus=exitstatus,
+                        collection_errors=self.collection_errors, aborted=self.abort,
+                        resumed=self.resumed)
 
     @pytest.hookimpl(trylast=True)  # type: ignore[misc]
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -887,10 +777,10 @@ class GcSession:
             return
         if self.results_dir is None or self.is_worker or self.collect_only:
             return
-        records = self.ordered_records()
+        self.end = end = self.run_end()
+        info = self._run_info(exitstatus)
         try:
-            self.written = write_results(self.results_dir, records, self.run_info(exitstatus),
-                                         self._extra(records, self._notes()), self._notes())
+            end.write(self.results_dir, info)
         except OSError as e:
             self.write_error = f"cannot write results to {self.results_dir}: {e}"
             return
@@ -898,47 +788,15 @@ class GcSession:
             self.control.results_dir = self.results_dir
             self.control.written = True
         if self.baseline is not None:
-            self._compare(records, exitstatus)
+            end.compare(self.results_dir, info, self.baseline)
         if self.opts.report:
-            self._report()
+            end.report(self.results_dir)
         if self.journal is not None:
             try:
-                self.journal.event("end", complete=all(
-                    r.result is not State.NOTRUN for r in records.values()),
-                    status=self.outcome.status if self.outcome else None)
+                self.journal.event("end", complete=end.complete,
+                                   status=end.outcome.status if end.outcome else None)
             except OSError:
                 pass
-
-    def _compare(self, records: dict[str, TestRecord], exitstatus: int) -> None:
-        assert self.results_dir is not None
-        try:
-            from .judge import compare_run
-
-            tests = {n: r.to_json() for n, r in records.items()}
-            self.comparisons = list(compare_run(tests, self.baseline))
-            notes = self._notes()
-            self.written = write_results(self.results_dir, records, self.run_info(exitstatus),
-                                         self._extra(records, notes), notes)
-        except Exception as e:  # noqa: BLE001 - results.json without comparisons stays
-            self.comparisons = []
-            self.baseline_error = (f"baseline comparison with {self.baseline_path} failed: "
-                                   f"{one_line(e, 300) or type(e).__name__}")
-            try:  # say so in results.json too; the first write stays if this one fails
-                notes = self._notes()
-                self.written = write_results(self.results_dir, records,
-                                             self.run_info(exitstatus),
-                                             self._extra(records, notes), notes)
-            except Exception:  # noqa: BLE001
-                pass
-
-    def _report(self) -> None:
-        assert self.results_dir is not None
-        try:
-            from .report import write_html
-
-            self.messages.append(f"report: {write_html(self.results_dir)}")
-        except Exception as e:  # noqa: BLE001 - the results stay; the report is extra
-            self.errors.append(f"report.html not written: {one_line(e, 300) or type(e).__name__}")
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         tr = terminalreporter
@@ -947,21 +805,21 @@ class GcSession:
             return
         if self.collect_only:
             return
-        recs = self.ordered_records()
-        if not recs and not self.collection_errors:
+        end = self.end if self.end is not None else self.run_end()
+        if not end.records and not self.collection_errors:
             return
         tr.write_sep("=", "gpuconform summary")
-        summary = render_summary(recs.values(), self.collection_errors, self._notes())
+        summary = render_summary(end.records.values(), self.collection_errors, end.notes())
         for line in summary.rstrip("\n").splitlines():
             tr.write_line(line)
-        if self.written is not None:
-            tr.write_line(f"results: {self.written[0]}")
+        if end.written is not None:
+            tr.write_line(f"results: {end.written[0]}")
         if self.write_error is not None:
             tr.write_line(f"gpuconform: {self.write_error}", red=True)
-        for e in self.errors:
+        for e in end.errors:
             tr.write_line(f"gpuconform: {e}", red=True)
-        if self.baseline_error:
-            tr.write_line(f"gpuconform: {self.baseline_error}", red=True)
+        if end.baseline_error:
+            tr.write_line(f"gpuconform: {end.baseline_error}", red=True)
 
     def close(self) -> None:
         if self.progress is not None:

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .atomic import atomic_write
 from .execute import SubtestRun
-from .expectations import FLAKE, Rule, judge
+from .expectations import FLAKE, Judgement, Rule, judge
 from .protocol import skip_location
 from .states import State, Verdict, classify
 
@@ -23,6 +23,7 @@ __all__ = [
     "verdict_of",
     "record_of",
     "record_of_attempts",
+    "judged",
     "totals",
     "results_json",
     "write_results",
@@ -223,6 +224,17 @@ def record_of_attempts(attempts: Sequence[TestRecord], rule: Rule | None,
     if len(attempts) > 1:
         rec.notes.append(f"{len(attempts)} attempts: {', '.join(states)}")
     rec.attempts = [a.attempt_summary() for a in attempts]
+    return _with_judgement(rec, j, rule)
+
+
+def judged(rec: TestRecord, rule: Rule | None, states: Sequence[str] | None = None) -> TestRecord:
+    """rec with its rule's verdict (expectations.judge) on the states of its
+    attempts; states None: its own result, once."""
+    j = judge(list(states) if states is not None else [rec.result.value], rule)
+    return _with_judgement(rec, j, rule)
+
+
+def _with_judgement(rec: TestRecord, j: Judgement, rule: Rule | None) -> TestRecord:
     rec.final, rec.expected, rec.judgement = j.final, j.expected, j.why
     rec.rule = rule.describe() if rule is not None else None
     return rec

@@ -10,7 +10,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import textwrap
 import uuid
 import xml.etree.ElementTree as ET

@@ -11,7 +11,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 

@@ -26,7 +26,6 @@ import os
 import signal
 import stat
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
