@@ -7,7 +7,7 @@
  * <linux/kfd_ioctl.h> (UAPI 1.11) with no AMD GPU and no /dev/kfd; every
  * expectation below comes from reading the kernel source, none was run.
  *
- * Why (issue 8): KFD allows KFD_SIGNAL_EVENT_LIMIT signal events per process;
+ * Why: KFD allows KFD_SIGNAL_EVENT_LIMIT signal events per process;
  * a profiler that pooled HSA completion signals hit it. <linux/kfd_ioctl.h>
  * defines the limit and the wait results but names no error code, so each
  * errno here is taken from drivers/gpu/drm/amd/amdkfd/kfd_events.c and
