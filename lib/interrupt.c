@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 /* Signal storms aimed at one thread, sigiter, restart bookkeeping: see interrupt.h. */
 #include "interrupt.h"
+#include "measure.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 /* glibc < 2.41 names the field only through the union. */
@@ -88,7 +91,7 @@ static bool signo_valid(int signo)
 	return signo >= 1 && signo <= SIGRTMAX && signo != SIGKILL && signo != SIGSTOP;
 }
 
-static void storm_reset(struct gc_storm *s, int signo)
+static void storm_reset(struct gc_storm *s, int signo, bool sa_restart)
 {
 	atomic_store_explicit(&s->delivered, 0, RELAXED);
 	atomic_store_explicit(&s->landed_inside, 0, RELAXED);
@@ -99,6 +102,7 @@ static void storm_reset(struct gc_storm *s, int signo)
 	s->calls = 0;
 	s->calls_hit = 0;
 	s->signo = signo;
+	s->sa_restart = sa_restart;
 	s->running = false;
 	s->timer_made = false;
 	s->unblocked = false;
@@ -125,7 +129,8 @@ static int storm_install(struct gc_storm *s)
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = storm_handler;
-	sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: the point of the storm */
+	/* No SA_RESTART unless asked: EINTR is the point of the default storm. */
+	sa.sa_flags = SA_SIGINFO | (s->sa_restart ? SA_RESTART : 0);
 	sigemptyset(&sa.sa_mask);
 	return sigaction(s->signo, &sa, &s->old_action) ? -errno : 0;
 }
@@ -151,13 +156,13 @@ static int storm_unblock(struct gc_storm *s)
 }
 
 /* Timer made, handler installed, signal unblocked; nothing armed. */
-static int storm_open(struct gc_storm *s, int signo)
+static int storm_open(struct gc_storm *s, int signo, bool sa_restart)
 {
 	int r;
 
 	if (active_storm)
 		return -EBUSY;
-	storm_reset(s, signo);
+	storm_reset(s, signo, sa_restart);
 	r = storm_make_timer(s);
 	if (r)
 		return r;
@@ -203,7 +208,7 @@ int gc_storm_start(struct gc_storm *s, const struct gc_storm_cfg *cfg)
 	r = storm_cfg_normalize(cfg, &c);
 	if (r)
 		return r;
-	r = storm_open(s, c.signo);
+	r = storm_open(s, c.signo, c.sa_restart);
 	if (r)
 		return r;
 	r = storm_arm(s, c.first_ns, c.one_shot ? 0 : c.interval_ns);
@@ -322,7 +327,8 @@ void gc_storm_report(const struct gc_storm *s, const char *what)
 {
 	char buf[192];
 
-	gc_info("%s: signals %s", what, gc_storm_counts_str(s, buf, sizeof(buf)));
+	gc_info("%s: signals %s%s", what, gc_storm_counts_str(s, buf, sizeof(buf)),
+		s->sa_restart ? " (handler with SA_RESTART)" : "");
 }
 
 /* ------------------------------------------------------------ storm sweep */
@@ -334,7 +340,8 @@ const uint64_t gc_storm_sweep_ns[GC_STORM_SWEEP_PERIODS] = {
 /* per_period cycles under a storm of period_ns; false: the sweep stops. */
 static bool sweep_period(struct gc_storm *s, struct gc_storm_sweep *sw, uint64_t period_ns)
 {
-	int r = gc_storm_start(s, &(struct gc_storm_cfg){ .interval_ns = period_ns });
+	int r = gc_storm_start(s, &(struct gc_storm_cfg){ .interval_ns = period_ns,
+							 .sa_restart = sw->sa_restart });
 	bool ok = true;
 
 	if (r) {
@@ -377,8 +384,9 @@ void gc_storm_sweep_report(const struct gc_storm_sweep *sw, const char *what)
 	char periods[64];
 
 	gc_info("%s: %" PRIu64 " signals delivered over %" PRIu64 " cycles (storms of %s us, %u "
-		"cycles each)", what, sw->delivered, sw->cycles,
-		sweep_periods_us(periods, sizeof(periods)), sw->per_period);
+		"cycles each%s)", what, sw->delivered, sw->cycles,
+		sweep_periods_us(periods, sizeof(periods)), sw->per_period,
+		sw->sa_restart ? ", handler with SA_RESTART" : "");
 }
 
 void gc_storm_sweep_assert(const struct gc_storm_sweep *sw)
@@ -455,7 +463,7 @@ int gc_sigiter_begin(struct gc_sigiter *it, const struct gc_sigiter_cfg *cfg)
 	if (r)
 		return r;
 	it->last = GC_SIGITER_NONE;
-	return storm_open(&it->storm, it->cfg.signo);
+	return storm_open(&it->storm, it->cfg.signo, it->cfg.sa_restart);
 }
 
 bool gc_sigiter_next(struct gc_sigiter *it)
@@ -532,6 +540,150 @@ bool gc_sigiter_leave(struct gc_sigiter *it)
 int gc_sigiter_end(struct gc_sigiter *it)
 {
 	return first_error(it->error, gc_storm_stop(&it->storm));
+}
+
+/* ---------------------------------------------------------- restart probe */
+
+struct probe_run {
+	const struct gc_storm *s;
+	const struct gc_restart_probe *p;
+	int wfd;
+	atomic_bool stop; /* the read returned: write nothing more */
+	bool wrote, guard_expired;
+};
+
+static const uint8_t probe_bytes[GC_RESTART_PROBE_LEN] = {
+	'g', 'p', 'u', 'c', 'o', 'n', 'f', 'o', 'r', 'm', '-', 'p', 'r', 'o', 'b', 'e',
+};
+
+/* Helper thread: writes once `signals` signals landed inside the read (or the guard passed). */
+static void *probe_writer(void *arg)
+{
+	const struct timespec tick = { .tv_nsec = 50000 };
+	struct probe_run *pr = arg;
+	uint64_t deadline = gc_now_ns() + pr->p->guard_ns;
+
+	while (!atomic_load(&pr->stop)) {
+		bool enough = atomic_load_explicit(&pr->s->landed_inside, RELAXED) >=
+			      pr->p->signals;
+
+		pr->guard_expired = !enough && gc_now_ns() >= deadline;
+		if (enough || pr->guard_expired) {
+			pr->wrote = write(pr->wfd, probe_bytes, sizeof(probe_bytes)) ==
+				    (ssize_t)sizeof(probe_bytes);
+			return NULL;
+		}
+		nanosleep(&tick, NULL);
+	}
+	return NULL;
+}
+
+/* The bracketed read; the helper runs while the storm does. */
+static void probe_read(struct gc_storm *s, int rfd, struct gc_restart_probe *p)
+{
+	uint8_t buf[GC_RESTART_PROBE_LEN];
+	ssize_t n;
+
+	gc_storm_enter(s);
+	n = read(rfd, buf, sizeof(buf));
+	p->err = n < 0 ? errno : 0;
+	gc_storm_leave(s);
+	p->n = (long)n;
+	p->bytes_ok = n == (ssize_t)sizeof(buf) && !memcmp(buf, probe_bytes, sizeof(buf));
+}
+
+/* Storm, helper, read, then everything undone; 0 or the first -errno. */
+static int probe_run(struct gc_storm *s, const struct gc_storm_cfg *cfg, int fds[2],
+		     struct gc_restart_probe *p)
+{
+	struct probe_run pr = { .s = s, .p = p, .wfd = fds[1] };
+	pthread_t helper;
+	int r = gc_storm_start(s, cfg);
+
+	if (r)
+		return r;
+	r = -pthread_create(&helper, NULL, probe_writer, &pr);
+	if (r) {
+		gc_storm_stop(s);
+		return r;
+	}
+	probe_read(s, fds[0], p);
+	r = gc_storm_stop(s);
+	atomic_store(&pr.stop, true);
+	pthread_join(helper, NULL);
+	p->landed = gc_storm_counts(s).landed_inside;
+	p->wrote = pr.wrote;
+	p->guard_expired = pr.guard_expired;
+	if (ioctl(fds[0], FIONREAD, &p->queued))
+		p->queued = -1;
+	return r;
+}
+
+int gc_storm_probe_restart(struct gc_storm *s, const struct gc_storm_cfg *cfg,
+			   struct gc_restart_probe *p)
+{
+	int fds[2], r;
+
+	if (!p->signals)
+		p->signals = GC_RESTART_PROBE_SIGNALS;
+	if (!p->guard_ns)
+		p->guard_ns = GC_RESTART_PROBE_GUARD_NS;
+	p->n = 0;
+	p->err = 0;
+	p->landed = 0;
+	p->wrote = p->guard_expired = p->bytes_ok = false;
+	p->queued = -1;
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	r = probe_run(s, cfg, fds, p);
+	close(fds[0]);
+	close(fds[1]);
+	return r;
+}
+
+enum gc_restart_verdict gc_restart_probe_verdict(const struct gc_restart_probe *p)
+{
+	/* An interrupted read consumed nothing: whatever the helper wrote is still queued. */
+	int left = p->wrote ? GC_RESTART_PROBE_LEN : 0;
+
+	if (p->n == -1 && p->err == EINTR && p->landed > 0 && p->queued == left)
+		return GC_RESTART_EINTR;
+	if (!p->bytes_ok || !p->wrote || p->queued != 0)
+		return GC_RESTART_BROKEN;
+	if (p->guard_expired || p->landed < p->signals)
+		return GC_RESTART_UNPROVEN;
+	return GC_RESTART_RESTARTED;
+}
+
+/* "16 (the bytes written)", "-1 (EINTR)"... */
+static const char *probe_ret_str(const struct gc_restart_probe *p, char *buf, size_t len)
+{
+	const char *name = strerrorname_np(p->err);
+
+	if (p->n < 0)
+		snprintf(buf, len, "%ld (%s)", p->n, name ? name : "unnamed errno");
+	else
+		snprintf(buf, len, "%ld (%s)", p->n, p->bytes_ok ? "the bytes written" :
+			 "not the bytes written");
+	return buf;
+}
+
+static const char *probe_helper_str(const struct gc_restart_probe *p)
+{
+	if (!p->wrote)
+		return "wrote nothing";
+	return p->guard_expired ? "wrote only when its guard expired" : "wrote";
+}
+
+const char *gc_restart_probe_str(const struct gc_restart_probe *p, char *buf, size_t len)
+{
+	char ret[64];
+
+	snprintf(buf, len, "a blocking read of an empty pipe returned %s with %" PRIu64
+		 " signals inside it; the helper (to write after %u signals inside, or %" PRIu64
+		 " ms) %s; %d bytes left in the pipe", probe_ret_str(p, ret, sizeof(ret)),
+		 p->landed, p->signals, p->guard_ns / 1000000u, probe_helper_str(p), p->queued);
+	return buf;
 }
 
 /* --------------------------------------------------------------- progress */

@@ -12,9 +12,21 @@
  *     gc_storm_require_hits(&s);
  *
  * A periodic POSIX timer (CLOCK_MONOTONIC, SIGEV_THREAD_ID) sends a real-time
- * signal to the thread that called gc_storm_start(). The handler is installed
- * without SA_RESTART, so a blocking call returns EINTR (or a partial count)
- * instead of being restarted behind the caller's back.
+ * signal to the thread that called gc_storm_start(). By default the handler is
+ * installed without SA_RESTART, so a blocking call returns EINTR (or a partial
+ * count) instead of being restarted behind the caller's back.
+ *
+ * With cfg.sa_restart (storms, sweeps and sigiter alike) it is installed with
+ * SA_RESTART, as most programs run. signal(7): "If a blocked call to one of the
+ * following interfaces is interrupted by a signal handler, then the call is
+ * automatically restarted after the signal handler returns if the SA_RESTART
+ * flag was used; otherwise the call fails with the error EINTR". What the
+ * kernel restarts is a call that returned -ERESTARTSYS (x86 handle_signal():
+ * "case -ERESTARTSYS: if (!(ksig->ka.sa.sa_flags & SA_RESTART)) { regs->ax =
+ * -EINTR; break; }"); signal(7)'s exceptions ("never restarted ... regardless
+ * of the use of SA_RESTART": nanosleep, poll, epoll_wait...) and a kernel path
+ * that returns -EINTR itself still give EINTR. gc_storm_probe_restart() shows
+ * which mode a storm really is in.
  *
  * Rules:
  *  - One storm (or sigiter) per thread at a time; enter/leave/stop are called
@@ -55,6 +67,7 @@ struct gc_storm_cfg {
 	uint64_t interval_ns; /* period; 0: default; below GC_STORM_MIN_INTERVAL_NS: -EINVAL */
 	uint64_t first_ns;    /* delay of the first signal; 0: interval_ns */
 	bool one_shot;        /* one signal, after first_ns, then none */
+	bool sa_restart;      /* handler with SA_RESTART (see above); false: without */
 };
 
 /* A snapshot of a storm's counters. */
@@ -80,6 +93,7 @@ struct gc_storm {
 	uint64_t calls_hit;
 	int signo;
 	bool running;
+	bool sa_restart; /* the handler was installed with SA_RESTART */
 	bool timer_made;
 	bool unblocked; /* the signal was blocked at start: start unblocked it */
 	timer_t timer;
@@ -87,8 +101,9 @@ struct gc_storm {
 };
 
 /*
- * Create the timer, install the handler (SA_SIGINFO, no SA_RESTART), unblock
- * the signal in this thread if needed, arm. Counters start at zero.
+ * Create the timer, install the handler (SA_SIGINFO; SA_RESTART only with
+ * cfg->sa_restart), unblock the signal in this thread if needed, arm.
+ * Counters start at zero.
  * -EINVAL: bad cfg; -EBUSY: this thread already has a running storm;
  * -errno of timer_create/sigaction/timer_settime otherwise (nothing left behind).
  */
@@ -127,7 +142,7 @@ struct gc_storm_counts gc_storm_counts(const struct gc_storm *s);
 /* "delivered 12, landed inside 9 (in 9 of 10 calls), overruns 0" into buf. */
 const char *gc_storm_counts_str(const struct gc_storm *s, char *buf, size_t len);
 
-/* gc_info() of the counts, prefixed by what. */
+/* gc_info() of the counts, prefixed by what (and "handler with SA_RESTART" if so). */
 void gc_storm_report(const struct gc_storm *s, const char *what);
 
 /*
@@ -169,6 +184,7 @@ struct gc_storm_sweep {
 	bool (*cycle)(void *ctx, struct gc_storm *s, unsigned i);
 	void *ctx;
 	unsigned per_period; /* cycles under each storm period */
+	bool sa_restart;     /* every storm's handler with SA_RESTART (gc_storm_cfg) */
 	/* results: zero before the sweep */
 	uint64_t delivered; /* signals the storms delivered, all periods together */
 	uint64_t cycles;    /* cycles run, the one that returned false included */
@@ -235,6 +251,7 @@ struct gc_sigiter_cfg {
 	unsigned growth;         /* 0: 2; 1 or more than 1024: -EINVAL */
 	uint64_t max_delay_ns;   /* 0: GC_SIGITER_DEFAULT_MAX_NS; below first: -EINVAL */
 	unsigned max_passes;     /* 0: GC_SIGITER_DEFAULT_PASSES */
+	bool sa_restart;         /* handler with SA_RESTART, as gc_storm_cfg's */
 };
 
 #define GC_SIGITER_DEFAULT_FIRST_NS 1000ull            /* 1 us */
@@ -292,6 +309,68 @@ void gc_sigiter_enter(struct gc_sigiter *it);
 bool gc_sigiter_leave(struct gc_sigiter *it);
 /* Stops the storm; 0, or the first -errno any timer operation gave. */
 int gc_sigiter_end(struct gc_sigiter *it);
+
+/* ----------------------------------------------------------- restart probe */
+
+/*
+ * Which mode is a storm of this cfg really in? One blocking read(2) of an
+ * empty pipe, bracketed, under a storm started on s from cfg; a helper thread
+ * writes GC_RESTART_PROBE_LEN bytes into the pipe once `signals` signals have
+ * landed inside the read (or once guard_ns has passed, so that a storm that
+ * never fires cannot hang the caller). signal(7) lists read(2) on a pipe among
+ * the calls that are "automatically restarted after the signal handler returns
+ * if the SA_RESTART flag was used; otherwise the call fails with the error
+ * EINTR". So with SA_RESTART the read keeps blocking through the signals and
+ * returns the bytes (GC_RESTART_RESTARTED); without it, it returns -1/EINTR at
+ * the first signal and the helper writes nothing (GC_RESTART_EINTR).
+ *
+ *     static struct gc_storm s;
+ *     struct gc_restart_probe p = { .signals = 5 };
+ *     gc_assert_ok(gc_storm_probe_restart(&s, &(struct gc_storm_cfg){ .sa_restart = true },
+ *                                         &p));
+ *     gc_assert_f(gc_restart_probe_verdict(&p) == GC_RESTART_RESTARTED, "%s",
+ *                 gc_restart_probe_str(&p, buf, sizeof(buf)));
+ *
+ * The storm is stopped and the helper joined before it returns: s's counters
+ * are then those of the probe's storm alone.
+ */
+#define GC_RESTART_PROBE_LEN 16
+#define GC_RESTART_PROBE_SIGNALS 3             /* default of signals */
+#define GC_RESTART_PROBE_GUARD_NS 2000000000ull /* default of guard_ns: 2 s */
+
+struct gc_restart_probe {
+	unsigned signals;   /* landed inside the read before the helper writes; 0: default */
+	uint64_t guard_ns;  /* the helper writes after this anyway; 0: default */
+	/* (the probe writes the defaults it used back into these two) */
+	/* results */
+	long n;             /* what read() returned */
+	int err;            /* its errno when n < 0 */
+	uint64_t landed;    /* signals that landed inside the read */
+	bool wrote;         /* the helper wrote its bytes */
+	bool guard_expired; /* ... because guard_ns passed first */
+	bool bytes_ok;      /* n == GC_RESTART_PROBE_LEN and they are the bytes written */
+	int queued;         /* bytes left in the pipe after the read; -1: unknown */
+};
+
+enum gc_restart_verdict {
+	GC_RESTART_RESTARTED, /* blocked through `signals` signals inside, then read the bytes */
+	GC_RESTART_EINTR,     /* -1/EINTR with a signal inside; nothing consumed */
+	GC_RESTART_UNPROVEN,  /* read the bytes, but fewer signals inside (the guard expired) */
+	GC_RESTART_BROKEN,    /* anything else: short or wrong bytes, other errno, ... */
+};
+
+/*
+ * 0 with p's results, or -errno of pipe2 / pthread_create / gc_storm_start /
+ * gc_storm_stop (nothing left behind). cfg NULL: all defaults.
+ */
+int gc_storm_probe_restart(struct gc_storm *s, const struct gc_storm_cfg *cfg,
+			   struct gc_restart_probe *p);
+
+/* Pure logic, no signals: what p's results mean. */
+enum gc_restart_verdict gc_restart_probe_verdict(const struct gc_restart_probe *p);
+
+/* "read returned 16 after 5 signals landed inside it (..)" into buf. */
+const char *gc_restart_probe_str(const struct gc_restart_probe *p, char *buf, size_t len);
 
 /* ---------------------------------------------------------------- progress */
 

@@ -153,6 +153,42 @@ static void test_pipe_read_eintr(void *fx)
 	close_pipe(p);
 }
 
+/* -------------------------------------------------- pipe-read-sa-restart */
+
+#define RESTART_SIGNALS 10 /* signals to land inside the read before its bytes come */
+
+/*
+ * Contract (signal(7), "Interruption of system calls and library functions by
+ * signal handlers"): "If a blocked call to one of the following interfaces is
+ * interrupted by a signal handler, then the call is automatically restarted
+ * after the signal handler returns if the SA_RESTART flag was used; otherwise
+ * the call fails with the error EINTR: read(2), readv(2), write(2), writev(2),
+ * and ioctl(2) calls on "slow" devices. A "slow" device is one where the I/O
+ * call may block for an indefinite time, for example, a terminal, pipe, or
+ * socket." pipe-read-eintr is the half without SA_RESTART. Here, with it, one
+ * blocking read of an empty pipe sits through RESTART_SIGNALS signals landing
+ * inside it, never returns EINTR, and returns the bytes a helper thread writes
+ * after them, whole, leaving nothing queued (lib/interrupt's restart probe).
+ * A storm that ignored SA_RESTART fails here with -1/EINTR.
+ */
+static void test_pipe_read_sa_restart(void *fx)
+{
+	static struct gc_storm s;
+	struct gc_restart_probe p = { .signals = RESTART_SIGNALS };
+	char why[320];
+
+	(void)fx;
+	gc_assert_ok(gc_storm_probe_restart(&s, &(struct gc_storm_cfg){
+		.interval_ns = 1000000, .sa_restart = true }, &p));
+	storm_verdict(&s, "pipe-read-sa-restart");
+	gc_restart_probe_str(&p, why, sizeof(why));
+	gc_info("%s", why);
+	gc_assert_f(!(p.n == -1 && p.err == EINTR), "the read returned EINTR although its "
+		    "handler has SA_RESTART: %s", why);
+	gc_assert_f(gc_restart_probe_verdict(&p) == GC_RESTART_RESTARTED, "not restarted "
+		    "through %u signals: %s", RESTART_SIGNALS, why);
+}
+
 /* ---------------------------------------------------- pipe-write-partial */
 
 #define WRITE_TOTAL (4u << 20)
@@ -330,14 +366,14 @@ static void sleep_stormed(struct gc_storm *s, struct sleep_run *r)
  * slack for a call interrupted at once. The subtest sets the slack to 1 ns,
  * the smallest the kernel takes, so that rem <= req is exact.
  */
-static void test_nanosleep_remaining(void *fx)
+static void nanosleep_run(const char *what, bool sa_restart)
 {
 	static struct gc_storm s;
 	struct sleep_run r = { 0 };
 	int slack;
 
-	(void)fx;
-	gc_assert_ok(gc_storm_start(&s, &(struct gc_storm_cfg){ .interval_ns = SLEEP_STORM_NS }));
+	gc_assert_ok(gc_storm_start(&s, &(struct gc_storm_cfg){ .interval_ns = SLEEP_STORM_NS,
+								.sa_restart = sa_restart }));
 	slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
 	gc_assert_syscall(slack);
 	gc_assert_syscall(prctl(PR_SET_TIMERSLACK, 1ul, 0, 0, 0));
@@ -345,7 +381,7 @@ static void test_nanosleep_remaining(void *fx)
 	gc_assert_ok(gc_storm_stop(&s));
 	gc_assert_syscall(prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0));
 
-	storm_verdict(&s, "nanosleep-remaining");
+	storm_verdict(&s, what);
 	gc_info("%u calls, %u EINTR, %" PRIu64 " ns in all for %" PRIu64 " ns asked", r.calls,
 		r.eintrs, r.total_ns, SLEEP_REQ_NS);
 	gc_assert_f(!r.bad_err, "nanosleep failed: %s", strerror(r.bad_err));
@@ -354,6 +390,29 @@ static void test_nanosleep_remaining(void *fx)
 	gc_assert_f(!r.bad[0], "%s", r.bad);
 	gc_assert_f(r.total_ns >= SLEEP_REQ_NS, "restarting with rem woke early: %" PRIu64
 		    " ns passed for %" PRIu64 " ns asked", r.total_ns, SLEEP_REQ_NS);
+}
+
+static void test_nanosleep_remaining(void *fx)
+{
+	(void)fx;
+	nanosleep_run("nanosleep-remaining", false);
+}
+
+/*
+ * Contract: the same, with the storm's handler installed with SA_RESTART.
+ * signal(7): "The following interfaces are never restarted after being
+ * interrupted by a signal handler, regardless of the use of SA_RESTART; they
+ * always fail with the error EINTR when interrupted by a signal handler: ...
+ * Sleep interfaces: clock_nanosleep(2), nanosleep(2), and usleep(3)." (The same
+ * list names epoll_wait(2), poll(2), select(2), sigtimedwait(2)...) So
+ * nanosleep still returns EINTR with rem, and restarting it with rem is the
+ * caller's job in both modes: the host twin of a KFD wait that returns -EINTR
+ * itself rather than -ERESTARTSYS (kfd_interrupt's -sa-restart subtests).
+ */
+static void test_nanosleep_sa_restart(void *fx)
+{
+	(void)fx;
+	nanosleep_run("nanosleep-sa-restart", true);
 }
 
 /* ------------------------------------------------------------ futex-wait */
@@ -691,10 +750,14 @@ static const struct gc_fixture fixture = { .after_each = after_each };
 static const struct gc_subtest subtests[] = {
 	{ "pipe-read-eintr", test_pipe_read_eintr,
 	  "blocking read of an empty pipe: EINTR, buffer untouched, later bytes all readable" },
+	{ "pipe-read-sa-restart", test_pipe_read_sa_restart,
+	  "the same read with SA_RESTART: restarted through 10 signals, never EINTR, bytes whole" },
 	{ "pipe-write-partial", test_pipe_write_partial,
 	  "4 MiB through a slowly drained pipe: partial counts exact, resumed stream intact" },
 	{ "nanosleep-remaining", test_nanosleep_remaining,
 	  "EINTR with 0 < rem <= req, req - rem <= time passed, restarts never wake early" },
+	{ "nanosleep-sa-restart", test_nanosleep_sa_restart,
+	  "the same with SA_RESTART: signal(7) never restarts nanosleep, EINTR and rem as before" },
 	{ "futex-wait", test_futex_wait,
 	  "FUTEX_WAIT: EINTR, word unchanged, no waiter left queued; mismatch: EAGAIN" },
 	{ "sigiter-read", test_sigiter_read,

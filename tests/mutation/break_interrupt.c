@@ -14,9 +14,11 @@
  *   futex-wait-clobbers   an interrupted FUTEX_WAIT changes the futex word
  *   futex-wake-phantom    the FUTEX_WAKE after an interrupted FUTEX_WAIT on the
  *                         same word wakes "one" waiter: the old one stayed queued
+ *   sa-restart-ignored    sigaction() drops SA_RESTART from the action it installs,
+ *                         so a storm asked to restart calls gives EINTR instead
  *
  * Wrapped: read, __read_chk (_FORTIFY_SOURCE builds), write, nanosleep,
- * clock_nanosleep (relative), syscall (futex). The first time a break changes
+ * clock_nanosleep (relative), syscall (futex), sigaction. The first time a break changes
  * a result the shim writes "break_interrupt: applied NAME" to stderr, so a
  * failure can be told from a break that never took effect. An unknown name
  * exits 2 at load. The shim's globals are set once at load, or touched only by
@@ -24,6 +26,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #include <linux/futex.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -47,6 +50,7 @@ enum brk {
 	BRK_REM_SHORT,
 	BRK_FUTEX_CLOBBERS,
 	BRK_FUTEX_PHANTOM,
+	BRK_SA_RESTART_IGNORED,
 };
 
 static const char *const brk_names[] = {
@@ -57,6 +61,7 @@ static const char *const brk_names[] = {
 	[BRK_REM_SHORT] = "nanosleep-rem-short",
 	[BRK_FUTEX_CLOBBERS] = "futex-wait-clobbers",
 	[BRK_FUTEX_PHANTOM] = "futex-wake-phantom",
+	[BRK_SA_RESTART_IGNORED] = "sa-restart-ignored",
 };
 
 static enum brk mode;
@@ -68,6 +73,7 @@ static ssize_t (*real_write)(int, const void *, size_t);
 static int (*real_nanosleep)(const struct timespec *, struct timespec *);
 static int (*real_clock_nanosleep)(clockid_t, int, const struct timespec *, struct timespec *);
 static long (*real_syscall)(long, ...);
+static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 
 /*
  * read-eintr-consumes: the pipe an interrupted read left its "reader" on.
@@ -121,6 +127,8 @@ __attribute__((constructor)) static void shim_init(void)
 	real_clock_nanosleep = (int (*)(clockid_t, int, const struct timespec *,
 					struct timespec *))next_sym("clock_nanosleep");
 	real_syscall = (long (*)(long, ...))next_sym("syscall");
+	real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))
+		next_sym("sigaction");
 	if (!want || !*want)
 		return;
 	for (size_t i = 1; i < sizeof(brk_names) / sizeof(brk_names[0]); i++)
@@ -283,4 +291,18 @@ long syscall(long nr, ...)
 		r = break_futex(r, a);
 	errno = e;
 	return r;
+}
+
+/* ------------------------------------------------------------- sigaction */
+
+int sigaction(int signo, const struct sigaction *act, struct sigaction *old)
+{
+	struct sigaction dropped;
+
+	if (mode != BRK_SA_RESTART_IGNORED || !act || !(act->sa_flags & SA_RESTART))
+		return real_sigaction(signo, act, old);
+	dropped = *act;
+	dropped.sa_flags &= ~SA_RESTART;
+	applied();
+	return real_sigaction(signo, &dropped, old);
 }

@@ -28,6 +28,8 @@ BREAKS = [
     ("nanosleep-rem-short", "nanosleep-remaining", "ns slept (req - rem) but only"),
     ("futex-wait-clobbers", "futex-wait", "after the interrupted wait, want"),
     ("futex-wake-phantom", "futex-wait", "the interrupted waiter is still queued"),
+    ("nanosleep-rem-zero", "nanosleep-sa-restart", "want 0 < rem <= req"),
+    ("sa-restart-ignored", "pipe-read-sa-restart", "although its handler has SA_RESTART"),
 ]
 SUBTESTS = sorted({b[1] for b in BREAKS} | {"storm-accounting", "syscall-latency"})
 

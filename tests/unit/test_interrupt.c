@@ -3,7 +3,8 @@
  * Unit tests of lib/interrupt's pure logic: the sigiter delay schedule, pass
  * classification and stop rule, and the restart bookkeeping (gc_progress).
  * The storm lifecycle checks arm timers far in the future: no signal fires.
- * The storm sweep checks run real storms over plain host sleeps.
+ * The storm sweep checks run real storms over plain host sleeps, and the
+ * SA_RESTART check a real storm over a blocking pipe read.
  */
 #include <errno.h>
 #include <limits.h>
@@ -219,11 +220,21 @@ static void test_storm_lifecycle(void *fx)
 	gc_assert_syscall(sigaction(sig, &(struct sigaction){ .sa_handler = SIG_DFL }, NULL));
 }
 
+/* The storm signal's handler flags right now, as sigaction() reports them. */
+static int storm_sa_flags(void)
+{
+	struct sigaction cur;
+
+	gc_assert_syscall(sigaction(GC_STORM_DEFAULT_SIGNO, NULL, &cur));
+	return cur.sa_flags;
+}
+
 /* A sweep's cycle: counts its calls, sleeps 200 us, returns false at call stop_at. */
 struct sweep_count {
 	unsigned calls;
-	unsigned stop_at; /* UINT_MAX: never */
-	bool in_order;    /* every call got i == calls so far, under a running storm s */
+	unsigned stop_at;  /* UINT_MAX: never */
+	bool in_order;     /* every call got i == calls so far, under a running storm s */
+	unsigned restarts; /* calls that found the handler installed with SA_RESTART */
 };
 
 static bool count_cycle(void *ctx, struct gc_storm *s, unsigned i)
@@ -232,6 +243,7 @@ static bool count_cycle(void *ctx, struct gc_storm *s, unsigned i)
 	struct timespec ts = { .tv_nsec = 200000 };
 
 	c->in_order &= i == c->calls && gc_storm_current() == s;
+	c->restarts += !!(storm_sa_flags() & SA_RESTART);
 	c->calls++;
 	nanosleep(&ts, NULL); /* EINTR is the storm's doing: nothing to check */
 	return i != c->stop_at;
@@ -259,6 +271,7 @@ static void test_storm_sweep(void *fx)
 	gc_assert_eq_uint(sw.cycles, GC_STORM_SWEEP_PERIODS * SWEEP_PER_PERIOD);
 	gc_assert_eq_uint(c.calls, sw.cycles);
 	gc_assert_f(c.in_order, "a cycle got the wrong index or ran with no storm on s");
+	gc_assert_eq_uint(c.restarts, 0); /* the default: no SA_RESTART */
 	gc_assert_cmpuint(sw.delivered, >, 0);
 	gc_storm_sweep_assert(&sw);
 }
@@ -294,6 +307,119 @@ static void test_storm_sweep_stop(void *fx)
 	}
 }
 
+/*
+ * interrupt.h: "With cfg.sa_restart (storms, sweeps and sigiter alike) it is
+ * installed with SA_RESTART"; without it, not; stop restores the old action.
+ */
+static void test_storm_sa_restart_flag(void *fx)
+{
+	static const struct gc_storm_cfg far = { .interval_ns = 3600000000000ull,
+						 .sa_restart = true };
+	static struct gc_storm s;
+	static struct gc_sigiter it;
+	struct sweep_count c = { .stop_at = UINT_MAX, .in_order = true };
+	struct gc_storm_sweep sw = { .cycle = count_cycle, .ctx = &c, .per_period = 2,
+				     .sa_restart = true };
+
+	(void)fx;
+	gc_assert_ok(gc_storm_start(&s, &far));
+	gc_assert_f(storm_sa_flags() & SA_RESTART, "cfg.sa_restart: no SA_RESTART on the handler");
+	gc_assert(storm_sa_flags() & SA_SIGINFO);
+	gc_assert_ok(gc_storm_stop(&s));
+	gc_assert_f(!(storm_sa_flags() & SA_RESTART), "stop left the storm's SA_RESTART behind");
+
+	gc_assert_ok(gc_sigiter_begin(&it, &(struct gc_sigiter_cfg){ .sa_restart = true }));
+	gc_assert_f(storm_sa_flags() & SA_RESTART, "sigiter cfg.sa_restart: no SA_RESTART");
+	gc_assert_ok(gc_sigiter_end(&it));
+	gc_assert_ok(gc_sigiter_begin(&it, NULL));
+	gc_assert_f(!(storm_sa_flags() & SA_RESTART), "sigiter's default must not restart calls");
+	gc_assert_ok(gc_sigiter_end(&it));
+
+	gc_storm_sweep(&s, &sw);
+	gc_storm_sweep_assert(&sw);
+	gc_assert_eq_uint(c.restarts, c.calls); /* every storm of the sweep had it */
+}
+
+/* A probe's results, as gc_storm_probe_restart() fills them in. */
+static struct gc_restart_probe probe_result(long n, int err, uint64_t landed, bool wrote,
+					    bool guard_expired, int queued)
+{
+	return (struct gc_restart_probe){
+		.signals = 3, .guard_ns = GC_RESTART_PROBE_GUARD_NS, .n = n, .err = err,
+		.landed = landed, .wrote = wrote, .guard_expired = guard_expired,
+		.bytes_ok = n == GC_RESTART_PROBE_LEN, .queued = queued,
+	};
+}
+
+/* What a probe's results mean (interrupt.h, gc_restart_verdict). */
+static void test_restart_probe_verdict(void *fx)
+{
+	const int len = GC_RESTART_PROBE_LEN;
+	struct gc_restart_probe p;
+
+	(void)fx;
+	p = probe_result(len, 0, 3, true, false, 0);
+	gc_assert_eq_int(gc_restart_probe_verdict(&p), GC_RESTART_RESTARTED);
+	p = probe_result(len, 0, 7, true, false, 0);
+	gc_assert_eq_int(gc_restart_probe_verdict(&p), GC_RESTART_RESTARTED);
+	/* Too few signals inside: the read may never have been interrupted at all. */
+	p = probe_result(len, 0, 2, true, false, 0);
+	gc_assert_eq_int(gc_restart_probe_verdict(&p), GC_RESTART_UNPROVEN);
+	p = probe_result(len, 0, 0, true, true, 0);
+	gc_assert_eq_int(gc_restart_probe_verdict(&p), GC_RESTART_UNPROVEN);
+	/* EINTR, nothing consumed: the helper wrote nothing, or its bytes are all still there. */
+	p = probe_result(-1, EINTR, 1, false, false, 0);
+	gc_assert_eq_int(gc_restart_probe_verdict(&p), GC_RESTART_EINTR);
+	p = probe_result(-1, EINTR, 1, true, false, len);
+	gc_assert_eq_int(gc_restart_probe_verdict(&p), GC_RESTART_EINTR);
+	p = probe_result(-1, EINTR, 0, false, false, 0); /* no signal inside: from nowhere */
+	gc_assert_eq_int(gc_restart_probe_verdict(&p), GC_RESTART_BROKEN);
+	p = probe_result(-1, EINTR, 1, true, false, len - 1); /* a byte went missing */
+	gc_assert_eq_int(gc_restart_probe_verdict(&p), GC_RESTART_BROKEN);
+	p = probe_result(-1, EIO, 1, false, false, 0);
+	gc_assert_eq_int(gc_restart_probe_verdict(&p), GC_RESTART_BROKEN);
+	p = probe_result(len - 1, 0, 3, true, false, 1); /* short read */
+	gc_assert_eq_int(gc_restart_probe_verdict(&p), GC_RESTART_BROKEN);
+	p = probe_result(len, 0, 3, true, false, 0);
+	p.bytes_ok = false; /* the right count of the wrong bytes */
+	gc_assert_eq_int(gc_restart_probe_verdict(&p), GC_RESTART_BROKEN);
+	p = probe_result(len, 0, 3, false, false, 0); /* bytes nobody wrote */
+	gc_assert_eq_int(gc_restart_probe_verdict(&p), GC_RESTART_BROKEN);
+}
+
+/* One real probe under a 1 ms storm; its verdict, with the description on failure. */
+static enum gc_restart_verdict probe_once(bool sa_restart, char *why, size_t len)
+{
+	static struct gc_storm s; /* static: still valid if an assert leaves early */
+	struct gc_restart_probe p = { .signals = 5 };
+
+	gc_assert_ok(gc_storm_probe_restart(&s, &(struct gc_storm_cfg){
+		.interval_ns = 1000000, .sa_restart = sa_restart }, &p));
+	gc_assert(gc_storm_current() == NULL);
+	gc_restart_probe_str(&p, why, len);
+	gc_info("sa_restart %s: %s", sa_restart ? "on" : "off", why);
+	return gc_restart_probe_verdict(&p);
+}
+
+/*
+ * The flag, for real: signal(7) says a read(2) of a pipe is "automatically
+ * restarted after the signal handler returns if the SA_RESTART flag was used;
+ * otherwise the call fails with the error EINTR". Under a storm without the
+ * flag the probe's read must give EINTR; with it, the read must sit through
+ * 5 signals and return the bytes. A storm that ignored cfg.sa_restart fails
+ * the second check (EINTR), one that always set it the first.
+ */
+static void test_storm_sa_restart_real(void *fx)
+{
+	char why[256];
+
+	(void)fx;
+	gc_assert_f(probe_once(false, why, sizeof(why)) == GC_RESTART_EINTR,
+		    "without SA_RESTART: %s", why);
+	gc_assert_f(probe_once(true, why, sizeof(why)) == GC_RESTART_RESTARTED,
+		    "with SA_RESTART: %s", why);
+}
+
 static void after_each(void *fx)
 {
 	struct gc_storm *s = gc_storm_current();
@@ -313,6 +439,12 @@ static const struct gc_subtest subtests[] = {
 	{ "storm-lifecycle", test_storm_lifecycle, "EBUSY, EINVAL, old action and mask restored" },
 	{ "storm-sweep", test_storm_sweep, "per_period cycles under each of the 5 storms" },
 	{ "storm-sweep-stop", test_storm_sweep_stop, "a cycle returning false stops the sweep" },
+	{ "storm-sa-restart-flag", test_storm_sa_restart_flag,
+	  "cfg.sa_restart puts SA_RESTART on the handler of storms, sweeps and sigiter" },
+	{ "restart-probe-verdict", test_restart_probe_verdict,
+	  "restarted / EINTR / unproven / broken from a probe's results" },
+	{ "storm-sa-restart-real", test_storm_sa_restart_real,
+	  "a pipe read under a storm: EINTR without SA_RESTART, restarted with it" },
 	{ 0 }
 };
 
