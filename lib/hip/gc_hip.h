@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * HIP runtime helpers for the HIP twins of the CUDA driver-API binaries
+ * (hip_mem, hip_multigpu): libamdhip64 opened at run time, every entry point
+ * resolved by name with the prototype of <hip/hip_runtime_api.h> (Debian 12's
+ * HIP 5.2.3, compiled with -D__HIP_PLATFORM_AMD__), the VMM calls wrapped the
+ * way lib/cuda wraps cuMem*, gpuconform's fill / check kernels launched from
+ * the committed AMDGPU code objects, and the leak-checked fixture with
+ * per-device and per-pair dynamic subtests ("gpu0", "gpu0-gpu1").
+ *
+ * UNVERIFIED ON HARDWARE: nothing here has run on an AMD GPU; it was built
+ * against the 5.2.3 headers and seen skipping (no /dev/kfd).
+ *
+ *     struct gc_hip *hip = gc_hip_require();   // skips with the reason
+ *     gc_hip_assert(hip, hip->hipMemGetInfo(&free_b, &total_b));
+ *
+ * Why dlopen and not hip_dep: a linked binary would not start without
+ * libamdhip64.so.5 (Debian's soname), nor on ROCm 6.x / 7.x (.so.6 / .so.7);
+ * opened at run time it starts everywhere and skips with the loader's words.
+ * The VMM entry points carry the version tag hip_5.1 in the 5.2.3 library
+ * (nm -D): an older runtime lacks them and the skip names the first missing.
+ *
+ * Errors print as "hipErrorInvalidValue" (HIP 5.x's hipGetErrorString gives
+ * the name again; a runtime with a text adds it in parentheses).
+ */
+#ifndef GPUCONFORM_GC_HIP_H
+#define GPUCONFORM_GC_HIP_H
+
+#include <hip/hip_runtime_api.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core.h"
+
+/* libamdhip64's sonames, newest ROCm first after the unversioned developer link. */
+extern const char *const gc_hip_sonames[4];
+
+/* Every runtime entry point the HIP twins call; all required. */
+#define GC_HIP_API(X)                                                                      \
+	X(hipRuntimeGetVersion) X(hipDriverGetVersion) X(hipGetErrorName)                    \
+	X(hipGetErrorString) X(hipGetDeviceCount) X(hipSetDevice) X(hipDeviceGetName)        \
+	X(hipDeviceGetPCIBusId) X(hipDeviceTotalMem) X(hipDeviceSynchronize)                 \
+	X(hipDeviceCanAccessPeer) X(hipDeviceEnablePeerAccess)                               \
+	X(hipDeviceDisablePeerAccess) X(hipMemGetInfo) X(hipMalloc) X(hipFree)               \
+	X(hipMemcpyHtoD) X(hipMemcpyDtoH) X(hipMemcpyDtoD) X(hipMemset)                      \
+	X(hipMemGetAllocationGranularity) X(hipMemCreate) X(hipMemRelease)                   \
+	X(hipMemAddressReserve) X(hipMemAddressFree) X(hipMemMap) X(hipMemUnmap)             \
+	X(hipMemSetAccess) X(hipMemGetAccess) X(hipMemRetainAllocationHandle)                \
+	X(hipModuleLoadData) X(hipModuleUnload) X(hipModuleGetFunction)                      \
+	X(hipModuleLaunchKernel)
+
+struct gc_hip_device {
+	int ordinal;
+	char name[256];
+	char pci_bus_id[32]; /* "0000:c1:00.0" */
+	size_t total_mem;
+};
+
+struct gc_hip {
+	void *lib;
+	char soname[32];
+	int runtime_version; /* hipRuntimeGetVersion: 50221153 = 5.2.21153; -1 unknown */
+	int driver_version;  /* hipDriverGetVersion; -1 unknown */
+	int n_devices;
+	struct gc_hip_device *devices;
+#define GC_HIP_MEMBER(name) __typeof__(name) *name;
+	GC_HIP_API(GC_HIP_MEMBER)
+#undef GC_HIP_MEMBER
+};
+
+/*
+ * dlopen libamdhip64 (gc_hip_sonames in order), resolve the table, read the
+ * versions, count and describe the devices, make device 0 current. On
+ * failure a one-line reason in why[] and -ENOENT (no library: dlerror()'s
+ * words), -ENOSYS (an entry point missing: its name and the runtime version),
+ * -ENODEV ("no HIP device: hipGetDeviceCount: hipErrorNoDevice ..."), -EIO
+ * (another runtime error, named), -ENOMEM. Never exits.
+ */
+int gc_hip_open(struct gc_hip **out, char *why, size_t why_len);
+void gc_hip_close(struct gc_hip *hip);
+
+/* gc_hip_open() or gc_skip() with its reason (-EIO, -ENOMEM: gc_fail()). */
+struct gc_hip *gc_hip_require(void);
+/*
+ * The same for a binary that needs n devices: with fewer, "needs 2 GPUs,
+ * found 1" (found 0 carries the reason: "... (no HIP device: ...)").
+ */
+struct gc_hip *gc_hip_require_n(int n);
+
+/* "hipErrorInvalidValue", or "hipErrorX (text)" where the runtime has a text. */
+const char *gc_hip_errstr(const struct gc_hip *hip, hipError_t e, char *buf, size_t len);
+/* "5.2.21153" from 50221153 (HIP_VERSION: major * 10^7 + minor * 10^5 + patch). */
+const char *gc_hip_version_name(int version, char *buf, size_t len);
+/* "HIP runtime 5.2.21153 (libamdhip64.so)": what every skip reason ends with. */
+const char *gc_hip_runtime_name(const struct gc_hip *hip, char *buf, size_t len);
+
+/* Make device i current on this thread (hipSetDevice). */
+hipError_t gc_hip_use(const struct gc_hip *hip, int i);
+
+#define gc_hip_assert(hip, call)                                                         \
+	do {                                                                             \
+		hipError_t gc_he__ = (call);                                             \
+		if (gc_he__ != hipSuccess)                                               \
+			gc__hip_call_fail(hip, __FILE__, __LINE__, __func__, #call,      \
+					  hipSuccess, gc_he__);                          \
+	} while (0)
+/* The call must return exactly `want`. */
+#define gc_hip_assert_err(hip, call, want)                                               \
+	do {                                                                             \
+		hipError_t gc_he__ = (call);                                             \
+		if (gc_he__ != (want))                                                   \
+			gc__hip_call_fail(hip, __FILE__, __LINE__, __func__, #call, want, \
+					  gc_he__);                                      \
+	} while (0)
+void gc__hip_call_fail(const struct gc_hip *hip, const char *file, int line, const char *func,
+		       const char *expr, hipError_t want, hipError_t got)
+	__attribute__((noreturn));
+
+/* ---------------------------------------------------------------- VMM */
+
+/*
+ * The codes hip_runtime_api.h lists for every VMM call: "@returns
+ * #hipSuccess, #hipErrorInvalidValue, #hipErrorNotSupported".
+ */
+extern const hipError_t gc_hip_vmm_errors[2];
+/* Pure: e is one of the n codes of listed[]. */
+bool gc_hip_listed(hipError_t e, const hipError_t *listed, size_t n);
+
+struct gc_hip_vmm_gran {
+	size_t minimum;     /* hipMemAllocationGranularityMinimum */
+	size_t recommended; /* hipMemAllocationGranularityRecommended */
+};
+
+/* Pinned device memory on device ordinal dev, no export handle (every VMM test's props). */
+hipMemAllocationProp gc_hip_vmm_prop(int dev);
+hipError_t gc_hip_vmm_granularity(const struct gc_hip *hip, int dev, struct gc_hip_vmm_gran *g);
+/* Pure: x rounded up to a multiple of a (a == 0: x). */
+size_t gc_hip_align_up(size_t x, size_t a);
+
+/* hipMemSetAccess with one descriptor per device ordinal in devs[0..n), n <= 16. */
+hipError_t gc_hip_vmm_set_access(const struct gc_hip *hip, void *va, size_t size,
+				 const int *devs, size_t n, hipMemAccessFlags flags);
+/* hipMemGetAccess for device dev; *flags starts as ~0 so an untouched value shows. */
+hipError_t gc_hip_vmm_get_access(const struct gc_hip *hip, void *va, int dev,
+				 unsigned long long *flags);
+/* "ProtNone", "ProtRead", "ProtReadWrite" or "?" for what hipMemGetAccess gave. */
+const char *gc_hip_access_name(unsigned long long flags);
+
+/*
+ * A whole VMM allocation on device dev: create (size rounded up to the
+ * minimum granularity), reserve, map, read-write access for dev.
+ * gc_hip_vmm_make() stops before the access (map false: before the map).
+ * gc_hip_vmm_free() undoes what was done, in reverse order, and returns the
+ * first error.
+ */
+struct gc_hip_vmm {
+	hipMemGenericAllocationHandle_t handle;
+	void *va;
+	size_t size;
+	bool created, reserved, mapped;
+};
+hipError_t gc_hip_vmm_make(const struct gc_hip *hip, int dev, size_t size, bool map,
+			   struct gc_hip_vmm *m);
+hipError_t gc_hip_vmm_alloc(const struct gc_hip *hip, int dev, size_t size,
+			    struct gc_hip_vmm *m);
+hipError_t gc_hip_vmm_free(const struct gc_hip *hip, struct gc_hip_vmm *m);
+
+/* ------------------------------------------------------------- kernels */
+
+#define GC_HIP_BLOCK 256 /* every gpuconform kernel's reqd_work_group_size */
+
+/*
+ * gc_fill_u32 / gc_check_u32 index words from the pointer they are given and
+ * HIP launches fewer than 2^32 work-items ("HIP does not support kernel
+ * launch with total work items defined in dimension with size gridDim x
+ * blockDim >= 2^32", hipModuleLaunchKernel): a range is filled and checked
+ * in chunks of GC_HIP_CHUNK_WORDS words, chunk c with the seed
+ * gc_hip_chunk_seed(seed, c), so that two chunks never hold the same data.
+ */
+#define GC_HIP_CHUNK_WORDS ((uint64_t)1 << 30)
+/* Pure: the seed of chunk c (c = 0: seed itself; distinct for every c < 2^32). */
+uint32_t gc_hip_chunk_seed(uint32_t seed, uint64_t c);
+/*
+ * Pure: a pattern seed for the n-th place a (dynamic) subtest writes: FNV-1a
+ * of its names (NULL counts as ""), plus n. Places of one subtest differ by n,
+ * subtests by their names, so a check that reads another place's data fails.
+ */
+uint32_t gc_hip_name_seed(const char *subtest, const char *dynamic, unsigned n);
+
+/*
+ * The explicit arguments of the two kernels as hipModuleLaunchKernel's
+ * `extra` buffer ("must be in the memory layout and alignment expected by
+ * the kernel"): the code objects' metadata gives gc_fill_u32 (p, n, seed) at
+ * offsets 0, 8, 16 (kernarg_segment_size 20) and gc_check_u32 (p, n, seed,
+ * out) at 0, 8, 16, 24 (32). Pure; the buffer is GC_HIP_KERNARG_BYTES.
+ */
+#define GC_HIP_KERNARG_BYTES 32
+void gc_hip_fill_args(unsigned char *buf, void *p, uint64_t n, uint32_t seed);
+void gc_hip_check_args(unsigned char *buf, const void *p, uint64_t n, uint32_t seed, void *out);
+
+struct gc_hip_kernels {
+	hipModule_t module;
+	hipFunction_t fill_u32, check_u32;
+	void *out;          /* device memory for gc_check_u32's two counters */
+	void *image;        /* the code object's bytes, kept while the module is loaded */
+	char path[4096];    /* the code object that loaded */
+};
+
+/*
+ * Pure: the names "gpuconform.<target>.hsaco" among names[0..n), sorted, into
+ * out[] (at most max, pointers into names); returns how many.
+ */
+size_t gc_hip_code_objects(const char *const *names, size_t n, const char **out, size_t max);
+
+/*
+ * Load the first committed code object ($GPUCONFORM_DATA_DIR/kernels, else
+ * the source tree's data/kernels: gpuconform.<gfx>.hsaco, in name order) that
+ * the current device accepts (hipModuleLoadData is expected to refuse another
+ * ISA's code object with an error; not seen on AMD hardware), resolve both
+ * kernels, allocate the check's counters, all on the current device (the
+ * one every later launch with k must have current). why[] names every code
+ * object tried and what it gave; hipErrorFileNotFound when there is none.
+ */
+hipError_t gc_hip_kernels_load(const struct gc_hip *hip, struct gc_hip_kernels *k, char *why,
+			       size_t why_len);
+void gc_hip_kernels_unload(const struct gc_hip *hip, struct gc_hip_kernels *k);
+
+/* gc_fill_u32 over n words at p on the null stream (asynchronous). */
+hipError_t gc_hip_fill_u32(const struct gc_hip *hip, const struct gc_hip_kernels *k, void *p,
+			   uint64_t n, uint32_t seed);
+/*
+ * gc_check_u32 over n words at p: *bad = words that differ from the pattern,
+ * *first = the first one's index (UINT64_MAX when none). Synchronous.
+ */
+hipError_t gc_hip_check_u32(const struct gc_hip *hip, const struct gc_hip_kernels *k,
+			    const void *p, uint64_t n, uint32_t seed, uint64_t *bad,
+			    uint64_t *first);
+
+/* ------------------------------------------------------- leak checks */
+
+#define GC_HIP_SNAPSHOT_MAX 16 /* devices a snapshot covers; further ones are not checked */
+
+/* What a subtest must give back: device free memory, /dev/kfd and /dev/dri fds. */
+struct gc_hip_snapshot {
+	int n_devices;
+	size_t free_mem[GC_HIP_SNAPSHOT_MAX];
+	int kfd_fds, dri_fds;
+};
+/* 0, -EIO (a runtime call failed: *err says which error) or -errno from /proc/self/fd. */
+int gc_hip_snapshot(const struct gc_hip *hip, struct gc_hip_snapshot *s, hipError_t *err);
+/*
+ * Fails the subtest, naming every difference, unless now equals before
+ * (free memory within slack bytes per device).
+ */
+void gc_hip_leak_check(const struct gc_hip *hip, const struct gc_hip_snapshot *before,
+		       size_t slack);
+
+/*
+ * The leak-checked fixture of the HIP twins: the fixture data begins with a
+ * struct gc_hip_fixture named dev. Before each subtest device 0 is made
+ * current and a snapshot taken; after each, give_back() (when set) returns
+ * what a failed subtest left, every device is synchronised (an error a
+ * subtest left queued fails here, named) and gc_hip_leak_check() compares
+ * with the snapshot.
+ *
+ *     struct my_fx { struct gc_hip_fixture dev; ... };
+ *     setup():     f = gc_hip_fixture_new(gc_hip_require(), sizeof(*f), 0);
+ *                  f->dev.give_back = my_give_back;   (optional)
+ *     fixture:     .before_each = gc_hip_fixture_snapshot,
+ *                  .after_each = gc_hip_fixture_check,
+ *                  .teardown = gc_hip_fixture_free    (or one that frees its own first)
+ */
+struct gc_hip_fixture {
+	struct gc_hip *hip;
+	struct gc_hip_snapshot before;
+	size_t slack; /* free-memory bytes per device the leak check tolerates */
+	void (*give_back)(void *data); /* the fixture data; before the check and the free */
+};
+void *gc_hip_fixture_new(struct gc_hip *hip, size_t size, size_t slack);
+void gc_hip_fixture_snapshot(void *data); /* before_each() */
+void gc_hip_fixture_check(void *data);    /* after_each(): give back, sync, leak check */
+void gc_hip_fixture_free(void *data);     /* teardown(): give back, gc_hip_close(), free */
+
+/* ------------------------------------------------- per device, per pair */
+
+/*
+ * Per device: body(ctx, d) for the first n devices (all when n < 0 or n >
+ * hip->n_devices) as dynamic subtests "gpu<ordinal>" (lib/core.h's
+ * gc_each_case()).
+ */
+void gc_hip_each_device(const struct gc_hip *hip, int n,
+			void (*body)(void *ctx, const struct gc_hip_device *d), void *ctx);
+/*
+ * Pairs of the first n devices as dynamic subtests "gpu<a>-gpu<b>":
+ * GC_PAIRS_DISTINCT (ordered, a != b) or GC_PAIRS_UNORDERED (a < b); lib/core.h's
+ * gc_each_pair().
+ */
+void gc_hip_each_pair(const struct gc_hip *hip, int n, enum gc_pairs which,
+		      void (*body)(void *ctx, const struct gc_hip_device *a,
+				   const struct gc_hip_device *b),
+		      void *ctx);
+
+#endif

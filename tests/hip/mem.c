@@ -1,0 +1,1182 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hip_mem: the mem contract on HIP's virtual memory management (hipMemCreate
+ * / hipMemAddressReserve / hipMemMap / hipMemSetAccess / hipMemUnmap /
+ * hipMemAddressFree / hipMemRelease, hipMemGetInfo), the twin of cuda_mem:
+ * the same subtest and metric names, so that one table shows where one
+ * vendor keeps a promise the other breaks.
+ *
+ * UNVERIFIED ON HARDWARE: built against Debian 12's HIP 5.2.3 headers with no
+ * AMD GPU; seen only skipping. Nothing below was observed on AMD hardware.
+ *
+ * What hip_runtime_api.h (5.2.3) promises. Each VMM call's doc block ends
+ * "@returns #hipSuccess, #hipErrorInvalidValue, #hipErrorNotSupported" and
+ * "@warning : This API is marked as beta, meaning, while this is feature
+ * complete, it is still open to changes and may have outstanding issues."
+ * The only parameter rules it states are "flags - currently unused, must be
+ * zero" (hipMemCreate, hipMemAddressReserve, hipMemMap) and, for hipMemMap,
+ * "offset - offset into the memory, currently must be zero": a violation is
+ * expected to give hipErrorInvalidValue, the one argument error listed.
+ * Everything else cuda.h states as a rule (granularity multiples, whole-range
+ * unmap, the exact reservation to free) the HIP header leaves unsaid. There
+ * the suite's contract (DESIGN, mem: misuse gives the documented errors and
+ * changes nothing) is asserted as far as it can be without a documented
+ * code: the call is refused with one of the two listed errors (which one is
+ * printed) and the state is intact; or, where a success can be harmless
+ * (an address hint not taken), what the success gave must still honour the
+ * request. Those places say "header silent".
+ *
+ * Why the data checks matter here. hipamd's hip_vm.cpp of the 5.1 / 5.2 era
+ * (read, not run; the 5.2.3 library's disassembly looks the same) checks the
+ * arguments of hipMemMap, hipMemSetAccess and hipMemUnmap and returns
+ * hipSuccess without mapping anything: hipMemCreate's memory lives at an
+ * address of its own. If the installed runtime is that code, every status
+ * below can be hipSuccess and only the data shows that the reserved range
+ * holds no memory. So every mapping is used: first through hipMemcpyHtoD /
+ * DtoH (a host pattern written and read back: where the runtime does not
+ * know the address, hipamd 5.x's ihipMemcpy answers hipErrorInvalidValue and
+ * the subtest fails cleanly), then by gpuconform's gc_fill_u32 and
+ * gc_check_u32 kernels. A kernel touching an address nothing backs faults,
+ * and ROCr's default handler aborts the process ("Memory access fault by
+ * GPU"): the runner then records a crash for that subtest.
+ *
+ * Left out of the twin: read-only-fault. It needs a helper process that
+ * takes the write fault in its own context (cuda_fault_helper); on ROCm the
+ * fault aborts the faulting process, so a HIP helper binary would be needed.
+ *
+ * Every subtest works on device 0 and records what it holds (handles,
+ * reservations, mappings, hipMalloc pointers): after_each gives back what a
+ * failed subtest left, then checks that device free memory and the /dev/kfd
+ * and /dev/dri descriptors are where before_each found them.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "gc_hip.h"
+#include "io.h"
+#include "measure.h"
+
+/* Free-memory bytes per device the leak check tolerates. */
+#define LEAK_SLACK 0
+
+#define LIFECYCLE_SIZE (64 * MiB)
+#define STRESS_N 10000
+#define STRESS_MARGIN GiB           /* free memory kept beyond the stress mappings */
+#define LAT_SMALL (2 * MiB)
+#define LAT_SMALL_REPS 50
+#define LAT_LARGE GiB
+#define LAT_LARGE_REPS 10
+#define CONTROL_WORDS (64 * 1024)
+
+#define SEED_HOST 0x41d0u /* lib/io's byte pattern, written by the CPU */
+
+/* ------------------------------------------------- what a subtest holds */
+
+/* Given back in this order: mappings, then reservations, handles, hipMalloc memory. */
+enum held_kind { HELD_MAP, HELD_RANGE, HELD_HANDLE, HELD_DEVPTR, HELD_KINDS };
+
+struct held {
+	enum held_kind kind;
+	union {
+		void *va;                          /* MAP, RANGE, DEVPTR */
+		hipMemGenericAllocationHandle_t h; /* HANDLE */
+	} u;
+	size_t size;                               /* MAP, RANGE */
+};
+
+struct mem_fx {
+	struct gc_hip_fixture dev;  /* leak-checked after each subtest */
+	int ordinal;                /* the device every subtest uses: 0 */
+	struct gc_hip_kernels k;
+	struct gc_hip_vmm_gran gran;
+	size_t page;                /* host page size */
+	unsigned char *out, *back;  /* page-sized host buffers of the host round trip */
+	struct held *held;
+	size_t n_held, cap_held;
+};
+
+static struct gc_hip *H(const struct mem_fx *fx)
+{
+	return fx->dev.hip;
+}
+
+/* The kernel pattern's seed for the n-th thing the running subtest writes. */
+static uint32_t seed(unsigned n)
+{
+	return gc_hip_name_seed(gc_current_subtest(), gc_current_dynamic(), n);
+}
+
+static void note(struct mem_fx *fx, struct held e)
+{
+	if (fx->n_held == fx->cap_held) {
+		size_t cap = fx->cap_held ? fx->cap_held * 2 : 64;
+		struct held *grown = realloc(fx->held, cap * sizeof(*grown));
+
+		if (!grown)
+			gc_fail("out of host memory recording %zu runtime resources", cap);
+		fx->held = grown;
+		fx->cap_held = cap;
+	}
+	fx->held[fx->n_held++] = e;
+}
+
+static bool same(const struct held *e, enum held_kind kind, const void *key)
+{
+	return e->kind == kind && (kind == HELD_HANDLE ? (const void *)e->u.h : e->u.va) == key;
+}
+
+/* Forget the newest record of (kind, key): undoing in reverse order is O(1). */
+static void forget(struct mem_fx *fx, enum held_kind kind, const void *key)
+{
+	size_t i = fx->n_held;
+
+	while (i-- > 0 && !same(&fx->held[i], kind, key))
+		;
+	if (i < fx->n_held)
+		fx->held[i] = fx->held[--fx->n_held];
+}
+
+static hipError_t give_back_one(const struct gc_hip *hip, const struct held *e)
+{
+	if (e->kind == HELD_MAP)
+		return hip->hipMemUnmap(e->u.va, e->size);
+	if (e->kind == HELD_RANGE)
+		return hip->hipMemAddressFree(e->u.va, e->size);
+	if (e->kind == HELD_HANDLE)
+		return hip->hipMemRelease(e->u.h);
+	return hip->hipFree(e->u.va);
+}
+
+/*
+ * What a failed subtest left, given back kind by kind; a refusal is only
+ * warned about. The fixture's give_back: before each leak check, and at the end.
+ */
+static void give_back_all(void *data)
+{
+	struct mem_fx *fx = data;
+	char err[160];
+
+	if (fx->n_held)
+		gc_info("giving back %zu runtime resources the subtest left", fx->n_held);
+	for (enum held_kind kind = HELD_MAP; kind < HELD_KINDS; kind++) {
+		for (size_t i = 0; i < fx->n_held; i++) {
+			hipError_t e;
+
+			if (fx->held[i].kind != kind)
+				continue;
+			e = give_back_one(H(fx), &fx->held[i]);
+			if (e != hipSuccess)
+				gc_warn("giving back resource kind %d at %p: %s", (int)kind,
+					fx->held[i].u.va,
+					gc_hip_errstr(H(fx), e, err, sizeof(err)));
+		}
+	}
+	fx->n_held = 0;
+}
+
+/* ------------------------------- runtime calls that record what they made */
+
+static hipError_t took_va(struct mem_fx *fx, hipError_t e, enum held_kind kind, void *va,
+			  size_t size)
+{
+	if (e == hipSuccess)
+		note(fx, (struct held){ .kind = kind, .u.va = va, .size = size });
+	return e;
+}
+
+static hipError_t gave(struct mem_fx *fx, hipError_t e, enum held_kind kind, const void *key)
+{
+	if (e == hipSuccess)
+		forget(fx, kind, key);
+	return e;
+}
+
+static hipError_t create(struct mem_fx *fx, size_t size, hipMemGenericAllocationHandle_t *h)
+{
+	hipMemAllocationProp p = gc_hip_vmm_prop(fx->ordinal);
+	hipError_t e = H(fx)->hipMemCreate(h, size, &p, 0);
+
+	if (e == hipSuccess)
+		note(fx, (struct held){ .kind = HELD_HANDLE, .u.h = *h });
+	return e;
+}
+
+static hipError_t reserve(struct mem_fx *fx, size_t size, size_t align, void *addr, void **va)
+{
+	hipError_t e = H(fx)->hipMemAddressReserve(va, size, align, addr, 0);
+
+	return took_va(fx, e, HELD_RANGE, e == hipSuccess ? *va : NULL, size);
+}
+
+static hipError_t map(struct mem_fx *fx, void *va, size_t size, size_t off,
+		      hipMemGenericAllocationHandle_t h)
+{
+	return took_va(fx, H(fx)->hipMemMap(va, size, off, h, 0), HELD_MAP, va, size);
+}
+
+static hipError_t grant(struct mem_fx *fx, void *va, size_t size, hipMemAccessFlags flags)
+{
+	return gc_hip_vmm_set_access(H(fx), va, size, &fx->ordinal, 1, flags);
+}
+
+static hipError_t unmap(struct mem_fx *fx, void *va, size_t size)
+{
+	return gave(fx, H(fx)->hipMemUnmap(va, size), HELD_MAP, va);
+}
+
+static hipError_t addr_free(struct mem_fx *fx, void *va, size_t size)
+{
+	return gave(fx, H(fx)->hipMemAddressFree(va, size), HELD_RANGE, va);
+}
+
+static hipError_t release(struct mem_fx *fx, hipMemGenericAllocationHandle_t h)
+{
+	return gave(fx, H(fx)->hipMemRelease(h), HELD_HANDLE, h);
+}
+
+static hipError_t dev_malloc(struct mem_fx *fx, size_t size, void **p)
+{
+	hipError_t e = H(fx)->hipMalloc(p, size);
+
+	return took_va(fx, e, HELD_DEVPTR, e == hipSuccess ? *p : NULL, size);
+}
+
+/* ------------------------------------------------------------ verdicts */
+
+#define SITE __FILE__, __LINE__, __func__
+#define SITE_ARGS const char *file, int line, const char *func
+
+/* The call `what` gave got; it must give want. */
+#define WANT(fx, call, want, what) want_code(SITE, H(fx), (call), (want), (what))
+#define OK(fx, call, what) WANT(fx, call, hipSuccess, what)
+/* A stated rule broken ("must be zero"): hipErrorInvalidValue, the argument error listed. */
+#define INVALID(fx, call, what) WANT(fx, call, hipErrorInvalidValue, what)
+/* Header silent on the rule or the code: refused with one of the listed codes, printed. */
+#define REFUSED(fx, call, what) \
+	refused(SITE, H(fx), (call), gc_hip_vmm_errors, ARRAY_SIZE(gc_hip_vmm_errors), (what))
+#define REFUSED_ONE_OF(fx, call, codes, what) \
+	refused(SITE, H(fx), (call), (codes), ARRAY_SIZE(codes), (what))
+
+static void want_code(SITE_ARGS, const struct gc_hip *hip, hipError_t got, hipError_t want,
+		      const char *what)
+{
+	if (got != want)
+		gc__hip_call_fail(hip, file, line, func, what, want, got);
+}
+
+static void refused(SITE_ARGS, const struct gc_hip *hip, hipError_t got,
+		    const hipError_t *codes, size_t n, const char *what)
+{
+	char e[160];
+
+	if (got == hipSuccess)
+		gc__fail(file, line, func, "%s\n  returned hipSuccess\n  expected a refusal", what);
+	if (!gc_hip_listed(got, codes, n))
+		gc__fail(file, line, func, "%s\n  returned %s\n  expected one of the errors "
+			 "hip_runtime_api.h lists for it", what, gc_hip_errstr(hip, got, e,
+										sizeof(e)));
+	gc_info("%s -> %s (which code: header silent; observed)", what,
+		gc_hip_errstr(hip, got, e, sizeof(e)));
+}
+
+/* Header silent, a success allowed: prints what happened, true when it succeeded. */
+static bool tolerated(struct mem_fx *fx, hipError_t got, const char *what)
+{
+	char e[160];
+
+	gc_info("%s -> %s (header silent; observed)", what,
+		gc_hip_errstr(H(fx), got, e, sizeof(e)));
+	gc_assert_f(got == hipSuccess || gc_hip_listed(got, gc_hip_vmm_errors,
+						       ARRAY_SIZE(gc_hip_vmm_errors)),
+		    "%s returned %s: not one of the errors hip_runtime_api.h lists", what,
+		    gc_hip_errstr(H(fx), got, e, sizeof(e)));
+	return got == hipSuccess;
+}
+
+/* ------------------------------------------------------ memory and data */
+
+static void mem_info(struct mem_fx *fx, size_t *free_b, size_t *total_b)
+{
+	OK(fx, H(fx)->hipMemGetInfo(free_b, total_b), "hipMemGetInfo");
+}
+
+static size_t dev_free(struct mem_fx *fx)
+{
+	size_t f = 0, t = 0;
+
+	mem_info(fx, &f, &t);
+	return f;
+}
+
+/*
+ * hipMemGetInfo: "Returns in *free a snapshot of the current free memory"
+ * ("On HCC, the free memory only accounts for memory allocated by this
+ * process and may be optimistic": enough for what this process holds).
+ * held > 0: at least held bytes of base are taken (an allocation still has
+ * its memory); held == 0: free memory is back to base, within LEAK_SLACK.
+ */
+static void expect_held(struct mem_fx *fx, size_t base, size_t held, const char *when)
+{
+	long long taken = (long long)base - (long long)dev_free(fx);
+
+	if (held)
+		gc_assert_f(taken >= (long long)held, "%s: %lld bytes of the free memory before "
+			    "are taken, expected at least %zu (the allocation must still hold its "
+			    "memory)", when, taken, held);
+	else
+		gc_assert_f(llabs(taken) <= LEAK_SLACK, "%s: free memory %lld bytes from where it "
+			    "was (%zu; slack %d): not given back", when, taken, base, LEAK_SLACK);
+}
+
+/* gc_fill_u32 over [va, va + size), synchronised so that an error shows here. */
+static void fill(struct mem_fx *fx, void *va, size_t size, uint32_t seed)
+{
+	OK(fx, gc_hip_fill_u32(H(fx), &fx->k, va, size / 4, seed), "gc_fill_u32 launch");
+	OK(fx, H(fx)->hipDeviceSynchronize(), "hipDeviceSynchronize after gc_fill_u32");
+}
+
+/* gc_check_u32 over [va, va + size) with seed; the mismatch count. */
+static uint64_t gpu_mismatches(struct mem_fx *fx, const void *va, size_t size, uint32_t seed,
+			       uint64_t *first)
+{
+	uint64_t bad = 0;
+
+	OK(fx, gc_hip_check_u32(H(fx), &fx->k, va, size / 4, seed, &bad, first), "gc_check_u32");
+	return bad;
+}
+
+/* Every word of [va, va + size) holds the kernel's pattern for seed, read on the GPU. */
+static void expect_gpu(struct mem_fx *fx, const void *va, size_t size, uint32_t seed,
+		       const char *what)
+{
+	uint64_t first = 0, bad = gpu_mismatches(fx, va, size, seed, &first);
+
+	gc_assert_f(bad == 0, "%s: %" PRIu64 " of %zu words differ from pattern %#x, the first "
+		    "at word %" PRIu64, what, bad, size / 4, seed, first);
+}
+
+/* The data check itself can fail: the wrong seed must be reported. */
+static void expect_gpu_detects(struct mem_fx *fx, const void *va, size_t size, uint32_t seed)
+{
+	uint64_t first = 0, bad = gpu_mismatches(fx, va, size, seed ^ 1u, &first);
+
+	gc_assert_f(bad > 0 && first < size / 4, "gc_check_u32 with the wrong seed found %" PRIu64
+		    " mismatching words of %zu: the check cannot fail", bad, size / 4);
+}
+
+/* One host page at byte off: lib/io's pattern copied in, copied back, compared. */
+static void host_page(struct mem_fx *fx, void *va, size_t off, const char *what)
+{
+	struct gc_mismatch mm;
+	char m[160];
+
+	gc_pattern_fill(fx->out, fx->page, off, SEED_HOST);
+	memset(fx->back, 0, fx->page);
+	OK(fx, H(fx)->hipMemcpyHtoD((char *)va + off, fx->out, fx->page), "hipMemcpyHtoD");
+	OK(fx, H(fx)->hipMemcpyDtoH(fx->back, (char *)va + off, fx->page), "hipMemcpyDtoH");
+	gc_assert_f(gc_pattern_check(fx->back, fx->page, off, SEED_HOST, &mm) < 0,
+		    "%s: the page at byte %zu read back through hipMemcpyDtoH differs from what "
+		    "hipMemcpyHtoD wrote: %s", what, off, gc_mismatch_str(&mm, m, sizeof(m)));
+}
+
+/*
+ * The CPU side, through the runtime's copies: the first, middle and last
+ * host pages of [va, va + size) written and read back. Overwrites them: a
+ * kernel fill comes after it.
+ */
+static void host_roundtrip(struct mem_fx *fx, void *va, size_t size, const char *what)
+{
+	size_t pages = size / fx->page;
+
+	gc_assert_f(pages > 0, "%s: %zu bytes, less than a host page", what, size);
+	host_page(fx, va, 0, what);
+	host_page(fx, va, pages / 2 * fx->page, what);
+	host_page(fx, va, (pages - 1) * fx->page, what);
+}
+
+static unsigned long long get_access(struct mem_fx *fx, void *va)
+{
+	unsigned long long flags;
+
+	OK(fx, gc_hip_vmm_get_access(H(fx), va, fx->ordinal, &flags), "hipMemGetAccess");
+	return flags;
+}
+
+/* One VMM allocation: handle, reservation, mapping, read-write access. */
+struct alloc {
+	hipMemGenericAllocationHandle_t h;
+	void *va;
+	size_t size;
+};
+
+static void alloc_rw(struct mem_fx *fx, size_t size, struct alloc *a)
+{
+	a->size = size;
+	OK(fx, create(fx, size, &a->h), "hipMemCreate");
+	OK(fx, reserve(fx, size, 0, NULL, &a->va), "hipMemAddressReserve");
+	OK(fx, map(fx, a->va, size, 0, a->h), "hipMemMap");
+	OK(fx, grant(fx, a->va, size, hipMemAccessFlagsProtReadWrite),
+	   "hipMemSetAccess(ProtReadWrite)");
+}
+
+static void alloc_free(struct mem_fx *fx, struct alloc *a)
+{
+	OK(fx, unmap(fx, a->va, a->size), "hipMemUnmap");
+	OK(fx, addr_free(fx, a->va, a->size), "hipMemAddressFree");
+	OK(fx, release(fx, a->h), "hipMemRelease");
+}
+
+/* An allocation works end to end: host round trip, GPU fill and check, given back. */
+static void alloc_roundtrip(struct mem_fx *fx, size_t size, uint32_t seed, const char *what)
+{
+	struct alloc a;
+
+	alloc_rw(fx, size, &a);
+	host_roundtrip(fx, a.va, size, what);
+	fill(fx, a.va, size, seed);
+	expect_gpu(fx, a.va, size, seed, what);
+	alloc_free(fx, &a);
+}
+
+/* -------------------------------------------------------------- fixture */
+
+/*
+ * The kernels work on plain hipMalloc memory (so that a VMM failure is never
+ * taken for a kernel one): a fill checks clean, a check for another seed
+ * finds the words wrong. Also makes the lazily created runtime state (the
+ * module's code, first-launch allocations) before any leak snapshot.
+ */
+static void kernels_control(struct mem_fx *fx)
+{
+	size_t size = CONTROL_WORDS * sizeof(uint32_t);
+	void *d = NULL;
+
+	OK(fx, dev_malloc(fx, size, &d), "hipMalloc");
+	fill(fx, d, size, seed(0));
+	expect_gpu(fx, d, size, seed(0), "kernel control on hipMalloc memory");
+	expect_gpu_detects(fx, d, size, seed(0));
+	OK(fx, gave(fx, H(fx)->hipFree(d), HELD_DEVPTR, d), "hipFree");
+}
+
+/* The first VMM calls of the process happen here; a failure is a warning, the tests say more. */
+static void vmm_warmup(struct mem_fx *fx)
+{
+	struct gc_hip_vmm m;
+	hipError_t e = gc_hip_vmm_alloc(H(fx), fx->ordinal, fx->gran.minimum, &m), f;
+	char err[160];
+
+	f = gc_hip_vmm_free(H(fx), &m);
+	if (e != hipSuccess || f != hipSuccess)
+		gc_warn("VMM warm-up on gpu%d: %s", fx->ordinal,
+			gc_hip_errstr(H(fx), e != hipSuccess ? e : f, err, sizeof(err)));
+}
+
+static void *mem_setup(void)
+{
+	struct gc_hip *hip = gc_hip_require();
+	struct mem_fx *fx = gc_hip_fixture_new(hip, sizeof(*fx), LEAK_SLACK);
+	const struct gc_hip_device *d = &hip->devices[0];
+	char why[1536], rt[96];
+	hipError_t e;
+
+	fx->ordinal = 0;
+	fx->dev.give_back = give_back_all;
+	e = gc_hip_vmm_granularity(hip, fx->ordinal, &fx->gran);
+	gc_require_f(e != hipErrorNotSupported, "gpu0 (%s) has no virtual memory management: "
+		     "hipMemGetAllocationGranularity gave hipErrorNotSupported", d->name);
+	OK(fx, e, "hipMemGetAllocationGranularity");
+	e = gc_hip_kernels_load(hip, &fx->k, why, sizeof(why));
+	if (e != hipSuccess)
+		gc_skip("%s", why);
+	fx->page = (size_t)sysconf(_SC_PAGESIZE);
+	fx->out = malloc(fx->page);
+	fx->back = malloc(fx->page);
+	gc_assert_f(fx->out && fx->back, "out of host memory");
+	gc_info("gpu0: %s (%s), %s, %zu MiB, granularity minimum %zu recommended %zu, host page "
+		"%zu, kernels %s", d->name, d->pci_bus_id, gc_hip_runtime_name(hip, rt, sizeof(rt)),
+		d->total_mem / MiB, fx->gran.minimum, fx->gran.recommended, fx->page, fx->k.path);
+	kernels_control(fx);
+	vmm_warmup(fx);
+	return fx;
+}
+
+/* The kernels' memory is hipMalloc'd outside the ledger: freed here, then the rest. */
+static void mem_teardown(void *data)
+{
+	struct mem_fx *fx = data;
+
+	gc_hip_kernels_unload(H(fx), &fx->k);
+	free(fx->out);
+	free(fx->back);
+	give_back_all(fx);
+	free(fx->held);
+	fx->held = NULL;
+	fx->dev.give_back = NULL;
+	gc_hip_fixture_free(fx);
+}
+
+/* ------------------------------------------------------------- subtests */
+
+/*
+ * Contract (hipMemCreate "Creates a memory allocation described by the
+ * properties and size", hipMemAddressReserve "Reserves an address range",
+ * hipMemMap "Maps an allocation handle to a reserved virtual address
+ * range", hipMemSetAccess "Set the access flags for each location",
+ * hipMemUnmap, hipMemRelease "Release a memory handle representing a memory
+ * allocation"): create -> reserve -> map -> set access gives memory the CPU
+ * writes and reads back (hipMemcpy) and the GPU writes and reads back; a
+ * fresh mapping has hipMemAccessFlagsProtNone ("Default, make the address
+ * range not accessible") and ProtReadWrite after the grant ("Set the address
+ * range read-write accessible"); unmapped, the memory stays allocated while
+ * its handle is unreleased; released, free memory is back where it was.
+ */
+static void test_lifecycle(void *data)
+{
+	struct mem_fx *fx = data;
+	size_t size = gc_hip_align_up(LIFECYCLE_SIZE, fx->gran.minimum), f0 = dev_free(fx);
+	hipMemGenericAllocationHandle_t h = NULL;
+	void *va = NULL;
+
+	OK(fx, create(fx, size, &h), "hipMemCreate");
+	expect_held(fx, f0, size, "after hipMemCreate");
+	OK(fx, reserve(fx, size, 0, NULL, &va), "hipMemAddressReserve");
+	gc_assert_f(va && (uintptr_t)va % fx->gran.minimum == 0, "reserved va %p, granularity %zu",
+		    va, fx->gran.minimum);
+	OK(fx, map(fx, va, size, 0, h), "hipMemMap");
+	gc_assert_eq_uint(get_access(fx, va), hipMemAccessFlagsProtNone);
+	OK(fx, grant(fx, va, size, hipMemAccessFlagsProtReadWrite), "hipMemSetAccess");
+	gc_assert_eq_uint(get_access(fx, va), hipMemAccessFlagsProtReadWrite);
+
+	host_roundtrip(fx, va, size, "lifecycle");
+	fill(fx, va, size, seed(0));
+	expect_gpu(fx, va, size, seed(0), "lifecycle");
+	expect_gpu_detects(fx, va, size, seed(0));
+
+	OK(fx, unmap(fx, va, size), "hipMemUnmap");
+	expect_held(fx, f0, size, "after hipMemUnmap, handle not yet released");
+	OK(fx, addr_free(fx, va, size), "hipMemAddressFree");
+	OK(fx, release(fx, h), "hipMemRelease");
+	expect_held(fx, f0, 0, "after hipMemRelease");
+}
+
+/*
+ * Contract (hipMemGetAllocationGranularity "Calculates either the minimal or
+ * recommended granularity"; "flags - currently unused, must be zero";
+ * hipMemMap "offset - offset into the memory, currently must be zero"): the
+ * granularities are powers of two, recommended >= minimal. Non-zero flags
+ * and a non-zero map offset give hipErrorInvalidValue. Header silent: a size
+ * that is not a multiple of the minimal granularity (hipMemCreate,
+ * hipMemMap), a mapping at a misaligned address or larger than its
+ * allocation are refused with a listed code; an odd reservation size, a
+ * non-power-of-two alignment or a misaligned address hint are refused, or
+ * the reservation made honours the alignment asked. Nothing refused mapped
+ * anything: the same range then maps and works.
+ */
+static void gran_sizes(struct mem_fx *fx)
+{
+	const size_t gr[2] = { fx->gran.minimum, fx->gran.recommended };
+
+	for (int i = 0; i < 2; i++)
+		gc_assert_f(gr[i] && !(gr[i] & (gr[i] - 1)), "%s granularity %zu is not a power of "
+			    "two", i ? "recommended" : "minimum", gr[i]);
+	gc_assert_cmpuint(gr[1], >=, gr[0]);
+	gc_info("granularity: minimum %zu, recommended %zu; host page %zu", gr[0], gr[1], fx->page);
+}
+
+static void gran_flags(struct mem_fx *fx)
+{
+	hipMemAllocationProp p = gc_hip_vmm_prop(fx->ordinal);
+	hipMemGenericAllocationHandle_t h = NULL;
+	void *va = NULL;
+	hipError_t e;
+
+	e = H(fx)->hipMemCreate(&h, fx->gran.minimum, &p, 1);
+	if (e == hipSuccess)
+		note(fx, (struct held){ .kind = HELD_HANDLE, .u.h = h });
+	INVALID(fx, e, "hipMemCreate(flags = 1)");
+	e = H(fx)->hipMemAddressReserve(&va, fx->gran.minimum, 0, NULL, 1);
+	INVALID(fx, took_va(fx, e, HELD_RANGE, va, fx->gran.minimum),
+		"hipMemAddressReserve(flags = 1)");
+}
+
+static void gran_create(struct mem_fx *fx)
+{
+	size_t g = fx->gran.minimum;
+	hipMemGenericAllocationHandle_t h = NULL;
+
+	REFUSED(fx, create(fx, g / 2, &h), "hipMemCreate(minimum / 2)");
+	REFUSED(fx, create(fx, g + g / 2, &h), "hipMemCreate(minimum * 3 / 2)");
+}
+
+/* A reservation the runtime made although the request was odd: it must honour align. */
+static void reserve_odd(struct mem_fx *fx, size_t size, size_t align, void *hint,
+			const char *what)
+{
+	void *va = NULL;
+
+	if (!tolerated(fx, reserve(fx, size, align, hint, &va), what))
+		return;
+	gc_info("  at %p", va);
+	gc_assert_f((uintptr_t)va % fx->gran.minimum == 0, "%s gave %p, not a multiple of the "
+		    "minimum granularity %zu", what, va, fx->gran.minimum);
+	gc_assert_f(!align || (uintptr_t)va % align == 0, "%s gave %p, not aligned to %zu", what,
+		    va, align);
+	OK(fx, addr_free(fx, va, size), "hipMemAddressFree(the odd reservation)");
+}
+
+static void gran_reserve(struct mem_fx *fx)
+{
+	size_t g = fx->gran.minimum, pg = fx->page;
+	void *hole = NULL;
+
+	reserve_odd(fx, pg + 1, 0, NULL, "hipMemAddressReserve(size = page + 1)");
+	reserve_odd(fx, 2 * g, 3 * g, NULL, "hipMemAddressReserve(alignment = 3 * granularity)");
+	/* A hint known to be free (reserved, then freed), moved off the boundary. */
+	OK(fx, reserve(fx, 4 * g, 0, NULL, &hole), "hipMemAddressReserve");
+	OK(fx, addr_free(fx, hole, 4 * g), "hipMemAddressFree");
+	reserve_odd(fx, 2 * g, 0, (char *)hole + 1,
+		    "hipMemAddressReserve(addr = free address + 1)");
+}
+
+static void gran_map(struct mem_fx *fx)
+{
+	size_t g = fx->gran.minimum;
+	hipMemGenericAllocationHandle_t h = NULL;
+	char *va = NULL;
+
+	OK(fx, create(fx, 2 * g, &h), "hipMemCreate(2 * granularity)");
+	OK(fx, reserve(fx, 4 * g, 0, NULL, (void **)&va), "hipMemAddressReserve(4 * granularity)");
+	INVALID(fx, map(fx, va, g, g / 2, h), "hipMemMap(offset = granularity / 2)");
+	INVALID(fx, took_va(fx, H(fx)->hipMemMap(va, 2 * g, 0, h, 1), HELD_MAP, va, 2 * g),
+		"hipMemMap(flags = 1)");
+	REFUSED(fx, map(fx, va + g / 2, g, 0, h), "hipMemMap(ptr = va + granularity / 2)");
+	REFUSED(fx, map(fx, va, g + g / 2, 0, h), "hipMemMap(size = granularity * 3 / 2)");
+	REFUSED(fx, map(fx, va, 4 * g, 0, h), "hipMemMap(size = 2 * the allocation's size)");
+
+	OK(fx, map(fx, va, 2 * g, 0, h), "hipMemMap after the refused ones");
+	OK(fx, grant(fx, va, 2 * g, hipMemAccessFlagsProtReadWrite), "hipMemSetAccess");
+	host_roundtrip(fx, va, 2 * g, "granularity");
+	fill(fx, va, 2 * g, seed(0));
+	expect_gpu(fx, va, 2 * g, seed(0), "granularity");
+	OK(fx, unmap(fx, va, 2 * g), "hipMemUnmap");
+	OK(fx, addr_free(fx, va, 4 * g), "hipMemAddressFree");
+	OK(fx, release(fx, h), "hipMemRelease");
+}
+
+static void test_granularity(void *data)
+{
+	struct mem_fx *fx = data;
+
+	gran_sizes(fx);
+	gran_flags(fx);
+	gran_create(fx);
+	gran_reserve(fx);
+	gran_map(fx);
+}
+
+/*
+ * Contract (hipMemMap "Maps an allocation handle to a reserved virtual
+ * address range"): a mapping that starts inside a reservation and runs past
+ * its end is not in "a reserved virtual address range" and must be refused
+ * (which code: header silent), whether the VA after it is free or belongs to
+ * another reservation (two reservations are not one). Whatever the runtime
+ * answers, everything it mapped is found and given back.
+ */
+/* Whether the VA after the reservation is a second reservation (cuda_mem's case names). */
+GC_VARIANTS_F(bool, past_cases, map_past_end, "%s",
+	      *c ? "into-next-reservation" : "into-free-va") = { false, true };
+
+static void map_past_end(void *ctx, const bool *next_reserved)
+{
+	struct mem_fx *fx = ctx;
+	size_t g = fx->gran.minimum;
+	hipMemGenericAllocationHandle_t h = NULL;
+	char *va = NULL, *next = NULL;
+
+	OK(fx, create(fx, 2 * g, &h), "hipMemCreate(2 * granularity)");
+	OK(fx, reserve(fx, 4 * g, 0, NULL, (void **)&va), "hipMemAddressReserve(4 * granularity)");
+	OK(fx, reserve(fx, 2 * g, 0, va + 4 * g, (void **)&next),
+	   "hipMemAddressReserve(just after)");
+	if (next != va + 4 * g)
+		gc_skip("the runtime placed the second reservation at %p, not right after the "
+			"first (%p)", (void *)next, (void *)(va + 4 * g));
+	if (!*next_reserved)
+		OK(fx, addr_free(fx, next, 2 * g), "hipMemAddressFree(the one after)");
+	/* after_each unmaps what map() recorded if this fails. */
+	REFUSED(fx, map(fx, va + 3 * g, 2 * g, 0, h), *next_reserved ?
+		"hipMemMap([va + 3g, va + 5g) over a 4g reservation, another one after it)" :
+		"hipMemMap([va + 3g, va + 5g) over a 4g reservation, free VA after it)");
+	if (*next_reserved)
+		OK(fx, addr_free(fx, next, 2 * g), "hipMemAddressFree(the one after)");
+	OK(fx, addr_free(fx, va, 4 * g), "hipMemAddressFree");
+	OK(fx, release(fx, h), "hipMemRelease");
+}
+
+static void test_map_past_reservation(void *data)
+{
+	gc_variants(past_cases, data);
+}
+
+/*
+ * Contract (hipMemMap, header silent on a range already mapped): mapping
+ * over a whole mapping, the same handle again, or a range half mapped is
+ * refused with a listed code and changes nothing: the mapped data is intact
+ * and the unmapped half still maps.
+ */
+static void over_refused(struct mem_fx *fx, char *va, hipMemGenericAllocationHandle_t a,
+			 hipMemGenericAllocationHandle_t b, hipMemGenericAllocationHandle_t c)
+{
+	size_t g = fx->gran.minimum;
+
+	REFUSED(fx, map(fx, va, g, 0, b), "hipMemMap(B over the start of A)");
+	REFUSED(fx, map(fx, va, 2 * g, 0, a), "hipMemMap(A again over itself)");
+	REFUSED(fx, map(fx, va + g, 2 * g, 0, c),
+		"hipMemMap(C over A's second half and the unmapped rest)");
+	expect_gpu(fx, va, 2 * g, seed(0), "A after the refused maps");
+}
+
+static void test_map_over_mapped(void *data)
+{
+	struct mem_fx *fx = data;
+	size_t g = fx->gran.minimum;
+	hipMemGenericAllocationHandle_t a = NULL, b = NULL, c = NULL;
+	char *va = NULL;
+
+	OK(fx, reserve(fx, 3 * g, 0, NULL, (void **)&va), "hipMemAddressReserve(3 * granularity)");
+	OK(fx, create(fx, 2 * g, &a), "hipMemCreate(A, 2 * granularity)");
+	OK(fx, create(fx, g, &b), "hipMemCreate(B, granularity)");
+	OK(fx, create(fx, 2 * g, &c), "hipMemCreate(C, 2 * granularity)");
+	OK(fx, map(fx, va, 2 * g, 0, a), "hipMemMap(A at va)");
+	OK(fx, grant(fx, va, 2 * g, hipMemAccessFlagsProtReadWrite), "hipMemSetAccess");
+	host_roundtrip(fx, va, 2 * g, "A");
+	fill(fx, va, 2 * g, seed(0));
+	over_refused(fx, va, a, b, c);
+
+	OK(fx, map(fx, va + 2 * g, g, 0, b), "hipMemMap(B after A)");
+	OK(fx, grant(fx, va, 3 * g, hipMemAccessFlagsProtReadWrite), "hipMemSetAccess(A and B)");
+	fill(fx, va, 3 * g, seed(1));
+	expect_gpu(fx, va, 3 * g, seed(1), "A and B");
+
+	OK(fx, unmap(fx, va + 2 * g, g), "hipMemUnmap(B)");
+	OK(fx, unmap(fx, va, 2 * g), "hipMemUnmap(A)");
+	OK(fx, addr_free(fx, va, 3 * g), "hipMemAddressFree");
+	OK(fx, release(fx, a), "hipMemRelease(A)");
+	OK(fx, release(fx, b), "hipMemRelease(B)");
+	OK(fx, release(fx, c), "hipMemRelease(C)");
+}
+
+/*
+ * Contract (hipMemUnmap "Unmap memory allocation of a given address range";
+ * header silent on sub-ranges and on ranges holding no mapping): unmapping
+ * half of a mapping is refused with a listed code and leaves the mapping
+ * whole, its data intact and its access unchanged. Unmapping a reservation
+ * never mapped, or the same range twice, may succeed or be refused with a
+ * listed code (printed); either way the reservation maps again.
+ */
+static void unmap_halves(struct mem_fx *fx, char *va)
+{
+	size_t g = fx->gran.minimum;
+
+	REFUSED(fx, unmap(fx, va, g), "hipMemUnmap(first half of a mapping)");
+	REFUSED(fx, unmap(fx, va + g, g), "hipMemUnmap(second half of a mapping)");
+	expect_gpu(fx, va, 2 * g, seed(0), "mapping after the refused sub-range unmaps");
+	gc_assert_eq_uint(get_access(fx, va + g), hipMemAccessFlagsProtReadWrite);
+}
+
+static void test_unmap_unmapped(void *data)
+{
+	struct mem_fx *fx = data;
+	size_t g = fx->gran.minimum;
+	hipMemGenericAllocationHandle_t h = NULL;
+	char *va = NULL;
+
+	OK(fx, reserve(fx, 2 * g, 0, NULL, (void **)&va), "hipMemAddressReserve(2 * granularity)");
+	tolerated(fx, H(fx)->hipMemUnmap(va, 2 * g), "hipMemUnmap(never mapped reservation)");
+
+	OK(fx, create(fx, 2 * g, &h), "hipMemCreate(2 * granularity)");
+	OK(fx, map(fx, va, 2 * g, 0, h), "hipMemMap");
+	OK(fx, grant(fx, va, 2 * g, hipMemAccessFlagsProtReadWrite), "hipMemSetAccess");
+	host_roundtrip(fx, va, 2 * g, "mapping");
+	fill(fx, va, 2 * g, seed(0));
+	unmap_halves(fx, va);
+
+	OK(fx, unmap(fx, va, 2 * g), "hipMemUnmap(whole mapping)");
+	tolerated(fx, H(fx)->hipMemUnmap(va, 2 * g), "hipMemUnmap(the same range again)");
+	OK(fx, map(fx, va, 2 * g, 0, h), "hipMemMap(again)");
+	OK(fx, unmap(fx, va, 2 * g), "hipMemUnmap");
+	OK(fx, addr_free(fx, va, 2 * g), "hipMemAddressFree");
+	OK(fx, release(fx, h), "hipMemRelease");
+}
+
+/*
+ * Contract (hipMemRelease "Release a memory handle representing a memory
+ * allocation"; hipMemMap "Maps an allocation handle": what is released is
+ * the handle; the header is silent on a handle still mapped): released while
+ * mapped, either the release is refused with a listed code and the mapping
+ * is intact, or it succeeds and the memory stays allocated, readable and
+ * writable (GPU and CPU) until hipMemUnmap, which then gives it back. A
+ * release that takes the memory from under a live mapping fails here.
+ */
+static void rwm_released(struct mem_fx *fx, struct alloc *a, size_t f0)
+{
+	size_t f1, f2;
+
+	expect_held(fx, f0, a->size, "after hipMemRelease, still mapped");
+	expect_gpu(fx, a->va, a->size, seed(0), "released but mapped: read");
+	host_roundtrip(fx, a->va, a->size, "released but mapped: CPU write and read");
+	fill(fx, a->va, a->size, seed(1));
+	expect_gpu(fx, a->va, a->size, seed(1), "released but mapped: write");
+	f1 = dev_free(fx);
+	OK(fx, unmap(fx, a->va, a->size), "hipMemUnmap (the last reference)");
+	f2 = dev_free(fx);
+	gc_assert_f(f2 >= f1 + a->size, "after the last hipMemUnmap: free memory %zu, expected "
+		    "at least %zu + %zu: the released allocation was not freed", f2, f1, a->size);
+	OK(fx, addr_free(fx, a->va, a->size), "hipMemAddressFree");
+}
+
+static void test_release_while_mapped(void *data)
+{
+	struct mem_fx *fx = data;
+	size_t size = gc_hip_align_up(LIFECYCLE_SIZE, fx->gran.minimum), f0 = dev_free(fx);
+	struct alloc a;
+
+	alloc_rw(fx, size, &a);
+	fill(fx, a.va, size, seed(0));
+	if (tolerated(fx, release(fx, a.h), "hipMemRelease while mapped")) {
+		rwm_released(fx, &a, f0);
+	} else {
+		expect_gpu(fx, a.va, size, seed(0), "mapping after the refused hipMemRelease");
+		alloc_free(fx, &a);
+	}
+	expect_held(fx, f0, 0, "after hipMemUnmap and hipMemAddressFree");
+}
+
+/*
+ * Contract (hipMemAddressFree "Frees an address range reservation made via
+ * hipMemAddressReserve", "devPtr - starting address of the range", "size -
+ * size of the range"): a part of a reservation (half its size, or starting
+ * inside it) is not a reservation made by hipMemAddressReserve: refused with
+ * a listed code (which: header silent). Freeing the reservation while it is
+ * still mapped: header silent; the result is printed, a refusal leaves the
+ * mapping intact, and whatever it did, everything can still be given back
+ * and free memory returns to where it was.
+ */
+static void afree_mismatch(struct mem_fx *fx)
+{
+	size_t g = fx->gran.minimum;
+	char *va = NULL;
+
+	OK(fx, reserve(fx, 2 * g, 0, NULL, (void **)&va), "hipMemAddressReserve(2 * granularity)");
+	REFUSED(fx, addr_free(fx, va, g), "hipMemAddressFree(size = half the reservation)");
+	REFUSED(fx, addr_free(fx, va + g, g), "hipMemAddressFree(ptr = inside the reservation)");
+	OK(fx, addr_free(fx, va, 2 * g), "hipMemAddressFree(exact)");
+}
+
+/* hipMemAddressFree took a mapped range: unmap may or may not apply; release must. */
+static void afree_taken(struct mem_fx *fx, struct alloc *a)
+{
+	hipError_t e = H(fx)->hipMemUnmap(a->va, a->size);
+	char err[160];
+
+	gc_info("hipMemUnmap after that -> %s", gc_hip_errstr(H(fx), e, err, sizeof(err)));
+	forget(fx, HELD_MAP, a->va); /* gone either way */
+	OK(fx, release(fx, a->h), "hipMemRelease");
+}
+
+static void test_address_free_ordering(void *data)
+{
+	struct mem_fx *fx = data;
+	size_t size = 2 * fx->gran.minimum, f0;
+	struct alloc a;
+
+	afree_mismatch(fx);
+	f0 = dev_free(fx);
+	alloc_rw(fx, size, &a);
+	host_roundtrip(fx, a.va, size, "mapping");
+	fill(fx, a.va, size, seed(0));
+	if (tolerated(fx, addr_free(fx, a.va, size), "hipMemAddressFree(mapped range)")) {
+		afree_taken(fx, &a);
+	} else {
+		expect_gpu(fx, a.va, size, seed(0), "mapping after the refused "
+			   "hipMemAddressFree");
+		alloc_free(fx, &a);
+	}
+	expect_held(fx, f0, 0, "after giving everything back");
+}
+
+/* ------------------------------------------------------------ capacity */
+
+/*
+ * Contract (hipMemCreate; hipMemGetInfo "a snapshot of the current free
+ * memory"): one allocation of 90% of the free memory is created, mapped,
+ * written and read back in full (GPU) and at its first, middle and last
+ * pages (CPU), and given back.
+ */
+static void test_alloc_90pct(void *data)
+{
+	struct mem_fx *fx = data;
+	size_t f0 = dev_free(fx), size = f0 - f0 / 10;
+	uint64_t t0 = gc_now_ns();
+	struct alloc a;
+
+	size -= size % fx->gran.minimum;
+	gc_require_f(size > 0, "only %zu bytes free", f0);
+	gc_info("90%% of %zu MiB free: %zu MiB", f0 / MiB, size / MiB);
+	alloc_rw(fx, size, &a);
+	expect_held(fx, f0, size, "after the 90% allocation");
+	host_roundtrip(fx, a.va, size, "90% allocation");
+	fill(fx, a.va, size, seed(0));
+	expect_gpu(fx, a.va, size, seed(0), "90% allocation");
+	alloc_free(fx, &a);
+	gc_info("done in %.3f s", (double)(gc_now_ns() - t0) / 1e9);
+	expect_held(fx, f0, 0, "after giving the 90% allocation back");
+}
+
+/*
+ * Contract (hipMalloc "@return #hipSuccess, #hipErrorOutOfMemory, ..."):
+ * more than the device's total memory fails with hipErrorOutOfMemory.
+ * hipMemCreate lists only hipErrorInvalidValue and hipErrorNotSupported: it
+ * must refuse too, with hipErrorOutOfMemory or a listed code (printed).
+ * Free memory is unchanged by both, and the device still allocates
+ * normally afterwards.
+ */
+static void test_oom(void *data)
+{
+	static const hipError_t create_oom[] = { hipErrorOutOfMemory, hipErrorInvalidValue,
+						 hipErrorNotSupported };
+	struct mem_fx *fx = data;
+	size_t f0 = 0, total = 0, g = fx->gran.minimum, too_much;
+	hipMemGenericAllocationHandle_t h = NULL;
+	void *p = NULL;
+
+	mem_info(fx, &f0, &total);
+	too_much = gc_hip_align_up(total + g, g);
+	gc_info("asking for %zu bytes of a device with %zu", too_much, total);
+	REFUSED_ONE_OF(fx, create(fx, too_much, &h), create_oom,
+		       "hipMemCreate(total + granularity)");
+	expect_held(fx, f0, 0, "after the refused hipMemCreate");
+	WANT(fx, dev_malloc(fx, total + MiB, &p), hipErrorOutOfMemory, "hipMalloc(total + 1 MiB)");
+	expect_held(fx, f0, 0, "after the refused hipMalloc");
+	alloc_roundtrip(fx, gc_hip_align_up(LIFECYCLE_SIZE, g), seed(0), "allocation after OOM");
+}
+
+/*
+ * Contract (hipMemMap, hipMemSetAccess, hipMemUnmap, hipMemRelease at
+ * scale): 10,000 minimum-granularity allocations mapped side by side in one
+ * reservation, each access-set, hold a pattern written over the whole range
+ * (each mapping is memory of its own: aliasing would break the pattern); all
+ * of it is given back.
+ */
+static void stress_map_all(struct mem_fx *fx, char *va, hipMemGenericAllocationHandle_t *h)
+{
+	size_t g = fx->gran.minimum;
+
+	for (size_t i = 0; i < STRESS_N; i++) {
+		OK(fx, create(fx, g, &h[i]), "hipMemCreate");
+		OK(fx, map(fx, va + i * g, g, 0, h[i]), "hipMemMap");
+		OK(fx, grant(fx, va + i * g, g, hipMemAccessFlagsProtReadWrite),
+		   "hipMemSetAccess");
+		if ((i + 1) % 1000 == 0)
+			gc_info("mapped %zu / %d", i + 1, STRESS_N);
+	}
+}
+
+static void stress_unmap_all(struct mem_fx *fx, char *va, hipMemGenericAllocationHandle_t *h)
+{
+	size_t g = fx->gran.minimum;
+
+	for (size_t i = STRESS_N; i-- > 0;) {
+		OK(fx, unmap(fx, va + i * g, g), "hipMemUnmap");
+		OK(fx, release(fx, h[i]), "hipMemRelease");
+		if ((STRESS_N - i) % 1000 == 0)
+			gc_info("unmapped and released %zu / %d", STRESS_N - i, STRESS_N);
+	}
+}
+
+static void test_stress_10k(void *data)
+{
+	struct mem_fx *fx = data;
+	size_t g = fx->gran.minimum, size = (size_t)STRESS_N * g, f0 = dev_free(fx);
+	hipMemGenericAllocationHandle_t *h;
+	char *va = NULL;
+	uint64_t t0, t1;
+
+	gc_require_f(f0 >= size + STRESS_MARGIN, "10,000 minimum-granularity mappings need %zu "
+		     "MiB of free device memory, %zu MiB free", (size + STRESS_MARGIN) / MiB,
+		     f0 / MiB);
+	h = calloc(STRESS_N, sizeof(*h));
+	gc_assert_f(h != NULL, "calloc failed");
+	OK(fx, reserve(fx, size, 0, NULL, (void **)&va),
+	   "hipMemAddressReserve(10,000 * granularity)");
+	t0 = gc_now_ns();
+	stress_map_all(fx, va, h);
+	t1 = gc_now_ns();
+	host_roundtrip(fx, va, size, "10,000 mappings");
+	fill(fx, va, size, seed(0));
+	expect_gpu(fx, va, size, seed(0), "10,000 mappings");
+	stress_unmap_all(fx, va, h);
+	gc_info("map + set-access %.3f s, unmap + release %.3f s", (double)(t1 - t0) / 1e9,
+		(double)(gc_now_ns() - t1) / 1e9);
+	OK(fx, addr_free(fx, va, size), "hipMemAddressFree");
+	free(h);
+	expect_held(fx, f0, 0, "after the 10,000 mappings");
+}
+
+/* ------------------------------------------------------------- latency */
+
+enum lat_op { OP_CREATE, OP_RESERVE, OP_MAP, OP_ACCESS, OP_UNMAP, OP_RELEASE, N_OPS };
+/* cuda_mem's metric names: "<op>-<size>". */
+static const char *const lat_names[N_OPS] = {
+	[OP_CREATE] = "create", [OP_RESERVE] = "reserve", [OP_MAP] = "map",
+	[OP_ACCESS] = "set-access", [OP_UNMAP] = "unmap", [OP_RELEASE] = "release",
+};
+
+/* One lifecycle, each of the six operations timed alone (with its bookkeeping: ns). */
+struct lat_round {
+	hipMemGenericAllocationHandle_t h;
+	void *va;
+	double us[N_OPS];
+};
+
+static hipError_t timed(struct lat_round *r, enum lat_op op, uint64_t t0, hipError_t e)
+{
+	r->us[op] = (double)(gc_now_raw_ns() - t0) / 1e3;
+	return e;
+}
+
+static void lat_up(struct mem_fx *fx, size_t size, struct lat_round *r)
+{
+	uint64_t t = gc_now_raw_ns();
+
+	OK(fx, timed(r, OP_CREATE, t, create(fx, size, &r->h)), "hipMemCreate");
+	t = gc_now_raw_ns();
+	OK(fx, timed(r, OP_RESERVE, t, reserve(fx, size, 0, NULL, &r->va)), "hipMemAddressReserve");
+	t = gc_now_raw_ns();
+	OK(fx, timed(r, OP_MAP, t, map(fx, r->va, size, 0, r->h)), "hipMemMap");
+	t = gc_now_raw_ns();
+	OK(fx, timed(r, OP_ACCESS, t, grant(fx, r->va, size, hipMemAccessFlagsProtReadWrite)),
+	   "hipMemSetAccess");
+}
+
+static void lat_down(struct mem_fx *fx, size_t size, struct lat_round *r)
+{
+	uint64_t t = gc_now_raw_ns();
+
+	OK(fx, timed(r, OP_UNMAP, t, unmap(fx, r->va, size)), "hipMemUnmap");
+	OK(fx, addr_free(fx, r->va, size), "hipMemAddressFree"); /* not one of the six */
+	t = gc_now_raw_ns();
+	OK(fx, timed(r, OP_RELEASE, t, release(fx, r->h)), "hipMemRelease");
+}
+
+static void lat_size(struct mem_fx *fx, size_t size, int reps, const char *label)
+{
+	double s[N_OPS][LAT_SMALL_REPS];
+	struct lat_round r;
+	char name[64];
+
+	gc_assert(reps <= LAT_SMALL_REPS);
+	gc_require_f(size % fx->gran.minimum == 0, "%s is not a multiple of the minimum "
+		     "granularity %zu", label, fx->gran.minimum);
+	for (int i = 0; i < reps; i++) {
+		lat_up(fx, size, &r);
+		if (i == 0) { /* the first round is also checked */
+			fill(fx, r.va, size, seed(0));
+			expect_gpu(fx, r.va, size, seed(0), "latency round");
+		}
+		lat_down(fx, size, &r);
+		for (int op = 0; op < N_OPS; op++)
+			s[op][i] = r.us[op];
+	}
+	for (int op = 0; op < N_OPS; op++) {
+		snprintf(name, sizeof(name), "%s-%s", lat_names[op], label);
+		gc_metric(name, "us", GC_LOWER_IS_BETTER, s[op], (size_t)reps);
+	}
+}
+
+/*
+ * Contract (the six VMM operations succeed repeatedly; their latency is
+ * recorded, never asserted): create, reserve, map, set-access, unmap and
+ * release timed one by one, 50 times at 2 MiB and 10 times at 1 GiB; the
+ * metric names are cuda_mem's.
+ */
+static void test_latency(void *data)
+{
+	struct mem_fx *fx = data;
+
+	size_t f;
+
+	lat_size(fx, LAT_SMALL, LAT_SMALL_REPS, "2MiB");
+	f = dev_free(fx);
+	gc_require_f(f >= 2 * LAT_LARGE, "the 1 GiB latency case needs %zu MiB of free device "
+		     "memory, %zu MiB free", 2 * LAT_LARGE / MiB, f / MiB);
+	lat_size(fx, LAT_LARGE, LAT_LARGE_REPS, "1GiB");
+}
+
+/*
+ * Contract (hipDeviceCanAccessPeer: "Returns "0" in @p canAccessPeer if
+ * deviceId == peerDeviceId, and both are valid devices : a device is not a
+ * peer of itself"; hipDeviceEnablePeerAccess "Returns #hipSuccess,
+ * #hipErrorInvalidDevice, #hipErrorInvalidValue"): the current device is not
+ * its own peer, and enabling peer access to itself is refused with one of the
+ * two errors (which: header silent). Needs one GPU only.
+ */
+static void test_peer_access_self(void *data)
+{
+	static const hipError_t enable_errors[] = { hipErrorInvalidDevice, hipErrorInvalidValue };
+	struct mem_fx *fx = data;
+	int can = -1;
+	hipError_t e;
+
+	OK(fx, H(fx)->hipDeviceCanAccessPeer(&can, fx->ordinal, fx->ordinal),
+	   "hipDeviceCanAccessPeer(gpu0, gpu0)");
+	gc_assert_f(can == 0, "hipDeviceCanAccessPeer(gpu0, gpu0) said %d: \"a device is not a "
+		    "peer of itself\"", can);
+	e = H(fx)->hipDeviceEnablePeerAccess(fx->ordinal, 0);
+	if (e == hipSuccess)
+		OK(fx, H(fx)->hipDeviceDisablePeerAccess(fx->ordinal),
+		   "hipDeviceDisablePeerAccess(the current device) after it was enabled");
+	REFUSED_ONE_OF(fx, e, enable_errors, "hipDeviceEnablePeerAccess(the current device, 0)");
+}
+
+static const struct gc_fixture fixture = {
+	.setup = mem_setup,
+	.teardown = mem_teardown,
+	.before_each = gc_hip_fixture_snapshot,
+	.after_each = gc_hip_fixture_check,
+};
+
+static const struct gc_subtest subtests[] = {
+	{ "lifecycle", test_lifecycle,
+	  "create/reserve/map/set-access, host copy round trip, GPU fill + check, "
+	  "unmap/free/release" },
+	{ "granularity", test_granularity,
+	  "non-zero flags and offsets, unaligned sizes, addresses and alignments are refused" },
+	{ "map-past-reservation", test_map_past_reservation,
+	  "a mapping running past the end of its reservation is refused" },
+	{ "map-over-mapped", test_map_over_mapped,
+	  "hipMemMap over a mapped range fails and changes nothing" },
+	{ "unmap-unmapped", test_unmap_unmapped,
+	  "hipMemUnmap of a sub-range fails and changes nothing; of an unmapped range: printed" },
+	{ "release-while-mapped", test_release_while_mapped,
+	  "hipMemRelease while mapped never takes the memory from the mapping" },
+	{ "address-free-ordering", test_address_free_ordering,
+	  "hipMemAddressFree of a mismatched or still-mapped range; everything still cleans up" },
+	{ "alloc-90pct", test_alloc_90pct,
+	  "one allocation of 90% of free memory, filled and checked in full" },
+	{ "oom", test_oom,
+	  "more than the device's memory is refused, free memory unchanged" },
+	{ "stress-10k", test_stress_10k,
+	  "10,000 small mappings in one reservation, filled, checked, given back" },
+	{ "peer-access-self", test_peer_access_self,
+	  "a device is not its own peer: hipDeviceCanAccessPeer 0, enabling refused" },
+	{ "latency", test_latency,
+	  "create/reserve/map/set-access/unmap/release latency at 2 MiB and 1 GiB (metrics)" },
+	{ 0 }
+};
+
+GC_MAIN(.name = "hip_mem", .description = "VMM memory lifecycle on the HIP runtime API",
+	.subtests = subtests, .fixture = &fixture)
