@@ -11,6 +11,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,12 +26,15 @@
 #define GPUCONFORM_DATA_DIR "data"
 #endif
 
-#define SYM(name, field) { name, offsetof(struct gc_hsa_fn, field) }
-
-static const struct {
+struct sym {
 	const char *name;
 	size_t off;
-} syms[] = {
+};
+
+#define SYM(name, field) { name, offsetof(struct gc_hsa_fn, field) }
+#define MEM(name, field) { name, offsetof(struct gc_hsa_mem_fn, field) }
+
+static const struct sym syms[] = {
 	SYM("hsa_init", init), SYM("hsa_shut_down", shut_down),
 	SYM("hsa_status_string", status_string), SYM("hsa_system_get_info", system_get_info),
 	SYM("hsa_iterate_agents", iterate_agents), SYM("hsa_agent_get_info", agent_get_info),
@@ -59,6 +63,18 @@ static const struct {
 	SYM("hsa_amd_profiling_get_dispatch_time", amd_profiling_get_dispatch_time),
 };
 
+static const struct sym mem_syms[] = {
+	MEM("hsa_amd_agent_memory_pool_get_info", amd_agent_memory_pool_get_info),
+	MEM("hsa_amd_memory_lock", amd_memory_lock),
+	MEM("hsa_amd_memory_unlock", amd_memory_unlock),
+	MEM("hsa_amd_pointer_info", amd_pointer_info),
+	MEM("hsa_amd_memory_fill", amd_memory_fill),
+	MEM("hsa_memory_copy", memory_copy),
+	MEM("hsa_amd_ipc_memory_create", amd_ipc_memory_create),
+	MEM("hsa_amd_ipc_memory_attach", amd_ipc_memory_attach),
+	MEM("hsa_amd_ipc_memory_detach", amd_ipc_memory_detach),
+};
+
 const char *gc_hsa_err(const struct gc_hsa *h, hsa_status_t st)
 {
 	const char *s = NULL;
@@ -68,6 +84,21 @@ const char *gc_hsa_err(const struct gc_hsa *h, hsa_status_t st)
 	return "unknown hsa_status_t";
 }
 
+/* Every tab[i] of lib into the function table fns: 0, or -ENOSYS naming the first missing. */
+static int lookup(void *lib, const struct sym *tab, size_t n, void *fns, char *why, size_t len)
+{
+	for (size_t i = 0; i < n; i++) {
+		void *p = dlsym(lib, tab[i].name);
+
+		if (!p) {
+			snprintf(why, len, "%s lacks %s", GC_HSA_LIB, tab[i].name);
+			return -ENOSYS;
+		}
+		memcpy((char *)fns + tab[i].off, &p, sizeof(p));
+	}
+	return 0;
+}
+
 static int load_syms(struct gc_hsa *h, char *why, size_t len)
 {
 	h->lib = dlopen(GC_HSA_LIB, RTLD_NOW | RTLD_LOCAL);
@@ -75,16 +106,12 @@ static int load_syms(struct gc_hsa *h, char *why, size_t len)
 		snprintf(why, len, "ROCr not loadable: %s", dlerror());
 		return -ENOENT;
 	}
-	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-		void *p = dlsym(h->lib, syms[i].name);
+	return lookup(h->lib, syms, ARRAY_SIZE(syms), &h->f, why, len);
+}
 
-		if (!p) {
-			snprintf(why, len, "%s lacks %s", GC_HSA_LIB, syms[i].name);
-			return -ENOSYS;
-		}
-		memcpy((char *)&h->f + syms[i].off, &p, sizeof(p));
-	}
-	return 0;
+int gc_hsa_load_mem(struct gc_hsa *h, char *why, size_t len)
+{
+	return lookup(h->lib, mem_syms, ARRAY_SIZE(mem_syms), &h->m, why, len);
 }
 
 static hsa_status_t pick_agent(hsa_agent_t a, void *data)
@@ -228,7 +255,7 @@ static int find_gpu(struct gc_hsa *h, char *why, size_t len)
 	return 0;
 }
 
-int gc_hsa_open(struct gc_hsa *h, char *why, size_t len)
+int gc_hsa_open_runtime(struct gc_hsa *h, char *why, size_t len)
 {
 	hsa_status_t st;
 	int err;
@@ -244,6 +271,15 @@ int gc_hsa_open(struct gc_hsa *h, char *why, size_t len)
 		return -ENODEV;
 	}
 	h->inited = true;
+	return 0;
+}
+
+int gc_hsa_open(struct gc_hsa *h, char *why, size_t len)
+{
+	int err = gc_hsa_open_runtime(h, why, len);
+
+	if (err)
+		return err;
 	err = find_gpu(h, why, len);
 	return err ? err : load_code(h, why, len);
 }
@@ -384,4 +420,185 @@ bool gc_hsa_wait_eq(struct gc_hsa *h, hsa_signal_t s, hsa_signal_value_t want,
 		if (gc_now_ns() > deadline_ns)
 			return h->f.signal_load_scacquire(s) == want;
 	}
+}
+
+/* ------------------------------------------------------- pure helpers */
+
+#define ST(name) { name, #name }
+#define ST_AMD(name) { (hsa_status_t)name, #name } /* hsa_ext_amd.h's own enum */
+
+static const struct {
+	hsa_status_t st;
+	const char *name;
+} status_names[] = {
+	ST(HSA_STATUS_SUCCESS), ST(HSA_STATUS_INFO_BREAK), ST(HSA_STATUS_ERROR),
+	ST(HSA_STATUS_ERROR_INVALID_ARGUMENT), ST(HSA_STATUS_ERROR_INVALID_QUEUE_CREATION),
+	ST(HSA_STATUS_ERROR_INVALID_ALLOCATION), ST(HSA_STATUS_ERROR_INVALID_AGENT),
+	ST(HSA_STATUS_ERROR_INVALID_REGION), ST(HSA_STATUS_ERROR_INVALID_SIGNAL),
+	ST(HSA_STATUS_ERROR_INVALID_QUEUE), ST(HSA_STATUS_ERROR_OUT_OF_RESOURCES),
+	ST(HSA_STATUS_ERROR_INVALID_PACKET_FORMAT), ST(HSA_STATUS_ERROR_RESOURCE_FREE),
+	ST(HSA_STATUS_ERROR_NOT_INITIALIZED), ST(HSA_STATUS_ERROR_REFCOUNT_OVERFLOW),
+	ST(HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS), ST(HSA_STATUS_ERROR_INVALID_INDEX),
+	ST(HSA_STATUS_ERROR_INVALID_ISA), ST(HSA_STATUS_ERROR_INVALID_ISA_NAME),
+	ST(HSA_STATUS_ERROR_INVALID_CODE_OBJECT), ST(HSA_STATUS_ERROR_INVALID_EXECUTABLE),
+	ST(HSA_STATUS_ERROR_FROZEN_EXECUTABLE), ST(HSA_STATUS_ERROR_INVALID_SYMBOL_NAME),
+	ST(HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED), ST(HSA_STATUS_ERROR_VARIABLE_UNDEFINED),
+	ST(HSA_STATUS_ERROR_EXCEPTION), ST(HSA_STATUS_ERROR_INVALID_CODE_SYMBOL),
+	ST(HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL), ST(HSA_STATUS_ERROR_INVALID_FILE),
+	ST(HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER), ST(HSA_STATUS_ERROR_INVALID_CACHE),
+	ST(HSA_STATUS_ERROR_INVALID_WAVEFRONT), ST(HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP),
+	ST(HSA_STATUS_ERROR_INVALID_RUNTIME_STATE), ST(HSA_STATUS_ERROR_FATAL),
+	ST_AMD(HSA_STATUS_ERROR_INVALID_MEMORY_POOL),
+	ST_AMD(HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION),
+	ST_AMD(HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION), ST_AMD(HSA_STATUS_ERROR_MEMORY_FAULT),
+	ST_AMD(HSA_STATUS_CU_MASK_REDUCED),
+};
+
+const char *gc_hsa_status_name(hsa_status_t st)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(status_names); i++)
+		if (status_names[i].st == st)
+			return status_names[i].name;
+	return NULL;
+}
+
+bool gc_hsa_round_up(size_t size, size_t granule, size_t *out)
+{
+	size_t rem;
+
+	if (!granule)
+		return false;
+	rem = size % granule;
+	if (!rem) {
+		*out = size;
+		return true;
+	}
+	if (size > SIZE_MAX - (granule - rem))
+		return false;
+	*out = size + (granule - rem);
+	return true;
+}
+
+void gc_hsa_list_with(const hsa_agent_t *in, size_t n, hsa_agent_t extra, size_t pos,
+		      hsa_agent_t *out)
+{
+	for (size_t i = 0, j = 0; i <= n; i++)
+		out[i] = i == pos ? extra : in[j++];
+}
+
+bool gc_hsa_agent_in(const hsa_agent_t *list, size_t n, hsa_agent_t a)
+{
+	for (size_t i = 0; i < n; i++)
+		if (list[i].handle == a.handle)
+			return true;
+	return false;
+}
+
+bool gc_hsa_same_agents(const hsa_agent_t *a, size_t na, const hsa_agent_t *b, size_t nb)
+{
+	for (size_t i = 0; i < na; i++)
+		if (!gc_hsa_agent_in(b, nb, a[i]))
+			return false;
+	for (size_t i = 0; i < nb; i++)
+		if (!gc_hsa_agent_in(a, na, b[i]))
+			return false;
+	return true;
+}
+
+int gc_hsa_ipc_spec_format(const struct gc_hsa_ipc_spec *s, char *buf, size_t len)
+{
+	size_t used;
+	int n;
+
+	n = snprintf(buf, len, "%" PRIu32 ":%" PRIu32 ":%" PRIu64 ":%08" PRIx32 ":%08" PRIx32,
+		     s->mode, s->node, s->len, s->seen, s->write);
+	if (n < 0 || (size_t)n >= len)
+		return -ENOSPC;
+	used = (size_t)n;
+	for (size_t i = 0; i < ARRAY_SIZE(s->handle.handle); i++) {
+		n = snprintf(buf + used, len - used, ":%08" PRIx32, s->handle.handle[i]);
+		if (n < 0 || (size_t)n >= len - used)
+			return -ENOSPC;
+		used += (size_t)n;
+	}
+	return 0;
+}
+
+/* The field at *p up to the next ':' or the end; *p moves past the ':'. Empty: -EINVAL. */
+static int spec_field(const char **p, const char **start, size_t *n)
+{
+	const char *colon = strchr(*p, ':');
+
+	*start = *p;
+	*n = colon ? (size_t)(colon - *p) : strlen(*p);
+	*p = colon ? colon + 1 : *p + *n;
+	return *n ? 0 : -EINVAL;
+}
+
+static int spec_dec(const char **p, uint64_t max, uint64_t *v)
+{
+	const char *f;
+	uint64_t x = 0;
+	size_t n;
+
+	if (spec_field(p, &f, &n))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		unsigned d = (unsigned)(f[i] - '0');
+
+		if (d > 9 || x > (max - d) / 10)
+			return -EINVAL;
+		x = x * 10 + d;
+	}
+	*v = x;
+	return 0;
+}
+
+static int spec_hex8(const char **p, uint32_t *v)
+{
+	const char *f;
+	uint32_t x = 0;
+	size_t n;
+
+	if (spec_field(p, &f, &n) || n != 8)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		char c = f[i];
+		unsigned d;
+
+		if (c >= '0' && c <= '9')
+			d = (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			d = (unsigned)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			d = (unsigned)(c - 'A' + 10);
+		else
+			return -EINVAL;
+		x = (x << 4) | d;
+	}
+	*v = x;
+	return 0;
+}
+
+int gc_hsa_ipc_spec_parse(const char *text, struct gc_hsa_ipc_spec *s)
+{
+	struct gc_hsa_ipc_spec r;
+	const char *p = text;
+	uint64_t mode, node;
+
+	memset(&r, 0, sizeof(r));
+	if (spec_dec(&p, UINT32_MAX, &mode) || spec_dec(&p, UINT32_MAX, &node) ||
+	    spec_dec(&p, UINT64_MAX, &r.len) ||
+	    spec_hex8(&p, &r.seen) || spec_hex8(&p, &r.write))
+		return -EINVAL;
+	for (size_t i = 0; i < ARRAY_SIZE(r.handle.handle); i++)
+		if (spec_hex8(&p, &r.handle.handle[i]))
+			return -EINVAL;
+	/* Nothing after the last field, not even an empty one (a trailing ':'). */
+	if (*p || p[-1] == ':')
+		return -EINVAL;
+	r.mode = (uint32_t)mode;
+	r.node = (uint32_t)node;
+	*s = r;
+	return 0;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ROCr (HSA runtime) opened at run time, one GPU agent, its code object and
- * AQL dispatches of gc_stamp / gc_gate: shared by hsa_signals and hip_bubbles.
+ * AQL dispatches of gc_stamp / gc_gate: shared by hsa_signals and hip_bubbles;
+ * the runtime alone and its memory entry points: hsa_pools.
  *
  * UNVERIFIED ON HARDWARE: built against Debian 12's <hsa/hsa.h> and
  * <hsa/hsa_ext_amd.h> (ROCm 5.2.3) with no AMD GPU; seen only skipping.
@@ -79,6 +80,26 @@ struct gc_hsa_fn {
 							hsa_amd_profiling_dispatch_time_t *);
 };
 
+/*
+ * Memory entry points beyond struct gc_hsa_fn, looked up by gc_hsa_load_mem()
+ * only for the binaries that call them (hsa_pools), so that hsa_signals and
+ * hip_bubbles keep needing only the symbols they use.
+ */
+struct gc_hsa_mem_fn {
+	hsa_status_t (*amd_agent_memory_pool_get_info)(hsa_agent_t, hsa_amd_memory_pool_t,
+						       hsa_amd_agent_memory_pool_info_t, void *);
+	hsa_status_t (*amd_memory_lock)(void *, size_t, hsa_agent_t *, int, void **);
+	hsa_status_t (*amd_memory_unlock)(void *);
+	hsa_status_t (*amd_pointer_info)(const void *, hsa_amd_pointer_info_t *,
+					 void *(*)(size_t), uint32_t *, hsa_agent_t **);
+	hsa_status_t (*amd_memory_fill)(void *, uint32_t, size_t);
+	hsa_status_t (*memory_copy)(void *, const void *, size_t);
+	hsa_status_t (*amd_ipc_memory_create)(void *, size_t, hsa_amd_ipc_memory_t *);
+	hsa_status_t (*amd_ipc_memory_attach)(const hsa_amd_ipc_memory_t *, size_t, uint32_t,
+					      const hsa_agent_t *, void **);
+	hsa_status_t (*amd_ipc_memory_detach)(void *);
+};
+
 struct gc_hsa_kernel {
 	uint64_t object;
 	uint32_t kernarg_size, group_size, private_size;
@@ -87,6 +108,7 @@ struct gc_hsa_kernel {
 struct gc_hsa {
 	void *lib;
 	struct gc_hsa_fn f;
+	struct gc_hsa_mem_fn m; /* gc_hsa_load_mem() */
 	bool inited;
 	hsa_agent_t gpu, cpu;
 	char gpu_name[64];
@@ -105,6 +127,14 @@ struct gc_hsa {
 /* dlopen, hsa_init, first GPU agent, pools, code object. 0 or -errno; *why says which step. */
 int gc_hsa_open(struct gc_hsa *h, char *why, size_t len);
 void gc_hsa_close(struct gc_hsa *h);
+/*
+ * The first steps of gc_hsa_open() alone: dlopen, the symbols of struct
+ * gc_hsa_fn, hsa_init. No agent picked, no pool, no code object: for binaries
+ * that walk the agents themselves. gc_hsa_close() undoes it.
+ */
+int gc_hsa_open_runtime(struct gc_hsa *h, char *why, size_t len);
+/* h->m from the already opened library: 0, or -ENOSYS naming the missing symbol. */
+int gc_hsa_load_mem(struct gc_hsa *h, char *why, size_t len);
 /* gc_hsa_open or gc_skip() with its reason (-ENOMEM etc.: gc_fail()). */
 void gc_hsa_require(struct gc_hsa *h);
 
@@ -144,5 +174,41 @@ void gc_hsa_gate_args(void *kernarg, volatile uint32_t *flag, uint64_t timeout,
  */
 bool gc_hsa_wait_eq(struct gc_hsa *h, hsa_signal_t s, hsa_signal_value_t want,
 		    uint64_t deadline_ns, hsa_wait_state_t state);
+
+/* ------------------------------------------- pure helpers (tests/unit/test_hsa_pools.c) */
+
+/* "HSA_STATUS_ERROR_INVALID_AGENT": the name <hsa/hsa.h> / <hsa/hsa_ext_amd.h> give st, or NULL. */
+const char *gc_hsa_status_name(hsa_status_t st);
+
+/* size rounded up to a multiple of granule in *out; false when granule is 0 or the sum wraps. */
+bool gc_hsa_round_up(size_t size, size_t granule, size_t *out);
+
+/* out[0..n] = in[0..n) with extra inserted before in[pos] (pos == n appends); pos <= n. */
+void gc_hsa_list_with(const hsa_agent_t *in, size_t n, hsa_agent_t extra, size_t pos,
+		      hsa_agent_t *out);
+bool gc_hsa_agent_in(const hsa_agent_t *list, size_t n, hsa_agent_t a);
+/* Both lists hold the same agents, whatever their order and repetitions. */
+bool gc_hsa_same_agents(const hsa_agent_t *a, size_t na, const hsa_agent_t *b, size_t nb);
+
+/*
+ * What a process attaching an IPC handle is told, as one line of text (an
+ * environment variable of a re-executed binary): what to do (a code of the
+ * caller's), the KFD node of the GPU to attach for, the allocation's length,
+ * the word the memory holds and the word to write, the exporter's handle:
+ *     MODE:NODE:LEN:SEEN:WRITE:H0:H1:...:H7
+ * MODE, NODE and LEN decimal, the others exactly 8 hex digits.
+ */
+struct gc_hsa_ipc_spec {
+	uint32_t mode;
+	uint32_t node;
+	uint64_t len;
+	uint32_t seen, write;
+	hsa_amd_ipc_memory_t handle;
+};
+#define GC_HSA_IPC_SPEC_MAX 176 /* bytes, NUL included */
+/* 0, or -ENOSPC when len is too small. */
+int gc_hsa_ipc_spec_format(const struct gc_hsa_ipc_spec *s, char *buf, size_t len);
+/* 0, or -EINVAL for anything but exactly that form (*s untouched). */
+int gc_hsa_ipc_spec_parse(const char *text, struct gc_hsa_ipc_spec *s);
 
 #endif
