@@ -10,6 +10,7 @@ Modules, one job each, from the bottom up:
   metrics      validation of the metrics JSON lines a binary appends
   manifest     the manifest files meson writes (one binary a line)
   testlist     test lists: which BINARY@SUBTEST tests a run selects
+  contracts    the contract table: which subtests check one contract on each vendor, and why a twin is missing
   shard        one selection split across N machines
   expectations known failures, flakes and skips, and the verdict on a test's attempts
   execute      running one binary: process group, timeout, temp-file output, stray processes

@@ -3,6 +3,7 @@
     gpuconform run      [--build DIR] [--selftest] [--results DIR] [selection, timeouts,
                         expectations, kernel log, baseline options] [-- PYTEST ARGS...]
     gpuconform list     [--build DIR] [--selftest] [--testlist ...] [--include RE] ...
+    gpuconform list     --contracts [--build DIR] [--results DIR]
     gpuconform resume   RESULTS_DIR [-- PYTEST ARGS...]
     gpuconform compare  A B
     gpuconform baseline update RESULTS... [--out FILE] [--append]
@@ -21,6 +22,9 @@ naming a test that does not exist). Every such error is one line.
 statuses. `doctor` prints what the fastpath (GPU-direct file I/O) needs and
 what this machine has (doctor.py): exit 0 when every item the present GPU
 stacks need is ok, 1 when one is missing, 2 on bad usage (--fix not as root).
+`list --contracts` prints the contract table (contracts.py) with a run's
+results: exit 1 when the table breaks its rule (with --build, against the
+built binaries' subtests too), 2 when the table is malformed.
 """
 
 from __future__ import annotations
@@ -33,6 +37,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
+from .contracts import (
+    TABLE_PATH,
+    ContractsError,
+    check,
+    display_path,
+    load_table,
+    render_text,
+    view,
+)
 from .execute import DEFAULT_GRACE_S, DEFAULT_TIMEOUT_S, ExecOptions, list_subtests
 from .fmt import one_line
 from .journal import JOURNAL_NAME, JournalError, is_locked, read_run_json
@@ -119,6 +132,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = sub.add_parser("list", help="list BINARY@SUBTEST names (after the selection options)")
     _build_and_selection(ls)
+    ls.add_argument("--contracts", action="store_true",
+                    help="the contract table instead (data/contracts.txt): per contract subtest "
+                    "each vendor's BINARY@SUBTESTs side by side with their results, or why a "
+                    "vendor has none; with --build, marks what that build lacks and checks that "
+                    "every subtest it built is in the table (exit 1 when the table breaks its "
+                    "rule)")
+    ls.add_argument("--results", metavar="DIR", type=Path, default=None,
+                    help="with --contracts: the run whose results are shown (default: the newest "
+                    "results/*/results.json)")
 
     run = sub.add_parser("run", help="run the suite under pytest",
                          description="Run the suite (plugin.py); exit 0 iff nothing unexpected.")
@@ -234,27 +256,49 @@ def _selection_options(args: argparse.Namespace) -> RunOptions:
                       exclude=list(args.exclude), shard=args.shard)
 
 
+def list_manifest(manifest: Manifest, options: ExecOptions | None = None
+                  ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Each binary's subtest names (--list-subtests), and per binary that
+    could not be listed cleanly its problems, one line each."""
+    subtests: dict[str, list[str]] = {}
+    problems: dict[str, list[str]] = {}
+    options = options or ExecOptions()
+    for entry in manifest.entries:
+        ls = list_subtests(entry.path, options)
+        subtests[entry.name] = list(ls.names)
+        lines = [f"--list-subtests: {p}" for p in ls.problems]
+        if ls.error is not None:
+            lines.append(ls.error)
+        if lines:
+            problems[entry.name] = lines
+    return subtests, problems
+
+
+def _print_problems(problems: dict[str, list[str]]) -> int:
+    for binary, lines in problems.items():
+        for line in lines:
+            print(f"gpuconform: {binary}: {line}", file=sys.stderr)
+    return EXIT_FAILED if problems else EXIT_OK
+
+
 def cmd_list(args: argparse.Namespace) -> int:
+    if args.contracts:
+        return cmd_list_contracts(args)
+    if args.results is not None:
+        raise CliError("list: --results goes with --contracts")
     manifest = _manifest(args)
     opts = _selection_options(args)
     try:
         inputs = load_inputs(opts, selftest=args.selftest)
     except InputError as e:
         raise CliError(str(e)) from None
-    options = ExecOptions()
-    status = EXIT_OK
+    subtests, problems = list_manifest(manifest)
     names: list[str] = []
-    for entry in manifest.entries:
-        ls = list_subtests(entry.path, options)
-        names.extend(f"{entry.name}@{name}" for name in ls.names)
-        if ls.error is not None or ls.problems:
-            names.append(entry.name)
-        for problem in ls.problems:
-            print(f"gpuconform: {entry.name}: --list-subtests: {problem}", file=sys.stderr)
-            status = EXIT_FAILED
-        if ls.error is not None:
-            print(f"gpuconform: {entry.name}: {ls.error}", file=sys.stderr)
-            status = EXIT_FAILED
+    for binary, listed in subtests.items():
+        names.extend(f"{binary}@{name}" for name in listed)
+        if binary in problems:
+            names.append(binary)
+    status = _print_problems(problems)
     try:
         chosen = select_tests(names, inputs.patterns, opts.include, opts.exclude)
     except TestlistError as e:
@@ -264,6 +308,44 @@ def cmd_list(args: argparse.Namespace) -> int:
     for name in chosen:
         if "@" in name:
             print(name)
+    return status
+
+
+def newest_results(base: Path) -> Path | None:
+    """The directory under base whose results.json was written last; None without one."""
+    try:
+        found = [((d / "results.json").stat().st_mtime_ns, d.name, d) for d in base.iterdir()
+                 if (d / "results.json").is_file()]
+    except OSError:
+        return None
+    return max(found)[2] if found else None
+
+
+def cmd_list_contracts(args: argparse.Namespace) -> int:
+    if args.selftest or args.testlist or args.include or args.exclude or args.shard:
+        raise CliError("list --contracts shows the whole table: --selftest, --testlist, "
+                       "--include, --exclude and --shard do not apply")
+    try:
+        table = load_table(TABLE_PATH)
+    except ContractsError as e:
+        raise CliError(str(e)) from None
+    status = EXIT_OK
+    built: dict[str, list[str]] | None = None
+    if args.build is not None:
+        built, problems = list_manifest(_manifest(args))
+        status = _print_problems(problems)
+    results = args.results or newest_results(REPO_ROOT / "results")
+    states: dict[str, str] | None = None
+    if results is not None:
+        data = _call(_helper("runmetrics", "load_results"), results)
+        states = {name: str(rec["result"]) for name, rec in data["tests"].items()}
+    header = (f"# {display_path(table.path)}: {len(table.rows)} contract subtests; results: "
+              f"{results if results is not None else 'none (no results/*/results.json)'}"
+              f"{'; build: ' + str(args.build) if built is not None else ''}\n")
+    sys.stdout.write(render_text(view(table, states, built), header))
+    for problem in check(table, built):
+        print(f"gpuconform: {problem}", file=sys.stderr)
+        status = EXIT_FAILED
     return status
 
 

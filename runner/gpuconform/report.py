@@ -15,6 +15,10 @@ From results_dir/results.json:
     shared axis, p50 / p99 / max and bubbles per mode beside it, the
     shape's overhead ratios below;
   - per test its duration, a bar chart sorted longest first;
+  - where the run holds a test of the contract table (data/contracts.txt),
+    a "Contracts across vendors" section: per contract subtest each
+    vendor's subtests side by side with their states in this run, or why a
+    vendor has none (contracts.view);
   - the results table, failures first, states in colour, every reason, note
     and output escaped (test output can contain anything).
 
@@ -50,6 +54,7 @@ except ModuleNotFoundError as e:  # the runner's results do not need it, the pag
 
 from .atomic import atomic_write
 from .baseline import BaselineError
+from .contracts import TABLE_PATH, ContractsError, display_path, load_table, view
 from .runmetrics import load_results
 from .stats import median, quantile
 from .states import State
@@ -657,6 +662,33 @@ class _TestRow:
 
 
 @dataclass(frozen=True)
+class _ContractCell:
+    test: str
+    state: _Badge | None  # None: not in this run
+
+
+@dataclass(frozen=True)
+class _ContractSide:
+    cells: list[_ContractCell]
+    reason: str  # why the vendor has no twin ("" when it has entries)
+    missing: bool  # neither entries nor a reason: the table breaks its rule
+
+
+@dataclass(frozen=True)
+class _ContractRow:
+    name: str
+    sides: list[_ContractSide]
+
+
+@dataclass(frozen=True)
+class _ContractsView:
+    table: str  # the table's path
+    vendors: list[str]
+    rows: list[_ContractRow]
+    error: str  # the table could not be read: why (and no rows)
+
+
+@dataclass(frozen=True)
 class _Page:
     title: str
     n_plots: int
@@ -668,6 +700,7 @@ class _Page:
     metrics: list[_MetricView]
     durations: _BarChart | None
     tests: list[_TestRow]
+    contracts: _ContractsView | None
 
 
 def _metric_view(key: str, c: Mapping[str, Any] | None, m: Mapping[str, Any] | None
@@ -731,6 +764,26 @@ def _test_rows(tests: Mapping[str, Any]) -> list[_TestRow]:
     return [_test_row(n, tests[n]) for n in names]
 
 
+def _contracts(tests: Mapping[str, Any], table_path: Path) -> _ContractsView | None:
+    """The contract table with this run's states; None when the run has no
+    test of it; the error alone when the table cannot be read."""
+    try:
+        table = load_table(table_path)
+    except ContractsError as e:
+        return _ContractsView(display_path(table_path), [], [], str(e))
+    if not any(test in tests for test in table.entries()):
+        return None
+    states = {name: str(rec.get("result", "?")) for name, rec in tests.items()}
+    rows = view(table, states)
+    vendors = [side.vendor for side in rows[0].sides] if rows else []
+    return _ContractsView(display_path(table_path), vendors, [
+        _ContractRow(r.name, [_ContractSide(
+            [_ContractCell(c.test, None if c.state == "-" or c.state is None
+                           else _state_badge(c.state)) for c in side.cells],
+            side.reason or "", side.missing) for side in r.sides])
+        for r in rows], "")
+
+
 def _info(data: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The run's host, kernel, times and timeout, then the fingerprint."""
     run = data.get("run") if isinstance(data.get("run"), dict) else {}
@@ -754,7 +807,7 @@ def _counts(values: list[str]) -> dict[str, int]:
     return out
 
 
-def _page(data: Mapping[str, Any], title: str) -> _Page:
+def _page(data: Mapping[str, Any], title: str, contracts_table: Path) -> _Page:
     tests: Mapping[str, Any] = data.get("tests") or {}
     states = _counts([str(rec.get("result", "?")) for rec in tests.values()])
     verdicts = _counts([str(c.get("verdict")) for c in _comparisons(data)])
@@ -771,12 +824,16 @@ def _page(data: Mapping[str, Any], title: str) -> _Page:
                                                         key=lambda kv: -_severity(kv[0]))],
         _info(data), gap_shapes,
         [_Count(_verdict_badge(v), n) for v, n in sorted(verdicts.items())],
-        metrics, _durations(durations) if durations else None, _test_rows(tests))
+        metrics, _durations(durations) if durations else None, _test_rows(tests),
+        _contracts(tests, contracts_table))
 
 
-def render_html(data: Mapping[str, Any], title: str = "gpuconform results") -> str:
-    """The report page of parsed results.json data."""
-    return _environment().get_template("report.html.j2").render(page=_page(data, title))
+def render_html(data: Mapping[str, Any], title: str = "gpuconform results",
+                contracts_table: Path = TABLE_PATH) -> str:
+    """The report page of parsed results.json data (contracts_table: the
+    contract table its section shows)."""
+    return _environment().get_template("report.html.j2").render(
+        page=_page(data, title, contracts_table))
 
 
 def write_html(results_dir: Path) -> Path:
