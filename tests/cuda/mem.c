@@ -30,20 +30,11 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "vmm_cases.h"
 #include "fault_helper.h"
 #include "gc_cuda.h"
 #include "measure.h"
 
-/* Free-memory bytes per device the leak check tolerates. */
-#define LEAK_SLACK 0
-
-#define LIFECYCLE_SIZE (64 * MiB)
-#define STRESS_N 10000
-#define STRESS_MARGIN GiB           /* free memory kept beyond the stress mappings */
-#define LAT_SMALL (2 * MiB)
-#define LAT_SMALL_REPS 50
-#define LAT_LARGE GiB
-#define LAT_LARGE_REPS 10
 #define HELPER_TIMEOUT_MS 120000u   /* cuInit + PTX JIT + fault recovery in the helper */
 #define SETTLE_NS 10000000000ull    /* how long to wait for a dead helper's memory */
 
@@ -314,15 +305,15 @@ static void expect_backed(struct mem_fx *fx, size_t base, size_t size, const cha
 		    base - size);
 }
 
-/* Free memory is back to base (within LEAK_SLACK). */
+/* Free memory is back to base (within GC_VMM_LEAK_SLACK). */
 static void expect_free_back(struct mem_fx *fx, size_t base, const char *when)
 {
 	size_t now = dev_free(fx);
 	long long diff = (long long)base - (long long)now;
 
-	gc_assert_f(diff <= LEAK_SLACK && diff >= -LEAK_SLACK,
+	gc_assert_f(diff <= GC_VMM_LEAK_SLACK && diff >= -GC_VMM_LEAK_SLACK,
 		    "%s: free memory %zu, expected %zu (%lld bytes not given back; slack %d)", when,
-		    now, base, diff, LEAK_SLACK);
+		    now, base, diff, GC_VMM_LEAK_SLACK);
 }
 
 /* gc_fill_u32 over [va, va + size), synchronised so that a fault shows here. */
@@ -450,7 +441,7 @@ static void require_free(struct mem_fx *fx, size_t need, const char *what)
 static void *mem_setup(void)
 {
 	struct gc_cuda *cu = gc_cuda_require();
-	struct mem_fx *fx = gc_cuda_fixture_new(cu, sizeof(*fx), LEAK_SLACK);
+	struct mem_fx *fx = gc_cuda_fixture_new(cu, sizeof(*fx), GC_VMM_LEAK_SLACK);
 	char why[512];
 	CUresult r;
 
@@ -506,7 +497,7 @@ static void mem_after_each(void *data)
 static void test_lifecycle(void *data)
 {
 	struct mem_fx *fx = data;
-	size_t size = gc_align_up(LIFECYCLE_SIZE, fx->gran.minimum), f0 = dev_free(fx);
+	size_t size = gc_align_up(GC_VMM_LIFECYCLE_SIZE, fx->gran.minimum), f0 = dev_free(fx);
 	CUmemGenericAllocationHandle h = 0;
 	CUdeviceptr va = 0;
 
@@ -722,7 +713,7 @@ static void test_unmap_unmapped(void *data)
 static void test_release_while_mapped(void *data)
 {
 	struct mem_fx *fx = data;
-	size_t size = gc_align_up(LIFECYCLE_SIZE, fx->gran.minimum), f0 = dev_free(fx), f1, f2;
+	size_t size = gc_align_up(GC_VMM_LIFECYCLE_SIZE, fx->gran.minimum), f0 = dev_free(fx), f1, f2;
 	struct alloc a;
 
 	alloc_rw(fx, size, &a);
@@ -959,7 +950,7 @@ static void test_oom(void *data)
 	WANT(fx, try_mem_alloc(fx, total + MiB, &p), CUDA_ERROR_OUT_OF_MEMORY,
 	     "cuMemAlloc(total + 1 MiB)");
 	expect_free_back(fx, f0, "after the refused cuMemAlloc");
-	alloc_roundtrip(fx, gc_align_up(LIFECYCLE_SIZE, g), SEED_OOM, "allocation after OOM");
+	alloc_roundtrip(fx, gc_align_up(GC_VMM_LIFECYCLE_SIZE, g), SEED_OOM, "allocation after OOM");
 }
 
 /*
@@ -973,7 +964,7 @@ static void stress_map_all(struct mem_fx *fx, CUdeviceptr va, CUmemGenericAlloca
 {
 	size_t g = fx->gran.minimum;
 
-	for (size_t i = 0; i < STRESS_N; i++) {
+	for (size_t i = 0; i < GC_VMM_STRESS_N; i++) {
 		CUdeviceptr at = va + i * g;
 
 		OK(fx, try_create(fx, g, &h[i]), "cuMemCreate");
@@ -981,7 +972,7 @@ static void stress_map_all(struct mem_fx *fx, CUdeviceptr va, CUmemGenericAlloca
 		OK(fx, try_access(fx, at, g, CU_MEM_ACCESS_FLAGS_PROT_READWRITE),
 		   "cuMemSetAccess");
 		if ((i + 1) % 1000 == 0)
-			gc_info("mapped %zu / %d", i + 1, STRESS_N);
+			gc_info("mapped %zu / %d", i + 1, GC_VMM_STRESS_N);
 	}
 }
 
@@ -989,24 +980,24 @@ static void stress_unmap_all(struct mem_fx *fx, CUdeviceptr va, CUmemGenericAllo
 {
 	size_t g = fx->gran.minimum;
 
-	for (size_t i = STRESS_N; i-- > 0;) {
+	for (size_t i = GC_VMM_STRESS_N; i-- > 0;) {
 		OK(fx, try_unmap(fx, va + i * g, g), "cuMemUnmap");
 		OK(fx, try_release(fx, h[i]), "cuMemRelease");
-		if ((STRESS_N - i) % 1000 == 0)
-			gc_info("unmapped and released %zu / %d", STRESS_N - i, STRESS_N);
+		if ((GC_VMM_STRESS_N - i) % 1000 == 0)
+			gc_info("unmapped and released %zu / %d", GC_VMM_STRESS_N - i, GC_VMM_STRESS_N);
 	}
 }
 
 static void test_stress_10k(void *data)
 {
 	struct mem_fx *fx = data;
-	size_t g = fx->gran.minimum, size = (size_t)STRESS_N * g, f0 = dev_free(fx);
+	size_t g = fx->gran.minimum, size = (size_t)GC_VMM_STRESS_N * g, f0 = dev_free(fx);
 	CUmemGenericAllocationHandle *h;
 	CUdeviceptr va = 0;
 	uint64_t t0, t1;
 
-	require_free(fx, size + STRESS_MARGIN, "10,000 minimum-granularity mappings");
-	h = calloc(STRESS_N, sizeof(*h));
+	require_free(fx, size + GC_VMM_STRESS_MARGIN, "10,000 minimum-granularity mappings");
+	h = calloc(GC_VMM_STRESS_N, sizeof(*h));
 	gc_assert_f(h != NULL, "calloc failed");
 	OK(fx, try_reserve(fx, size, 0, 0, &va), "cuMemAddressReserve(10,000 * granularity)");
 	t0 = gc_now_ns();
@@ -1092,10 +1083,10 @@ static void lat_round(struct mem_fx *fx, size_t size, double *us, bool verify)
 
 static void lat_size(struct mem_fx *fx, size_t size, int reps, const char *label)
 {
-	double s[N_OPS][LAT_SMALL_REPS], one[N_OPS];
+	double s[N_OPS][GC_VMM_LAT_SMALL_REPS], one[N_OPS];
 	char name[64];
 
-	gc_assert(reps <= LAT_SMALL_REPS);
+	gc_assert(reps <= GC_VMM_LAT_SMALL_REPS);
 	gc_require_f(size % fx->gran.minimum == 0, "%s is not a multiple of the minimum "
 		     "granularity %zu", label, fx->gran.minimum);
 	for (int i = 0; i < reps; i++) {
@@ -1118,9 +1109,9 @@ static void test_latency(void *data)
 {
 	struct mem_fx *fx = data;
 
-	lat_size(fx, LAT_SMALL, LAT_SMALL_REPS, "2MiB");
-	require_free(fx, 2 * LAT_LARGE, "the 1 GiB latency case");
-	lat_size(fx, LAT_LARGE, LAT_LARGE_REPS, "1GiB");
+	lat_size(fx, GC_VMM_LAT_SMALL, GC_VMM_LAT_SMALL_REPS, "2MiB");
+	require_free(fx, 2 * GC_VMM_LAT_LARGE, "the 1 GiB latency case");
+	lat_size(fx, GC_VMM_LAT_LARGE, GC_VMM_LAT_LARGE_REPS, "1GiB");
 }
 
 /*

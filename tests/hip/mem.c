@@ -56,20 +56,11 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "vmm_cases.h"
 #include "gc_hip.h"
 #include "io.h"
 #include "measure.h"
 
-/* Free-memory bytes per device the leak check tolerates. */
-#define LEAK_SLACK 0
-
-#define LIFECYCLE_SIZE (64 * MiB)
-#define STRESS_N 10000
-#define STRESS_MARGIN GiB           /* free memory kept beyond the stress mappings */
-#define LAT_SMALL (2 * MiB)
-#define LAT_SMALL_REPS 50
-#define LAT_LARGE GiB
-#define LAT_LARGE_REPS 10
 #define CONTROL_WORDS (64 * 1024)
 
 #define SEED_HOST 0x41d0u /* lib/io's byte pattern, written by the CPU */
@@ -317,7 +308,7 @@ static size_t dev_free(struct mem_fx *fx)
  * ("On HCC, the free memory only accounts for memory allocated by this
  * process and may be optimistic": enough for what this process holds).
  * held > 0: at least held bytes of base are taken (an allocation still has
- * its memory); held == 0: free memory is back to base, within LEAK_SLACK.
+ * its memory); held == 0: free memory is back to base, within GC_VMM_LEAK_SLACK.
  */
 static void expect_held(struct mem_fx *fx, size_t base, size_t held, const char *when)
 {
@@ -328,8 +319,8 @@ static void expect_held(struct mem_fx *fx, size_t base, size_t held, const char 
 			    "are taken, expected at least %zu (the allocation must still hold its "
 			    "memory)", when, taken, held);
 	else
-		gc_assert_f(llabs(taken) <= LEAK_SLACK, "%s: free memory %lld bytes from where it "
-			    "was (%zu; slack %d): not given back", when, taken, base, LEAK_SLACK);
+		gc_assert_f(llabs(taken) <= GC_VMM_LEAK_SLACK, "%s: free memory %lld bytes from where it "
+			    "was (%zu; slack %d): not given back", when, taken, base, GC_VMM_LEAK_SLACK);
 }
 
 /* gc_fill_u32 over [va, va + size), synchronised so that an error shows here. */
@@ -478,7 +469,7 @@ static void vmm_warmup(struct mem_fx *fx)
 static void *mem_setup(void)
 {
 	struct gc_hip *hip = gc_hip_require();
-	struct mem_fx *fx = gc_hip_fixture_new(hip, sizeof(*fx), LEAK_SLACK);
+	struct mem_fx *fx = gc_hip_fixture_new(hip, sizeof(*fx), GC_VMM_LEAK_SLACK);
 	const struct gc_hip_device *d = &hip->devices[0];
 	char why[1536], rt[96];
 	hipError_t e;
@@ -537,7 +528,7 @@ static void mem_teardown(void *data)
 static void test_lifecycle(void *data)
 {
 	struct mem_fx *fx = data;
-	size_t size = gc_hip_align_up(LIFECYCLE_SIZE, fx->gran.minimum), f0 = dev_free(fx);
+	size_t size = gc_hip_align_up(GC_VMM_LIFECYCLE_SIZE, fx->gran.minimum), f0 = dev_free(fx);
 	hipMemGenericAllocationHandle_t h = NULL;
 	void *va = NULL;
 
@@ -841,7 +832,7 @@ static void rwm_released(struct mem_fx *fx, struct alloc *a, size_t f0)
 static void test_release_while_mapped(void *data)
 {
 	struct mem_fx *fx = data;
-	size_t size = gc_hip_align_up(LIFECYCLE_SIZE, fx->gran.minimum), f0 = dev_free(fx);
+	size_t size = gc_hip_align_up(GC_VMM_LIFECYCLE_SIZE, fx->gran.minimum), f0 = dev_free(fx);
 	struct alloc a;
 
 	alloc_rw(fx, size, &a);
@@ -961,7 +952,7 @@ static void test_oom(void *data)
 	expect_held(fx, f0, 0, "after the refused hipMemCreate");
 	WANT(fx, dev_malloc(fx, total + MiB, &p), hipErrorOutOfMemory, "hipMalloc(total + 1 MiB)");
 	expect_held(fx, f0, 0, "after the refused hipMalloc");
-	alloc_roundtrip(fx, gc_hip_align_up(LIFECYCLE_SIZE, g), seed(0), "allocation after OOM");
+	alloc_roundtrip(fx, gc_hip_align_up(GC_VMM_LIFECYCLE_SIZE, g), seed(0), "allocation after OOM");
 }
 
 /*
@@ -975,13 +966,13 @@ static void stress_map_all(struct mem_fx *fx, char *va, hipMemGenericAllocationH
 {
 	size_t g = fx->gran.minimum;
 
-	for (size_t i = 0; i < STRESS_N; i++) {
+	for (size_t i = 0; i < GC_VMM_STRESS_N; i++) {
 		OK(fx, create(fx, g, &h[i]), "hipMemCreate");
 		OK(fx, map(fx, va + i * g, g, 0, h[i]), "hipMemMap");
 		OK(fx, grant(fx, va + i * g, g, hipMemAccessFlagsProtReadWrite),
 		   "hipMemSetAccess");
 		if ((i + 1) % 1000 == 0)
-			gc_info("mapped %zu / %d", i + 1, STRESS_N);
+			gc_info("mapped %zu / %d", i + 1, GC_VMM_STRESS_N);
 	}
 }
 
@@ -989,26 +980,26 @@ static void stress_unmap_all(struct mem_fx *fx, char *va, hipMemGenericAllocatio
 {
 	size_t g = fx->gran.minimum;
 
-	for (size_t i = STRESS_N; i-- > 0;) {
+	for (size_t i = GC_VMM_STRESS_N; i-- > 0;) {
 		OK(fx, unmap(fx, va + i * g, g), "hipMemUnmap");
 		OK(fx, release(fx, h[i]), "hipMemRelease");
-		if ((STRESS_N - i) % 1000 == 0)
-			gc_info("unmapped and released %zu / %d", STRESS_N - i, STRESS_N);
+		if ((GC_VMM_STRESS_N - i) % 1000 == 0)
+			gc_info("unmapped and released %zu / %d", GC_VMM_STRESS_N - i, GC_VMM_STRESS_N);
 	}
 }
 
 static void test_stress_10k(void *data)
 {
 	struct mem_fx *fx = data;
-	size_t g = fx->gran.minimum, size = (size_t)STRESS_N * g, f0 = dev_free(fx);
+	size_t g = fx->gran.minimum, size = (size_t)GC_VMM_STRESS_N * g, f0 = dev_free(fx);
 	hipMemGenericAllocationHandle_t *h;
 	char *va = NULL;
 	uint64_t t0, t1;
 
-	gc_require_f(f0 >= size + STRESS_MARGIN, "10,000 minimum-granularity mappings need %zu "
-		     "MiB of free device memory, %zu MiB free", (size + STRESS_MARGIN) / MiB,
+	gc_require_f(f0 >= size + GC_VMM_STRESS_MARGIN, "10,000 minimum-granularity mappings need %zu "
+		     "MiB of free device memory, %zu MiB free", (size + GC_VMM_STRESS_MARGIN) / MiB,
 		     f0 / MiB);
-	h = calloc(STRESS_N, sizeof(*h));
+	h = calloc(GC_VMM_STRESS_N, sizeof(*h));
 	gc_assert_f(h != NULL, "calloc failed");
 	OK(fx, reserve(fx, size, 0, NULL, (void **)&va),
 	   "hipMemAddressReserve(10,000 * granularity)");
@@ -1074,11 +1065,11 @@ static void lat_down(struct mem_fx *fx, size_t size, struct lat_round *r)
 
 static void lat_size(struct mem_fx *fx, size_t size, int reps, const char *label)
 {
-	double s[N_OPS][LAT_SMALL_REPS];
+	double s[N_OPS][GC_VMM_LAT_SMALL_REPS];
 	struct lat_round r;
 	char name[64];
 
-	gc_assert(reps <= LAT_SMALL_REPS);
+	gc_assert(reps <= GC_VMM_LAT_SMALL_REPS);
 	gc_require_f(size % fx->gran.minimum == 0, "%s is not a multiple of the minimum "
 		     "granularity %zu", label, fx->gran.minimum);
 	for (int i = 0; i < reps; i++) {
@@ -1109,11 +1100,11 @@ static void test_latency(void *data)
 
 	size_t f;
 
-	lat_size(fx, LAT_SMALL, LAT_SMALL_REPS, "2MiB");
+	lat_size(fx, GC_VMM_LAT_SMALL, GC_VMM_LAT_SMALL_REPS, "2MiB");
 	f = dev_free(fx);
-	gc_require_f(f >= 2 * LAT_LARGE, "the 1 GiB latency case needs %zu MiB of free device "
-		     "memory, %zu MiB free", 2 * LAT_LARGE / MiB, f / MiB);
-	lat_size(fx, LAT_LARGE, LAT_LARGE_REPS, "1GiB");
+	gc_require_f(f >= 2 * GC_VMM_LAT_LARGE, "the 1 GiB latency case needs %zu MiB of free device "
+		     "memory, %zu MiB free", 2 * GC_VMM_LAT_LARGE / MiB, f / MiB);
+	lat_size(fx, GC_VMM_LAT_LARGE, GC_VMM_LAT_LARGE_REPS, "1GiB");
 }
 
 /*
