@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum gc_shape_kind {
 	GC_SHAPE_CHAIN, /* n dispatches, each depending on the previous */
@@ -132,8 +133,9 @@ void gc_gap_expect_counts(const struct gc_gap_run *r, unsigned n, const char *wh
 
 /*
  * GPUCONFORM_BUBBLES_REMOVE names what the bubbles binaries remove on purpose
- * (stamp: a dispatch's count, record: a profiler record), so that the
- * completeness checks are seen to fail; never set in a real run.
+ * (stamp: a dispatch's count, record: a profiler record, detach: the
+ * switching off of a session's kernel tracing in profiler-sessions), so that
+ * the checks are seen to fail; never set in a real run.
  */
 bool gc_bubbles_remove(const char *what);
 
@@ -239,6 +241,9 @@ struct gc_gap_dev {
 struct gc_gap_stats gc_gaps_measure(const struct gc_gap_dev *d, const struct gc_shape *sh,
 				    void *graph, unsigned launches, const char *mode,
 				    uint64_t *keep);
+/* The same runs, their gaps and spans appended to g, reported nowhere. */
+void gc_gaps_collect(const struct gc_gap_dev *d, const struct gc_shape *sh, void *graph,
+		     unsigned launches, struct gc_gaps *g, uint64_t *keep);
 
 /*
  * The gaps matrix: stream-SHAPE for every shape but the wide ones, then
@@ -257,6 +262,173 @@ void gc_gaps_cases(const struct gc_gap_dev *d, unsigned launches);
 
 /* body(ctx, sh) for every shape of gc_shapes, in order, as the dynamic subtest SHAPE. */
 void gc_each_shape(void (*body)(void *ctx, const struct gc_shape *sh), void *ctx);
+
+/* ------------------------------------------------------------ profiler sessions */
+
+/*
+ * profiler-sessions (cuda_bubbles and hip_bubbles): one process profiled
+ * several times over its life. Sessions follow gc_sess_order(): every
+ * tracing mode the vendor's profiler has, forward then backward (concurrent,
+ * serialized, serialized, concurrent), each attached around the suite's
+ * traced workload (stream chains, the judged graphs, graphs instantiated
+ * while traced, and the vendor's deep queue; GC_SESS_PARTS_ENV and
+ * GC_SESS_MODES_ENV below narrow both down). After every detach the judged
+ * cases are measured again on three sets of graphs: "old" (instantiated
+ * before the first session), "mid" (during that session, while traced) and
+ * "new" (after its detach), the stream case with the old set. Each is
+ * compared with the same case measured before the first attach ("pristine")
+ * and by a fresh process that never loaded the profiler ("fresh": this binary
+ * re-executed at the end with GC_SESS_FRESH_ENV set).
+ *
+ * The judged statistics of one round of a case (GC_SESS_LAUNCHES launches,
+ * GC_SESS_LAUNCHES_LONG for a shape of 4096 dispatches or more): the median
+ * gap and the median graph time (one launch's last end - first start), both
+ * ns. Medians, so that a launch the host interrupted cannot sway them; both
+ * are differences of device-clock readings, so they move in steps of its
+ * quantum (32 ns of %globaltimer on an H100), which gc_gap_quantum() measures.
+ */
+/*
+ * Every measurement is GC_SESS_ROUNDS rounds; its spread is the largest range
+ * (max - min) of the rounds of the after and of both references. The range
+ * of three draws is 1.7 sigma on average and the largest of three such
+ * ranges rarely under 1 sigma, so K = 3 allows 3 to 5 sigma of one round's
+ * noise: a residual beyond that is not the rounds' scatter. The quantum is
+ * added for statistics that never moved in any round (range 0), where one
+ * tick of the clock is still noise.
+ */
+#define GC_SESS_ROUNDS 3
+#define GC_SESS_K 3.0             /* a residual beyond quantum + K x spread fails */
+#define GC_SESS_LAUNCHES 100u
+#define GC_SESS_LAUNCHES_LONG 20u /* chain8192 runs 15 ms a launch */
+#define GC_SESS_MAX 8             /* sessions at most: 2 x the modes */
+#define GC_SESS_FRESH_ENV "GPUCONFORM_BUBBLES_FRESH"
+
+enum { GC_SESS_P50, GC_SESS_TIME, GC_SESS_NSTAT };
+extern const char *const gc_sess_stats[GC_SESS_NSTAT]; /* "gap-p50", "graph-time" */
+
+/* graph chain16, chain256, chain8192, wide16, wide256, mixed; stream chain16 */
+#define GC_SESS_NCASES 7
+struct gc_sess_case {
+	const char *name;  /* the shape's, or stream-SHAPE */
+	const char *shape;
+	bool stream;
+};
+extern const struct gc_sess_case gc_sess_cases[GC_SESS_NCASES];
+
+/* What one measurement gives: every case's statistics per round, ns. */
+struct gc_sess_point {
+	double v[GC_SESS_NCASES][GC_SESS_NSTAT][GC_SESS_ROUNDS];
+	bool have[GC_SESS_NCASES];
+};
+
+/* Launches of sh per round. */
+unsigned gc_sess_launches(const struct gc_shape *sh);
+
+/*
+ * The clock's quantum seen in v: the smallest positive difference between
+ * two of its values; 0 when all are equal. Sorts v. Pure: unit-tested.
+ */
+double gc_gap_quantum(double *v, size_t n);
+
+/*
+ * The sessions' modes: fwd[0 .. n), then back (one mode: fwd[0] twice), into
+ * seq[0..max). Returns how many (2 x n). Pure: unit-tested.
+ */
+size_t gc_sess_order(const unsigned *fwd, unsigned n, unsigned *seq, size_t max);
+
+/*
+ * A comma-separated list of names ("serialized,concurrent"), each one of
+ * names[0..n), into their indices out[0..max): how many, or -EINVAL for an
+ * empty list or item, an unknown name or more than max. Pure: unit-tested.
+ */
+int gc_sess_pick(const char *list, const char *const *names, unsigned n, unsigned *out,
+		 size_t max);
+
+/*
+ * What a session runs while attached, every part unless
+ * GC_SESS_PARTS_ENV names some (to narrow a residual down without a
+ * rebuild): stream launches of the chains and mixed; the old graphs; graphs
+ * instantiated while traced ("mid", then also measured after the detach);
+ * the vendor's deep queue. GC_SESS_MODES_ENV likewise picks the modes and
+ * their forward order ("serialized,concurrent": s, c, c, s).
+ */
+enum { GC_SESS_STREAM, GC_SESS_GRAPHS, GC_SESS_MID, GC_SESS_DEEP, GC_SESS_NPARTS };
+extern const char *const gc_sess_parts[GC_SESS_NPARTS]; /* "stream", "graphs", "mid", "deep" */
+#define GC_SESS_PARTS_ENV "GPUCONFORM_BUBBLES_SESSION_PARTS"
+#define GC_SESS_MODES_ENV "GPUCONFORM_BUBBLES_SESSIONS"
+
+/*
+ * One statistic of one case after a detach against its two references,
+ * each over `rounds` rounds. over_*: the median of the after's rounds - the
+ * reference's. spread: the largest range (max - min) of the three sets of
+ * rounds. allowed: quantum + k x spread. A residual is over both references
+ * by more than allowed: the pristine one alone also moves with the machine's
+ * drift over the subtest, the fresh one alone with what differs from one
+ * process to the next (a step of the clock, 768 vs 800 ns p50 across H100
+ * runs). Pure: unit-tested.
+ */
+struct gc_sess_verdict {
+	double over_pristine, over_fresh;
+	double spread, allowed;
+	bool residual;
+};
+void gc_sess_judge(const double *pristine, const double *fresh, const double *after,
+		   unsigned rounds, double quantum, double k, struct gc_sess_verdict *v);
+
+/*
+ * The fresh process's report: a line "gc-sess-fresh quantum Q" and a line
+ * "gc-sess-fresh CASE STAT V0 V1 V2" per case and statistic. gc_sess_parse()
+ * reads them back from text that may hold other lines: 0, or -EINVAL unless
+ * the quantum and every round of every case and statistic were there.
+ * Pure: unit-tested.
+ */
+void gc_sess_print(FILE *f, const struct gc_sess_point *p, double quantum);
+int gc_sess_parse(const char *text, struct gc_sess_point *p, double *quantum);
+
+/* Whether a file whose path contains name is mapped into this process. */
+bool gc_sess_mapped(const char *name);
+
+/*
+ * A vendor's profiler, for gc_sess_run(): its modes, the library it loads,
+ * and calls that fail the subtest as gc_assert does. ctx is the vendor's.
+ */
+struct gc_sess_ops {
+	const char *const *modes; /* "concurrent", "serialized" */
+	unsigned nmodes;
+	const char *lib;          /* the library as /proc/self/maps names it ("libcupti") */
+	/*
+	 * NULL: pristine is measured before the library is loaded (checked);
+	 * else what pristine is instead, said in its output (rocprofiler-sdk
+	 * registers before the runtime initialises, so it is loaded from the start).
+	 */
+	const char *pristine;
+	/* Attach in mode m (bringing the profiler up the first time). */
+	void (*attach)(void *ctx, unsigned m);
+	/* The vendor's part of the traced workload: the dispatches it made, for the detach. */
+	uint64_t (*workload)(void *ctx);
+	/*
+	 * Detach mode m: switch off what attach switched on, flush, take the
+	 * session's records, check them against the `dispatches` made while attached.
+	 */
+	void (*detach)(void *ctx, unsigned m, uint64_t dispatches);
+	/* Records taken since the last detach (flushed, counted, freed): there must be none. */
+	uint64_t (*stray)(void *ctx);
+};
+
+/*
+ * The subtest: pristine, the sessions, the fresh process (`subtest` of this
+ * binary, re-executed), then the verdicts: a gc_check per residual naming
+ * the session after which it appeared and the case that carries it, the
+ * metric residual.sessionN-MODE.STAT.SET-CASE (the after's median over
+ * pristine's, x: 1 is none, as the overhead ratios) per session, set, case
+ * and statistic, and residual.fresh.STAT.CASE (fresh over pristine).
+ */
+void gc_sess_run(const struct gc_gap_dev *d, const struct gc_sess_ops *ops, void *ctx,
+		 const char *subtest);
+/* Whether this process is the fresh one (GC_SESS_FRESH_ENV set). */
+bool gc_sess_fresh(void);
+/* In the fresh process: measure the cases as pristine is measured and print the report. */
+void gc_sess_fresh_report(const struct gc_gap_dev *d, const char *lib);
 
 /*
  * Profiler records against the dispatches' own stamps. With D = device

@@ -323,6 +323,8 @@ static const struct gc_subtest subtests[] = {
 	  "tracing switched on and off 100 times while graphs launch; what stays after detach" },
 	{ "deep-inflight", test_deep_inflight,
 	  "more than 4096 dispatches queued behind a gate kernel, then released" },
+	{ "profiler-sessions", test_profiler_sessions,
+	  "tracing sessions in sequence, both modes, both orders: each detach restores the cost" },
 	{ 0 }
 };
 

@@ -83,11 +83,32 @@ void bx_cupti_switch(struct gc_cupti *c, CUpti_ActivityKind kind, bool on);
 /* Drop one record on purpose when GPUCONFORM_BUBBLES_REMOVE=record. */
 void bx_remove_record(struct gc_cupti_take *t);
 
+/*
+ * The deep queue (bubbles_deep.c): a gate kernel spinning on a host-mapped
+ * flag, one stamped dispatch right after it and thousands behind that one.
+ */
+struct bx_deep {
+	struct bx *b;
+	volatile uint32_t *flag;
+	CUdeviceptr flag_dev, result;
+};
+void bx_deep_open(struct bx *b, struct bx_deep *d);
+void bx_deep_close(struct bx_deep *d);
+/*
+ * Queue it, hold it 200 ms, open the gate; every dispatch ran once, none
+ * before the gate opened, in order. A kind other than
+ * CUPTI_ACTIVITY_KIND_INVALID is switched on for the launch and off after
+ * it (c's); INVALID leaves tracing as it is. Returns the kernel dispatches
+ * it made (the gate's included).
+ */
+unsigned bx_deep_run(struct bx_deep *d, struct gc_cupti *c, CUpti_ActivityKind kind);
+
 /* tests/cuda/bubbles_trace.c */
 void test_traced_concurrent(void *data);
 void test_traced_serialized(void *data);
 void test_trace_leak(void *data);
 void test_attach_detach(void *data);
+void test_profiler_sessions(void *data);
 /* tests/cuda/bubbles_deep.c */
 void test_deep_inflight(void *data);
 

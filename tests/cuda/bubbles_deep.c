@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "bubbles.h"
@@ -16,19 +17,17 @@
 #define GATE_TIMEOUT_NS 30000000000ull /* the gate ends itself after 30 s */
 
 struct deep {
-	struct bx *b;
+	struct bx_deep q;
 	struct gc_cupti *c;
 	bool cupti;
 	char why[512];
-	volatile uint32_t *flag;
-	CUdeviceptr flag_dev, result;
 };
 
 /*
  * The gate, one stamped dispatch right after it (its stamps bound the gate's
  * end), and DEEP_KERNELS dispatches that all depend on that one.
  */
-static CUgraph deep_graph(struct deep *d, CUgraphExec *x)
+static CUgraph deep_graph(struct bx_deep *d, CUgraphExec *x)
 {
 	unsigned long long timeout = GATE_TIMEOUT_NS;
 	void *gargs[] = { &d->flag_dev, &timeout, &d->result };
@@ -46,7 +45,7 @@ static CUgraph deep_graph(struct deep *d, CUgraphExec *x)
 }
 
 /* Open the gate, wait for everything behind it (60 s watchdog), fetch counts and stamps. */
-static void deep_release(struct deep *d, unsigned *ms)
+static void deep_release(struct bx_deep *d, unsigned *ms)
 {
 	char done[160];
 
@@ -65,7 +64,7 @@ static void deep_release(struct deep *d, unsigned *ms)
 }
 
 /* Every dispatch behind the gate started after the one right after it ended. */
-static void deep_expect_order(struct deep *d)
+static void deep_expect_order(struct bx_deep *d)
 {
 	const uint64_t *st = d->b->host.stamps;
 	uint64_t after_end = st[2 * DEEP_AFTER + 1];
@@ -102,17 +101,31 @@ GC_VARIANTS(struct deep_mode, deep_modes, deep_case) = {
 	{ "traced-serialized", CUPTI_ACTIVITY_KIND_KERNEL },
 };
 
-static void deep_case(void *ctx, const struct deep_mode *m)
+void bx_deep_open(struct bx *b, struct bx_deep *d)
 {
-	struct deep *d = ctx;
-	CUpti_ActivityKind kind = m->kind;
+	void *host;
+
+	memset(d, 0, sizeof(*d));
+	d->b = b;
+	gc_cu_assert(b->cu, b->cu->cuMemHostAlloc(&host, 4096, CU_MEMHOSTALLOC_DEVICEMAP));
+	d->flag = host;
+	gc_cu_assert(b->cu, b->cu->cuMemHostGetDevicePointer(&d->flag_dev, host, 0));
+	gc_cu_assert(b->cu, b->cu->cuMemAlloc(&d->result, 4));
+}
+
+void bx_deep_close(struct bx_deep *d)
+{
+	d->b->cu->cuMemFree(d->result);
+	d->b->cu->cuMemFreeHost((void *)d->flag);
+}
+
+unsigned bx_deep_run(struct bx_deep *d, struct gc_cupti *c, CUpti_ActivityKind kind)
+{
 	CUgraphExec x;
 	CUgraph g;
 	unsigned held, ms;
 	uint32_t result = 0;
 
-	if (kind && !d->cupti)
-		gc_skip("CUPTI: %s", d->why);
 	g = deep_graph(d, &x);
 	*d->flag = 0;
 	/* On the graph's own (non-blocking) stream: ordered before the launch. */
@@ -121,27 +134,37 @@ static void deep_case(void *ctx, const struct deep_mode *m)
 	gc_cu_assert(d->b->cu, d->b->cu->cuMemsetD32Async(d->result, 0, 1, d->b->s));
 	gc_cu_assert(d->b->cu, d->b->cu->cuStreamSynchronize(d->b->s));
 	if (kind)
-		bx_cupti_switch(d->c, kind, true);
+		bx_cupti_switch(c, kind, true);
 	gc_cu_assert(d->b->cu, d->b->cu->cuGraphLaunch(x, d->b->s));
 	usleep(200000);
 	held = bx_done_count(d->b, DEEP_KERNELS + 1);
 	deep_release(d, &ms);
 	if (kind)
-		bx_cupti_switch(d->c, kind, false);
+		bx_cupti_switch(c, kind, false);
 	gc_cu_assert(d->b->cu, d->b->cu->cuMemcpyDtoH(&result, d->result, 4));
 	gc_assert_f(result == 1, "the gate %s", result == 2 ? "timed out (30 s)" : "never ran");
 	gc_assert_f(held == 0 || held == BX_DONE_UNKNOWN, "%u dispatches ran before the gate "
 		    "opened", held);
 	gc_gap_expect_counts(&d->b->host, DEEP_KERNELS + 1, "deep in-flight");
 	deep_expect_order(d);
-	if (kind)
-		deep_expect_records(d);
 	gc_info("%u dispatches queued behind the gate for 200 ms (%s); all ran once, in order, "
 		"%u ms after it opened", DEEP_KERNELS + 1,
 		held == BX_DONE_UNKNOWN ? "not observable meanwhile: reading the counts waited "
 					  "behind the gate" : "none ran meanwhile", ms);
 	d->b->cu->cuGraphExecDestroy(x);
 	d->b->cu->cuGraphDestroy(g);
+	return DEEP_KERNELS + 2; /* the gate, the one after it, those behind */
+}
+
+static void deep_case(void *ctx, const struct deep_mode *m)
+{
+	struct deep *d = ctx;
+
+	if (m->kind && !d->cupti)
+		gc_skip("CUPTI: %s", d->why);
+	bx_deep_run(&d->q, d->c, m->kind);
+	if (m->kind)
+		deep_expect_records(d);
 }
 
 /*
@@ -157,16 +180,11 @@ void test_deep_inflight(void *data)
 {
 	struct bx *b = data;
 	struct gc_cupti cp;
-	struct deep d = { .b = b, .c = &cp };
-	void *host;
+	struct deep d = { .c = &cp };
 
 	d.cupti = gc_cupti_open(&cp, d.why, sizeof(d.why)) == 0 &&
 		  gc_cupti_start(&cp, d.why, sizeof(d.why)) == 0;
-	gc_cu_assert(b->cu, b->cu->cuMemHostAlloc(&host, 4096, CU_MEMHOSTALLOC_DEVICEMAP));
-	d.flag = host;
-	gc_cu_assert(b->cu, b->cu->cuMemHostGetDevicePointer(&d.flag_dev, host, 0));
-	gc_cu_assert(b->cu, b->cu->cuMemAlloc(&d.result, 4));
+	bx_deep_open(b, &d.q);
 	gc_variants(deep_modes, &d);
-	b->cu->cuMemFree(d.result);
-	b->cu->cuMemFreeHost(host);
+	bx_deep_close(&d.q);
 }

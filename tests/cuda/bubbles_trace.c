@@ -722,3 +722,168 @@ void test_attach_detach(void *data)
 	free(l.t);
 	free(w);
 }
+
+/* ------------------------------------------------------ profiler sessions */
+
+/*
+ * One profiler session's modes: its kernel kind, with driver-API records
+ * beside it (as attach-detach traces launch calls) and the graph-node clone
+ * callback a tracer subscribes to (as traced-concurrent / traced-serialized).
+ */
+static const CUpti_ActivityKind sess_kinds[] = { CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+						 CUPTI_ACTIVITY_KIND_KERNEL };
+static const char *const sess_modes[] = { "concurrent", "serialized" };
+_Static_assert(ARRAY_SIZE(sess_kinds) == ARRAY_SIZE(sess_modes), "a name per mode");
+
+struct sess_ctx {
+	struct bx *b;
+	struct gc_cupti c;
+	struct gc_cupti_clones w;
+	bool up;
+	/* GPUCONFORM_BUBBLES_REMOVE=detach: the kernel kind a detach left on, or INVALID */
+	CUpti_ActivityKind left_on;
+	struct bx_deep deep;
+};
+
+/* Take what CUPTI holds now: flushed, counted into *nk / *napi, freed. */
+static void sess_drain(struct sess_ctx *x, size_t *nk, size_t *napi, int *kind)
+{
+	struct gc_cupti_take t;
+
+	gc_assert(gc_cupti_flush(&x->c) == 0);
+	gc_cupti_take(&t);
+	*nk = t.nk, *napi = t.napi;
+	*kind = t.nk ? t.k[0].kind : 0;
+	gc_cupti_take_free(&t);
+}
+
+static void sess_attach(void *ctx, unsigned m)
+{
+	struct sess_ctx *x = ctx;
+	size_t nk, napi;
+	char why[512];
+	int kind;
+
+	if (!x->up) /* the first attach loads libcupti: pristine was measured without it */
+		bx_cupti_up(&x->c);
+	x->up = true;
+	if (x->left_on != CUPTI_ACTIVITY_KIND_INVALID) /* the knob's leftover, never with another */
+		bx_cupti_switch(&x->c, x->left_on, false);
+	x->left_on = CUPTI_ACTIVITY_KIND_INVALID;
+	if (gc_cupti_clones_watch(&x->c, &x->w, why, sizeof(why)) < 0)
+		gc_warn("%s: this session subscribes no callback", why);
+	sess_drain(x, &nk, &napi, &kind);
+	bx_cupti_switch(&x->c, CUPTI_ACTIVITY_KIND_DRIVER, true);
+	bx_cupti_switch(&x->c, sess_kinds[m], true);
+}
+
+static uint64_t sess_workload(void *ctx)
+{
+	struct sess_ctx *x = ctx;
+
+	return bx_deep_run(&x->deep, &x->c, CUPTI_ACTIVITY_KIND_INVALID); /* traced as it is */
+}
+
+/*
+ * Detach: the session's kinds off (GPUCONFORM_BUBBLES_REMOVE=detach leaves
+ * its kernel kind on, so that the after-measurements are seen to fail), the
+ * callback unsubscribed, its records taken: one kernel record of its kind
+ * per dispatch made while attached (DESIGN.md: "every dispatch appears in
+ * the trace"), launch calls recorded, none dropped.
+ */
+static void sess_detach(void *ctx, unsigned m, uint64_t dispatches)
+{
+	struct sess_ctx *x = ctx;
+	struct gc_cupti_take t;
+	size_t other_kind = 0;
+
+	if (gc_bubbles_remove("detach"))
+		x->left_on = sess_kinds[m];
+	else
+		bx_cupti_switch(&x->c, sess_kinds[m], false);
+	bx_cupti_switch(&x->c, CUPTI_ACTIVITY_KIND_DRIVER, false);
+	gc_cupti_clones_stop(&x->w);
+	gc_assert(gc_cupti_flush(&x->c) == 0);
+	gc_cupti_take(&t);
+	for (size_t i = 0; i < t.nk; i++)
+		other_kind += t.k[i].kind != (int)sess_kinds[m];
+	gc_info("%s session: %zu kernel records for %llu kernel dispatches, %zu driver-API "
+		"records, %llu dropped", sess_modes[m], t.nk, (unsigned long long)dispatches,
+		t.napi, (unsigned long long)t.dropped);
+	gc_assert_f(t.nk > 0 && t.napi > 0, "the %s session recorded %zu kernels and %zu "
+		    "launch calls: no session took place", sess_modes[m], t.nk, t.napi);
+	gc_check_f(t.nk == dispatches, "%s session: %zu kernel records for %llu dispatches",
+		   sess_modes[m], t.nk, (unsigned long long)dispatches);
+	gc_check_f(other_kind == 0, "%s session: %zu kernel records of another kind than %d",
+		   sess_modes[m], other_kind, (int)sess_kinds[m]);
+	gc_check_f(t.dropped == 0, "%s session: CUPTI dropped %llu records", sess_modes[m],
+		   (unsigned long long)t.dropped);
+	gc_cupti_take_free(&t);
+}
+
+/* Records that arrived after a detach (cuptiActivityDisable: "stop collecting"). */
+static uint64_t sess_stray(void *ctx)
+{
+	struct sess_ctx *x = ctx;
+	size_t nk, napi;
+	int kind;
+
+	if (!x->up)
+		return 0;
+	sess_drain(x, &nk, &napi, &kind);
+	if (nk || napi)
+		gc_info("after the detach: %zu kernel records (kind %d) and %zu driver-API records",
+			nk, kind, napi);
+	return nk + napi;
+}
+
+/*
+ * profiler-sessions. The bubbles contract (DESIGN.md): "the gap between them
+ * is measured per kernel, with and without a profiler tracing, and every
+ * dispatch appears in the trace"; and cupti_activity.h, cuptiActivityDisable:
+ * "Disable collection of a specific kind of activity record. [...] By
+ * default all activity kinds are disabled for collection." A kind disabled
+ * is a kind in its default state, so once every session has detached, the
+ * process must cost what it cost before the first: the same gaps and graph
+ * times, on graphs instantiated before, during and after the sessions.
+ *
+ * In one process: the judged cases (lib/gaps.h, profiler sessions) measured
+ * before libcupti is loaded (pristine); four sessions, concurrent,
+ * serialized, serialized, concurrent, each attached around the suite's
+ * traced workload (stream chains, wide and long graphs, graphs instantiated
+ * while traced, the deep queue) and checked for one record per dispatch;
+ * after each detach, no record arrives and every case is measured again
+ * against pristine and against a fresh process (this binary re-executed
+ * with GPUCONFORM_BUBBLES_FRESH=1, at the end, while this one waits). A
+ * residual over both by more than the clock's quantum + 3 x the spread of
+ * the rounds fails, naming the session after which it appeared and the case
+ * (old-, mid-, new-SHAPE or stream-chain16) that carries it; every case's
+ * after / pristine is the metric residual.sessionN-MODE.STAT.CASE (x).
+ * GPUCONFORM_BUBBLES_REMOVE=detach leaves each session's kernel kind on at
+ * its detach (switched off at the next attach): the subtest must then fail.
+ */
+void test_profiler_sessions(void *data)
+{
+	static const struct gc_sess_ops ops = {
+		.modes = sess_modes, .nmodes = ARRAY_SIZE(sess_modes), .lib = "libcupti",
+		.pristine = NULL,
+		.attach = sess_attach, .workload = sess_workload, .detach = sess_detach,
+		.stray = sess_stray,
+	};
+	struct bx *b = data;
+	struct sess_ctx *x;
+
+	if (gc_sess_fresh()) {
+		gc_sess_fresh_report(&b->dev, ops.lib);
+		return;
+	}
+	x = calloc(1, sizeof(*x));
+	gc_assert(x);
+	x->b = b;
+	bx_deep_open(b, &x->deep);
+	gc_sess_run(&b->dev, &ops, x, "profiler-sessions");
+	if (x->left_on != CUPTI_ACTIVITY_KIND_INVALID)
+		bx_cupti_switch(&x->c, x->left_on, false);
+	bx_deep_close(&x->deep);
+	free(x);
+}

@@ -10,8 +10,8 @@
  * Files: this one holds the fixture and deep-inflight (raw AQL queues);
  * bubbles_gaps.c gaps and launch-gap (HIP streams vs HIP graphs; its top
  * comment says how "graph" is realised on AMD and where the clock rate comes
- * from); bubbles_prof.c traced-concurrent, traced-serialized, trace-leak and
- * attach-detach (rocprofiler-sdk kernel-dispatch tracing).
+ * from); bubbles_prof.c traced-concurrent, traced-serialized, trace-leak,
+ * attach-detach and profiler-sessions (rocprofiler-sdk kernel-dispatch tracing).
  *
  * Clock: gc_stamp stamps s_memrealtime, a constant-rate counter. Its rate is
  * HSA_AMD_AGENT_INFO_TIMESTAMP_FREQUENCY ("Timestamp value increase rate, in
@@ -290,6 +290,18 @@ static void bub_after_each(void *data)
 	give_back(data);
 }
 
+/* The deep queue inside a profiler session: untraced by HSA, traced by the session. */
+static void sess_deep(void *fx)
+{
+	deep(fx, false);
+}
+
+/* profiler-sessions: see bubbles_prof.c. */
+static void test_profiler_sessions(void *fx)
+{
+	hb_test_profiler_sessions(&((struct bub_fx *)fx)->hb, sess_deep, fx);
+}
+
 static const struct gc_fixture fixture = {
 	.setup = bub_setup,
 	.teardown = bub_teardown,
@@ -306,6 +318,8 @@ static const struct gc_subtest subtests[] = {
 	{ "attach-detach", test_attach_detach, "tracing on/off 100 times while launching" },
 	{ "deep-inflight", test_deep_inflight,
 	  "5000 dispatches behind a gate, then opened: all complete, stamped once, in order" },
+	{ "profiler-sessions", test_profiler_sessions,
+	  "tracing sessions in sequence: after each stop the cost is back to before the first" },
 	{ 0 }
 };
 

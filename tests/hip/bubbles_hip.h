@@ -107,5 +107,7 @@ void hb_test_traced_concurrent(struct hb *b);
 void hb_test_traced_serialized(struct hb *b);
 void hb_test_trace_leak(struct hb *b);
 void hb_test_attach_detach(struct hb *b);
+/* deep(deep_ctx): the deep queue, run inside each session (bubbles.c owns its AQL queue). */
+void hb_test_profiler_sessions(struct hb *b, void (*deep)(void *), void *deep_ctx);
 
 #endif

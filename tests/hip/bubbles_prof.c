@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * hip_bubbles under a profiler: rocprofiler-sdk kernel-dispatch tracing of
- * HIP graph launches (traced-concurrent, trace-leak, attach-detach), and why
- * traced-serialized skips.
+ * HIP graph launches (traced-concurrent, trace-leak, attach-detach,
+ * profiler-sessions), and why traced-serialized skips.
  *
  * UNVERIFIED ON HARDWARE: built with no rocprofiler-sdk header or library
  * and no AMD GPU; seen only skipping. Nothing here was run against a real
@@ -314,10 +314,12 @@ static bool prof_load(struct hb_prof *p, char *why, size_t len)
 	return !name;
 }
 
+/* profiler-sessions' fresh process (GC_SESS_FRESH_ENV) must never register. */
 static bool is_profiler_subtest(const char *name)
 {
-	return name && (!strcmp(name, "traced-concurrent") || !strcmp(name, "trace-leak") ||
-			!strcmp(name, "attach-detach"));
+	return name && !gc_sess_fresh() &&
+	       (!strcmp(name, "traced-concurrent") || !strcmp(name, "trace-leak") ||
+		!strcmp(name, "attach-detach") || !strcmp(name, "profiler-sessions"));
 }
 
 void hb_prof_register(struct hb *b, const char *first_subtest)
@@ -717,4 +719,124 @@ void hb_test_attach_detach(struct hb *b)
 	after = gc_gaps_measure(&b->dev, sh, &gr, TRACE_LAUNCHES, "graph-detached", NULL);
 	gc_gap_ratios("detached", sh->name, &after, &before, false);
 	hb_graph_free(b, &gr);
+}
+
+/* ------------------------------------------------------ profiler sessions */
+
+/* rocprofiler-sdk's kernel-dispatch tracing has one mode (see traced-serialized). */
+static const char *const sess_modes[] = { "concurrent" };
+
+struct sess_ctx {
+	struct hb *b;
+	struct hb_prof *p;
+	uint64_t kid;
+	bool have_kid;
+	bool left_on; /* GPUCONFORM_BUBBLES_REMOVE=detach: a detach left the context started */
+	void (*deep)(void *);
+	void *deep_ctx;
+};
+
+static void sess_attach(void *ctx, unsigned m)
+{
+	struct sess_ctx *x = ctx;
+	struct hb_take t;
+
+	(void)m;
+	if (!x->have_kid) /* one traced probe dispatch: part of the first session */
+		x->kid = stamp_kernel_id(x->b, x->p);
+	x->have_kid = true;
+	if (x->left_on)
+		ctx_switch(x->p, false);
+	x->left_on = false;
+	collect(x->p, 0, 0, &t);
+	free(t.r);
+	ctx_switch(x->p, true);
+}
+
+/* The deep queue on raw AQL queues (bubbles.c): its kernels are not gc_stamp's kernel_id. */
+static uint64_t sess_workload(void *ctx)
+{
+	struct sess_ctx *x = ctx;
+
+	x->deep(x->deep_ctx);
+	return 0;
+}
+
+/*
+ * Detach: the context stopped (GPUCONFORM_BUBBLES_REMOVE=detach leaves it
+ * started), the session's records taken: one record of gc_stamp's
+ * kernel_id per HIP dispatch made while attached, none dropped.
+ */
+static void sess_detach(void *ctx, unsigned m, uint64_t dispatches)
+{
+	struct sess_ctx *x = ctx;
+	struct hb_take t;
+	size_t all;
+
+	(void)m;
+	if (gc_bubbles_remove("detach"))
+		x->left_on = true;
+	else
+		ctx_switch(x->p, false);
+	collect(x->p, x->kid, dispatches, &t);
+	all = t.n;
+	keep_kernel(&t, x->kid);
+	gc_info("session: %zu records, %zu of gc_stamp for %llu HIP dispatches, %llu dropped",
+		all, t.n, (unsigned long long)dispatches, (unsigned long long)t.dropped);
+	gc_assert_f(all > 0, "the session recorded nothing: no session took place");
+	gc_check_f(t.n == dispatches, "session: %zu gc_stamp records for %llu dispatches", t.n,
+		   (unsigned long long)dispatches);
+	gc_check_f(t.dropped == 0 && t.short_records == 0, "session: %llu records dropped, %llu "
+		   "shorter than the restated layout", (unsigned long long)t.dropped,
+		   (unsigned long long)t.short_records);
+	free(t.r);
+}
+
+static uint64_t sess_stray(void *ctx)
+{
+	struct sess_ctx *x = ctx;
+	struct hb_take t;
+	size_t n;
+
+	if (!x->have_kid)
+		return 0;
+	collect(x->p, 0, 0, &t);
+	n = t.n;
+	free(t.r);
+	return n;
+}
+
+/*
+ * profiler-sessions, the twin of cuda_bubbles' (its comment states the
+ * contract): sessions of kernel-dispatch tracing (rocprofiler_start_context
+ * .. _stop_context, context.h) in sequence, each around the traced workload
+ * (stream chains, wide and long graphs, graphs instantiated while traced,
+ * the AQL deep queue); after each stop no record arrives and every case
+ * costs what it cost before the first start. rocprofiler-sdk must register
+ * before ROCr initialises, so pristine is measured with the tool registered
+ * and its context never started; the fresh process (this binary
+ * re-executed, GPUCONFORM_BUBBLES_FRESH=1) never registers, and a residual
+ * must exceed both references. One mode, so two sessions.
+ */
+void hb_test_profiler_sessions(struct hb *b, void (*deep)(void *), void *deep_ctx)
+{
+	static const struct gc_sess_ops ops = {
+		.modes = sess_modes, .nmodes = HB_ARRAY_SIZE(sess_modes),
+		.lib = "librocprofiler-sdk",
+		.pristine = "rocprofiler-sdk registered before ROCr initialised (it must be), its "
+			    "context never started; the fresh process never registered it",
+		.attach = sess_attach, .workload = sess_workload, .detach = sess_detach,
+		.stray = sess_stray,
+	};
+	struct sess_ctx x = { .b = b, .deep = deep, .deep_ctx = deep_ctx };
+
+	if (gc_sess_fresh()) {
+		hb_require(b);
+		gc_sess_fresh_report(&b->dev, ops.lib);
+		return;
+	}
+	x.p = prof_require(b);
+	gc_sess_run(&b->dev, &ops, &x, "profiler-sessions");
+	if (x.left_on)
+		ctx_switch(x.p, false);
 }

@@ -367,6 +367,11 @@ struct fake {
 	unsigned builds, destroys, graph_runs, stream_runs;
 	char seen[GC_GAP_MAX_CASES][32];
 	size_t nseen;
+	/* profiler-sessions: a profiler attached adds extra ns to every gap; what it saw */
+	bool tracing, leave_on;
+	unsigned extra;
+	uint64_t traced;
+	unsigned sessions, modes[8];
 };
 
 struct fake_graph {
@@ -375,13 +380,16 @@ struct fake_graph {
 
 static void fake_stamp(struct fake *f, const struct gc_shape *sh)
 {
+	uint64_t extra = f->tracing ? f->extra : 0;
+
+	f->traced += f->tracing ? sh->kernels : 0;
 	if (sh->kind != GC_SHAPE_WIDE) {
-		stamp_chain(f->s, sh->kernels, 2000);
+		stamp_chain(f->s, sh->kernels, 2000 + extra);
 		return;
 	}
 	stamp(f->s, 0, 0, 1000);
 	for (unsigned i = 1; i <= sh->n; i++)
-		stamp(f->s, i, 1500, 2500);
+		stamp(f->s, i, 1500 + extra, 2500 + extra);
 	stamp(f->s, sh->n + 1, 3000, 4000);
 }
 
@@ -485,6 +493,283 @@ static void test_each_shape(void *fx)
 	(void)fx;
 	gc_each_shape(shape_seen, &f);
 	gc_assert_cmpuint(f.nseen, ==, GC_N_SHAPES);
+}
+
+/* gc_gaps_collect() appends every run's gaps and span to g, as gc_gaps_measure() walks them. */
+static void test_collect(void *fx)
+{
+	struct fake f = { .s = stamps_new(GC_GAP_NS_HZ) };
+	const struct gc_shape *sh = gc_shape_get("chain16");
+	struct fake_graph gr = { sh };
+	struct gc_gaps g = { 0 };
+
+	(void)fx;
+	f.dev = (struct gc_gap_dev){ &fake_ops, &f, &f.s->run };
+	gc_gaps_collect(&f.dev, sh, &gr, 3, &g, NULL);
+	gc_gaps_collect(&f.dev, sh, NULL, 2, &g, NULL);
+	gc_assert_cmpuint(g.n, ==, 5 * 15);
+	gc_assert_cmpuint(g.runs, ==, 5);
+	gc_assert_cmpuint(f.graph_runs, ==, 3);
+	gc_assert_cmpuint(f.stream_runs, ==, 2);
+	assert_near(g.v[0], 1000);
+	gc_gaps_free(&g);
+	free(f.s);
+}
+
+/* ------------------------------------------------------------ profiler sessions */
+
+/* The smallest step between distinct values: one tick of the clock; 0 when none moved. */
+static void test_quantum(void *fx)
+{
+	double v[] = { 832, 800, 768, 800, 896, 768 }, same[] = { 5, 5, 5 }, one[] = { 7 };
+	double ticks[] = { 20, 10, 40 };
+
+	(void)fx;
+	assert_near(gc_gap_quantum(v, ARRAY_SIZE(v)), 32);
+	assert_near(v[0], 768); /* sorted */
+	assert_near(v[5], 896);
+	assert_near(gc_gap_quantum(same, ARRAY_SIZE(same)), 0);
+	assert_near(gc_gap_quantum(one, 1), 0);
+	assert_near(gc_gap_quantum(ticks, ARRAY_SIZE(ticks)), 10);
+}
+
+/* Every mode forward, then backward: both orders of every pair of modes. */
+static void test_sess_order(void *fx)
+{
+	unsigned seq[8], short_seq[2] = { 9, 9 };
+	static const unsigned fwd[] = { 0, 1, 2 }, rev[] = { 1, 0 }, want2[] = { 0, 1, 1, 0 };
+
+	(void)fx;
+	gc_assert_cmpuint(gc_sess_order(fwd, 2, seq, ARRAY_SIZE(seq)), ==, 4);
+	for (unsigned i = 0; i < 4; i++)
+		gc_assert_cmpuint(seq[i], ==, want2[i]);
+	gc_assert_cmpuint(gc_sess_order(rev, 2, seq, ARRAY_SIZE(seq)), ==, 4);
+	for (unsigned i = 0; i < 4; i++)
+		gc_assert_cmpuint(seq[i], ==, 1 - want2[i]);
+	gc_assert_cmpuint(gc_sess_order(rev, 1, seq, ARRAY_SIZE(seq)), ==, 2);
+	gc_assert_cmpuint(seq[0], ==, 1);
+	gc_assert_cmpuint(seq[1], ==, 1);
+	gc_assert_cmpuint(gc_sess_order(fwd, 3, short_seq, 2), ==, 6); /* counts past max */
+	gc_assert_cmpuint(short_seq[1], ==, 1);
+}
+
+/* Names picked from a comma list, in its order; anything else is -EINVAL. */
+static void test_sess_pick(void *fx)
+{
+	static const char *const modes[] = { "concurrent", "serialized" };
+	unsigned v[4] = { 9, 9, 9, 9 };
+
+	(void)fx;
+	gc_assert_cmpint(gc_sess_pick("serialized,concurrent", modes, 2, v, 4), ==, 2);
+	gc_assert_cmpuint(v[0], ==, 1);
+	gc_assert_cmpuint(v[1], ==, 0);
+	gc_assert_cmpint(gc_sess_pick("serialized", modes, 2, v, 4), ==, 1);
+	gc_assert_cmpint(gc_sess_pick("mid,deep", gc_sess_parts, GC_SESS_NPARTS, v, 4), ==, 2);
+	gc_assert_cmpuint(v[0], ==, GC_SESS_MID);
+	gc_assert_cmpuint(v[1], ==, GC_SESS_DEEP);
+	gc_assert_cmpint(gc_sess_pick("serial", modes, 2, v, 4), ==, -EINVAL);
+	gc_assert_cmpint(gc_sess_pick("serializedx", modes, 2, v, 4), ==, -EINVAL);
+	gc_assert_cmpint(gc_sess_pick("concurrent,", modes, 2, v, 4), ==, -EINVAL);
+	gc_assert_cmpint(gc_sess_pick(",concurrent", modes, 2, v, 4), ==, -EINVAL);
+	gc_assert_cmpint(gc_sess_pick("", modes, 2, v, 4), ==, -EINVAL);
+	gc_assert_cmpint(gc_sess_pick("concurrent,serialized", modes, 2, v, 1), ==, -EINVAL);
+}
+
+/*
+ * A residual: over both references by more than quantum + k x the largest
+ * range of rounds. One tick is noise; a drift over pristine that the fresh
+ * process shares is not the profiler's; a noisy after widens its own allowance.
+ */
+static void test_sess_judge(void *fx)
+{
+	const double p[] = { 800, 800, 800 }, tick[] = { 832, 832, 832 }, two[] = { 864, 832, 864 };
+	const double tp[] = { 28000, 28100, 28050 }, tf[] = { 28300, 28320, 28310 };
+	const double drift[] = { 28400, 28410, 28400 }, far[] = { 29000, 29010, 29000 };
+	const double noisy[] = { 28000, 29000, 28500 };
+	struct gc_sess_verdict v;
+
+	(void)fx;
+	gc_sess_judge(p, p, tick, 3, 32, 3, &v);
+	assert_near(v.over_pristine, 32);
+	assert_near(v.allowed, 32);
+	gc_assert(!v.residual); /* exactly one quantum: noise */
+	gc_sess_judge(p, p, two, 3, 32, 3, &v);
+	assert_near(v.over_pristine, 64);
+	assert_near(v.spread, 32);    /* the after's own range */
+	assert_near(v.allowed, 128);
+	gc_assert(!v.residual);
+	gc_sess_judge(p, p, (const double[]){ 960, 960, 960 }, 3, 32, 3, &v);
+	gc_assert(v.residual);        /* 160 ns over both, allowed 32 */
+	gc_sess_judge(tp, tf, drift, 3, 32, 3, &v);
+	assert_near(v.spread, 100);   /* pristine's range */
+	assert_near(v.allowed, 332);
+	assert_near(v.over_pristine, 350);
+	assert_near(v.over_fresh, 90);
+	gc_assert(!v.residual);       /* over pristine only: the machine drifted */
+	gc_sess_judge(tp, tf, far, 3, 32, 3, &v);
+	assert_near(v.over_fresh, 690);
+	gc_assert(v.residual);
+	gc_sess_judge(tp, tp, noisy, 3, 32, 3, &v);
+	assert_near(v.over_pristine, 450);
+	assert_near(v.allowed, 3032);
+	gc_assert(!v.residual);
+	gc_sess_judge(tf, tp, drift, 3, 32, 3, &v); /* over fresh only: another process's offset */
+	gc_assert(v.over_fresh > v.allowed && v.over_pristine <= v.allowed && !v.residual);
+}
+
+/* The fresh process's report reads back exactly, among the framework's own lines. */
+static void test_sess_report(void *fx)
+{
+	struct gc_sess_point p, back;
+	double q = -1;
+	char *buf = NULL, *text;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)fx;
+	gc_assert(f);
+	memset(&p, 0, sizeof(p));
+	for (unsigned c = 0; c < GC_SESS_NCASES; c++) {
+		p.have[c] = true;
+		for (unsigned st = 0; st < GC_SESS_NSTAT; st++)
+			for (unsigned r = 0; r < GC_SESS_ROUNDS; r++)
+				p.v[c][st][r] = 768.5 + 1000.25 * c + 100 * st + r / 3.0;
+	}
+	fputs("Starting subtest: profiler-sessions\n", f);
+	gc_sess_print(f, &p, 32);
+	fputs("Subtest profiler-sessions: SUCCESS (1.000s)\n", f);
+	fclose(f);
+	gc_assert_cmpint(gc_sess_parse(buf, &back, &q), ==, 0);
+	assert_near(q, 32);
+	for (unsigned c = 0; c < GC_SESS_NCASES; c++) {
+		gc_assert(back.have[c]);
+		for (unsigned st = 0; st < GC_SESS_NSTAT; st++)
+			for (unsigned r = 0; r < GC_SESS_ROUNDS; r++)
+				gc_assert(back.v[c][st][r] == p.v[c][st][r]);
+	}
+	text = strdup(buf); /* a case's line missing */
+	gc_assert(text);
+	*strstr(text, "gc-sess-fresh wide16 graph-time") = 'x';
+	gc_assert_cmpint(gc_sess_parse(text, &back, &q), ==, -EINVAL);
+	free(text);
+	text = strdup(buf); /* no quantum */
+	gc_assert(text);
+	*strstr(text, "gc-sess-fresh quantum") = 'x';
+	gc_assert_cmpint(gc_sess_parse(text, &back, &q), ==, -EINVAL);
+	free(text);
+	gc_assert_cmpint(gc_sess_parse("gc-sess-fresh quantum 32\n"
+				       "gc-sess-fresh chain16 gap-p50 1 2\n", &back, &q),
+			 ==, -EINVAL); /* two rounds of three */
+	gc_assert_cmpint(gc_sess_parse("gc-sess-fresh nochain gap-p50 1 2 3\n", &back, &q), ==,
+			 -EINVAL);
+	gc_assert_cmpint(gc_sess_parse("", &back, &q), ==, -EINVAL);
+	free(buf);
+}
+
+/* The cases the issue names, and what a process has mapped. */
+static void test_sess_cases(void *fx)
+{
+	(void)fx;
+	for (unsigned c = 0; c < GC_SESS_NCASES; c++)
+		gc_assert(gc_shape_find(gc_sess_cases[c].shape));
+	gc_assert_eq_str(gc_sess_cases[GC_SESS_NCASES - 1].name, "stream-chain16");
+	gc_assert(gc_sess_cases[GC_SESS_NCASES - 1].stream);
+	gc_assert_cmpuint(gc_sess_launches(gc_shape_get("chain8192")), ==, GC_SESS_LAUNCHES_LONG);
+	gc_assert_cmpuint(gc_sess_launches(gc_shape_get("wide256")), ==, GC_SESS_LAUNCHES);
+	gc_assert(gc_sess_mapped("libc"));
+	gc_assert(!gc_sess_mapped("libno-such-profiler"));
+}
+
+/* A profiler that adds 64 ns to every gap while attached, and counts what it saw. */
+static void fake_attach(void *ctx, unsigned m)
+{
+	struct fake *f = ctx;
+
+	gc_assert(!f->tracing || f->leave_on);
+	gc_assert(f->sessions < ARRAY_SIZE(f->modes));
+	f->modes[f->sessions++] = m;
+	f->tracing = true;
+	f->traced = 0;
+}
+
+static uint64_t fake_workload(void *ctx)
+{
+	(void)ctx;
+	return 7; /* the vendor's own dispatches (the deep queue), unseen by the fake device */
+}
+
+/* Every kernel dispatch the lib made while attached is in the count it hands over. */
+static void fake_detach(void *ctx, unsigned m, uint64_t dispatches)
+{
+	struct fake *f = ctx;
+
+	(void)m;
+	gc_assert_cmpuint(dispatches, ==, f->traced + 7);
+	f->tracing = f->leave_on;
+}
+
+static uint64_t fake_stray(void *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+static const char *const fake_modes[] = { "concurrent", "serialized" };
+static const struct gc_sess_ops fake_sess = {
+	.modes = fake_modes, .nmodes = 2, .lib = "libno-such-profiler", .pristine = NULL,
+	.attach = fake_attach, .workload = fake_workload, .detach = fake_detach,
+	.stray = fake_stray,
+};
+
+static void fake_sessions(void *arg)
+{
+	struct fake *f = arg;
+
+	f->dev = (struct gc_gap_dev){ &fake_ops, f, &f->s->run };
+	gc_sess_run(&f->dev, &fake_sess, f, "sess-run");
+}
+
+/*
+ * The whole subtest on a fake device: pristine, four sessions (modes 0, 1,
+ * 1, 0), the fresh process (this binary re-executed: this subtest reports
+ * there), the verdicts. A profiler that leaves nothing behind passes; one
+ * whose detach leaves it on fails.
+ */
+static void test_sess_run(void *fx)
+{
+	struct fake f = { .s = stamps_new(GC_GAP_NS_HZ), .extra = 64 };
+	struct fake leaky = { .s = stamps_new(GC_GAP_NS_HZ), .extra = 64, .leave_on = true };
+	static const unsigned want[] = { 0, 1, 1, 0 };
+
+	(void)fx;
+	if (gc_sess_fresh()) {
+		f.dev = (struct gc_gap_dev){ &fake_ops, &f, &f.s->run };
+		gc_sess_fresh_report(&f.dev, fake_sess.lib);
+		free(f.s);
+		free(leaky.s);
+		return;
+	}
+	fake_sessions(&f);
+	gc_assert_cmpuint(gc_checks_failed(), ==, 0);
+	gc_assert_cmpuint(f.sessions, ==, 4);
+	for (unsigned i = 0; i < 4; i++)
+		gc_assert_cmpuint(f.modes[i], ==, want[i]);
+	gc_assert_cmpuint(f.builds, ==, f.destroys); /* every graph given back */
+	gc_expect_child_exit(fake_sessions, &leaky, GC_EXIT_FAILURE, 60000);
+	free(leaky.s);
+	/* narrowed: one mode, its sessions without graphs; the dispatches still add up */
+	setenv(GC_SESS_MODES_ENV, "serialized", 1);
+	setenv(GC_SESS_PARTS_ENV, "stream,deep", 1);
+	f.sessions = 0;
+	fake_sessions(&f);
+	unsetenv(GC_SESS_MODES_ENV);
+	unsetenv(GC_SESS_PARTS_ENV);
+	gc_assert_cmpuint(gc_checks_failed(), ==, 0);
+	gc_assert_cmpuint(f.sessions, ==, 2);
+	gc_assert_cmpuint(f.modes[0], ==, 1);
+	gc_assert_cmpuint(f.modes[1], ==, 1);
+	gc_assert_cmpuint(f.builds, ==, f.destroys);
+	free(f.s);
 }
 
 /* ------------------------------------------------------------ bracketing */
@@ -614,6 +899,14 @@ static const struct gc_subtest subtests[] = {
 	{ "matrix", test_matrix, "the matrix's dynamic subtests and what it asks of the vendor" },
 	{ "measure-keep", test_measure_keep, "a measured set keeps each run's stamps" },
 	{ "each-shape", test_each_shape, "every shape as a dynamic subtest" },
+	{ "collect", test_collect, "collected runs append gaps and spans, reported nowhere" },
+	{ "quantum", test_quantum, "the clock's quantum: the smallest step between values" },
+	{ "sess-order", test_sess_order, "sessions: every mode forward, then backward" },
+	{ "sess-pick", test_sess_pick, "modes and parts picked by name from a comma list" },
+	{ "sess-judge", test_sess_judge, "a residual is over both references beyond the noise" },
+	{ "sess-report", test_sess_report, "the fresh process's report reads back exactly" },
+	{ "sess-cases", test_sess_cases, "the judged cases; a library mapped or not" },
+	{ "sess-run", test_sess_run, "on a fake device: clean detaches pass, a leak fails" },
 	{ "bracket-steady", test_bracket_steady, "records bracket their stamps under one offset" },
 	{ "bracket-step", test_bracket_step, "a clock step between two long runs is accepted" },
 	{ "bracket-outlier", test_bracket_outlier, "one mistimed record fails" },
