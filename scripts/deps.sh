@@ -10,8 +10,10 @@
 # image) needs nothing installed.
 # Wanted (built and tested where they can be had, never a reason to stop): pkg-config and
 # Debian's ROCm development packages, so the AMD code is compiled even without an AMD GPU; for
-# the tests also chromium (the HTML report in a real browser) and clang-14 + lld-14 (the
-# committed device kernels rebuilt and compared). The tests that use them skip without them.
+# the tests also chromium (the HTML report in a real browser), clang-14 + lld-14 (the
+# committed device kernels rebuilt and compared) and slurm-wlm + munge (the fleet tests' real
+# Slurm cluster of one host, runner/tests/slurm_cluster.py). The tests that use them skip
+# without them.
 #
 # apt-get is tried only for what is missing. Its output goes to a log file; what this prints is
 # what was installed and, where apt-get could not help (no package registry, not Debian, neither
@@ -37,7 +39,7 @@ essentials=(
 	"jinja2|python3-jinja2|python3 -m pip install jinja2 (the HTML report's templates)"
 )
 wanted=(pkg-config libdrm-dev linux-libc-dev libhsa-runtime-dev libamdhip64-dev librocm-smi-dev)
-[ "$role" = test ] && wanted+=(chromium clang-14 lld-14)
+[ "$role" = test ] && wanted+=(chromium clang-14 lld-14 slurm-wlm munge)
 
 has_meson() { command -v meson >/dev/null; }
 has_ninja() { command -v ninja >/dev/null; }
@@ -47,6 +49,14 @@ has_pytest() { gc_pick_python; }
 has_scipy() { gc_pick_python && "$gc_python" -c 'import scipy.stats' 2>/dev/null; }
 has_jinja2() { gc_pick_python && "$gc_python" -c 'import jinja2' 2>/dev/null; }
 
+# Daemons live in sbin, off a non-root PATH.
+has_commands() {
+	local c
+	for c in "$@"; do
+		PATH="$PATH:/usr/sbin:/sbin" command -v "$c" >/dev/null || return 1
+	done
+}
+
 # A wanted package is there when dpkg says so, or, for the commands among them, when the
 # command is (a non-Debian machine can have those without dpkg).
 has_package() {
@@ -55,6 +65,8 @@ has_package() {
 	chromium) command -v chromium >/dev/null && return 0 ;;
 	clang-14) command -v clang-14 >/dev/null && return 0 ;;
 	lld-14) command -v ld.lld-14 >/dev/null && return 0 ;;
+	slurm-wlm) has_commands slurmctld slurmd slurmstepd sbatch squeue sinfo scontrol scancel && return 0 ;;
+	munge) has_commands munged && return 0 ;;
 	esac
 	command -v dpkg-query >/dev/null &&
 		dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'

@@ -23,6 +23,7 @@ os.environ["GPUCONFORM_PYTHON"] = sys.executable
 
 from gc_testutil import MARKER_ENV, Selftests, build_dir, processes_with  # noqa: E402
 from gpuconform.manifest import SELFTEST_MANIFEST, read_manifest  # noqa: E402
+from slurm_cluster import SlurmCluster, unavailable_reason  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -52,3 +53,19 @@ def marker_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[bytes]:
         except OSError:
             pass
     assert not left, f"processes left behind: {left}"
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[SlurmCluster]:
+    """A real Slurm cluster of this host (munged, slurmctld, slurmd n1..n3), up and idle;
+    torn down by its pids at the session's end. See slurm_cluster.py for what it offers.
+    Skips, in one line, only where Slurm/munge are not installed (or not root)."""
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    cluster = SlurmCluster()
+    cluster.start()  # installed but not coming up is an error, not a skip
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
