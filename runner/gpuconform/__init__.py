@@ -31,6 +31,9 @@ Modules, one job each, from the bottom up:
   report       report.html: one self-contained page of a run
   progress     the live progress line of a run
   doctor       `gpuconform doctor`: what GPU-direct file I/O needs, and --fix
+  fleet_script the fleet's batch scripts: one array task per shard, the merge after them
+  fleet_slurm  Slurm's commands (sbatch, squeue, sacct, sinfo, scancel): calls, parsing, one-line errors
+  fleet        `gpuconform fleet submit / status / resume`: a selection across Slurm GPU nodes
   options      a run's options: parsed, stored in run.json, given back as arguments; its inputs
   runend       what a finished run writes: run info, notes, results.json, comparison, report
   plugin       the pytest plugin: pytest's hooks over a run's state, delegating the rest

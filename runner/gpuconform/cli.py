@@ -10,6 +10,11 @@
     gpuconform report   RESULTS
     gpuconform merge    OUT DIR...
     gpuconform doctor   [--scratch-dir DIR] [--fix] [--json]
+    gpuconform fleet submit --results DIR --shards N [--partition P] [--gres G]
+                        [--gpus-per-node N] [--time T] [--sbatch-arg=OPT]... [--no-probe]
+                        [-- RUN OPTIONS...]
+    gpuconform fleet status DIR [--json]
+    gpuconform fleet resume DIR [--partition P] [--time T] [--sbatch-arg=OPT]...
 
 `run` is pytest with the plugin and the manifest (plugin.py says what a run
 does). Exit status: 0 when nothing was unexpected (expectations.judge: no
@@ -25,6 +30,9 @@ stacks need is ok, 1 when one is missing, 2 on bad usage (--fix not as root).
 `list --contracts` prints the contract table (contracts.py) with a run's
 results: exit 1 when the table breaks its rule (with --build, against the
 built binaries' subtests too), 2 when the table is malformed.
+`fleet` runs the suite on Slurm (fleet.py): `submit` exits 0 once the jobs
+are submitted, 2 when nothing was (one line says why); `status` and `resume`
+exit 0, 2 when the fleet cannot be read or Slurm cannot be used.
 """
 
 from __future__ import annotations
@@ -235,7 +243,61 @@ def build_parser() -> argparse.ArgumentParser:
                      help="write the scratch device's missing udev record (root only; says "
                      "exactly what it wrote)")
     doc.add_argument("--json", action="store_true", help="print the facts as one JSON object")
+    _fleet_parser(sub)
     return p
+
+
+def _sbatch_options(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--partition", metavar="P", default=None,
+                    help="Slurm partition (default: the cluster's default partition)")
+    sp.add_argument("--time", metavar="LIMIT", default=None,
+                    help="each job's time limit, as sbatch --time takes it (e.g. 4:00:00)")
+    sp.add_argument("--sbatch-arg", metavar="OPT", action="append", default=[],
+                    help="any other sbatch option, given as one argument: "
+                    "--sbatch-arg=--account=lab (repeatable)")
+
+
+def _fleet_parser(sub: Any) -> None:
+    fl = sub.add_parser("fleet", help="run the suite across GPU nodes with Slurm",
+                        description="One selection across many GPU nodes of a Slurm cluster: "
+                        "one array task per shard, a merge job after them (fleet.py).")
+    flsub = fl.add_subparsers(dest="fleet_command", metavar="ACTION", required=True)
+    fs = flsub.add_parser(
+        "submit", help="write and submit the array of shards and the merge job",
+        description="Check that DIR and this checkout are visible to the nodes (a probe job), "
+        "write DIR/fleet-array.sh, DIR/fleet-merge.sh and DIR/fleet.json, submit the array "
+        "(one task per shard: gpuconform run --shard I/N --results DIR/shard-I RUN OPTIONS) "
+        "and the merge job (afterany). Nothing is submitted when a check fails.")
+    fs.add_argument("--results", metavar="DIR", type=Path, required=True,
+                    help="the fleet's results directory, on a file system every node mounts at "
+                    "the same path (as must be this checkout)")
+    fs.add_argument("--shards", metavar="N", type=int, required=True,
+                    help="number of shards: array tasks, each on a node of its own")
+    _sbatch_options(fs)
+    fs.add_argument("--gres", metavar="SPEC", default=None,
+                    help="each shard's generic resources, as sbatch --gres (e.g. gpu:8)")
+    fs.add_argument("--gpus-per-node", metavar="N", default=None,
+                    help="each shard's GPUs, as sbatch --gpus-per-node")
+    fs.add_argument("--no-probe", action="store_true",
+                    help="submit without the probe job that proves the nodes see DIR and the "
+                    "checkout (for a busy cluster; the tmpfs check stays)")
+    fs.add_argument("--probe-timeout", metavar="S", type=_positive, default=300.0,
+                    help="how long the probe job may wait for a node and run (default 300)")
+    fs.add_argument("run_args", nargs=argparse.REMAINDER, metavar="-- RUN OPTIONS",
+                    help="after --: options of `gpuconform run` for every shard (selection, "
+                    "timeouts, --build, --selftest, ...; not --shard nor --results)")
+    st = flsub.add_parser("status", help="each shard's node, state, progress and unexpected "
+                          "results")
+    st.add_argument("dir", metavar="DIR", type=Path)
+    st.add_argument("--json", action="store_true", help="print the status as one JSON object")
+    rs = flsub.add_parser("resume", help="submit again the shards that did not finish, then "
+                          "merge again",
+                          description="Shards not done and no longer pending or running in "
+                          "Slurm (node lost, cancelled, time limit) are submitted again as one "
+                          "array; each resumes its own journal, so no finished test runs twice. "
+                          "A new merge job follows them.")
+    rs.add_argument("dir", metavar="DIR", type=Path)
+    _sbatch_options(rs)
 
 
 def _manifest(args: argparse.Namespace) -> Manifest:
@@ -409,10 +471,8 @@ def _absolute_paths(paths: list[str] | None) -> list[str] | None:
     return [str(Path(p).absolute()) for p in paths] if paths is not None else None
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    manifest = _manifest(args)
-    results = (args.results or _default_results_dir()).absolute()
-    _check_results_dir(results)
+def _run_options(args: argparse.Namespace) -> RunOptions:
+    """`run`'s options, every input file checked (CliError)."""
     opts = RunOptions(
         timeout=args.timeout,
         grace=args.grace,
@@ -440,6 +500,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         load_inputs(opts, selftest=args.selftest)  # every input file's error, before pytest
     except InputError as e:
         raise CliError(str(e)) from None
+    return opts
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    manifest = _manifest(args)
+    results = (args.results or _default_results_dir()).absolute()
+    _check_results_dir(results)
+    opts = _run_options(args)
     # Test lists are stored resolved: resume must not depend on the cwd.
     opts.testlists = [str(Path(t).absolute()) if ("/" in t or Path(t).is_file()) and
                       not (DATA_DIR / "testlists" / f"{t}.txt").is_file() else t
@@ -540,6 +608,54 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
+def cmd_fleet(args: argparse.Namespace) -> int:
+    from . import fleet
+    from .fleet_slurm import Slurm
+
+    try:
+        if args.fleet_command == "submit":
+            return _fleet_submit(args)
+        if args.fleet_command == "status":
+            st = fleet.status(args.dir, Slurm())
+            if args.json:
+                print(json.dumps(st.to_json(), indent=1))
+            else:
+                sys.stdout.write(fleet.render_status(st))
+            return EXIT_OK
+        r = fleet.resume(args.dir, partition=args.partition, time_limit=args.time,
+                         sbatch_args=args.sbatch_arg, slurm=Slurm())
+        sys.stdout.write(fleet.render_resume(r))
+        return EXIT_OK
+    except fleet.FleetError as e:
+        raise CliError(f"fleet {args.fleet_command}: {e}") from None
+
+
+def _fleet_submit(args: argparse.Namespace) -> int:
+    from . import fleet
+    from .fleet_script import absolute_run_args
+    from .fleet_slurm import Slurm
+
+    run_args = list(args.run_args)
+    if run_args[:1] == ["--"]:
+        run_args = run_args[1:]
+    run = build_parser().parse_args(["run", *run_args])  # a bad option: one line, exit 2
+    if run.shard is not None or run.results is not None:
+        raise CliError("fleet submit: --shard and --results are the fleet's own: give "
+                       "--shards N and --results DIR before --")
+    manifest = _manifest(run)
+    _run_options(run)
+    run_args = absolute_run_args(run_args, Path.cwd())
+    # Shards share one build directory: pytest's cache there is no use to them.
+    run_args += ["-p", "no:cacheprovider"] if "--" in run_args else ["--", "-p", "no:cacheprovider"]
+    f, sub = fleet.submit(args.results, REPO_ROOT / "gpuconform", manifest.path, args.shards,
+                          run_args, partition=args.partition, gres=args.gres,
+                          gpus_per_node=args.gpus_per_node, time_limit=args.time,
+                          sbatch_args=args.sbatch_arg, probe=not args.no_probe,
+                          probe_timeout=args.probe_timeout, slurm=Slurm())
+    sys.stdout.write(fleet.render_submit(f, sub))
+    return EXIT_OK
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     return int(_call(_helper("doctor", "run_doctor"), args.scratch_dir, fix=args.fix,
                      as_json=args.json))
@@ -554,6 +670,7 @@ COMMANDS = {
     "report": cmd_report,
     "merge": cmd_merge,
     "doctor": cmd_doctor,
+    "fleet": cmd_fleet,
 }
 
 
