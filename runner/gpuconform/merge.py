@@ -25,6 +25,17 @@ The MergeReport lists:
 
 The merge is complete (MergeReport.ok) when there is no conflict, gap or
 problem.
+
+Machines: each input keeps its machine's fingerprint (fingerprint.py) and its
+own comparison with the baseline of that fingerprint (made when it ran, see
+judge.py): a fleet of several GPU SKUs is never judged against one SKU's
+baseline. OUT/results.json gets "fingerprints" (per fingerprint key: the
+fingerprint, the inputs, the merged tests whose record came from them, their
+baselines), "comparisons" (every input's, each tagged with its "fingerprint"
+key and "input" directory), and "fingerprint" only when every input has the
+same one (a merge of several is no one machine's run: no baseline is made
+from it). The summary lists the machines; report.html groups the tests by
+them.
 """
 
 from __future__ import annotations
@@ -36,6 +47,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .atomic import atomic_write
+from .baseline import record_name
+from .fingerprint import Fingerprint
 from .results import RESULTS_FORMAT, RESULTS_VERSION, TestRecord, render_summary, results_json
 from .shard import shard_of
 from .states import State
@@ -51,6 +64,7 @@ __all__ = [
 ]
 
 SHOWN = 10  # names listed in the summary before "... (N in all)"
+UNKNOWN = "unknown"  # the machine of an input without a fingerprint
 
 
 class MergeError(Exception):
@@ -64,6 +78,14 @@ class MergeInput:
     run: dict[str, Any]
     selection: list[str] | None = None
     shard: tuple[int, int] | None = None
+    fingerprint: dict[str, str] | None = None  # the machine it ran on
+    comparisons: list[dict[str, Any]] = field(default_factory=list)  # with its own baseline
+    baseline: dict[str, Any] | None = None  # {"path", "error"} as results.json has it
+
+    @property
+    def machine(self) -> str:
+        """The fingerprint's key; "unknown" for an input that has none."""
+        return Fingerprint.from_json(self.fingerprint).key() if self.fingerprint else UNKNOWN
 
     def describe(self) -> str:
         how = f"shard {self.shard[0]}/{self.shard[1]}" if self.shard else "unsharded"
@@ -105,6 +127,7 @@ class MergeReport:
     shard_total: int | None = None
     problems: list[str] = field(default_factory=list)
     tests: int = 0
+    machines: list[dict[str, Any]] = field(default_factory=list)  # results.json "fingerprints"
 
     @property
     def conflicts(self) -> list[Overlap]:
@@ -149,6 +172,12 @@ class MergeReport:
         if self.problems:
             lines.append("problems:")
             lines.extend(f"  {p}" for p in self.problems)
+        if self.machines:
+            lines.append(f"machines: {len(self.machines)} fingerprints")
+            for m in self.machines:
+                base = ", ".join(m["baselines"]) or "no baseline"
+                lines.append(f"  {m['key']}: {len(m['tests'])} tests from "
+                             f"{', '.join(m['inputs'])}; {base}")
         lines.append(self.verdict())
         return "\n".join(lines) + "\n"
 
@@ -223,7 +252,15 @@ def read_input(directory: Path) -> MergeInput:
                 or not 1 <= sh[0] <= sh[1]):
             raise MergeError(f"{path}: \"shard\" is not [INDEX, TOTAL] with 1 <= INDEX <= TOTAL: {sh!r}")
         shard = (sh[0], sh[1])
-    return MergeInput(path.parent, records, run, selection, shard)
+    fp = _key(data, "fingerprint")
+    if fp is not None and not (isinstance(fp, dict) and all(isinstance(v, str) for v in fp.values())):
+        raise MergeError(f"{path}: \"fingerprint\" is not an object of strings")
+    comparisons = data.get("comparisons") or []
+    if not isinstance(comparisons, list) or not all(isinstance(c, dict) for c in comparisons):
+        raise MergeError(f"{path}: \"comparisons\" is not a list of objects")
+    baseline = data.get("baseline")
+    return MergeInput(path.parent, records, run, selection, shard, fp or None, comparisons,
+                      baseline if isinstance(baseline, dict) else None)
 
 
 def _resolve(name: str, seen: list[tuple[MergeInput, TestRecord]]) -> tuple[TestRecord, Overlap]:
@@ -302,6 +339,8 @@ def _run_info(inputs: list[MergeInput], report: MergeReport,
             "dir": str(i.dir),
             "shard": list(i.shard) if i.shard else None,
             "tests": len(i.records),
+            "fingerprint": i.machine,
+            "baseline": i.baseline,
             "run": {k: v for k, v in i.run.items()
                     if k not in ("selection", "collection_errors", "merge", "merged_from")},
         })
@@ -316,6 +355,34 @@ def _run_info(inputs: list[MergeInput], report: MergeReport,
     if selection is not None:
         info["selection"] = selection
     return info
+
+
+def _machines(inputs: list[MergeInput], merged: Mapping[str, TestRecord],
+              source: Mapping[str, Path]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Per fingerprint: its inputs, the merged tests they brought, their
+    baselines; and results.json's "fingerprints", "comparisons", "fingerprint".
+    An input's comparisons are kept for the tests whose record came from it."""
+    groups: dict[str, dict[str, Any]] = {}
+    comparisons: list[dict[str, Any]] = []
+    by_dir = {i.dir: i for i in inputs}
+    for i in inputs:
+        g = groups.setdefault(i.machine, {"key": i.machine, "fingerprint": i.fingerprint,
+                                          "inputs": [], "tests": [], "baselines": []})
+        g["inputs"].append(str(i.dir))
+        path = (i.baseline or {}).get("path")
+        if path and path not in g["baselines"]:
+            g["baselines"].append(str(path))
+        for c in i.comparisons:
+            if source.get(record_name(str(c.get("test")))) in (i.dir, None):
+                comparisons.append({**c, "fingerprint": i.machine, "input": str(i.dir)})
+    for name in merged:
+        d = source.get(name)
+        if d is not None:
+            groups[by_dir[d].machine]["tests"].append(name)
+    machines = list(groups.values())
+    fps = {i.machine for i in inputs}
+    only = inputs[0].fingerprint if len(fps) == 1 else None
+    return machines, {"fingerprints": machines, "comparisons": comparisons, "fingerprint": only}
 
 
 def merge_results(dirs: Sequence[Path], out: Path) -> MergeReport:
@@ -365,6 +432,7 @@ def merge_results(dirs: Sequence[Path], out: Path) -> MergeReport:
     in_selection = set(selection or ())
     order = list(selection or ()) + [n for n in where if n not in in_selection]
     merged: dict[str, TestRecord] = {}
+    source: dict[str, Path] = {}  # the input each merged record came from
     for name in order:
         seen = where.get(name)
         if not seen:
@@ -372,17 +440,21 @@ def merge_results(dirs: Sequence[Path], out: Path) -> MergeReport:
             continue
         if len(seen) == 1:
             merged[name] = seen[0][1]
+            source[name] = seen[0][0].dir
             continue
         rec, overlap = _resolve(name, seen)
         merged[name] = rec
+        source[name] = overlap.kept
         report.overlaps.append(overlap)
     report.tests = len(merged)
     _shard_checks(report, inputs)
+    report.machines, extra = _machines(inputs, merged, source)
 
     info = _run_info(inputs, report, selection)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        atomic_write(out / "results.json", json.dumps(results_json(merged, info), indent=1) + "\n")
+        atomic_write(out / "results.json",
+                     json.dumps(results_json(merged, info, extra), indent=1) + "\n")
         summary = render_summary(merged.values(), info["collection_errors"]) + report.render()
         atomic_write(out / "summary.txt", summary)
     except OSError as e:

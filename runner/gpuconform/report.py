@@ -20,7 +20,11 @@ From results_dir/results.json:
     vendor's subtests side by side with their states in this run, or why a
     vendor has none (contracts.view);
   - the results table, failures first, states in colour, every reason, note
-    and output escaped (test output can contain anything).
+    and output escaped (test output can contain anything);
+  - for a merge of several machines (results.json "fingerprints", merge.py):
+    a "Machines" section, one row per fingerprint (what the machine is, the
+    results directories it ran, its tests by state, the baselines its
+    metrics were judged against), and the results table grouped by machine.
 
 This module reads the data and computes what is shown: units, axes, ticks,
 quartiles, the points drawn and where, colours, the rows' order. The markup
@@ -55,6 +59,7 @@ except ModuleNotFoundError as e:  # the runner's results do not need it, the pag
 from .atomic import atomic_write
 from .baseline import BaselineError
 from .contracts import TABLE_PATH, ContractsError, display_path, load_table, view
+from .fingerprint import Fingerprint
 from .runmetrics import load_results
 from .stats import median, quantile
 from .states import State
@@ -689,6 +694,22 @@ class _ContractsView:
 
 
 @dataclass(frozen=True)
+class _MachineView:
+    key: str
+    describe: str
+    inputs: list[str]
+    states: list[_Count]
+    n_tests: int
+    baselines: str
+
+
+@dataclass(frozen=True)
+class _TestGroup:
+    title: str  # "" for the one group of a single machine's run
+    rows: list[_TestRow]
+
+
+@dataclass(frozen=True)
 class _Page:
     title: str
     n_plots: int
@@ -699,8 +720,9 @@ class _Page:
     verdicts: list[_Count]
     metrics: list[_MetricView]
     durations: _BarChart | None
-    tests: list[_TestRow]
+    test_groups: list[_TestGroup]
     contracts: _ContractsView | None
+    machines: list[_MachineView]
 
 
 def _metric_view(key: str, c: Mapping[str, Any] | None, m: Mapping[str, Any] | None
@@ -764,6 +786,50 @@ def _test_rows(tests: Mapping[str, Any]) -> list[_TestRow]:
     return [_test_row(n, tests[n]) for n in names]
 
 
+def _machine_groups(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """results.json's "fingerprints" of a merge (merge.py), well-formed ones only."""
+    groups = data.get("fingerprints")
+    if not isinstance(groups, list):
+        return []
+    return [g for g in groups if isinstance(g, Mapping) and isinstance(g.get("tests"), list)]
+
+
+def _machines(data: Mapping[str, Any]) -> list[_MachineView]:
+    tests: Mapping[str, Any] = data.get("tests") or {}
+    out = []
+    for g in _machine_groups(data):
+        fp = g.get("fingerprint")
+        names = [str(n) for n in g["tests"] if n in tests]
+        states = _counts([str(tests[n].get("result", "?")) for n in names])
+        out.append(_MachineView(
+            str(g.get("key", "?")),
+            Fingerprint.from_json(fp).describe() if isinstance(fp, Mapping) and fp
+            else "no fingerprint recorded",
+            [str(i) for i in g.get("inputs") or []],
+            [_Count(_state_badge(st), n) for st, n in sorted(states.items(),
+                                                             key=lambda kv: -_severity(kv[0]))],
+            len(names), ", ".join(str(b) for b in g.get("baselines") or []) or "none"))
+    return out
+
+
+def _test_groups(data: Mapping[str, Any]) -> list[_TestGroup]:
+    """One group, or one per machine when a merge has several."""
+    tests: Mapping[str, Any] = data.get("tests") or {}
+    groups = _machine_groups(data)
+    if len(groups) < 2:
+        return [_TestGroup("", _test_rows(tests))]
+    out, seen = [], set()
+    for g in groups:
+        names = [str(n) for n in g["tests"] if n in tests and n not in seen]
+        seen.update(names)
+        out.append(_TestGroup(f"{g.get('key', '?')} ({len(names)} tests)",
+                              _test_rows({n: tests[n] for n in names})))
+    rest = {n: rec for n, rec in tests.items() if n not in seen}
+    if rest:
+        out.append(_TestGroup(f"no machine recorded ({len(rest)} tests)", _test_rows(rest)))
+    return out
+
+
 def _contracts(tests: Mapping[str, Any], table_path: Path) -> _ContractsView | None:
     """The contract table with this run's states; None when the run has no
     test of it; the error alone when the table cannot be read."""
@@ -824,8 +890,8 @@ def _page(data: Mapping[str, Any], title: str, contracts_table: Path) -> _Page:
                                                         key=lambda kv: -_severity(kv[0]))],
         _info(data), gap_shapes,
         [_Count(_verdict_badge(v), n) for v, n in sorted(verdicts.items())],
-        metrics, _durations(durations) if durations else None, _test_rows(tests),
-        _contracts(tests, contracts_table))
+        metrics, _durations(durations) if durations else None, _test_groups(data),
+        _contracts(tests, contracts_table), _machines(data))
 
 
 def render_html(data: Mapping[str, Any], title: str = "gpuconform results",
