@@ -105,7 +105,9 @@ What the cluster offers (the contract the fleet tests code against):
                          waiting for each pid; SIGKILL to anything all_pids()
                          still finds; removes root. Idempotent; also run at
                          interpreter exit, and the daemons get
-                         PR_SET_PDEATHSIG so a killed pytest leaves none.
+                         PR_SET_PDEATHSIG so a SIGKILLed pytest leaves no
+                         daemon (a job step running then lives on until its
+                         job's command ends, and root stays in /tmp).
                          Daemons are started with a clean environment (no
                          test marker), so marker_env never blames them.
   SlurmCluster(slurmd_timeout=20, extra_conf=())   a cluster of one's own
@@ -162,17 +164,18 @@ class SlurmClusterError(RuntimeError):
     """The cluster did not come up or do what was asked: one line, then log tails."""
 
 
-def missing_binaries() -> list[str]:
-    """The commands the cluster needs that this host lacks (empty: it can try)."""
-    path = os.pathsep.join([os.environ.get("PATH", ""), *_SBIN])
+def missing_binaries(search: str | None = None) -> list[str]:
+    """The commands the cluster needs that this host lacks (empty: it can try); search:
+    the directories looked in, default $PATH and the sbin directories."""
+    path = search if search is not None else os.pathsep.join([os.environ.get("PATH", ""), *_SBIN])
     need = ("munged", "slurmctld", "slurmd", "slurmstepd", "sinfo", "sbatch", "squeue",
             "scontrol", "scancel")
     return [b for b in need if shutil.which(b, path=path) is None]
 
 
-def unavailable_reason() -> str | None:
+def unavailable_reason(search: str | None = None) -> str | None:
     """Why no cluster can be brought up here, in one line; None when it can be tried."""
-    missing = missing_binaries()
+    missing = missing_binaries(search)
     if missing:
         return ("no Slurm/munge here (missing " + ", ".join(missing) + "): "
                 "bash scripts/deps.sh test installs slurm-wlm and munge")
@@ -250,7 +253,6 @@ class SlurmCluster:
         self.ctld_port = 0
         self.node_ports: dict[str, int] = {}
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
-        self._gone: dict[str, subprocess.Popen[bytes]] = {}  # killed on purpose, reaped
         self._started = False
 
     # -- the commands' side ---------------------------------------------------
@@ -358,7 +360,7 @@ class SlurmCluster:
         self.run("scancel", f"--partition={self.partition}", check=False, timeout=60)
         self.wait_until(lambda: not self.run("squeue", "-h", "-o", "%i", check=False, timeout=60)
                    .stdout.strip(), timeout, "jobs still queued after scancel")
-        self._kill_jobs()
+        _kill_until_gone(self.job_pids)
         for node in self.nodes:
             if self.slurmd_pid(node) is None:
                 self.start_slurmd(node)
@@ -378,7 +380,7 @@ class SlurmCluster:
             if sig in (signal.SIGKILL, signal.SIGTERM):
                 p.wait(timeout=60)
         if p.poll() is not None:  # gone on purpose: no longer a daemon that must live
-            self._gone[node] = self._procs.pop(node)
+            del self._procs[node]
 
     def kill_node(self, node: str) -> None:
         """The node lost: its slurmd, then its slurmstepds, then its job processes."""
@@ -399,7 +401,6 @@ class SlurmCluster:
         old = self._procs.get(node)
         if old is not None and old.poll() is None:
             raise SlurmClusterError(f"{node}: slurmd {old.pid} is still running")
-        self._gone.pop(node, None)
         self._spawn(node, [_which("slurmd"), "-D", "-N", node, "-f", str(self.conf)])
         return self._procs[node].pid
 
@@ -412,6 +413,16 @@ class SlurmCluster:
         self.stop()
 
     def start(self, timeout: float = 120) -> "SlurmCluster":
+        """Up, all nodes idle; a port taken between picking it and a daemon binding it
+        (another run's, or any outgoing connection's) gets one more try on fresh ports."""
+        try:
+            return self._start(timeout)
+        except SlurmClusterError as e:
+            if "already in use" not in str(e):
+                raise
+        return self._start(timeout)
+
+    def _start(self, timeout: float) -> "SlurmCluster":
         reason = unavailable_reason()
         if reason:
             raise SlurmClusterError(reason)
@@ -421,8 +432,9 @@ class SlurmCluster:
             self._write_files()
             self._start_munge(timeout)
             self._spawn("slurmctld", [_which("slurmctld"), "-D", "-c", "-f", str(self.conf)])
-            self.wait_until(lambda: self.run("scontrol", "ping", check=False, timeout=30)
-                       .stdout.count("UP") > 0, timeout, "slurmctld does not answer scontrol ping")
+            self.wait_until(lambda: " is UP" in self.run("scontrol", "ping", check=False,
+                                                         timeout=30).stdout,
+                            timeout, "slurmctld does not answer scontrol ping")
             for node in self.nodes:
                 self.start_slurmd(node)
             self.wait_idle(timeout)
@@ -442,7 +454,7 @@ class SlurmCluster:
                 self.run("scancel", f"--partition={self.partition}", check=False, timeout=30)
             except (OSError, subprocess.TimeoutExpired):
                 pass
-        self._kill_jobs()
+        _kill_until_gone(self.job_pids)
         for name in [*self.nodes, "slurmctld", "munged"]:
             p = self._procs.get(name)
             if p is None:
@@ -454,26 +466,11 @@ class SlurmCluster:
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait(timeout=60)
-        self._kill_jobs()  # a step spawned while the daemons went down
-        for _ in range(50):  # what the daemons forked and left (slurmctld's slurmscriptd)
-            left = self.all_pids()
-            if not left:
-                break
-            for pid in left:
-                _kill(pid, signal.SIGKILL)
-            time.sleep(0.1)
+        # a step spawned while the daemons went down; what they forked (slurmscriptd)
+        _kill_until_gone(self.all_pids)
         self._procs.clear()
         if self.root.name.startswith("gcslurm-"):
             shutil.rmtree(self.root, ignore_errors=True)
-
-    def _kill_jobs(self) -> None:
-        for _ in range(50):
-            pids = self.job_pids()
-            if not pids:
-                return
-            for pid in pids:
-                _kill(pid, signal.SIGKILL)
-            time.sleep(0.1)
 
     def wait_until(self, ready: Callable[[], bool], timeout: float, what: str) -> None:
         """Polls ready() until true; on timeout (or a daemon dying) SlurmClusterError
@@ -612,3 +609,15 @@ def _kill(pid: int, sig: int) -> None:
         os.kill(pid, sig)
     except OSError:
         pass
+
+
+def _kill_until_gone(find: Callable[[], list[int]]) -> None:
+    """SIGKILL to what find() lists, again (a process may fork meanwhile) until it lists
+    nothing, for 5 s at the most."""
+    for _ in range(50):
+        pids = find()
+        if not pids:
+            return
+        for pid in pids:
+            _kill(pid, signal.SIGKILL)
+        time.sleep(0.1)

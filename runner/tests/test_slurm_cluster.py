@@ -113,3 +113,11 @@ def test_teardown_leaves_no_process_or_port(tmp_path: Path) -> None:
     assert not root.exists()
     c.stop()  # idempotent
 
+
+
+def test_without_slurm_the_reason_is_one_line(tmp_path: Path) -> None:
+    """What the fixture skips with where Slurm and munge are not installed."""
+    reason = unavailable_reason(search=str(tmp_path))
+    assert reason is not None and "\n" not in reason
+    assert reason.startswith("no Slurm/munge here (missing munged, slurmctld, slurmd, ")
+    assert reason.endswith("bash scripts/deps.sh test installs slurm-wlm and munge")
