@@ -349,11 +349,15 @@ def _merge_status(fleet: Fleet, jobs: list[TaskState]) -> MergeStatus:
     try:
         data = json.loads(rj.read_text(encoding="utf-8"))
         m = (data.get("run") or {}).get("merge") or {}
-        ok = bool(m.get("ok"))
         missing = m.get("missing_shards") or []
-        verdict = (f"complete: {len(data.get('tests') or {})} tests" if ok else
-                   "INCOMPLETE" + (": missing shards " + ", ".join(
-                       f"{i}/{fleet.shards}" for i in missing) if missing else ""))
+        notrun = int((data.get("totals") or {}).get("notrun") or 0)
+        ok = bool(m.get("ok")) and not notrun  # a shard cut short merges with its notrun tests
+        why = ([f"missing shards {', '.join(f'{i}/{fleet.shards}' for i in missing)}"]
+               if missing else []) + ([f"{notrun} tests not run"] if notrun else [])
+        if not m.get("ok") and not missing:
+            why.append("see its summary.txt")
+        n = len(data.get("tests") or {})
+        verdict = f"complete: {n} tests" if ok else f"INCOMPLETE: {n} tests; " + "; ".join(why)
         return MergeStatus(jobs, path, verdict, ok, rj.stat().st_mtime)
     except FileNotFoundError:
         return MergeStatus(jobs, path, "not merged yet", None, None)
