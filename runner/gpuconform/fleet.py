@@ -646,7 +646,9 @@ def resume(directory: Path, *, partition: str | None = None, time_limit: str | N
                  default=None)
     merge_active = any(t.active for t in st.merge.jobs)
     stale = newest is not None and (st.merge.mtime is None or st.merge.mtime < newest)
-    if not todo and (merge_active or not stale):
+    # No merge queued (its sbatch failed, or it was cancelled) while shards
+    # still run or merged/ is older than a shard: one after them.
+    if not todo and (merge_active or not (stale or st.active_arrays)):
         return ResumeResult(st, None, left, [])
     cancelled = [t.array_job for t in st.merge.jobs if t.state == "PENDING"] if todo else []
     try:
@@ -674,7 +676,7 @@ def render_resume(r: ResumeResult) -> str:
         lines.append(f"gpuconform fleet: shards {array_ranges(sub.shards)} of {d} submitted "
                      f"again as array job {sub.array_job} (each resumes its journal)")
     else:
-        lines.append(f"gpuconform fleet: every shard of {d} is done; merging again")
+        lines.append(f"gpuconform fleet: no shard of {d} to submit again; no merge was queued")
     lines.append(f"merge job {sub.merge_job} -> {d / MERGED}")
     for s in r.left:
         lines.append(f"  shard {s.index}: {s.state} ({s.why}): left as it is")

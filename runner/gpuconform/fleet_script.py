@@ -165,6 +165,13 @@ def _header(lines: list[str], directives: list[str]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _variables(spec: FleetSpec) -> str:
+    """The scripts' first lines after the header: where things are."""
+    q = shlex.quote
+    return (f"\nset -u\nDIR={q(str(spec.dir))}\nGPUCONFORM={q(str(spec.launcher))}\n"
+            f"SHARDS={spec.shards}\n")
+
+
 def array_script(spec: FleetSpec) -> str:
     """DIR/fleet-array.sh."""
     _check(spec)
@@ -189,12 +196,7 @@ def array_script(spec: FleetSpec) -> str:
         f"    sbatch --array=2,3 {d}/{ARRAY_SCRIPT}",
         "",
     ], spec.array_directives())
-    body = f"""
-set -u
-DIR={q(str(d))}
-GPUCONFORM={q(str(spec.launcher))}
-SHARDS={spec.shards}
-i=${{SLURM_ARRAY_TASK_ID:?submit this script with sbatch --array=1-$SHARDS}}
+    body = _variables(spec) + f"""i=${{SLURM_ARRAY_TASK_ID:?submit this script with sbatch --array=1-$SHARDS}}
 shard=$DIR/{SHARD_PREFIX}$i
 mkdir -p "$shard" || exit 1
 note() {{
@@ -224,7 +226,6 @@ exit "$status"
 def merge_script(spec: FleetSpec) -> str:
     """DIR/fleet-merge.sh."""
     _check(spec)
-    q = shlex.quote
     d = spec.dir
     head = _header([
         f"gpuconform fleet: the shards of {d} merged into {d}/{MERGED}",
@@ -236,12 +237,7 @@ def merge_script(spec: FleetSpec) -> str:
         f"    sbatch --dependency=afterany:ARRAY_JOB_ID {d}/{MERGE_SCRIPT}",
         "",
     ], spec.merge_directives())
-    body = f"""
-set -u
-DIR={q(str(d))}
-GPUCONFORM={q(str(spec.launcher))}
-SHARDS={spec.shards}
-dirs=()
+    body = _variables(spec) + f"""dirs=()
 for i in $(seq 1 "$SHARDS"); do
 	[ -f "$DIR/{SHARD_PREFIX}$i/results.json" ] && dirs+=("$DIR/{SHARD_PREFIX}$i")
 done

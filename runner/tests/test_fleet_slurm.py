@@ -213,6 +213,12 @@ def test_three_shards_merge_to_one_machines_result(cluster: SlurmCluster, selfte
     assert (d / "shard-2" / "journal.jsonl").read_bytes() == before
     assert "nothing to run" in "".join(
         f.read_text() for f in (d / "slurm").glob("shard-2-*.out"))
+    # every shard done, merged/ lost: resume merges again, and submits no shard
+    shutil.rmtree(d / "merged")
+    p2 = gpuconform(cluster, "fleet", "resume", str(d))
+    assert p2.returncode == 0 and "no shard of" in p2.stdout, p2.stdout + p2.stderr
+    assert states(wait_merged(cluster, d)) == reference
+    assert json.loads((d / "fleet.json").read_text())["submissions"][-1]["array_job"] is None
 
 
 def interrupted_fleet(cluster: SlurmCluster, st: Selftests, d: Path,
