@@ -106,3 +106,13 @@ def gate_baseline(metrics: dict[str, tuple[str, str, list[list[float]]]],
                             gate.resolution(x for r in rs for x in r))
           for k, (unit, better, rs) in metrics.items()}
     return Baseline(fingerprint or {}, "2026-01-01T00:00:00Z", runs, ms, durations or {})
+
+
+def alive(pid: int) -> bool:
+    """pid names a live process (not a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2:].split()[0] not in (b"Z", b"X")

@@ -153,6 +153,8 @@ import uuid
 from pathlib import Path
 from typing import Callable, Mapping, Sequence, Union
 
+from gc_testutil import alive
+
 NODES = ("n1", "n2", "n3")
 PARTITION = "debug"
 _SBIN = ("/usr/sbin", "/sbin", "/usr/bin", "/bin")
@@ -212,16 +214,6 @@ def _die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):
         pass
-
-
-def _alive(pid: int) -> bool:
-    """pid names a live process (not a zombie)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2:].split()[0] not in (b"Z", b"X")
 
 
 def _tail(path: Path, lines: int = 4) -> str:
@@ -340,7 +332,7 @@ class SlurmCluster:
                     env = set(f.read().split(b"\0"))
             except OSError:
                 continue
-            if _alive(int(entry)):
+            if alive(int(entry)):
                 found.append((int(entry), env))
         return sorted(found)
 

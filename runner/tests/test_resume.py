@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from gc_testutil import HANG_GUARD_S, LAUNCHER, REPO_ROOT, Selftests
+from gc_testutil import HANG_GUARD_S, LAUNCHER, REPO_ROOT, Selftests, alive
 
 # Collection order, with the start lines each test writes (fail: two attempts;
 # crash-segv: a skip rule, a record without a start line).
@@ -143,15 +143,6 @@ def scenario_env(long_sleep_ms: int) -> dict[str, str]:
     env.update(GPUCONFORM_SELFTEST_SLEEP_MS="150",
                GPUCONFORM_SELFTEST_LONG_SLEEP_MS=str(long_sleep_ms))
     return env
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            st = f.read()
-    except FileNotFoundError:
-        return False
-    return st[st.rfind(b")") + 2:].split()[0] not in (b"Z", b"X")
 
 
 def resume(results: Path, fifo: Path, env: dict[str, str], stop: Stop | None = None,

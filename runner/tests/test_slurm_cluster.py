@@ -4,12 +4,12 @@ that leaves no process and no listening port behind."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from slurm_cluster import SlurmCluster, _alive, unavailable_reason
+from gc_testutil import alive
+from slurm_cluster import SlurmCluster, unavailable_reason
 
 # Each task waits (up to this long) until all three have started: three tasks
 # running at once on nodes of one CPU each are necessarily on three nodes.
@@ -75,7 +75,7 @@ def test_lost_node_fails_its_job_and_comes_back(slurm_cluster: SlurmCluster,
         doomed = c.job_pids("n2")
         c.kill_node("n2")
         assert c.slurmd_pid("n2") is None
-        assert not [pid for pid in doomed if _alive(pid)], doomed
+        assert not [pid for pid in doomed if alive(pid)], doomed
         c.wait_states({"n2": ("down*", "down")}, timeout=c.slurmd_timeout * 6 + 60)
         c.wait_until(lambda: c.run("squeue", "-h", "--states=all", "-j", job, "-o", "%T",
                               check=False).stdout.strip() == "NODE_FAIL",
@@ -106,7 +106,7 @@ def test_teardown_leaves_no_process_or_port(tmp_path: Path) -> None:
         assert _listening(ports) == ports
     finally:
         c.stop()
-    left = [pid for pid in pids if _alive(pid)]
+    left = [pid for pid in pids if alive(pid)]
     assert not left, left
     assert not c.all_pids()
     assert not _listening(ports)
