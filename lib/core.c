@@ -47,6 +47,7 @@ struct gc_state {
 	void *fixture_data;
 	/* running subtest / dynamic subtest */
 	const char *subtest;
+	bool subtest_soaks;
 	uint64_t subtest_start;
 	char dynamic[256];
 	bool in_dynamic;
@@ -109,6 +110,20 @@ static double seconds_since(uint64_t start_ns)
 const char *gc_current_subtest(void)
 {
 	return gc.subtest;
+}
+
+/* subtest is named in the test's .soaks. */
+static bool in_soaks(const char *subtest)
+{
+	for (const char *const *s = gc.test->soaks; s && *s; s++)
+		if (!strcmp(*s, subtest))
+			return true;
+	return false;
+}
+
+bool gc_current_soaks(void)
+{
+	return gc.subtest && gc.subtest_soaks;
 }
 
 const char *gc_current_dynamic(void)
@@ -974,6 +989,7 @@ static void run_subtest(const struct gc_subtest *st)
 	printf("Starting subtest: %s\n", st->name);
 	fflush(stdout);
 	gc.subtest = st->name;
+	gc.subtest_soaks = in_soaks(st->name);
 	gc.subtest_start = gc_now_ns();
 	if (!gc.fixture_ran)
 		run_fixture_setup();
@@ -1002,6 +1018,7 @@ static void usage(FILE *f, const char *argv0)
 		"  --run-subtest GLOB[,GLOB] run matching subtests (SUB@DYN selects dynamic ones)\n"
 		"  --dynamic-subtest GLOB    run only matching dynamic subtests\n"
 		"  --describe[=GLOB]         print subtest descriptions\n"
+		"  --list-soak               list the subtests whose length the level sets\n"
 		"  --help                    this text\n"
 		"Without options every subtest runs. Exit status: 0 success, 77 skip,\n"
 		"79 invalid option or subtest, 98 failure, 112 abort.\n"
@@ -1009,10 +1026,11 @@ static void usage(FILE *f, const char *argv0)
 		argv0, GC_METRICS_ENV);
 }
 
-static void list_subtests(void)
+static void list_subtests(bool soak_only)
 {
 	for (const struct gc_subtest *st = gc.test->subtests; st->name; st++)
-		printf("%s\n", st->name);
+		if (!soak_only || in_soaks(st->name))
+			printf("%s\n", st->name);
 }
 
 static void describe(const char *glob)
@@ -1052,16 +1070,28 @@ static int check_table(void)
 			return -EINVAL;
 		}
 	}
+	for (const char *const *name = gc.test->soaks; name && *name; name++) {
+		bool found = false;
+
+		for (const struct gc_subtest *st = gc.test->subtests; st->name && !found; st++)
+			found = !strcmp(st->name, *name);
+		if (!found) {
+			fprintf(stderr, "%s: soak \"%s\" names no subtest of the test table\n",
+				gc.name, *name);
+			return -EINVAL;
+		}
+	}
 	return 0;
 }
 
-enum action { ACT_RUN, ACT_LIST, ACT_DESCRIBE, ACT_HELP, ACT_INVALID };
+enum action { ACT_RUN, ACT_LIST, ACT_LIST_SOAK, ACT_DESCRIBE, ACT_HELP, ACT_INVALID };
 
 static enum action parse_args(int argc, char **argv, const char **describe_glob)
 {
-	enum { OPT_LIST = 256, OPT_RUN, OPT_DYN, OPT_DESCRIBE, OPT_HELP };
+	enum { OPT_LIST = 256, OPT_LIST_SOAK, OPT_RUN, OPT_DYN, OPT_DESCRIBE, OPT_HELP };
 	static const struct option opts[] = {
 		{ "list-subtests", no_argument, NULL, OPT_LIST },
+		{ "list-soak", no_argument, NULL, OPT_LIST_SOAK },
 		{ "run-subtest", required_argument, NULL, OPT_RUN },
 		{ "dynamic-subtest", required_argument, NULL, OPT_DYN },
 		{ "describe", optional_argument, NULL, OPT_DESCRIBE },
@@ -1075,6 +1105,8 @@ static enum action parse_args(int argc, char **argv, const char **describe_glob)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (c == OPT_LIST && act == ACT_RUN)
 			act = ACT_LIST;
+		else if (c == OPT_LIST_SOAK && act == ACT_RUN)
+			act = ACT_LIST_SOAK;
 		else if (c == OPT_RUN && parse_run_subtest(optarg))
 			return ACT_INVALID;
 		else if (c == OPT_DYN)
@@ -1143,7 +1175,8 @@ int gc_main(const struct gc_test *test, int argc, char **argv)
 		usage(stderr, gc.name);
 		return GC_EXIT_INVALID;
 	case ACT_LIST:
-		list_subtests();
+	case ACT_LIST_SOAK:
+		list_subtests(act == ACT_LIST_SOAK);
 		return GC_EXIT_SUCCESS;
 	case ACT_DESCRIBE:
 		describe(describe_glob);

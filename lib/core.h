@@ -18,6 +18,7 @@
  *                             selects dynamic subtests)
  *   --dynamic-subtest GLOB    run only matching dynamic subtests
  *   --describe[=GLOB]         print subtest descriptions
+ *   --list-soak               the subtests named in .soaks (ours, not igt's)
  *   --help                    usage, exit 0
  *   no argument               run every subtest
  * Lines on stdout, exactly as igt_core prints them:
@@ -76,6 +77,14 @@ struct gc_test {
 	const char *description;
 	const struct gc_subtest *subtests; /* terminated by an entry with name NULL */
 	const struct gc_fixture *fixture;  /* optional */
+	/*
+	 * The subtests whose length comes from the run's level (lib/soak.h),
+	 * NULL-terminated: listed by --list-soak, so the runner can give each
+	 * its share of a long run:
+	 *     static const char *const soaks[] = { "stress", NULL };
+	 *     GC_MAIN(.name = "x", .subtests = subtests, .soaks = soaks)
+	 */
+	const char *const *soaks;
 };
 
 int gc_main(const struct gc_test *test, int argc, char **argv);
@@ -201,6 +210,8 @@ void gc_each_pair(const struct gc_product *p, void *ctx);
 
 /* Name of the running subtest / dynamic subtest (NULL outside). */
 const char *gc_current_subtest(void);
+/* The running subtest is named in the test's .soaks. */
+bool gc_current_soaks(void);
 const char *gc_current_dynamic(void);
 
 /* Logging: info to stdout, warnings to stderr; both prefixed and flushed. */

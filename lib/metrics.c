@@ -28,7 +28,7 @@ static bool metric_name_ok(const char *name)
 	return true;
 }
 
-static void json_string(FILE *f, const char *s)
+void gc__json_string(FILE *f, const char *s)
 {
 	if (!s) {
 		fputs("null", f);
@@ -52,15 +52,15 @@ static void json_line(FILE *f, const char *name, const char *unit, enum gc_bette
 		      const double *samples, size_t n)
 {
 	fputs("{\"test\":", f);
-	json_string(f, gc__test_name());
+	gc__json_string(f, gc__test_name());
 	fputs(",\"subtest\":", f);
-	json_string(f, gc_current_subtest());
+	gc__json_string(f, gc_current_subtest());
 	fputs(",\"dynamic\":", f);
-	json_string(f, gc_current_dynamic());
+	gc__json_string(f, gc_current_dynamic());
 	fputs(",\"name\":", f);
-	json_string(f, name);
+	gc__json_string(f, name);
 	fputs(",\"unit\":", f);
-	json_string(f, unit);
+	gc__json_string(f, unit);
 	fprintf(f, ",\"better\":\"%s\",\"samples\":[",
 		better == GC_HIGHER_IS_BETTER ? "higher" : "lower");
 	for (size_t i = 0; i < n; i++)
@@ -87,6 +87,11 @@ static int append_all(const char *path, const char *buf, size_t len)
 	if (close(fd) && !r)
 		r = -errno;
 	return r;
+}
+
+int gc__metrics_append(const char *path, const char *buf, size_t len)
+{
+	return append_all(path, buf, len);
 }
 
 static int write_metric(const char *path, const char *name, const char *unit,

@@ -1,0 +1,421 @@
+// SPDX-License-Identifier: MIT
+#include "soak.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+#include "core_private.h"
+#include "measure.h"
+#include "usage.h"
+
+static const char *const level_names[] = { "quick", "standard", "long" };
+
+int gc_level_parse(const char *text, enum gc_level *level)
+{
+	if (!text || !*text) {
+		*level = GC_LEVEL_STANDARD;
+		return 0;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(level_names); i++)
+		if (!strcmp(text, level_names[i])) {
+			*level = (enum gc_level)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *gc_level_name(enum gc_level level)
+{
+	return (size_t)level < ARRAY_SIZE(level_names) ? level_names[level] : "?";
+}
+
+/* ------------------------------------------------------------------ fit */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+double gc_theil_sen(const double *x, const double *y, size_t n)
+{
+	double *s, med = NAN;
+	size_t m = 0;
+
+	if (n < 2 || !(s = malloc(n * (n - 1) / 2 * sizeof(*s))))
+		return NAN;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i + 1; j < n; j++)
+			if (x[j] != x[i])
+				s[m++] = (y[j] - y[i]) / (x[j] - x[i]);
+	if (m) {
+		qsort(s, m, sizeof(*s), cmp_double);
+		med = m % 2 ? s[m / 2] : (s[m / 2 - 1] + s[m / 2]) / 2;
+	}
+	free(s);
+	return med;
+}
+
+/* Over its limit: NaN limits are not used; all used ones exceeded. */
+static bool exceeds(const struct gc_soak_fit *f, const struct gc_soak_limit *lim)
+{
+	bool used = false, over = true;
+
+	if (!isnan(lim->per_cycle))
+		used = true, over = over && f->slope > lim->per_cycle;
+	if (!isnan(lim->total))
+		used = true, over = over && f->growth > lim->total;
+	if (!isnan(lim->relative))
+		used = true, over = over && !isnan(f->relative) && f->relative > lim->relative;
+	return used && over;
+}
+
+struct gc_soak_fit gc_soak_fit(const double *x, const double *y, size_t n, double warmup,
+			       const struct gc_soak_limit *lim)
+{
+	struct gc_soak_fit f = { .slope = NAN, .growth = NAN, .relative = NAN,
+				 .verdict = GC_SOAK_FEW_SAMPLES };
+	double *wx = malloc((n + 1) * sizeof(*wx)), *wy = malloc((n + 1) * sizeof(*wy));
+	double start = n ? warmup * x[n - 1] : 0, med;
+
+	for (size_t i = 0; wx && wy && i < n; i++)
+		if (x[i] >= start && !isnan(y[i]))
+			wx[f.n] = x[i], wy[f.n++] = y[i];
+	if (f.n)
+		f.from = wx[0], f.to = wx[f.n - 1];
+	if (f.n >= GC_SOAK_MIN_FIT && f.to > f.from) {
+		f.slope = gc_theil_sen(wx, wy, f.n);
+		f.growth = f.slope * (f.to - f.from);
+		med = gc_stat_median(wy, f.n);
+		f.relative = med != 0 ? f.growth / fabs(med) : NAN;
+		f.verdict = exceeds(&f, lim) ? GC_SOAK_GROWS : GC_SOAK_OK;
+	}
+	free(wx);
+	free(wy);
+	return f;
+}
+
+/* ---------------------------------------------------------------- soak */
+
+enum series { S_RSS, S_FDS, S_DEV, S_LAT, N_SERIES };
+
+static const struct series_def {
+	const char *name, *unit, *bound;
+	struct gc_soak_limit lim;
+} series_defs[N_SERIES] = {
+	[S_RSS] = { "rss", "KiB", "grows by more than 0.25 KiB a cycle and 4096 KiB in all",
+		    { 0.25, 4096, NAN } },
+	[S_FDS] = { "fds", "count", "grows by more than 1 fd per 1000 cycles and 4 in all",
+		    { 0.001, 4, NAN } },
+	[S_DEV] = { "device", "MiB", "grows by more than 4 KiB a cycle and 64 MiB in all",
+		    { 4.0 / 1024, 64, NAN } },
+	[S_LAT] = { "latency", "us", "per-cycle time grows by more than half its median",
+		    { NAN, NAN, 0.5 } },
+};
+
+struct sample {
+	double t, cycles, v[S_LAT]; /* seconds since start; cycles done; rss, fds, dev */
+};
+
+struct gc_soak {
+	struct gc_soak_cfg cfg;
+	enum gc_level level;
+	unsigned long target;  /* cycles, or ULONG_MAX at long */
+	uint64_t t0, deadline; /* ns; deadline 0: none */
+	atomic_ulong claimed, done;
+	_Atomic uint64_t next_ns; /* the next sample is due */
+	uint64_t interval_ns;
+	pthread_mutex_t lock;
+	bool dev_failed;
+	size_t n;
+	struct sample s[GC_SOAK_MAX_SAMPLES];
+};
+
+static enum gc_level env_level(void)
+{
+	const char *env = getenv(GC_LEVEL_ENV);
+	enum gc_level level;
+
+	if (gc_level_parse(env, &level))
+		gc_fail("%s=%s: not a level (quick, standard, long)", GC_LEVEL_ENV, env);
+	return level;
+}
+
+static double env_seconds(void)
+{
+	const char *env = getenv(GC_SOAK_SECONDS_ENV);
+	char *end;
+	double v;
+
+	if (!env || !*env) {
+		gc_info("level long without %s (the runner gives it): 60 s", GC_SOAK_SECONDS_ENV);
+		return 60;
+	}
+	v = strtod(env, &end);
+	if (*end || !(v > 0) || !isfinite(v))
+		gc_fail("%s=%s: not a positive number of seconds", GC_SOAK_SECONDS_ENV, env);
+	return v;
+}
+
+/* The sample of now: called with s->lock held (or before any worker runs). */
+static void take_sample(struct gc_soak *s)
+{
+	struct sample *p;
+	struct gc_usage u = gc_usage_now(0);
+	long long dev = s->cfg.dev_used ? s->cfg.dev_used(s->cfg.dev_arg) : -ENODEV;
+
+	if (s->n == GC_SOAK_MAX_SAMPLES) { /* keep every other one, sample half as often */
+		for (size_t i = 0; i < GC_SOAK_MAX_SAMPLES / 2; i++)
+			s->s[i] = s->s[2 * i];
+		s->n = GC_SOAK_MAX_SAMPLES / 2;
+		s->interval_ns *= 2;
+	}
+	p = &s->s[s->n++];
+	p->t = (double)(gc_now_ns() - s->t0) / 1e9;
+	p->cycles = (double)atomic_load(&s->done);
+	p->v[S_RSS] = (double)u.rss_kib;
+	p->v[S_FDS] = u.fds >= 0 ? u.fds : NAN;
+	p->v[S_DEV] = dev >= 0 ? (double)dev / (1024.0 * 1024.0) : NAN;
+	if (s->cfg.dev_used && dev < 0 && !s->dev_failed) {
+		s->dev_failed = true;
+		gc_warn("soak %s: device memory in use unreadable: %s", s->cfg.name, strerror((int)-dev));
+	}
+	atomic_store(&s->next_ns, gc_now_ns() + s->interval_ns);
+}
+
+static void plan(struct gc_soak *s)
+{
+	const struct gc_soak_cfg *c = &s->cfg;
+	double secs;
+
+	s->level = env_level();
+	switch (s->level) {
+	case GC_LEVEL_QUICK:
+		s->target = c->quick ? c->quick : (c->cycles / 10 ? c->cycles / 10 : 1);
+		break;
+	case GC_LEVEL_STANDARD:
+		s->target = c->cycles;
+		break;
+	case GC_LEVEL_LONG:
+		secs = env_seconds();
+		s->target = (unsigned long)-1;
+		s->deadline = s->t0 + (uint64_t)(secs * 1e9);
+		break;
+	}
+	/* About GC_SOAK_MAX_SAMPLES / 2 samples at long; every 10 ms otherwise. */
+	s->interval_ns = s->deadline ? (s->deadline - s->t0) / (GC_SOAK_MAX_SAMPLES / 2)
+				     : 10 * 1000 * 1000;
+}
+
+struct gc_soak *gc_soak_start(const struct gc_soak_cfg *cfg)
+{
+	struct gc_soak *s;
+
+	gc_assert_f(gc_current_soaks(), "soak %s in subtest %s, which is not in the "
+		    "test's .soaks (the runner would not give it its time)", cfg->name,
+		    gc_current_subtest() ? gc_current_subtest() : "(none)");
+	gc_assert_f(cfg->name && *cfg->name && cfg->cycle && cfg->cycles > 0,
+		    "soak %s: needs a name, a cycle and a standard count",
+		    cfg->name ? cfg->name : "(null)");
+	s = calloc(1, sizeof(*s));
+	gc_assert(s);
+	s->cfg = *cfg;
+	s->t0 = gc_now_ns();
+	pthread_mutex_init(&s->lock, NULL);
+	plan(s);
+	take_sample(s);
+	if (s->deadline)
+		gc_info("soak %s: level long, %.0f s of cycles: %s", cfg->name,
+			(double)(s->deadline - s->t0) / 1e9, cfg->cycle);
+	else
+		gc_info("soak %s: level %s, %lu cycles: %s", cfg->name, gc_level_name(s->level),
+			s->target, cfg->cycle);
+	return s;
+}
+
+bool gc_soak_claim(struct gc_soak *s)
+{
+	unsigned long k = atomic_fetch_add(&s->claimed, 1);
+
+	if (k >= s->target)
+		return false;
+	return k == 0 || !s->deadline || gc_now_ns() < s->deadline;
+}
+
+void gc_soak_done(struct gc_soak *s)
+{
+	atomic_fetch_add(&s->done, 1);
+	if (gc_now_ns() < atomic_load(&s->next_ns) || pthread_mutex_trylock(&s->lock))
+		return;
+	if (gc_now_ns() >= atomic_load(&s->next_ns))
+		take_sample(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
+unsigned long gc_soak_count(const struct gc_soak *s)
+{
+	return atomic_load(&((struct gc_soak *)s)->done);
+}
+
+/* ----------------------------------------------------------------- end */
+
+struct series_out {
+	double x[GC_SOAK_MAX_SAMPLES], y[GC_SOAK_MAX_SAMPLES];
+	size_t n;
+	struct gc_soak_fit fit;
+};
+
+/* Series k's points; the latency is the time per cycle between two samples, in us. */
+static void series_points(const struct gc_soak *s, enum series k, struct series_out *o)
+{
+	o->n = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct sample *p = &s->s[i];
+
+		if (k != S_LAT) {
+			o->x[o->n] = p->cycles, o->y[o->n++] = p->v[k];
+		} else if (i && p->cycles > s->s[i - 1].cycles) {
+			o->x[o->n] = p->cycles;
+			o->y[o->n++] = (p->t - s->s[i - 1].t) * 1e6 / (p->cycles - s->s[i - 1].cycles);
+		}
+	}
+}
+
+static void json_number(FILE *f, double v)
+{
+	if (isfinite(v))
+		fprintf(f, "%.10g", v);
+	else
+		fputs("null", f);
+}
+
+static const char *verdict_name(enum gc_soak_verdict v)
+{
+	return v == GC_SOAK_OK ? "ok" : v == GC_SOAK_GROWS ? "grows" : "few-samples";
+}
+
+static void json_series(FILE *f, enum series k, const struct series_out *o)
+{
+	const struct gc_soak_fit *fit = &o->fit;
+
+	fprintf(f, "{\"name\":\"%s\",\"unit\":\"%s\",\"x\":[", series_defs[k].name,
+		series_defs[k].unit);
+	for (size_t i = 0; i < o->n; i++)
+		fprintf(f, "%s%.0f", i ? "," : "", o->x[i]);
+	fputs("],\"y\":[", f);
+	for (size_t i = 0; i < o->n; i++)
+		fputs(i ? "," : "", f), json_number(f, o->y[i]);
+	fputs("],\"from\":", f);
+	json_number(f, fit->from);
+	fputs(",\"to\":", f);
+	json_number(f, fit->to);
+	fputs(",\"slope\":", f);
+	json_number(f, fit->slope);
+	fputs(",\"growth\":", f);
+	json_number(f, fit->growth);
+	fputs(",\"relative\":", f);
+	json_number(f, fit->relative);
+	fputs(",\"bound\":", f);
+	gc__json_string(f, series_defs[k].bound);
+	fprintf(f, ",\"verdict\":\"%s\"}", verdict_name(fit->verdict));
+}
+
+static void json_soak(FILE *f, const struct gc_soak *s, double secs, const struct series_out *o,
+		      const bool *shown)
+{
+	bool first = true;
+
+	fputs("{\"test\":", f);
+	gc__json_string(f, gc__test_name());
+	fputs(",\"subtest\":", f);
+	gc__json_string(f, gc_current_subtest());
+	fputs(",\"dynamic\":", f);
+	gc__json_string(f, gc_current_dynamic());
+	fputs(",\"soak\":", f);
+	gc__json_string(f, s->cfg.name);
+	fputs(",\"cycle\":", f);
+	gc__json_string(f, s->cfg.cycle);
+	fprintf(f, ",\"level\":\"%s\",\"cycles\":%lu,\"seconds\":%.3f,\"series\":[",
+		gc_level_name(s->level), gc_soak_count(s), secs);
+	for (int k = 0; k < N_SERIES; k++) {
+		if (!shown[k])
+			continue;
+		fputs(first ? "" : ",", f);
+		json_series(f, (enum series)k, &o[k]);
+		first = false;
+	}
+	fputs("]}\n", f);
+}
+
+static void record(const struct gc_soak *s, double secs, const struct series_out *o,
+		   const bool *shown)
+{
+	const char *path = getenv(GC_METRICS_ENV);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int r;
+
+	if (!path || !*path)
+		return;
+	f = open_memstream(&buf, &len);
+	gc_assert(f);
+	json_soak(f, s, secs, o, shown);
+	gc_assert(fclose(f) == 0);
+	r = gc__metrics_append(path, buf, len);
+	free(buf);
+	gc_assert_f(!r, "soak %s: cannot append to %s=%s: %s", s->cfg.name, GC_METRICS_ENV, path,
+		    strerror(-r));
+}
+
+static void judge(const struct gc_soak *s, enum series k, const struct series_out *o)
+{
+	const struct gc_soak_fit *fit = &o->fit;
+	const struct series_def *d = &series_defs[k];
+
+	if (fit->verdict == GC_SOAK_FEW_SAMPLES) {
+		gc_info("soak %s: %s: %zu samples after the warm-up, too few for a slope",
+			s->cfg.name, d->name, fit->n);
+		return;
+	}
+	gc_info("soak %s: %s %+.4g %s/cycle over cycles %.0f..%.0f (%+.4g %s, %+.1f%%): %s",
+		s->cfg.name, d->name, fit->slope, d->unit, fit->from, fit->to, fit->growth,
+		d->unit, fit->relative * 100, verdict_name(fit->verdict));
+	gc_check_f(fit->verdict != GC_SOAK_GROWS, "soak %s: %s %s: %+.4g %s/cycle, %+.4g %s "
+		   "over cycles %.0f..%.0f", s->cfg.name, d->name, d->bound, fit->slope, d->unit,
+		   fit->growth, d->unit, fit->from, fit->to);
+}
+
+void gc_soak_end(struct gc_soak *s)
+{
+	struct series_out *o = calloc(N_SERIES, sizeof(*o)); /* 16 KiB each: off the stack */
+	bool shown[N_SERIES];
+	double secs;
+
+	gc_assert(o);
+	pthread_mutex_lock(&s->lock);
+	take_sample(s);
+	pthread_mutex_unlock(&s->lock);
+	secs = s->s[s->n - 1].t;
+	gc_info("soak %s: %lu cycles in %.1f s, %zu samples", s->cfg.name, gc_soak_count(s),
+		secs, s->n);
+	for (int k = 0; k < N_SERIES; k++) {
+		shown[k] = k != S_DEV || (s->cfg.dev_used && !s->dev_failed);
+		series_points(s, (enum series)k, &o[k]);
+		o[k].fit = gc_soak_fit(o[k].x, o[k].y, o[k].n, 0.25, &series_defs[k].lim);
+		if (shown[k])
+			judge(s, (enum series)k, &o[k]);
+	}
+	record(s, secs, o, shown);
+	free(o);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
