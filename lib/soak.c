@@ -78,25 +78,53 @@ static bool exceeds(const struct gc_soak_fit *f, const struct gc_soak_limit *lim
 	return used && over;
 }
 
+/* The Theil-Sen line of n window samples: slope, growth across them, relative to their median. */
+static void line_fit(const double *x, const double *y, size_t n, struct gc_soak_fit *f)
+{
+	double med = gc_stat_median(y, n);
+
+	f->from = x[0], f->to = x[n - 1], f->n = n;
+	f->slope = gc_theil_sen(x, y, n);
+	f->growth = f->slope * (f->to - f->from);
+	f->relative = med != 0 ? f->growth / fabs(med) : NAN;
+}
+
+/*
+ * Grows: beyond lim across the window, and beyond half of lim's total and
+ * relative limits (its per-cycle limit whole) in each half of the window:
+ * growing with the cycles, not one step (a pool that grew once).
+ */
+static bool grows(const double *x, const double *y, struct gc_soak_fit *f,
+		  const struct gc_soak_limit *lim)
+{
+	struct gc_soak_limit half = { lim->per_cycle, lim->total / 2, lim->relative / 2 };
+	struct gc_soak_fit h[2];
+	size_t m = f->n / 2;
+
+	line_fit(x, y, m, &h[0]);
+	line_fit(x + m, y + m, f->n - m, &h[1]);
+	f->half_slope[0] = h[0].slope, f->half_slope[1] = h[1].slope;
+	return exceeds(f, lim) && exceeds(&h[0], &half) && exceeds(&h[1], &half);
+}
+
 struct gc_soak_fit gc_soak_fit(const double *x, const double *y, size_t n, double warmup,
 			       const struct gc_soak_limit *lim)
 {
 	struct gc_soak_fit f = { .slope = NAN, .growth = NAN, .relative = NAN,
-				 .verdict = GC_SOAK_FEW_SAMPLES };
+				 .half_slope = { NAN, NAN }, .verdict = GC_SOAK_FEW_SAMPLES };
 	double *wx = malloc((n + 1) * sizeof(*wx)), *wy = malloc((n + 1) * sizeof(*wy));
-	double start = n ? warmup * x[n - 1] : 0, med;
+	double start = n ? warmup * x[n - 1] : 0;
+	size_t k = 0;
 
 	for (size_t i = 0; wx && wy && i < n; i++)
 		if (x[i] >= start && !isnan(y[i]))
-			wx[f.n] = x[i], wy[f.n++] = y[i];
-	if (f.n)
-		f.from = wx[0], f.to = wx[f.n - 1];
-	if (f.n >= GC_SOAK_MIN_FIT && f.to > f.from) {
-		f.slope = gc_theil_sen(wx, wy, f.n);
-		f.growth = f.slope * (f.to - f.from);
-		med = gc_stat_median(wy, f.n);
-		f.relative = med != 0 ? f.growth / fabs(med) : NAN;
-		f.verdict = exceeds(&f, lim) ? GC_SOAK_GROWS : GC_SOAK_OK;
+			wx[k] = x[i], wy[k++] = y[i];
+	f.n = k;
+	if (k)
+		f.from = wx[0], f.to = wx[k - 1];
+	if (k >= GC_SOAK_MIN_FIT && f.to > f.from) {
+		line_fit(wx, wy, k, &f);
+		f.verdict = grows(wx, wy, &f, lim) ? GC_SOAK_GROWS : GC_SOAK_OK;
 	}
 	free(wx);
 	free(wy);
@@ -111,13 +139,13 @@ static const struct series_def {
 	const char *name, *unit, *bound;
 	struct gc_soak_limit lim;
 } series_defs[N_SERIES] = {
-	[S_RSS] = { "rss", "KiB", "grows by more than 0.25 KiB a cycle and 4096 KiB in all",
+	[S_RSS] = { "rss", "KiB", "grows by more than 0.25 KiB a cycle and 4096 KiB in all (half in each half)",
 		    { 0.25, 4096, NAN } },
-	[S_FDS] = { "fds", "count", "grows by more than 1 fd per 1000 cycles and 4 in all",
+	[S_FDS] = { "fds", "count", "grows by more than 1 fd per 1000 cycles and 4 in all (half in each half)",
 		    { 0.001, 4, NAN } },
-	[S_DEV] = { "device", "MiB", "grows by more than 4 KiB a cycle and 64 MiB in all",
+	[S_DEV] = { "device", "MiB", "grows by more than 4 KiB a cycle and 64 MiB in all (half in each half)",
 		    { 4.0 / 1024, 64, NAN } },
-	[S_LAT] = { "latency", "us", "per-cycle time grows by more than half its median",
+	[S_LAT] = { "latency", "us", "per-cycle time grows by more than half its median (a quarter in each half)",
 		    { NAN, NAN, 0.5 } },
 };
 
@@ -181,7 +209,8 @@ static void take_sample(struct gc_soak *s)
 	p = &s->s[s->n++];
 	p->t = (double)(gc_now_ns() - s->t0) / 1e9;
 	p->cycles = (double)atomic_load(&s->done);
-	p->v[S_RSS] = (double)u.rss_kib;
+	p->v[S_RSS] = (double)u.rss_kib -
+		      (s->cfg.held_bytes ? (double)s->cfg.held_bytes(s->cfg.held_arg) / 1024 : 0);
 	p->v[S_FDS] = u.fds >= 0 ? u.fds : NAN;
 	p->v[S_DEV] = dev >= 0 ? (double)dev / (1024.0 * 1024.0) : NAN;
 	if (s->cfg.dev_used && dev < 0 && !s->dev_failed) {
@@ -386,9 +415,10 @@ static void judge(const struct gc_soak *s, enum series k, const struct series_ou
 			s->cfg.name, d->name, fit->n);
 		return;
 	}
-	gc_info("soak %s: %s %+.4g %s/cycle over cycles %.0f..%.0f (%+.4g %s, %+.1f%%): %s",
-		s->cfg.name, d->name, fit->slope, d->unit, fit->from, fit->to, fit->growth,
-		d->unit, fit->relative * 100, verdict_name(fit->verdict));
+	gc_info("soak %s: %s %+.4g %s/cycle over cycles %.0f..%.0f (%+.4g %s, %+.1f%%; halves "
+		"%+.4g, %+.4g): %s", s->cfg.name, d->name, fit->slope, d->unit, fit->from, fit->to,
+		fit->growth, d->unit, fit->relative * 100, fit->half_slope[0], fit->half_slope[1],
+		verdict_name(fit->verdict));
 	gc_check_f(fit->verdict != GC_SOAK_GROWS, "soak %s: %s %s: %+.4g %s/cycle, %+.4g %s "
 		   "over cycles %.0f..%.0f", s->cfg.name, d->name, d->bound, fit->slope, d->unit,
 		   fit->growth, d->unit, fit->from, fit->to);

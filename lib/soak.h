@@ -24,13 +24,13 @@
  *
  * claim / done are thread-safe: many workers may share one soak. Whoever
  * finishes a cycle once the sampling interval has passed samples the
- * process: RSS, open fds, device memory in use (cfg.dev_used, called from
+ * process: RSS (less what cfg.held_bytes says the test keeps on purpose), open fds, device memory in use (cfg.dev_used, called from
  * that worker) and, between samples, the wall time per cycle. At most
  * GC_SOAK_MAX_SAMPLES are kept (every other one is dropped and the interval
  * doubled when full). gc_soak_end() fits each series against cycles after
  * a warm-up (the first quarter of the cycles) with the Theil-Sen estimator
  * (the median of the slopes of every pair of samples, which one outlier
- * cannot move), prints it, appends it to the metrics file as one JSON line
+ * cannot move), and each half of that window alone, prints it, appends it to the metrics file as one JSON line
  * ({"soak": NAME, "series": [...]}: the runner's report plots it) and fails
  * the subtest (a failed check) for each series that grows beyond its bound.
  */
@@ -58,12 +58,21 @@ struct gc_soak_cfg {
 	/* Device memory in use, bytes, or -errno; NULL where there is no device. */
 	long long (*dev_used)(void *arg);
 	void *dev_arg;
+	/*
+	 * Host memory the test keeps on purpose until its end (records it checks
+	 * then), bytes: left out of the RSS series. NULL: none.
+	 */
+	size_t (*held_bytes)(void *arg);
+	void *held_arg;
 };
 
 /*
  * A series grows when its fitted slope and its growth across the window
  * (slope x cycles) both exceed the per-cycle and total limits, or, for the
- * latency, when the growth is more than latency_rel of its median.
+ * latency, when the growth is more than `relative` of its median; and each
+ * half of the window, fitted alone, exceeds the per-cycle limit and half of
+ * the others: a leak grows with the cycles, where a pool that grew once is
+ * one step (in one half only).
  */
 struct gc_soak_limit {
 	double per_cycle; /* unit a cycle */
@@ -79,6 +88,7 @@ struct gc_soak_fit {
 	double growth;     /* slope * (to - from) */
 	double relative;   /* growth / median of the window (NaN where the median is 0) */
 	size_t n;          /* samples in the window */
+	double half_slope[2]; /* the slopes of its first and second half */
 	enum gc_soak_verdict verdict;
 };
 

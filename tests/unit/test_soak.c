@@ -48,7 +48,11 @@ static void test_theil_sen(void *fx)
 static const struct gc_soak_limit rss_like = { 0.25, 4096, NAN };
 static const struct gc_soak_limit latency_like = { NAN, NAN, 0.5 };
 
-/* 1 KiB a cycle over 10000 cycles grows; flat with noise does not; a warm-up step is left out. */
+/*
+ * 1 KiB a cycle over 10000 cycles grows; flat with noise does not; a step in
+ * the warm-up is left out; growth that stopped in the window's first half is
+ * not growth with the cycles.
+ */
 static void test_fit_verdicts(void *fx)
 {
 	double x[100], y[100];
@@ -69,6 +73,14 @@ static void test_fit_verdicts(void *fx)
 	f = gc_soak_fit(x, y, 100, 0.25, &rss_like);
 	gc_assert_eq_int(f.verdict, GC_SOAK_OK);
 	gc_assert_cmpdouble(fabs(f.slope), <, 0.01);
+
+	for (int i = 0; i < 100; i++) /* 1 KiB a cycle until cycle 7000, flat after: a pool filled */
+		y[i] = 50000 + (i < 70 ? i : 70) * 100.0 + (i % 5) * 4;
+	f = gc_soak_fit(x, y, 100, 0.25, &rss_like);
+	gc_assert_eq_int(f.verdict, GC_SOAK_OK);
+	gc_assert_cmpdouble(f.growth, >, 4096); /* over the limits across the window... */
+	gc_assert_cmpdouble(f.slope, >, 0.25);
+	gc_assert_cmpdouble(fabs(f.half_slope[1]), <, 0.05); /* ...but flat in its second half */
 
 	for (int i = 0; i < 100; i++) /* 0.3 KiB a cycle but 22 KiB in all: under the total */
 		x[i] = i, y[i] = 50000 + i * 0.3;
