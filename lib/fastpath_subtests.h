@@ -194,6 +194,24 @@ void test_write_async(void *data);
 	{ "read-async", test_read_async, "stream-ordered reads: byte-exact" },                   \
 	{ "write-async", test_write_async, "stream-ordered writes: byte-exact" },
 
+/*
+ * sustained: a soak (lib/soak.h). Each cycle writes GC_FP_SUSTAINED_BYTES of
+ * a pattern (a new one each cycle) from device memory to a scratch file and
+ * reads them back into another device buffer, byte-exact; GC_FP_SUSTAINED
+ * cycles at level standard, GC_FP_SUSTAINED_QUICK at quick, as many as fit
+ * at long; host memory, fds, device memory in use and the time per cycle
+ * must not grow. Each binary's .soaks lists GC_FASTPATH_SOAKS.
+ */
+#define GC_FP_SUSTAINED_BYTES (16 * MiB)
+#define GC_FP_SUSTAINED 200
+#define GC_FP_SUSTAINED_QUICK 20
+void test_sustained(void *data);
+#define GC_FASTPATH_SOAK_SUBTESTS                                                              \
+	{ "sustained", test_sustained,                                                         \
+	  "16 MiB written from device memory and read back into another, cycle after cycle: "  \
+	  "byte-exact, nothing grows" },
+#define GC_FASTPATH_SOAKS "sustained"
+
 void test_perf_read(void *data);
 void test_perf_write(void *data);
 #define GC_FASTPATH_PERF_SUBTESTS                                                              \

@@ -214,6 +214,22 @@ CUresult gc_cuda_use(const struct gc_cuda *cu, int i)
 	return cu->cuCtxSetCurrent(cu->devices[i].ctx);
 }
 
+long long gc_cuda_dev_used(const struct gc_cuda *cu, int i)
+{
+	size_t free_b = 0, total_b = 0;
+	CUcontext cur = NULL;
+
+	if (cu->cuCtxGetCurrent(&cur) || (cur != cu->devices[i].ctx && gc_cuda_use(cu, i)) ||
+	    cu->cuMemGetInfo(&free_b, &total_b))
+		return -EIO;
+	return (long long)(total_b - free_b);
+}
+
+long long gc_cuda_soak_dev0(void *cu)
+{
+	return gc_cuda_dev_used(cu, 0);
+}
+
 void gc__cu_fail(const struct gc_cuda *cu, const char *file, int line, const char *func,
 		 const char *expr, CUresult want, CUresult got)
 {

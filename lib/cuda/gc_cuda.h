@@ -96,6 +96,15 @@ CUresult gc_cuda_release_primary(struct gc_cuda *cu);
 /* Make device i's primary context current on this thread. */
 CUresult gc_cuda_use(const struct gc_cuda *cu, int i);
 
+/*
+ * Device i's memory in use (total - free, cuMemGetInfo), bytes, or -EIO;
+ * its primary context made current on this thread first if it is not.
+ * gc_cuda_soak_dev0 is the soak callback (lib/soak.h .dev_used) of device 0,
+ * its argument the struct gc_cuda.
+ */
+long long gc_cuda_dev_used(const struct gc_cuda *cu, int i);
+long long gc_cuda_soak_dev0(void *cu);
+
 #define gc_cu_assert(cu, call)                                                        \
 	do {                                                                          \
 		CUresult gc_r__ = (call);                                             \

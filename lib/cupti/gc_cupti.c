@@ -181,6 +181,16 @@ void gc_cupti_take(struct gc_cupti_take *t)
 	pthread_mutex_unlock(&collector.lock);
 }
 
+size_t gc_cupti_held_bytes(void)
+{
+	size_t n;
+
+	pthread_mutex_lock(&collector.lock);
+	n = collector.t.nk * sizeof(*collector.t.k) + collector.t.napi * sizeof(*collector.t.api);
+	pthread_mutex_unlock(&collector.lock);
+	return n;
+}
+
 void gc_cupti_take_free(struct gc_cupti_take *t)
 {
 	free(t->k);

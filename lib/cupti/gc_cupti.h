@@ -73,6 +73,8 @@ struct gc_cupti_take {
 };
 void gc_cupti_take(struct gc_cupti_take *t);
 void gc_cupti_take_free(struct gc_cupti_take *t);
+/* Bytes of the records the collector holds now (kept until a take). */
+size_t gc_cupti_held_bytes(void);
 
 /*
  * Graph node clones. cuGraphInstantiate copies the template's nodes, and a

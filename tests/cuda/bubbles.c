@@ -320,7 +320,8 @@ static const struct gc_subtest subtests[] = {
 	{ "trace-leak", test_trace_leak,
 	  "100,000 traced dispatches give back host memory, device memory and fds" },
 	{ "attach-detach", test_attach_detach,
-	  "tracing switched on and off 100 times while graphs launch; what stays after detach" },
+	  "tracing switched on and off (a soak: 100 times at standard) while graphs launch; "
+	  "what stays after detach" },
 	{ "deep-inflight", test_deep_inflight,
 	  "more than 4096 dispatches queued behind a gate kernel, then released" },
 	{ "profiler-sessions", test_profiler_sessions,
@@ -328,6 +329,8 @@ static const struct gc_subtest subtests[] = {
 	{ 0 }
 };
 
+static const char *const soaks[] = { "attach-detach", NULL };
+
 GC_MAIN(.name = "cuda_bubbles",
 	.description = "graph dispatch gaps measured on the device, with and without CUPTI",
-	.subtests = subtests, .fixture = &fixture)
+	.subtests = subtests, .fixture = &fixture, .soaks = soaks)

@@ -14,6 +14,7 @@
  * NVML session the fixture holds for the whole binary: cuMemGetInfo would
  * need a context, and so would change what it measures.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include "session_cases.h"
 #include "gc_nvml.h"
 #include "measure.h"
+#include "soak.h"
 #include "workers.h"
 
 #define DEV_PREFIX "/dev/nvidia"
@@ -318,6 +320,8 @@ static void test_stale(void *data)
 /* ------------------------------------------------------------ concurrency */
 
 #define THREADS 256
+#define ROUNDS 100      /* each thread's share of concurrent-retain's rounds at standard */
+#define ROUNDS_QUICK 20
 #define WORDS 4096
 #define STALL_S 60 /* no round finished anywhere for this long: a deadlock */
 
@@ -330,7 +334,8 @@ struct worker {
 struct shared {
 	struct worker wk[THREADS];
 	struct fx *f;
-	unsigned rounds;
+	struct gc_soak *soak; /* the rounds, shared by the threads */
+	unsigned exhausted;   /* atomic: threads that stopped because the rounds ran out */
 	struct gc_problems pr;
 	struct gc_progress pg;
 	int stop;          /* atomic */
@@ -387,19 +392,29 @@ static bool round_once(struct shared *s, int dev, uint32_t seed, uint32_t *host)
 	return ok;
 }
 
+/* Whether another round may start: nothing went wrong, and the soak has rounds left. */
+static bool next_round(struct shared *s)
+{
+	if (gc_problems_count(&s->pr) || __atomic_load_n(&s->stop, __ATOMIC_ACQUIRE))
+		return false;
+	if (gc_soak_claim(s->soak))
+		return true;
+	__atomic_add_fetch(&s->exhausted, 1, __ATOMIC_RELAXED);
+	return false;
+}
+
 static void *worker(void *p)
 {
 	struct worker *w = p;
 	struct shared *s = w->s;
 	uint32_t *host = malloc(WORDS * 4);
 
-	for (unsigned r = 0; host && r < s->rounds &&
-	     !gc_problems_count(&s->pr) &&
-	     !__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE); r++) {
+	for (unsigned r = 0; host && next_round(s); r++) {
 		if (!round_once(s, (int)((w->id + r) % (unsigned)s->f->ndev), w->id * 100003u + r,
 				host))
 			break;
 		gc_progress_round(&s->pg);
+		gc_soak_done(s->soak);
 	}
 	if (!host)
 		gc_problem(&s->pr, "thread %u: out of host memory", w->id);
@@ -409,25 +424,56 @@ static void *worker(void *p)
 }
 
 /*
- * concurrent-retain: 256 threads, each $GPUCONFORM_CONTEXT_ROUNDS rounds
- * (default 100) of retain -> allocate, launch, read back, check -> release,
- * spread over every device, so a context may be reset and created again
- * under them (how often is recorded):
- * every result correct, no error, no deadlock (watchdog); after, every
- * context inactive and memory and fds as before.
+ * The soak's device memory in use: every device's used bytes as NVML sees
+ * them (the fixture's session; NVML is thread-safe), or -EIO. Not
+ * cuMemGetInfo: it needs a current context, and the worker that samples has
+ * just released its own; retaining one here would hold the primary context
+ * alive and stop the generations this subtest is about.
+ */
+static long long nvml_used(void *arg)
+{
+	const struct fx *f = arg;
+	long long sum = 0;
+	gc_nvml_memory m;
+
+	for (int i = 0; i < f->ndev; i++) {
+		if (f->n.fn.memory(f->nv[i], &m) != GC_NVML_SUCCESS)
+			return -EIO;
+		sum += (long long)m.used;
+	}
+	return sum;
+}
+
+static struct gc_soak *retain_soak(struct fx *f)
+{
+	return gc_soak_start(&(struct gc_soak_cfg){
+		.name = "concurrent-retain", .cycles = THREADS * (unsigned long)ROUNDS,
+		.quick = THREADS * (unsigned long)ROUNDS_QUICK,
+		.cycle = "one thread's round: retain a device's primary context, allocate 16 KiB, "
+			 "fill on the GPU, read back and check, free, release",
+		.dev_used = nvml_used, .dev_arg = f });
+}
+
+/*
+ * concurrent-retain: 256 threads sharing the level's rounds (a soak: 256 x
+ * 100 at standard, 256 x 20 at quick, as many as fit at long) of retain ->
+ * allocate, launch, read back, check -> release, spread over every device,
+ * so a context may be reset and created again under them (how often is
+ * recorded): every result correct, no error, no deadlock (watchdog), every
+ * thread ran until the rounds ran out; after, every context inactive and
+ * memory and fds as before.
  */
 static void test_concurrent(void *data)
 {
 	struct shared *s = calloc(1, sizeof(*s));
 	pthread_t th[THREADS];
-	const char *env = getenv("GPUCONFORM_CONTEXT_ROUNDS");
 	uint64_t t0 = gc_now_ns();
+	unsigned long rounds;
 
 	gc_assert(s);
 	s->f = data;
 	gc_problems_init(&s->pr);
-	s->rounds = env && *env ? (unsigned)strtoul(env, NULL, 10) : 100;
-	gc_assert_f(s->rounds > 0, "GPUCONFORM_CONTEXT_ROUNDS=%s: not a positive count", env);
+	s->soak = retain_soak(s->f);
 	for (unsigned i = 0; i < THREADS; i++) {
 		s->wk[i] = (struct worker){ s, i };
 		gc_assert(pthread_create(&th[i], NULL, worker, &s->wk[i]) == 0);
@@ -435,12 +481,16 @@ static void test_concurrent(void *data)
 	gc_progress_await(&s->pg, THREADS, STALL_S, &s->stop, "the driver");
 	for (unsigned i = 0; i < THREADS; i++)
 		pthread_join(th[i], NULL);
-	gc_info("%u threads x %u rounds on %d devices: %lu rounds in %.2f s, %u problems; %lu "
-		"retains found the context inactive (a new generation, or a race with one)",
-		THREADS, s->rounds, s->f->ndev, gc_progress_rounds(&s->pg),
-		(double)(gc_now_ns() - t0) / 1e9, gc_problems_count(&s->pr), s->found_inactive);
+	rounds = gc_soak_count(s->soak);
+	gc_info("%u threads on %d devices: %lu rounds in %.2f s, %u problems; %lu retains found "
+		"the context inactive (a new generation, or a race with one)", THREADS, s->f->ndev,
+		rounds, (double)(gc_now_ns() - t0) / 1e9, gc_problems_count(&s->pr),
+		s->found_inactive);
+	gc_soak_end(s->soak);
 	gc_problems_assert_none(&s->pr);
-	gc_assert_cmpuint(gc_progress_rounds(&s->pg), ==, (unsigned long)THREADS * s->rounds);
+	gc_assert_cmpuint(gc_progress_rounds(&s->pg), ==, rounds);
+	gc_assert_f(s->exhausted == THREADS, "%u of %u threads stopped before the rounds ran out",
+		    THREADS - s->exhausted, THREADS);
 	expect_baseline(s->f, "after every thread's last release");
 	gc_problems_destroy(&s->pr);
 	free(s);
@@ -502,6 +552,8 @@ static const struct gc_subtest subtests[] = {
 	{ 0 }
 };
 
+static const char *const soaks[] = { "concurrent-retain", NULL };
+
 GC_MAIN(.name = "cuda_context",
 	.description = "CUDA primary context retain / release: refcount, generations, 256 threads",
-	.subtests = subtests, .fixture = &fixture)
+	.subtests = subtests, .fixture = &fixture, .soaks = soaks)

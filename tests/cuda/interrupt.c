@@ -17,11 +17,14 @@
  * Storms run over a sweep of intervals (a few coprime-ish periods) so that
  * the signals drift across the phases of each call; sigiter-sweep places
  * one-shot signals at growing depths into one call (IGT's sigiter).
+ * vmm-ops and alloc-copy-free are soaks (lib/soak.h): one sweep's cycles at
+ * level standard, a tenth of them at quick, sweep after sweep at long.
  *
  * Experiments record what happened, give back what they took and stop the
  * storm before asserting anything: a failed assert leaves the subtest at once
  * (after_each stops a storm left running, all the same).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +34,7 @@
 #include "gc_cuda.h"
 #include "interrupt.h"
 #include "measure.h"
+#include "soak.h"
 
 #define SEED_BASE 0x1e7a0000u
 #define DEV 0 /* every subtest runs on device 0, the one the fixture makes current */
@@ -225,6 +229,63 @@ static void op_require_hit(const struct op_stat *o)
 		    " signals inside)", o->calls, o->name, o->signals);
 }
 
+/* ------------------------------------------------------------ soaked sweeps */
+
+/*
+ * A storm sweep whose cycles a soak counts (lib/soak.h): whole sweeps (each
+ * storm period in turn, per_period cycles each) one after the other, until
+ * the level's cycles are done, a cycle fails or a storm does. A soak of one
+ * sweep's cycles runs exactly that sweep at standard; at long the periods
+ * come round again.
+ */
+struct soaked {
+	struct gc_soak *soak;
+	bool (*cycle)(void *ctx, struct gc_storm *s, unsigned i);
+	void *ctx;
+	bool ended;  /* the soak refused a cycle: the level's cycles are done */
+	bool failed; /* a cycle returned false */
+};
+
+static bool soaked_cycle(void *arg, struct gc_storm *s, unsigned i)
+{
+	struct soaked *k = arg;
+
+	if (!gc_soak_claim(k->soak)) {
+		k->ended = true;
+		return false;
+	}
+	if (!k->cycle(k->ctx, s, i)) {
+		k->failed = true;
+		return false;
+	}
+	gc_soak_done(k->soak);
+	return true;
+}
+
+/* gc_storm_sweep() under soak; sw->cycles then counts the cycles that ran. */
+static void soaked_sweep(struct gc_storm *s, struct gc_storm_sweep *sw, struct gc_soak *soak)
+{
+	struct soaked k = { .soak = soak, .cycle = sw->cycle, .ctx = sw->ctx };
+
+	sw->cycle = soaked_cycle;
+	sw->ctx = &k;
+	do
+		gc_storm_sweep(s, sw);
+	while (!k.ended && !k.failed && !sw->storm_err);
+	sw->cycles -= k.ended; /* the sweep counts the refused call as a cycle */
+	sw->cycle = k.cycle;
+	sw->ctx = k.ctx;
+}
+
+/* The soak of one storm sweep's cycles (today's length at standard). */
+static struct gc_soak *sweep_soak(const struct fx *f, const char *name, const char *cycle,
+				  unsigned per_period)
+{
+	return gc_soak_start(&(struct gc_soak_cfg){
+		.name = name, .cycle = cycle, .cycles = GC_STORM_SWEEP_PERIODS * per_period,
+		.dev_used = gc_cuda_soak_dev0, .dev_arg = f->dev.cu }); /* DEV */
+}
+
 /* ------------------------------------------------------------------ vmm-ops */
 
 #define VMM_SIZE (16 * MiB)
@@ -318,14 +379,21 @@ static void test_vmm_ops(void *data)
 	struct fx *f = data;
 	struct vmm_ops v = { .f = f };
 	struct gc_storm_sweep sr = { .cycle = vmm_cycle, .ctx = &v, .per_period = VMM_CYCLES };
+	struct gc_soak *soak;
+	unsigned long done;
 
 	require_vmm(f->dev.cu, DEV);
 	v.size = vmm_size(f->dev.cu, DEV, VMM_SIZE);
 	ops_init(v.op, vmm_op_names, V_N);
 	v.host = malloc(v.size);
 	gc_assert(v.host);
-	gc_storm_sweep(&s, &sr);
+	soak = sweep_soak(f, "vmm-ops", "under a signal storm: cuMemCreate, cuMemAddressReserve, "
+			  "cuMemMap, cuMemSetAccess of 16 MiB, GPU fill, cuMemcpyDtoH and check, "
+			  "cuMemUnmap, cuMemAddressFree, cuMemRelease", VMM_CYCLES);
+	soaked_sweep(&s, &sr, soak);
 	free(v.host);
+	done = gc_soak_count(soak);
+	gc_soak_end(soak);
 
 	gc_storm_sweep_report(&sr, "vmm-ops");
 	ops_report(f->dev.cu, v.op, V_N, "vmm-ops");
@@ -333,7 +401,7 @@ static void test_vmm_ops(void *data)
 	ops_assert_no_error(f->dev.cu, v.op, V_N);
 	data_assert(&v.data);
 	gc_cu_assert(f->dev.cu, v.cleanup);
-	gc_assert_eq_uint(sr.cycles, GC_STORM_SWEEP_PERIODS * VMM_CYCLES);
+	gc_assert_eq_uint(sr.cycles, done); /* every cycle ran to its end */
 	ops_require_hits(v.op, V_N);
 }
 
@@ -402,15 +470,21 @@ static void test_alloc_copy_free(void *data)
 	struct fx *f = data;
 	struct acf a = { .f = f };
 	struct gc_storm_sweep sr = { .cycle = acf_cycle, .ctx = &a, .per_period = ACF_CYCLES };
+	struct gc_soak *soak;
+	unsigned long done;
 
 	ops_init(a.op, acf_op_names, A_N);
 	a.src = malloc(ACF_SIZE);
 	a.dst = malloc(ACF_SIZE);
-	if (a.src && a.dst)
-		gc_storm_sweep(&s, &sr);
+	gc_assert(a.src && a.dst);
+	soak = sweep_soak(f, "alloc-copy-free", "under a signal storm: cuMemAlloc of 4 MiB, "
+			  "cuMemcpyHtoD and GPU check, cuMemcpyDtoH and host check, cuMemFree",
+			  ACF_CYCLES);
+	soaked_sweep(&s, &sr, soak);
 	free(a.src);
 	free(a.dst);
-	gc_assert(a.src && a.dst);
+	done = gc_soak_count(soak);
+	gc_soak_end(soak);
 
 	gc_storm_sweep_report(&sr, "alloc-copy-free");
 	ops_report(f->dev.cu, a.op, A_N, "alloc-copy-free");
@@ -418,7 +492,7 @@ static void test_alloc_copy_free(void *data)
 	ops_assert_no_error(f->dev.cu, a.op, A_N);
 	data_assert(&a.data);
 	gc_cu_assert(f->dev.cu, a.cleanup);
-	gc_assert_eq_uint(sr.cycles, GC_STORM_SWEEP_PERIODS * ACF_CYCLES);
+	gc_assert_eq_uint(sr.cycles, done); /* every cycle ran to its end */
 	/* A 4 MiB copy lasts longer than the slowest storm's period: each copy kind is hit. */
 	op_require_hit(&a.op[A_HTOD]);
 	op_require_hit(&a.op[A_DTOH]);
@@ -1387,7 +1461,9 @@ static const struct gc_subtest subtests[] = {
 	{ 0 }
 };
 
+static const char *const soaks[] = { "vmm-ops", "alloc-copy-free", NULL };
+
 GC_MAIN(.name = "cuda_interrupt",
 	.description = "the interrupt contract on the CUDA driver API: no spurious error under "
 		       "signal storms",
-	.subtests = subtests, .fixture = &fixture)
+	.subtests = subtests, .fixture = &fixture, .soaks = soaks)

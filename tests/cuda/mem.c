@@ -22,6 +22,7 @@
  * failed subtest left, then checks that device free memory and the
  * /dev/nvidia* descriptors are where before_each found them.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@
 #include "fault_helper.h"
 #include "gc_cuda.h"
 #include "measure.h"
+#include "soak.h"
 
 #define HELPER_TIMEOUT_MS 120000u   /* cuInit + PTX JIT + fault recovery in the helper */
 #define SETTLE_NS 10000000000ull    /* how long to wait for a dead helper's memory */
@@ -53,6 +55,7 @@ enum seed {
 	SEED_90,
 	SEED_OOM,
 	SEED_STRESS,
+	SEED_FILL,
 	SEED_LAT,
 };
 
@@ -293,6 +296,14 @@ static size_t dev_total(struct mem_fx *fx)
 
 	OK(fx, fx->dev.cu->cuMemGetInfo(&free_b, &total_b), "cuMemGetInfo");
 	return total_b;
+}
+
+/* A soak's .dev_used: device memory in use on the fixture's device. */
+static long long mem_dev_used(void *arg)
+{
+	const struct mem_fx *fx = arg;
+
+	return gc_cuda_dev_used(fx->dev.cu, fx->ordinal);
 }
 
 /* Free memory is lower than base by at least size: the allocation is still backed. */
@@ -958,7 +969,10 @@ static void test_oom(void *data)
  * 10,000 minimum-granularity allocations mapped side by side in one
  * reservation, each access-set, hold a pattern written over the whole range
  * (each mapping is memory of its own: aliasing would break the pattern); all
- * of it is given back.
+ * of it is given back, and free memory is back where it was. A soak of such
+ * rounds: one a cycle, since a cycle must give back what it took for the
+ * soak's series to mean anything (one round at standard and quick, as many
+ * as fit at long).
  */
 static void stress_map_all(struct mem_fx *fx, CUdeviceptr va, CUmemGenericAllocationHandle *h)
 {
@@ -988,30 +1002,181 @@ static void stress_unmap_all(struct mem_fx *fx, CUdeviceptr va, CUmemGenericAllo
 	}
 }
 
-static void test_stress_10k(void *data)
+/* One round: reserve, map 10,000, fill and check, unmap and release, free; seed its own. */
+static void stress_round(struct mem_fx *fx, CUmemGenericAllocationHandle *h, uint32_t seed)
 {
-	struct mem_fx *fx = data;
 	size_t g = fx->gran.minimum, size = (size_t)GC_VMM_STRESS_N * g, f0 = dev_free(fx);
-	CUmemGenericAllocationHandle *h;
 	CUdeviceptr va = 0;
 	uint64_t t0, t1;
 
-	require_free(fx, size + GC_VMM_STRESS_MARGIN, "10,000 minimum-granularity mappings");
-	h = calloc(GC_VMM_STRESS_N, sizeof(*h));
-	gc_assert_f(h != NULL, "calloc failed");
 	OK(fx, try_reserve(fx, size, 0, 0, &va), "cuMemAddressReserve(10,000 * granularity)");
 	t0 = gc_now_ns();
 	stress_map_all(fx, va, h);
 	t1 = gc_now_ns();
-	fill(fx, va, size, SEED_STRESS);
-	expect_gpu(fx, va, size, SEED_STRESS, "10,000 mappings");
-	expect_host_pages(fx, va, size, SEED_STRESS, "10,000 mappings");
+	fill(fx, va, size, seed);
+	expect_gpu(fx, va, size, seed, "10,000 mappings");
+	expect_host_pages(fx, va, size, seed, "10,000 mappings");
 	stress_unmap_all(fx, va, h);
 	gc_info("map + set-access %.3f s, unmap + release %.3f s", (double)(t1 - t0) / 1e9,
 		(double)(gc_now_ns() - t1) / 1e9);
 	OK(fx, try_addr_free(fx, va, size), "cuMemAddressFree");
-	free(h);
 	expect_free_back(fx, f0, "after the 10,000 mappings");
+}
+
+static void test_stress_10k(void *data)
+{
+	struct mem_fx *fx = data;
+	size_t size = (size_t)GC_VMM_STRESS_N * fx->gran.minimum;
+	CUmemGenericAllocationHandle *h;
+	struct gc_soak *s;
+
+	require_free(fx, size + GC_VMM_STRESS_MARGIN, "10,000 minimum-granularity mappings");
+	h = calloc(GC_VMM_STRESS_N, sizeof(*h));
+	gc_assert_f(h != NULL, "calloc failed");
+	s = gc_soak_start(&(struct gc_soak_cfg){
+		.name = "stress-10k", .cycles = 1, .quick = 1,
+		.cycle = "reserve 10,000 minimum-granularity slots; create, map and set access "
+			 "each; fill and check all; unmap, release, free the reservation",
+		.dev_used = mem_dev_used, .dev_arg = fx });
+	while (gc_soak_claim(s)) {
+		stress_round(fx, h, SEED_STRESS + 0x10000u * (uint32_t)gc_soak_count(s));
+		gc_soak_done(s);
+	}
+	gc_soak_end(s);
+	free(h);
+}
+
+/* ------------------------------------------------------- fill-near-limit */
+
+#define FILL_FRACTION_PCT 90
+#define FILL_PIECE (512 * MiB)
+#define FILL_SLACK (64 * MiB) /* free memory a cycle may leave below the start */
+#define FILL_CYCLES 20
+#define FILL_QUICK 2
+
+struct fill_run {
+	struct mem_fx *fx;
+	size_t f0;       /* free memory at the subtest's start */
+	size_t target;   /* what each cycle fills: FILL_FRACTION_PCT% of f0 */
+	size_t piece;    /* FILL_PIECE rounded up to the granularity */
+	struct alloc *a; /* the pieces of the running cycle */
+	size_t cap, n;
+};
+
+/* One piece of size bytes; false (nothing held) when cuMemCreate is out of memory. */
+static bool fill_piece(struct mem_fx *fx, size_t size, struct alloc *a)
+{
+	CUresult r = try_create(fx, size, &a->h);
+
+	if (r == CUDA_ERROR_OUT_OF_MEMORY)
+		return false;
+	OK(fx, r, "cuMemCreate(a piece)");
+	a->size = size;
+	OK(fx, try_reserve(fx, size, 0, 0, &a->va), "cuMemAddressReserve(a piece)");
+	OK(fx, try_map(fx, a->va, size, 0, a->h), "cuMemMap(a piece)");
+	OK(fx, try_access(fx, a->va, size, CU_MEM_ACCESS_FLAGS_PROT_READWRITE),
+	   "cuMemSetAccess(a piece)");
+	return true;
+}
+
+/* Pieces up to the target; a word written into each. Returns the bytes filled. */
+static size_t fill_up(struct fill_run *r, unsigned long cycle, uint32_t seed)
+{
+	struct mem_fx *fx = r->fx;
+	size_t done = 0;
+
+	for (r->n = 0; done < r->target; r->n++) {
+		size_t size = r->target - done < r->piece ? r->target - done : r->piece;
+		struct alloc *a = &r->a[r->n];
+
+		gc_assert(r->n < r->cap);
+		if (!fill_piece(fx, size, a)) {
+			gc_info("cycle %lu: cuMemCreate(%zu MiB) gave CUDA_ERROR_OUT_OF_MEMORY after "
+				"%zu of %zu MiB (memory taken by another process since the start?): "
+				"this cycle fills no further", cycle, size / MiB, done / MiB,
+				r->target / MiB);
+			break;
+		}
+		OK(fx, fx->dev.cu->cuMemsetD32(a->va, gc_pattern_u32(r->n, seed), 1),
+		   "cuMemsetD32(the piece's first word)");
+		done += size;
+	}
+	return done;
+}
+
+/* Every piece's first word reads back what was written into it: pieces do not alias. */
+static void fill_check(struct fill_run *r, uint32_t seed)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		uint32_t got = 0, want = gc_pattern_u32(i, seed);
+
+		OK(r->fx, r->fx->dev.cu->cuMemcpyDtoH(&got, r->a[i].va, sizeof(got)),
+		   "cuMemcpyDtoH(a piece's first word)");
+		gc_assert_f(got == want, "piece %zu of %zu (%zu MiB at %#llx): first word %#x, "
+			    "written %#x", i, r->n, r->a[i].size / MiB,
+			    (unsigned long long)r->a[i].va, got, want);
+	}
+}
+
+static void fill_cycle(struct fill_run *r, unsigned long cycle)
+{
+	struct mem_fx *fx = r->fx;
+	uint32_t seed = SEED_FILL + 0x10000u * (uint32_t)cycle;
+	size_t filled = fill_up(r, cycle, seed), now;
+	long long lost;
+
+	if (filled)
+		expect_backed(fx, r->f0, filled, "with the device filled");
+	fill_check(r, seed);
+	for (size_t i = r->n; i-- > 0;)
+		alloc_free(fx, &r->a[i]);
+	now = dev_free(fx);
+	lost = (long long)r->f0 - (long long)now;
+	gc_check_f(lost <= (long long)FILL_SLACK, "cycle %lu: %zu MiB in %zu pieces given back, "
+		   "free memory %zu MiB, %lld MiB below the %zu MiB at the start (at most %zu MiB)",
+		   cycle, filled / MiB, r->n, now / MiB, lost / (long long)MiB, r->f0 / MiB,
+		   FILL_SLACK / MiB);
+}
+
+/*
+ * Contract (cuMemRelease: "The memory allocation will be freed when all
+ * outstanding mappings to the memory are unmapped and when all outstanding
+ * references to the handle ... are also released"; cuMemGetInfo: "Returns in
+ * *free the amount of memory on the device that is free according to the
+ * OS. CUDA is not guaranteed to be able to allocate all of the memory that
+ * the OS reports as free", hence 90%): the device filled to 90% of the memory
+ * free at the start, in 512 MiB pieces each created, reserved, mapped,
+ * access-set and written, then given back, again and again. Each piece holds
+ * its own word; after each cycle free memory is back within 64 MiB of the
+ * start (and the soak watches it across cycles). A cuMemCreate out of memory
+ * before 90% (another process took memory) ends that cycle's filling, noted.
+ */
+static void test_fill_near_limit(void *data)
+{
+	struct mem_fx *fx = data;
+	struct fill_run r = { .fx = fx, .f0 = dev_free(fx) };
+	size_t g = fx->gran.minimum;
+	struct gc_soak *s;
+
+	r.target = r.f0 / 100 * FILL_FRACTION_PCT / g * g;
+	r.piece = gc_align_up(FILL_PIECE, g);
+	gc_require_f(r.target >= g, "only %zu bytes of device memory free", r.f0);
+	r.cap = r.target / r.piece + 1;
+	r.a = calloc(r.cap, sizeof(*r.a));
+	gc_assert_f(r.a != NULL, "calloc(%zu pieces) failed", r.cap);
+	gc_info("filling %zu of %zu MiB free, in %zu MiB pieces", r.target / MiB, r.f0 / MiB,
+		r.piece / MiB);
+	s = gc_soak_start(&(struct gc_soak_cfg){
+		.name = "fill-near-limit", .cycles = FILL_CYCLES, .quick = FILL_QUICK,
+		.cycle = "fill 90% of the free device memory in 512 MiB VMM pieces (create, "
+			 "reserve, map, set access, write a word), check, give it all back",
+		.dev_used = mem_dev_used, .dev_arg = fx });
+	while (gc_soak_claim(s)) {
+		fill_cycle(&r, gc_soak_count(s));
+		gc_soak_done(s);
+	}
+	gc_soak_end(s);
+	free(r.a);
 }
 
 /* ------------------------------------------------------------- latency */
@@ -1218,6 +1383,8 @@ static const struct gc_subtest subtests[] = {
 	  "more than the device's memory: CUDA_ERROR_OUT_OF_MEMORY, free memory unchanged" },
 	{ "stress-10k", test_stress_10k,
 	  "10,000 small mappings in one reservation, filled, checked, given back" },
+	{ "fill-near-limit", test_fill_near_limit,
+	  "90% of free memory in 512 MiB pieces, each written, then all given back, many times" },
 	{ "peer-access-self", test_peer_access_self,
 	  "the current context as its own peer: CUDA_ERROR_INVALID_CONTEXT, as documented" },
 	{ "latency", test_latency,
@@ -1225,5 +1392,7 @@ static const struct gc_subtest subtests[] = {
 	{ 0 }
 };
 
+static const char *const soaks[] = { "stress-10k", "fill-near-limit", NULL };
+
 GC_MAIN(.name = "cuda_mem", .description = "VMM memory lifecycle on the CUDA driver API",
-	.subtests = subtests, .fixture = &fixture)
+	.subtests = subtests, .fixture = &fixture, .soaks = soaks)

@@ -3,7 +3,7 @@
  * cufile_io's subtests, one source file per group: io.c (data matrix),
  * edge.c (errors and edges), conc.c (lifecycle, races, concurrency, storms,
  * batch and stream-ordered APIs), perf.c (throughput against the reference
- * paths). The fixture's data is a struct cf_env (cf_util.h).
+ * paths), sustained.c (the soak of write and read back). The fixture's data is a struct cf_env (cf_util.h).
  */
 #ifndef GPUCONFORM_CF_IO_H
 #define GPUCONFORM_CF_IO_H

@@ -304,9 +304,12 @@ static const struct gc_subtest subtests[] = {
 	GC_FASTPATH_CONC_SUBTESTS
 	GC_FASTPATH_BATCH_SUBTESTS
 	GC_FASTPATH_PERF_SUBTESTS
+	GC_FASTPATH_SOAK_SUBTESTS
 	{ 0 }
 };
 
+static const char *const soaks[] = { GC_FASTPATH_SOAKS, NULL };
+
 GC_MAIN(.name = "cufile_io",
 	.description = "cuFile: byte-exact GPU-direct reads and writes, fallback, errors, concurrency",
-	.subtests = subtests, .fixture = &fixture)
+	.subtests = subtests, .fixture = &fixture, .soaks = soaks)

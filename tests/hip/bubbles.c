@@ -315,7 +315,8 @@ static const struct gc_subtest subtests[] = {
 	  "kernel trace on: one record per dispatch, overhead ratios" },
 	{ "traced-serialized", test_traced_serialized, "the same with serialized tracing" },
 	{ "trace-leak", test_trace_leak, "host/device memory and fds after 100,000 traced dispatches" },
-	{ "attach-detach", test_attach_detach, "tracing on/off 100 times while launching" },
+	{ "attach-detach", test_attach_detach,
+	  "tracing on/off while launching (a soak: 100 times at standard)" },
 	{ "deep-inflight", test_deep_inflight,
 	  "5000 dispatches behind a gate, then opened: all complete, stamped once, in order" },
 	{ "profiler-sessions", test_profiler_sessions,
@@ -323,5 +324,7 @@ static const struct gc_subtest subtests[] = {
 	{ 0 }
 };
 
+static const char *const soaks[] = { "attach-detach", NULL };
+
 GC_MAIN(.name = "hip_bubbles", .description = "Dispatch bubbles, traces, deep queues (AMD)",
-	.subtests = subtests, .fixture = &fixture)
+	.subtests = subtests, .fixture = &fixture, .soaks = soaks)

@@ -49,6 +49,7 @@
  * failed subtest left, then checks that device free memory and the /dev/kfd
  * and /dev/dri descriptors are where before_each found them.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,7 @@
 #include "gc_hip.h"
 #include "io.h"
 #include "measure.h"
+#include "soak.h"
 
 #define CONTROL_WORDS (64 * 1024)
 
@@ -301,6 +303,21 @@ static size_t dev_free(struct mem_fx *fx)
 
 	mem_info(fx, &f, &t);
 	return f;
+}
+
+/*
+ * A soak's .dev_used: device memory in use on the fixture's device (total -
+ * free, hipMemGetInfo), bytes, or -EIO. Made current first (hipSetDevice).
+ */
+static long long mem_dev_used(void *arg)
+{
+	struct mem_fx *fx = arg;
+	size_t f = 0, t = 0;
+
+	if (gc_hip_use(H(fx), fx->ordinal) != hipSuccess ||
+	    H(fx)->hipMemGetInfo(&f, &t) != hipSuccess)
+		return -EIO;
+	return (long long)(t - f);
 }
 
 /*
@@ -960,7 +977,10 @@ static void test_oom(void *data)
  * scale): 10,000 minimum-granularity allocations mapped side by side in one
  * reservation, each access-set, hold a pattern written over the whole range
  * (each mapping is memory of its own: aliasing would break the pattern); all
- * of it is given back.
+ * of it is given back, and free memory is back where it was. A soak of such
+ * rounds: one a cycle, since a cycle must give back what it took for the
+ * soak's series to mean anything (one round at standard and quick, as many
+ * as fit at long).
  */
 static void stress_map_all(struct mem_fx *fx, char *va, hipMemGenericAllocationHandle_t *h)
 {
@@ -988,33 +1008,181 @@ static void stress_unmap_all(struct mem_fx *fx, char *va, hipMemGenericAllocatio
 	}
 }
 
-static void test_stress_10k(void *data)
+/* One round: reserve, map 10,000, host and GPU checks, unmap and release, free. */
+static void stress_round(struct mem_fx *fx, hipMemGenericAllocationHandle_t *h, uint32_t seed)
 {
-	struct mem_fx *fx = data;
 	size_t g = fx->gran.minimum, size = (size_t)GC_VMM_STRESS_N * g, f0 = dev_free(fx);
-	hipMemGenericAllocationHandle_t *h;
 	char *va = NULL;
 	uint64_t t0, t1;
 
-	gc_require_f(f0 >= size + GC_VMM_STRESS_MARGIN, "10,000 minimum-granularity mappings need %zu "
-		     "MiB of free device memory, %zu MiB free", (size + GC_VMM_STRESS_MARGIN) / MiB,
-		     f0 / MiB);
-	h = calloc(GC_VMM_STRESS_N, sizeof(*h));
-	gc_assert_f(h != NULL, "calloc failed");
 	OK(fx, reserve(fx, size, 0, NULL, (void **)&va),
 	   "hipMemAddressReserve(10,000 * granularity)");
 	t0 = gc_now_ns();
 	stress_map_all(fx, va, h);
 	t1 = gc_now_ns();
 	host_roundtrip(fx, va, size, "10,000 mappings");
-	fill(fx, va, size, seed(0));
-	expect_gpu(fx, va, size, seed(0), "10,000 mappings");
+	fill(fx, va, size, seed);
+	expect_gpu(fx, va, size, seed, "10,000 mappings");
 	stress_unmap_all(fx, va, h);
 	gc_info("map + set-access %.3f s, unmap + release %.3f s", (double)(t1 - t0) / 1e9,
 		(double)(gc_now_ns() - t1) / 1e9);
 	OK(fx, addr_free(fx, va, size), "hipMemAddressFree");
-	free(h);
 	expect_held(fx, f0, 0, "after the 10,000 mappings");
+}
+
+static void test_stress_10k(void *data)
+{
+	struct mem_fx *fx = data;
+	size_t size = (size_t)GC_VMM_STRESS_N * fx->gran.minimum, f0 = dev_free(fx);
+	hipMemGenericAllocationHandle_t *h;
+	struct gc_soak *s;
+
+	gc_require_f(f0 >= size + GC_VMM_STRESS_MARGIN, "10,000 minimum-granularity mappings need %zu "
+		     "MiB of free device memory, %zu MiB free", (size + GC_VMM_STRESS_MARGIN) / MiB,
+		     f0 / MiB);
+	h = calloc(GC_VMM_STRESS_N, sizeof(*h));
+	gc_assert_f(h != NULL, "calloc failed");
+	s = gc_soak_start(&(struct gc_soak_cfg){
+		.name = "stress-10k", .cycles = 1, .quick = 1,
+		.cycle = "reserve 10,000 minimum-granularity slots; create, map and set access "
+			 "each; fill and check all; unmap, release, free the reservation",
+		.dev_used = mem_dev_used, .dev_arg = fx });
+	while (gc_soak_claim(s)) {
+		stress_round(fx, h, seed((unsigned)gc_soak_count(s)));
+		gc_soak_done(s);
+	}
+	gc_soak_end(s);
+	free(h);
+}
+
+/* ------------------------------------------------------- fill-near-limit */
+
+#define FILL_FRACTION_PCT 90
+#define FILL_PIECE (512 * MiB)
+#define FILL_SLACK (64 * MiB) /* free memory a cycle may leave below the start */
+#define FILL_CYCLES 20
+#define FILL_QUICK 2
+
+struct fill_run {
+	struct mem_fx *fx;
+	size_t f0;       /* free memory at the subtest's start */
+	size_t target;   /* what each cycle fills: FILL_FRACTION_PCT% of f0 */
+	size_t piece;    /* FILL_PIECE rounded up to the granularity */
+	struct alloc *a; /* the pieces of the running cycle */
+	size_t cap, n;
+};
+
+/* One piece of size bytes; false (nothing held) when hipMemCreate is out of memory. */
+static bool fill_piece(struct mem_fx *fx, size_t size, struct alloc *a)
+{
+	hipError_t e = create(fx, size, &a->h);
+
+	if (e == hipErrorOutOfMemory)
+		return false;
+	OK(fx, e, "hipMemCreate(a piece)");
+	a->size = size;
+	OK(fx, reserve(fx, size, 0, NULL, &a->va), "hipMemAddressReserve(a piece)");
+	OK(fx, map(fx, a->va, size, 0, a->h), "hipMemMap(a piece)");
+	OK(fx, grant(fx, a->va, size, hipMemAccessFlagsProtReadWrite), "hipMemSetAccess(a piece)");
+	return true;
+}
+
+/* Pieces up to the target; a word copied into each. Returns the bytes filled. */
+static size_t fill_up(struct fill_run *r, unsigned long cycle, uint32_t seed)
+{
+	struct mem_fx *fx = r->fx;
+	size_t done = 0;
+
+	for (r->n = 0; done < r->target; r->n++) {
+		size_t size = r->target - done < r->piece ? r->target - done : r->piece;
+		struct alloc *a = &r->a[r->n];
+		uint32_t word = gc_hip_chunk_seed(seed, r->n);
+
+		gc_assert(r->n < r->cap);
+		if (!fill_piece(fx, size, a)) {
+			gc_info("cycle %lu: hipMemCreate(%zu MiB) gave hipErrorOutOfMemory after %zu "
+				"of %zu MiB (memory taken by another process since the start?): this "
+				"cycle fills no further", cycle, size / MiB, done / MiB,
+				r->target / MiB);
+			break;
+		}
+		OK(fx, H(fx)->hipMemcpyHtoD(a->va, &word, sizeof(word)),
+		   "hipMemcpyHtoD(the piece's first word)");
+		done += size;
+	}
+	return done;
+}
+
+/* Every piece's first word reads back what was written into it: pieces do not alias. */
+static void fill_check(struct fill_run *r, uint32_t seed)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		uint32_t got = 0, want = gc_hip_chunk_seed(seed, i);
+
+		OK(r->fx, H(r->fx)->hipMemcpyDtoH(&got, r->a[i].va, sizeof(got)),
+		   "hipMemcpyDtoH(a piece's first word)");
+		gc_assert_f(got == want, "piece %zu of %zu (%zu MiB at %p): first word %#x, "
+			    "written %#x", i, r->n, r->a[i].size / MiB, r->a[i].va, got, want);
+	}
+}
+
+static void fill_cycle(struct fill_run *r, unsigned long cycle)
+{
+	struct mem_fx *fx = r->fx;
+	size_t filled = fill_up(r, cycle, seed((unsigned)cycle)), now;
+	long long lost;
+
+	if (filled)
+		expect_held(fx, r->f0, filled, "with the device filled");
+	fill_check(r, seed((unsigned)cycle));
+	for (size_t i = r->n; i-- > 0;)
+		alloc_free(fx, &r->a[i]);
+	now = dev_free(fx);
+	lost = (long long)r->f0 - (long long)now;
+	gc_check_f(lost <= (long long)FILL_SLACK, "cycle %lu: %zu MiB in %zu pieces given back, "
+		   "free memory %zu MiB, %lld MiB below the %zu MiB at the start (at most %zu MiB)",
+		   cycle, filled / MiB, r->n, now / MiB, lost / (long long)MiB, r->f0 / MiB,
+		   FILL_SLACK / MiB);
+}
+
+/*
+ * Contract (hipMemCreate "Creates a memory allocation described by the
+ * properties and size", hipMemRelease "Release a memory handle representing
+ * a memory allocation"; hipMemGetInfo "Returns in *free a snapshot of the
+ * current free memory"): cuda_mem's twin. The device filled to 90% of the
+ * memory free at the start, in 512 MiB pieces each created, reserved,
+ * mapped, access-set and written (a word, hipMemcpyHtoD), then given back,
+ * again and again. Each piece reads back its own word; after each cycle free
+ * memory is back within 64 MiB of the start (and the soak watches it across
+ * cycles). hipErrorOutOfMemory from hipMemCreate before 90% (another process
+ * took memory) ends that cycle's filling, noted.
+ */
+static void test_fill_near_limit(void *data)
+{
+	struct mem_fx *fx = data;
+	struct fill_run r = { .fx = fx, .f0 = dev_free(fx) };
+	size_t g = fx->gran.minimum;
+	struct gc_soak *s;
+
+	r.target = r.f0 / 100 * FILL_FRACTION_PCT / g * g;
+	r.piece = gc_hip_align_up(FILL_PIECE, g);
+	gc_require_f(r.target >= g, "only %zu bytes of device memory free", r.f0);
+	r.cap = r.target / r.piece + 1;
+	r.a = calloc(r.cap, sizeof(*r.a));
+	gc_assert_f(r.a != NULL, "calloc(%zu pieces) failed", r.cap);
+	gc_info("filling %zu of %zu MiB free, in %zu MiB pieces", r.target / MiB, r.f0 / MiB,
+		r.piece / MiB);
+	s = gc_soak_start(&(struct gc_soak_cfg){
+		.name = "fill-near-limit", .cycles = FILL_CYCLES, .quick = FILL_QUICK,
+		.cycle = "fill 90% of the free device memory in 512 MiB VMM pieces (create, "
+			 "reserve, map, set access, write a word), check, give it all back",
+		.dev_used = mem_dev_used, .dev_arg = fx });
+	while (gc_soak_claim(s)) {
+		fill_cycle(&r, gc_soak_count(s));
+		gc_soak_done(s);
+	}
+	gc_soak_end(s);
+	free(r.a);
 }
 
 /* ------------------------------------------------------------- latency */
@@ -1162,6 +1330,8 @@ static const struct gc_subtest subtests[] = {
 	  "more than the device's memory is refused, free memory unchanged" },
 	{ "stress-10k", test_stress_10k,
 	  "10,000 small mappings in one reservation, filled, checked, given back" },
+	{ "fill-near-limit", test_fill_near_limit,
+	  "90% of free memory in 512 MiB pieces, each written, then all given back, many times" },
 	{ "peer-access-self", test_peer_access_self,
 	  "a device is not its own peer: hipDeviceCanAccessPeer 0, enabling refused" },
 	{ "latency", test_latency,
@@ -1169,5 +1339,7 @@ static const struct gc_subtest subtests[] = {
 	{ 0 }
 };
 
+static const char *const soaks[] = { "stress-10k", "fill-near-limit", NULL };
+
 GC_MAIN(.name = "hip_mem", .description = "VMM memory lifecycle on the HIP runtime API",
-	.subtests = subtests, .fixture = &fixture)
+	.subtests = subtests, .fixture = &fixture, .soaks = soaks)

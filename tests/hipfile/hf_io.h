@@ -3,9 +3,9 @@
  * hipfile_io's subtests, one source file per group: io.c (data matrix,
  * fixture, main), edge.c (errors and edges), conc.c (lifecycle, the
  * first-use race, concurrency, storms), batch.c (batch and stream-ordered
- * APIs), perf.c (throughput against the reference paths). The names are
- * cufile_io's wherever the concept exists on AMD. The fixture's data is a
- * struct hf_env (hf_util.h).
+ * APIs), perf.c (throughput against the reference paths), sustained.c (the
+ * soak of write and read back). The names are cufile_io's wherever the
+ * concept exists on AMD. The fixture's data is a struct hf_env (hf_util.h).
  */
 #ifndef GPUCONFORM_HF_IO_H
 #define GPUCONFORM_HF_IO_H

@@ -341,8 +341,11 @@ static const struct gc_subtest subtests[] = {
 	GC_FASTPATH_CONC_SUBTESTS
 	GC_FASTPATH_BATCH_SUBTESTS
 	GC_FASTPATH_PERF_SUBTESTS
+	GC_FASTPATH_SOAK_SUBTESTS
 	{ 0 }
 };
+
+static const char *const soaks[] = { GC_FASTPATH_SOAKS, NULL };
 
 /* Not GC_MAIN: the first-use race re-executes this binary as a fresh process. */
 int main(int argc, char **argv)
@@ -354,6 +357,7 @@ int main(int argc, char **argv)
 			       "errors, concurrency",
 		.subtests = subtests,
 		.fixture = &fixture,
+		.soaks = soaks,
 	};
 	const char *race = getenv(HF_RACE_ENV);
 

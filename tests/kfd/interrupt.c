@@ -104,6 +104,10 @@
  * which needs a signal to arrive while the kernel is in one of the waits
  * above.
  *
+ * alloc-free, map-all and unmap-all (and their -sa-restart twins) are soaks
+ * (lib/soak.h): one sweep's cycles at level standard, a tenth of them at
+ * quick, sweep after sweep at long.
+ *
  * Experiments record the first thing that went wrong, stop the storm and give
  * back what they hold before asserting. The fixture checks after every
  * subtest that each GPU's available VRAM is back where it was.
@@ -123,6 +127,7 @@
 #include "kfd_ops.h"
 #include "kfd_restart.h"
 #include "measure.h"
+#include "soak.h"
 
 #define ALLOC_SIZE (64 * MiB) /* VRAM, alloc-free */
 #define MAP_SIZE (64 * MiB)   /* GTT, mapped to every GPU */
@@ -172,6 +177,97 @@ static uint64_t va_get(const struct gc_kfd *kfd, uint64_t size)
 
 	gc_assert_ok(gc_kfd_va_reserve(kfd, size, VA_ALIGN, &va));
 	return va;
+}
+
+/* ------------------------------------------------------------ soaked sweeps */
+
+/*
+ * A soak's .dev_used: VRAM in use on one GPU since the soak began, from
+ * AMDKFD_IOC_AVAILABLE_MEMORY (available at the start minus available now;
+ * 0 where it rose: memory another process gave back), bytes, or -errno.
+ */
+struct vram_watch {
+	const struct gc_kfd *kfd;
+	uint32_t gpu_id;
+	uint64_t base; /* available at the start */
+};
+
+static long long vram_used(void *arg)
+{
+	const struct vram_watch *w = arg;
+	uint64_t now = 0;
+	int r = gc_kfd_available(w->kfd, w->gpu_id, &now);
+
+	if (r)
+		return r;
+	return now < w->base ? (long long)(w->base - now) : 0;
+}
+
+/*
+ * A storm sweep whose cycles a soak counts (lib/soak.h): whole sweeps (each
+ * storm period in turn, per_period cycles each) one after the other, until
+ * the level's cycles are done, a cycle fails or a storm does. A soak of one
+ * sweep's cycles runs exactly that sweep at standard; at long the periods
+ * come round again.
+ */
+struct soaked {
+	struct gc_soak *soak;
+	bool (*cycle)(void *ctx, struct gc_storm *s, unsigned i);
+	void *ctx;
+	bool ended;  /* the soak refused a cycle: the level's cycles are done */
+	bool failed; /* a cycle returned false */
+};
+
+static bool soaked_cycle(void *arg, struct gc_storm *s, unsigned i)
+{
+	struct soaked *k = arg;
+
+	if (!gc_soak_claim(k->soak)) {
+		k->ended = true;
+		return false;
+	}
+	if (!k->cycle(k->ctx, s, i)) {
+		k->failed = true;
+		return false;
+	}
+	gc_soak_done(k->soak);
+	return true;
+}
+
+/* gc_storm_sweep() under soak; sw->cycles then counts the cycles that ran. */
+static void soaked_sweep(struct gc_storm *s, struct gc_storm_sweep *sw, struct gc_soak *soak)
+{
+	struct soaked k = { .soak = soak, .cycle = sw->cycle, .ctx = sw->ctx };
+
+	sw->cycle = soaked_cycle;
+	sw->ctx = &k;
+	do
+		gc_storm_sweep(s, sw);
+	while (!k.ended && !k.failed && !sw->storm_err);
+	sw->cycles -= k.ended; /* the sweep counts the refused call as a cycle */
+	sw->cycle = k.cycle;
+	sw->ctx = k.ctx;
+}
+
+/*
+ * The soak of one storm sweep's cycles (today's length at standard), VRAM
+ * watched on w's GPU; w is filled here and must outlive the soak.
+ */
+static struct gc_soak *sweep_soak(struct vram_watch *w, const struct gc_kfd *kfd,
+				  uint32_t gpu_id, const char *name, const char *cycle)
+{
+	*w = (struct vram_watch){ .kfd = kfd, .gpu_id = gpu_id };
+	gc_assert_ok(gc_kfd_available(kfd, gpu_id, &w->base));
+	return gc_soak_start(&(struct gc_soak_cfg){
+		.name = name, .cycle = cycle, .cycles = GC_STORM_SWEEP_PERIODS * CYCLES,
+		.dev_used = vram_used, .dev_arg = w });
+}
+
+/* Every storm started and stopped, every cycle begun ran to its end. */
+static void soaked_sweep_assert(const struct gc_storm_sweep *sw, unsigned long done)
+{
+	gc_assert_ok(sw->storm_err);
+	gc_assert_eq_uint(sw->cycles, done);
 }
 
 /* -------------------------------------------------------------- the modes */
@@ -406,6 +502,9 @@ static void af_gpu(void *ctx, struct gc_kfd_gpu *gpu)
 	struct gc_storm_sweep sw = { .cycle = af_cycle, .ctx = a, .per_period = CYCLES,
 				     .sa_restart = a->m->sa_restart };
 	uint64_t avail = 0;
+	struct vram_watch w;
+	struct gc_soak *soak;
+	unsigned long done;
 	char what[64];
 	int r;
 
@@ -418,10 +517,15 @@ static void af_gpu(void *ctx, struct gc_kfd_gpu *gpu)
 	gc_require_f(avail >= 2 * ALLOC_SIZE, "gpu %u: %" PRIu64 " MiB of VRAM available, the "
 		     "test allocates %" PRIu64 " MiB", a->gpu_id, avail / MiB, ALLOC_SIZE / MiB);
 	a->va = va_get(a->kfd, ALLOC_SIZE);
-	gc_storm_sweep(&s, &sw);
-	r = gc_kfd_va_release(a->va, ALLOC_SIZE);
-
 	snprintf(what, sizeof(what), "alloc-free%s", a->m->suffix);
+	soak = sweep_soak(&w, a->kfd, a->gpu_id, what, "under a signal storm: ALLOC_MEMORY_OF_GPU "
+			  "of 64 MiB of VRAM and FREE_MEMORY_OF_GPU, each reissued on EINTR; all "
+			  "the VRAM available again");
+	soaked_sweep(&s, &sw, soak);
+	r = gc_kfd_va_release(a->va, ALLOC_SIZE);
+	done = gc_soak_count(soak);
+	gc_soak_end(soak);
+
 	gc_storm_sweep_report(&sw, what);
 	for (int o = 0; o < AF_N; o++) {
 		kfd_op_report(&a->op[o], what);
@@ -430,7 +534,7 @@ static void af_gpu(void *ctx, struct gc_kfd_gpu *gpu)
 	gc_info("%s: %" PRIu64 " interrupted allocations left no handle and no memory taken",
 		what, a->eintr_checked);
 	verdict_assert(&a->v);
-	gc_storm_sweep_assert(&sw);
+	soaked_sweep_assert(&sw, done);
 	gc_assert_ok(r);
 	kfd_op_assert_eintr_hit(&a->op[AF_ALLOC]);
 	kfd_op_assert_eintr_hit(&a->op[AF_FREE]);
@@ -568,6 +672,9 @@ static void ma_run(struct fx *f, bool test_unmap, const struct mode *m)
 	struct gc_storm_sweep sw = { .cycle = ma_cycle, .ctx = &a, .per_period = CYCLES,
 				     .sa_restart = m->sa_restart };
 	int op = test_unmap ? MA_UNMAP : MA_MAP;
+	struct vram_watch w;
+	struct gc_soak *soak;
+	unsigned long done;
 	char what[64];
 	uint64_t va;
 	int fr, vr;
@@ -580,9 +687,18 @@ static void ma_run(struct fx *f, bool test_unmap, const struct mode *m)
 	a.op[MA_UNMAP].name = "UNMAP_MEMORY_FROM_GPU (all)";
 	a.op[MA_CHECK].name = "UNMAP_MEMORY_FROM_GPU (one GPU, the check)";
 	ma_alloc(&a, &va);
-	gc_storm_sweep(&s, &sw);
+	soak = sweep_soak(&w, a.kfd, a.ids[0], what, test_unmap ?
+			  "under a signal storm: MAP_MEMORY_TO_GPU of a 64 MiB GTT buffer to every "
+			  "GPU, then UNMAP_MEMORY_FROM_GPU from every GPU, each reissued with "
+			  "n_success until it converges; none left mapped" :
+			  "under a signal storm: MAP_MEMORY_TO_GPU of a 64 MiB GTT buffer to every "
+			  "GPU, reissued with n_success until it converges; each GPU mapped once, "
+			  "unmapped by the check");
+	soaked_sweep(&s, &sw, soak);
 	fr = ma_free(&a); /* no storm: nothing interrupts it */
 	vr = gc_kfd_va_release(va, MAP_SIZE);
+	done = gc_soak_count(soak);
+	gc_soak_end(soak);
 
 	gc_storm_sweep_report(&sw, what);
 	for (int o = 0; o < MA_N; o++) {
@@ -594,7 +710,7 @@ static void ma_run(struct fx *f, bool test_unmap, const struct mode *m)
 	verdict_assert(&a.v);
 	restart_mode_check(m, &a.sum[MA_MAP], "MAP_MEMORY_TO_GPU of all GPUs");
 	restart_mode_check(m, &a.sum[MA_UNMAP], "UNMAP_MEMORY_FROM_GPU of all GPUs");
-	gc_storm_sweep_assert(&sw);
+	soaked_sweep_assert(&sw, done);
 	/* Every mapping was undone once: a count left above zero would be -EBUSY. */
 	gc_assert_ok(fr);
 	gc_assert_ok(vr);
@@ -843,7 +959,13 @@ static const struct gc_subtest subtests[] = {
 	{ 0 }
 };
 
+/* alloc-free and map-all / unmap-all, with and without SA_RESTART: one sweep at standard. */
+static const char *const soaks[] = {
+	"alloc-free", "map-all", "unmap-all",
+	"alloc-free-sa-restart", "map-all-sa-restart", "unmap-all-sa-restart", NULL
+};
+
 GC_MAIN(.name = "kfd_interrupt",
 	.description = "the interrupt contract on raw KFD ioctls: EINTR with no effect, "
 		       "n_success restarts converge",
-	.subtests = subtests, .fixture = &fixture)
+	.subtests = subtests, .fixture = &fixture, .soaks = soaks)

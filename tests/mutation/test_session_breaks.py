@@ -8,7 +8,7 @@ the check that caught it, and the binary must exit 98. Without a break the
 same subtests pass. These need a real driver: without one (CI) the binaries
 skip, and so do these tests, naming the binary's own reason.
 
-Rounds are cut to 20 (GPUCONFORM_SESSION_ROUNDS, GPUCONFORM_CONTEXT_ROUNDS):
+Rounds are cut to the quick level's 20 a thread (GPUCONFORM_LEVEL=quick, lib/soak.h):
 every break that needs a count of calls fires well within them.
 Build directory: $GPUCONFORM_BUILD_DIR, else build/ under the repository root.
 """
@@ -22,7 +22,7 @@ NVML = BUILD / "tests" / "nvml" / "nvml_session"
 CUDA = BUILD / "tests" / "cuda" / "cuda_context"
 SHIM = BUILD / "tests" / "mutation" / "break_session.so"
 TIMEOUT_S = 300
-ENV = {"GPUCONFORM_SESSION_ROUNDS": "20", "GPUCONFORM_CONTEXT_ROUNDS": "20"}
+ENV = {"GPUCONFORM_LEVEL": "quick"}
 CMP_FDS = "Failed assertion: devfds() == "
 
 # (break, binary, subtest, text the failing check prints).

@@ -353,6 +353,8 @@ static const struct gc_subtest subtests[] = {
 		    "released at shutdown")
 };
 
+static const char *const soaks[] = SS_SOAKS;
+
 GC_MAIN(.name = "amdsmi_session",
 	.description = "AMD SMI init / shutdown sessions: refcount, threads, device nodes, UUIDs",
-	.subtests = subtests, .fixture = &fixture)
+	.subtests = subtests, .fixture = &fixture, .soaks = soaks)

@@ -275,6 +275,8 @@ static const struct gc_subtest subtests[] = {
 		    "released at shutdown")
 };
 
+static const char *const soaks[] = SS_SOAKS;
+
 GC_MAIN(.name = "rsmi_session",
 	.description = "rocm_smi init / shutdown sessions: refcount, threads, device nodes, ids",
-	.subtests = subtests, .fixture = &fixture)
+	.subtests = subtests, .fixture = &fixture, .soaks = soaks)

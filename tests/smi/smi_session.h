@@ -177,4 +177,7 @@ void ss_test_cost(void *data);
 	{ "cost", ss_test_cost, "init, shutdown, request, cold and warm; lazy over persistent" }, \
 	{ 0 }
 
+/* The subtests whose length is the run's level (lib/soak.h): both binaries' .soaks. */
+#define SS_SOAKS { "concurrent-sessions", NULL }
+
 #endif

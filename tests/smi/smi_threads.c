@@ -15,8 +15,6 @@
  */
 #include "smi_session.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -25,11 +23,13 @@
 #include <unistd.h>
 
 #include "measure.h"
+#include "soak.h"
 #include "workers.h"
 
 #define THREADS 256
 #define UNPAIRED 64
-#define ROUNDS_DEFAULT 1000
+#define ROUNDS 1000      /* each thread's share of concurrent-sessions' rounds at standard */
+#define ROUNDS_QUICK 20
 #define STALL_S 30
 #define TALLY 32
 #define POLL_US 1000
@@ -52,7 +52,8 @@ struct tally {
 
 struct run {
 	struct ss_fx *f;
-	unsigned rounds, nthreads;
+	unsigned nthreads;
+	struct gc_soak *soak;         /* concurrent-sessions' rounds, shared by the workers */
 	int go, stop, shut;           /* atomic */
 	unsigned long progress;       /* rounds or calls completed by the workers (atomic) */
 	unsigned long wprogress;      /* the watcher's polls (atomic) */
@@ -66,14 +67,13 @@ struct run {
 	struct thread t[];
 };
 
-static struct run *run_new(struct ss_fx *f, unsigned nthreads, unsigned rounds)
+static struct run *run_new(struct ss_fx *f, unsigned nthreads)
 {
 	struct run *run = calloc(1, sizeof(*run) + nthreads * sizeof(run->t[0]));
 
 	gc_assert(run);
 	run->f = f;
 	run->nthreads = nthreads;
-	run->rounds = rounds;
 	pthread_mutex_init(&run->lock, NULL);
 	gc_problems_init(&run->pr);
 	for (unsigned i = 0; i < nthreads; i++)
@@ -180,7 +180,7 @@ static void finish(struct run *run, unsigned *done, unsigned long answers,
 
 /* ------------------------------------------------------------ threads */
 
-/* A request thread: init, one request, shutdown, `rounds` times. */
+/* A request thread: init, one request, shutdown, while the soak has rounds left. */
 static void *worker(void *p)
 {
 	struct thread *t = p;
@@ -188,7 +188,7 @@ static void *worker(void *p)
 	const struct ss_lib *l = &run->f->lib;
 	unsigned long answers = 0, requests = 0;
 
-	for (unsigned i = 0; i < run->rounds && !stopped(run); i++) {
+	for (unsigned i = 0; !stopped(run) && gc_soak_claim(run->soak); i++) {
 		ss_status r = IN_LIB(t, l->init_call, l->ops->init(l->ctx));
 
 		if (r == SS_SUCCESS) {
@@ -201,6 +201,7 @@ static void *worker(void *p)
 			seen(run, l->init_call, r);
 		}
 		__atomic_add_fetch(&run->progress, 1, __ATOMIC_RELAXED);
+		gc_soak_done(run->soak);
 	}
 	finish(run, &run->done, answers, requests);
 	return NULL;
@@ -377,21 +378,6 @@ static void fresh_session(struct ss_fx *f)
 	gc_assert_cmpint(ss_devfds(), ==, f->fds0);
 }
 
-static unsigned rounds_from_env(void)
-{
-	const char *env = getenv("GPUCONFORM_SESSION_ROUNDS");
-	unsigned long v;
-	char *end;
-
-	if (!env || !*env)
-		return ROUNDS_DEFAULT;
-	errno = 0;
-	v = strtoul(env, &end, 10);
-	gc_assert_f(!errno && !*end && v > 0 && v <= UINT_MAX,
-		    "GPUCONFORM_SESSION_ROUNDS=%s: not a positive count", env);
-	return (unsigned)v;
-}
-
 /* ------------------------------------------------------------ concurrent-sessions */
 
 static void concurrent_run(struct run *run)
@@ -407,8 +393,9 @@ static void concurrent_run(struct run *run)
 /*
  * concurrent-sessions: 256 threads, each init -> request (the device by its
  * id; name, serial, PCI bus id, VRAM total, temperature, busy percent) ->
- * shutdown, for $GPUCONFORM_SESSION_ROUNDS rounds (default 1000), while a
- * watcher holds its own session and polls. Asserted: no deadlock, no answer
+ * shutdown, the 256 sharing the level's rounds (a soak: 256 x 1000 at
+ * standard, 256 x 20 at quick, as many as fit at long), while a watcher
+ * holds its own session and polls. Asserted: no deadlock, no answer
  * that differs from the persistent session's, the device nodes back, and a
  * new session afterwards seeing every device as before. Where the docs
  * promise the count (amdsmi), every call succeeds as in the reference
@@ -424,11 +411,17 @@ void ss_test_concurrent(void *data)
 	char first[400];
 
 	ss_need_ids(f);
-	run = run_new(f, THREADS + 1, rounds_from_env());
-	expected = (unsigned long)THREADS * run->rounds;
+	run = run_new(f, THREADS + 1);
+	run->soak = gc_soak_start(&(struct gc_soak_cfg){
+		.name = "concurrent-sessions", .cycles = THREADS * (unsigned long)ROUNDS,
+		.quick = THREADS * (unsigned long)ROUNDS_QUICK,
+		.cycle = "one thread's round: init, a device by its id and its name, serial, PCI "
+			 "bus, VRAM, temperature and busy percent compared, shutdown" });
 	concurrent_run(run);
-	gc_info("%u threads x %u rounds: %lu requests, %lu answered as the reference session; "
-		"the watcher: %lu polls answered", THREADS, run->rounds, run->requests,
+	expected = gc_soak_count(run->soak);
+	gc_soak_end(run->soak);
+	gc_info("%u threads, %lu rounds: %lu requests, %lu answered as the reference session; "
+		"the watcher: %lu polls answered", THREADS, expected, run->requests,
 		run->answers, run->polls);
 	report_tally(run, "concurrent");
 	answers = run->answers;
@@ -450,7 +443,7 @@ void ss_test_concurrent(void *data)
 /* n threads released at once, each one init (or, shut, one shutdown). */
 static struct run *burst(struct ss_fx *f, bool shut)
 {
-	struct run *run = run_new(f, UNPAIRED, 1);
+	struct run *run = run_new(f, UNPAIRED);
 
 	run->shut = shut;
 	spawn(run, 0, UNPAIRED, burst_thread);
