@@ -27,7 +27,7 @@ import time
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from .metrics import METRICS_ENV, Metric, parse_metrics
 from .protocol import FailureScanner, OutputParser, ParsedOutput, parse_list_output
@@ -566,6 +566,7 @@ class SubtestRun:
     failures: list[str]  # failure messages found on stderr
     metrics: list[Metric]
     metric_errors: list[str]
+    soaks: list[dict[str, Any]] = field(default_factory=list)  # soak.py's lines
 
 
 def run_subtest(
@@ -601,6 +602,7 @@ def run_subtest(
             on_spawn=on_spawn,
         )
         metrics: list[Metric] = []
+        soaks: list[dict[str, Any]] = []
         errors: list[str] = []
         try:
             size = metrics_path.stat().st_size
@@ -612,6 +614,7 @@ def run_subtest(
                     source=METRICS_ENV,
                     test=binary.name,
                     subtest=subtest,
+                    soaks=soaks,
                 )
         except OSError as e:
             errors.append(f"{METRICS_ENV}: cannot read {metrics_path}: {e.strerror or e}")
@@ -623,6 +626,7 @@ def run_subtest(
         failures=scanner.close(),
         metrics=metrics,
         metric_errors=errors,
+        soaks=soaks,
     )
 
 

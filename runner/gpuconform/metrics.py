@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .soak import check_soak, is_soak_line
+
 __all__ = ["Metric", "parse_metrics", "METRICS_ENV"]
 
 METRICS_ENV = "GPUCONFORM_METRICS_FILE"
@@ -111,8 +113,12 @@ def parse_metrics(
     test: str | None = None,
     subtest: str | None = None,
     max_errors: int = 20,
+    soaks: list[dict[str, Any]] | None = None,
 ) -> tuple[list[Metric], list[str]]:
     """Metrics of data (JSON lines) and one message per bad line.
+
+    soaks, when given, receives the soak lines (soak.py), each validated;
+    without it a soak line is a bad line.
 
     test / subtest, when given, are what the runner ran: a metric naming
     another is reported (it would be filed under the wrong baseline).
@@ -141,6 +147,15 @@ def parse_metrics(
             unterminated = lineno == len(lines) and not text.endswith("\n")
             hint = " (last line, unterminated: the writer died mid-line?)" if unterminated else ""
             err(f"{where}: malformed JSON{hint}: {e}: {line[:120]!r}")
+            continue
+        if soaks is not None and is_soak_line(obj):
+            why = check_soak(obj)
+            if why:
+                err(f"{where}: {why}")
+            elif test is not None and obj["test"] != test:
+                err(f"{where}: soak {obj['soak']} names test {obj['test']!r}, ran {test!r}")
+            else:
+                soaks.append(obj)
             continue
         metric, why = _check(obj)
         if metric is None:

@@ -176,6 +176,8 @@ class RunOptions:
     no_baseline: bool = False
     regressions_expected: bool = False
     report: bool = True
+    level: str | None = None  # levels.py; None: not asked for (binaries run their standard counts)
+    duration: float | None = None  # seconds: long's --duration (None: the level's default)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -215,6 +217,8 @@ class RunOptions:
             no_baseline=g("gc_no_baseline"),
             regressions_expected=g("gc_regressions_expected"),
             report=not g("gc_no_report"),
+            level=g("gc_level"),
+            duration=g("gc_duration"),
         )
 
     def timeout_for(self, test: str) -> float:
@@ -259,6 +263,10 @@ def options_to_args(o: RunOptions) -> list[str]:
         a.append("--gc-regressions-expected")
     if not o.report:
         a.append("--gc-no-report")
+    if o.level is not None:
+        a += ["--gc-level", o.level]
+    if o.duration is not None:
+        a += ["--gc-duration", repr(o.duration)]
     return a
 
 

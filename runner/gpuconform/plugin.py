@@ -76,6 +76,7 @@ from .journal import (
     write_run_json,
 )
 from .kmsg import KMSG_PATH, TAINT_PATH
+from .levels import LEVEL_ENV, LEVELS, SOAK_SECONDS_ENV, SoakPlan, list_soaks
 from .kwatch import KernelWatch
 from .manifest import MANIFEST_NAMES, ManifestEntry, ManifestError, read_manifest
 from .options import (
@@ -165,6 +166,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--gc-no-report", action="store_true", help="do not write report.html")
     g.addoption("--gc-progress", choices=PROGRESS_MODES, default="off",
                 help="live progress line on stderr (default off; gpuconform run: auto)")
+    g.addoption("--gc-level", choices=list(LEVELS), default=None,
+                help="the qualification level (levels.py): exported as " + LEVEL_ENV)
+    g.addoption("--gc-duration", type=seconds, default=None, metavar="S",
+                help="--gc-level long: the run's length in seconds (default "
+                f"{LEVELS['long'].duration_s:g})")
     g.addoption("--gc-resume", metavar="DIR", default=None,
                 help="continue the run of DIR (its run.json and journal)")
 
@@ -457,6 +463,9 @@ class GcSession:
             self.env_extra.update({k: o.devices for k in DEVICE_ENVS})
         if o.scratch_dir is not None:
             self.env_extra[SCRATCH_ENV] = o.scratch_dir
+        if o.level is not None:
+            self.env_extra[LEVEL_ENV] = o.level
+        self.soak_plan: SoakPlan | None = None  # level long only
         # Our own handle on the terminal: pytest's capture redirects fd 2
         # while a test runs, and the progress thread writes at any time.
         self.progress_mode = config.getoption("gc_progress")
@@ -526,6 +535,7 @@ class GcSession:
             except ExpectationError as e:
                 return self._fatal(items, str(e))
             self.inputs.expectations.note_available(available)
+        tests = self._plan_soaks(tests, by_name)
         wanted = set(tests)
         for name in tests:
             it = by_name.get(name)
@@ -539,6 +549,8 @@ class GcSession:
                         reason="no longer listed by its binary (rebuilt since the run started?)"))
         keep = [it for it in items
                 if not isinstance(it, _GcItem) or (it.name in wanted and it.name not in self.records)]
+        order = {n: i for i, n in enumerate(tests)}
+        keep.sort(key=lambda it: order.get(it.name, -1))  # stable: non-suite items first
         kept = {id(it) for it in keep}
         dropped = [it for it in items if id(it) not in kept]
         if dropped:
@@ -546,6 +558,23 @@ class GcSession:
         items[:] = keep
         if not self.is_worker and not self.collect_only:
             self._start_run(tests)
+
+    def _plan_soaks(self, tests: list[str], by_name: dict[str, Any]) -> list[str]:
+        """At level long: the soaking tests (--list-soak) moved last, in their
+        order, and a plan giving each its share of --duration."""
+        if self.opts.level != "long":
+            return tests
+        soaking: set[str] = set()
+        for path in sorted({str(it.entry.path) for n, it in by_name.items() if n in tests}):
+            subs, note = list_soaks(Path(path))
+            if note:
+                self.messages.append(note)
+            soaking |= {f"{Path(path).name}@{sub}" for sub in subs}
+        soaks = [n for n in tests if n in soaking]
+        duration = self.opts.duration or LEVELS["long"].duration_s or 0.0
+        start = (self.run_json or {}).get("start", self.start)
+        self.soak_plan = SoakPlan(start, duration, [n for n in soaks if n not in self.records])
+        return [n for n in tests if n not in soaking] + soaks
 
     # --------------------------------------------------------- run start
     def _start_run(self, tests: list[str]) -> None:
@@ -682,10 +711,15 @@ class GcSession:
         assert item.subtest is not None
         path, sub = item.entry.path, item.subtest
         timeout = self.opts.timeout_for(name)
+        env = self.env_extra
+        if self.soak_plan is not None and name in self.soak_plan.left + list(self.soak_plan.given):
+            secs = self.soak_plan.seconds_for(name, time.time())
+            env = {**env, SOAK_SECONDS_ENV: f"{secs:g}"}
+            timeout += secs
         after = self.kernel.after if self.kernel is not None else None
 
         def attempt(number: int) -> tuple[TestRecord, str | None]:
-            return run_attempt(name, path, sub, number, self.exec_options, self.env_extra,
+            return run_attempt(name, path, sub, number, self.exec_options, env,
                                timeout, on_spawn=self._journal_start, after=after)
 
         run = run_test(name, str(path), sub, self.rules.get(name), self.opts.retries, attempt,
@@ -766,7 +800,8 @@ class GcSession:
                         args=[str(a) for a in self.config.args], run_id=self.run_id,
                         opts=self.opts, platform=self.inputs.platform, exitstatus=exitstatus,
                         collection_errors=self.collection_errors, aborted=self.abort,
-                        resumed=self.resumed)
+                        resumed=self.resumed,
+                        soak_seconds=self.soak_plan.given if self.soak_plan else None)
 
     @pytest.hookimpl(trylast=True)  # type: ignore[misc]
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

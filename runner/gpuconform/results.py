@@ -74,6 +74,7 @@ class TestRecord:
     command: list[str] = field(default_factory=list)
     dynamic: dict[str, DynamicRecord] = field(default_factory=dict)
     metrics: list[dict[str, Any]] = field(default_factory=list)
+    soaks: list[dict[str, Any]] = field(default_factory=list)  # soak.py's lines, as written
     dmesg: list[str] = field(default_factory=list)  # kernel log lines of the test's window
     timeout: float | None = None  # the runner's timeout for it (after --timeout-override)
     # Every attempt (retries): {"result", "reason", "duration", "returncode", "start"}.
@@ -110,6 +111,7 @@ class TestRecord:
             "reported_time": self.reported_time,
             "dynamic": {k: v.to_json() for k, v in self.dynamic.items()},
             "metrics": list(self.metrics),
+            "soaks": list(self.soaks),
             "dmesg": list(self.dmesg),
             "timeout": self.timeout,
             "attempts": [dict(a) for a in self.attempts],
@@ -142,6 +144,7 @@ class TestRecord:
             command=list(obj.get("command", [])),
             dynamic={k: DynamicRecord.from_json(v) for k, v in (obj.get("dynamic") or {}).items()},
             metrics=list(obj.get("metrics", [])),
+            soaks=list(obj.get("soaks") or []),
             dmesg=list(obj.get("dmesg") or []),
             timeout=obj.get("timeout"),
             attempts=[dict(a) for a in obj.get("attempts") or []],
@@ -205,6 +208,7 @@ def record_of(name: str, run: SubtestRun, verdict: Verdict) -> TestRecord:
             k: DynamicRecord(d.state, d.reason, d.time) for k, d in verdict.dynamic.items()
         },
         metrics=[m.to_json() for m in run.metrics],
+        soaks=list(run.soaks),
         skip_at=skip_location(cmd.stderr.text()) if verdict.state is State.SKIP else None,
     )
 

@@ -58,7 +58,8 @@ def ordered_records(selected: Mapping[str, tuple[str, str | None]],
 
 def run_info(*, start: float, args: Sequence[str], run_id: str, opts: RunOptions, platform: str,
              exitstatus: int, collection_errors: Sequence[str], aborted: str | None,
-             resumed: Mapping[str, Any] | None) -> dict[str, Any]:
+             resumed: Mapping[str, Any] | None,
+             soak_seconds: Mapping[str, float] | None = None) -> dict[str, Any]:
     """results.json's "run": the run's facts and this machine's (its end: now)."""
     u = os.uname()
     info: dict[str, Any] = {
@@ -81,6 +82,9 @@ def run_info(*, start: float, args: Sequence[str], run_id: str, opts: RunOptions
     }
     if resumed is not None:
         info["resumed"] = dict(resumed)
+    if opts.level is not None:
+        info["level"] = {"name": opts.level, "duration_s": opts.duration,
+                         "soak_seconds": dict(soak_seconds or {})}
     return info
 
 

@@ -113,6 +113,13 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "selftest_checks@forked-check": ("pass", ""),
     "selftest_garbage@noise": ("incomplete", "exit status 0 but no 'Subtest noise:' result line"),
     "selftest_garbage@silent": ("incomplete", "exit status 0 but no 'Subtest silent:' result line"),
+    "selftest_soak@steady": ("pass", ""),
+    "selftest_soak@threads": ("pass", ""),
+    "selftest_soak@held": ("pass", ""),
+    "selftest_soak@rss-leak": ("fail", "rss grows by more than 0.25 KiB a cycle"),
+    "selftest_soak@fd-leak": ("fail", "fds grows by more than 1 fd per 1000 cycles"),
+    "selftest_soak@slowdown": ("fail", "latency per-cycle time grows by more than half"),
+    "selftest_soak@undeclared": ("fail", "which is not in the test's .soaks"),
 }
 
 
