@@ -8,6 +8,7 @@ Modules, one job each, from the bottom up:
   protocol     pure parsing of a binary's output (igt_core's line protocol)
   states       result states and the pure classification of one subtest run
   metrics      validation of the metrics JSON lines a binary appends
+  soak         validation of the soak lines (leak and drift series) a binary appends
   manifest     the manifest files meson writes (one binary a line)
   testlist     test lists: which BINARY@SUBTEST tests a run selects
   contracts    the contract table: which subtests check one contract on each vendor, and why a twin is missing
@@ -29,12 +30,16 @@ Modules, one job each, from the bottom up:
   compare      `gpuconform compare A B`: state changes and sample-level metric deltas
   merge        results directories merged (shards of one run, a run and its re-runs)
   report       report.html: one self-contained page of a run
+  soakplot     a soak's series drawn against cycles, for report.html and the record's page
+  seal         a record sealed: its one written form, content hash, GnuPG signature, verify
+  qualify      the qualification record: built from a run, written with its page
   progress     the live progress line of a run
   doctor       `gpuconform doctor`: what GPU-direct file I/O needs, and --fix
   fleet_script the fleet's batch scripts: one array task per shard, the merge after them
   fleet_slurm  Slurm's commands (sbatch, squeue, sacct, sinfo, scancel): calls, parsing, one-line errors
   fleet        `gpuconform fleet submit / status / resume`: a selection across Slurm GPU nodes
   options      a run's options: parsed, stored in run.json, given back as arguments; its inputs
+  levels       quick / standard / long: test lists, --duration, each soak's share of a long run
   runend       what a finished run writes: run info, notes, results.json, comparison, report
   plugin       the pytest plugin: pytest's hooks over a run's state, delegating the rest
   cli          the `gpuconform` command

@@ -74,6 +74,7 @@ from .options import (
     parse_retries,
     parse_timeout_override,
 )
+from .levels import LEVEL_ENV, LEVELS, parse_duration
 from .plugin import RunControl
 from .kmsg import KMSG_PATH, TAINT_PATH
 from .results import RunNotes, TestRecord, run_outcome
@@ -134,24 +135,8 @@ def _build_and_selection(sp: argparse.ArgumentParser) -> None:
                     help="run only the I-th of N shards of the selection (1-based)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="gpuconform", description="GPU driver stack conformance suite")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
-    ls = sub.add_parser("list", help="list BINARY@SUBTEST names (after the selection options)")
-    _build_and_selection(ls)
-    ls.add_argument("--contracts", action="store_true",
-                    help="the contract table instead (data/contracts.txt): per contract subtest "
-                    "each vendor's BINARY@SUBTESTs side by side with their results, or why a "
-                    "vendor has none; with --build, marks what that build lacks and checks that "
-                    "every subtest it built is in the table (exit 1 when the table breaks its "
-                    "rule)")
-    ls.add_argument("--results", metavar="DIR", type=Path, default=None,
-                    help="with --contracts: the run whose results are shown (default: the newest "
-                    "results/*/results.json)")
-
-    run = sub.add_parser("run", help="run the suite under pytest",
-                         description="Run the suite (plugin.py); exit 0 iff nothing unexpected.")
+def _run_arguments(run: argparse.ArgumentParser) -> None:
+    """`run`'s options after the build and selection ones (`qualify` has them too)."""
     _build_and_selection(run)
     run.add_argument("--results", metavar="DIR", type=Path, default=None,
                      help="results directory (default: results/<UTC timestamp> in the repository)")
@@ -197,8 +182,52 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--progress", choices=PROGRESS_MODES, default="auto",
                      help="progress line on stderr (default auto: redrawn on a terminal, a "
                      "line every ~10 s otherwise)")
+    run.add_argument("--level", choices=list(LEVELS), default=None,
+                     help="qualification level: quick (under a minute: does the stack "
+                     "answer), standard (the nightly), long (the nightly, then the soaks "
+                     "sharing what is left of --duration); its test list unless --testlist "
+                     "is given; exported as " + LEVEL_ENV)
+    run.add_argument("--duration", metavar="LENGTH", default=None,
+                     type=argtype(parse_duration, "LENGTH"),
+                     help="with --level long: the run's length (8m, 1h, 90s; default 1h)")
     run.add_argument("pytest_args", nargs="*", metavar="PYTEST_ARGS",
                      help="after --: passed to pytest as they are")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="gpuconform", description="GPU driver stack conformance suite")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    ls = sub.add_parser("list", help="list BINARY@SUBTEST names (after the selection options)")
+    _build_and_selection(ls)
+    ls.add_argument("--contracts", action="store_true",
+                    help="the contract table instead (data/contracts.txt): per contract subtest "
+                    "each vendor's BINARY@SUBTESTs side by side with their results, or why a "
+                    "vendor has none; with --build, marks what that build lacks and checks that "
+                    "every subtest it built is in the table (exit 1 when the table breaks its "
+                    "rule)")
+    ls.add_argument("--results", metavar="DIR", type=Path, default=None,
+                    help="with --contracts: the run whose results are shown (default: the newest "
+                    "results/*/results.json)")
+
+    run = sub.add_parser("run", help="run the suite under pytest",
+                         description="Run the suite (plugin.py); exit 0 iff nothing unexpected.")
+    _run_arguments(run)
+
+    qual = sub.add_parser("qualify", help="run a level and write its qualification record",
+                          description="Run the suite at --level (as `run` does, with every "
+                          "`run` option), then write RESULTS/qualification.json (machine, "
+                          "versions, verdicts per contract area, soak slopes, a content hash) "
+                          "and qualification.html; --sign KEYID signs it with GnuPG.")
+    _run_arguments(qual)
+    qual.add_argument("--sign", metavar="KEYID", default=None,
+                      help="sign the record with this GnuPG key (RESULTS/qualification.json.asc)")
+
+    ver = sub.add_parser("verify", help="check a qualification record's hash and signature",
+                         description="Exit 0 when RECORD's content hash matches, it was written "
+                         "by this suite version, and its GnuPG signature (RECORD.asc), where "
+                         "there is one, is good; otherwise one line saying which.")
+    ver.add_argument("record", metavar="RECORD", type=Path)
 
     res = sub.add_parser("resume", help="continue a run whose runner or machine died",
                          description="Continue the run of RESULTS_DIR: completed tests are "
@@ -493,7 +522,10 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         no_baseline=args.no_baseline,
         regressions_expected=args.regressions_expected,
         report=not args.no_report,
+        level=args.level,
+        duration=args.duration,
     )
+    _apply_level(opts, bool(args.include or args.keyword))
     if opts.expectations is None and args.selftest:
         opts.expectations = []
     try:
@@ -501,6 +533,22 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
     except InputError as e:
         raise CliError(str(e)) from None
     return opts
+
+
+def _apply_level(opts: RunOptions, narrowed: bool) -> None:
+    """The level's test list where none was given (not when --include / -k
+    narrow the run themselves), long's default --duration; CliError for a
+    --duration without --level long."""
+    if opts.duration is not None and opts.level != "long":
+        raise CliError("--duration: only --level long has a length (quick and standard "
+                       "run fixed counts)")
+    if opts.level is None:
+        return
+    lv = LEVELS[opts.level]
+    if not opts.testlists and not narrowed:
+        opts.testlists = [lv.testlist]
+    if opts.level == "long" and opts.duration is None:
+        opts.duration = lv.duration_s
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -525,6 +573,31 @@ def cmd_run(args: argparse.Namespace) -> int:
     pytest_args.append(str(manifest.path))
     control = RunControl(pytest_args=list(args.pytest_args), selftest=args.selftest)
     return _run_pytest(pytest_args, control, results)
+
+
+def cmd_qualify(args: argparse.Namespace) -> int:
+    """`run` at a level, then the record of its results directory."""
+    if args.level is None:
+        raise CliError("qualify: --level quick|standard|long is required")
+    args.results = (args.results or _default_results_dir()).absolute()
+    status = cmd_run(args)
+    if not (args.results / "results.json").is_file():
+        print(f"gpuconform: qualify: no results.json in {args.results}: no record written",
+              file=sys.stderr)
+        return status if status != EXIT_OK else EXIT_CANNOT_START
+    record = _call(_helper("qualify", "build_record"), args.results)
+    paths = _call(_helper("qualify", "write_record"), args.results, record, sign=args.sign)
+    print(f"gpuconform: qualification record: {paths[0]} (sha256 "
+          f"{record['content_hash']['value'][:16]}...)" + (", signed" if args.sign else ""))
+    for p in paths[1:]:
+        print(f"gpuconform:   {p}")
+    return status
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    line = _call(_helper("qualify", "verify_record"), args.record)
+    print(f"gpuconform: {line}")
+    return EXIT_OK
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -664,6 +737,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 COMMANDS = {
     "list": cmd_list,
     "run": cmd_run,
+    "qualify": cmd_qualify,
+    "verify": cmd_verify,
     "resume": cmd_resume,
     "compare": cmd_compare,
     "baseline": cmd_baseline,

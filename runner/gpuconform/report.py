@@ -10,6 +10,10 @@ From results_dir/results.json:
     mark on metrics the baseline keeps for trends only (results.json
     "comparisons": judge.GateComparison.to_json(); a run without them
     plots this run's samples alone);
+  - where tests soaked (results.json "soaks", issue 20), a "Soaks" section:
+    per soak each series (rss, fds, device, latency) against cycles with
+    its fitted slope, verdict and bound, growing series first and in red
+    (soakplot.py, templates/soakplot.svg.j2, shared with qualification.html);
   - where the run holds gap.MODE.SHAPE metrics (the bubbles binaries), a
     "Dispatch gaps" section: per shape one plot of every mode's gaps on a
     shared axis, p50 / p99 / max and bubbles per mode beside it, the
@@ -61,6 +65,7 @@ from .baseline import BaselineError
 from .contracts import TABLE_PATH, ContractsError, display_path, load_table, view
 from .fingerprint import Fingerprint
 from .runmetrics import load_results
+from .soakplot import SoakView, soak_views
 from .stats import median, quantile
 from .states import State
 
@@ -107,7 +112,7 @@ def _px(v: float) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def _environment() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
     """The templates beside this module, wherever the runner runs from."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              finalize=_finalize, undefined=jinja2.StrictUndefined,
@@ -716,6 +721,7 @@ class _Page:
     n_tests: int
     states: list[_Count]  # most severe first
     info: list[tuple[str, str]]  # the run's and the fingerprint's
+    soaks: list[SoakView]  # tests with a growing series first
     gap_shapes: list[_GapShapeView]
     verdicts: list[_Count]
     metrics: list[_MetricView]
@@ -879,16 +885,18 @@ def _page(data: Mapping[str, Any], title: str, contracts_table: Path) -> _Page:
     verdicts = _counts([str(c.get("verdict")) for c in _comparisons(data)])
     metrics = _metric_views(data)
     gap_shapes = _gap_shapes(tests)
+    soaks = soak_views(tests)
     durations = [(name, float(rec["duration"]), _STATE_COLOURS.get(str(rec.get("result")), "#000"))
                  for name, rec in tests.items()
                  if _is_seconds(rec.get("duration")) and math.isfinite(rec["duration"])
                  and rec.get("result") != "notrun"]
-    n_plots = (sum(1 for m in metrics if m.plot) + len(gap_shapes) + (1 if durations else 0))
+    n_plots = (sum(1 for m in metrics if m.plot) + len(gap_shapes) + (1 if durations else 0)
+               + sum(1 for k in soaks for s in k.series if s.plot))
     return _Page(
         title, n_plots, len(tests),
         [_Count(_state_badge(s), n) for s, n in sorted(states.items(),
                                                         key=lambda kv: -_severity(kv[0]))],
-        _info(data), gap_shapes,
+        _info(data), soaks, gap_shapes,
         [_Count(_verdict_badge(v), n) for v, n in sorted(verdicts.items())],
         metrics, _durations(durations) if durations else None, _test_groups(data),
         _contracts(tests, contracts_table), _machines(data))
@@ -898,7 +906,7 @@ def render_html(data: Mapping[str, Any], title: str = "gpuconform results",
                 contracts_table: Path = TABLE_PATH) -> str:
     """The report page of parsed results.json data (contracts_table: the
     contract table its section shows)."""
-    return _environment().get_template("report.html.j2").render(
+    return environment().get_template("report.html.j2").render(
         page=_page(data, title, contracts_table))
 
 

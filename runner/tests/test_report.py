@@ -404,3 +404,80 @@ def test_a_skip_shows_where_it_was_called() -> None:
     page = render_html(synthetic())
     row = page.split('<td>bin@skipped</td>')[1].split("</tr>")[0]
     assert "skipped at ../tests/x/y.c:12 (setup())" in row
+
+
+# ------------------------------------------------------------------ soaks
+
+
+def soak_series(name: str, unit: str, verdict: str, slope: float | None,
+                n: int = 40) -> dict[str, Any]:
+    x = [25 * i for i in range(n)]
+    y = [100.0 + (slope or 0.0) * c + (i % 3) for i, c in enumerate(x)]
+    return {"name": name, "unit": unit, "x": x, "y": y, "from": 250, "to": x[-1],
+            "slope": slope, "growth": None if slope is None else slope * (x[-1] - 250),
+            "relative": None if slope is None else 0.01,
+            "bound": f"grows by more than 0.25 {unit} a cycle", "verdict": verdict}
+
+
+def soak_results() -> dict[str, Any]:
+    """A run whose cuda_mem@fill soak leaks rss, and whose host_io@soak is calm."""
+    def soak(test: str, sub: str, rss: str, rss_slope: float) -> dict[str, Any]:
+        return {"test": test, "subtest": sub, "dynamic": None, "soak": sub,
+                "cycle": "fill 90% of free device memory, then free it " + HOSTILE,
+                "level": "long", "cycles": 975, "seconds": 61.2,
+                "series": [soak_series("rss", "KiB", rss, rss_slope),
+                           soak_series("fds", "count", "ok", 0.0),
+                           soak_series("device", "MiB", "few-samples", None, n=2),
+                           soak_series("latency", "us", "ok", 0.0001)]}
+    data = synthetic()
+    tests = dict(data["tests"])
+    tests["host_io@soak"] = {"result": "pass", "duration": 60.0, "metrics": [],
+                             "soaks": [soak("host_io", "soak", "ok", 0.0)]}
+    tests["cuda_mem@fill"] = {"result": "fail", "reason": "rss grows", "duration": 61.0,
+                              "metrics": [], "soaks": [soak("cuda_mem", "fill", "grows", 2.0)]}
+    tests["bin@fast"] = {**tests["bin@fast"], "soaks": []}
+    return {**data, "tests": tests}
+
+
+def soak_section(page: str) -> str:
+    return page[page.index('<h2 id="soaks">'):page.index('<h2 id="metrics">')]
+
+
+def test_soak_section_draws_every_series_and_marks_the_leak() -> None:
+    page = render_html(soak_results())
+    section = soak_section(page)
+    # the soaks come before the metrics, the leaking test first
+    assert section.index("cuda_mem@fill") < section.index("host_io@soak")
+    assert "2 soak(s)" in section and "1 with a growing series" in section
+    # 4 series a soak, each drawn: 8 plots more than the run without soaks
+    assert section.count('<svg class="plot soakplot') == 8
+    assert plots_expected(page) == plots_expected(render_html(synthetic())) + 8
+    # the leak: one plot marked, its card and its soak too, its fitted line drawn
+    assert section.count('<svg class="plot soakplot grows"') == 1
+    assert section.count('class="soakseries grows"') == 1
+    assert section.count('class="soak grows"') == 1
+    assert "slope 2 KiB/cycle over cycles 250 to 975" in section
+    assert "bound: grows by more than 0.25 KiB a cycle" in section
+    # a fitted line for every series with a slope; few-samples has none
+    assert section.count('<line class="fit"') == 6
+    assert section.count("not fitted (2 samples)") == 2
+    assert section.count('class="warmup"') == 8  # every series: cycles before 250
+    # what a cycle is, escaped
+    assert '<b id="injected">' not in section and "&lt;b id=&quot;injected&quot;&gt;" in section
+
+
+def test_no_soaks_no_section() -> None:
+    for data in (synthetic(), {"format": "gpuconform-results", "tests": {}}):
+        page = render_html(data)
+        assert 'id="soaks"' not in page and "soakplot" not in page
+    data = synthetic()
+    data["tests"]["bin@fast"]["soaks"] = []  # a test that did not soak
+    assert 'id="soaks"' not in render_html(data)
+
+
+def test_chromium_renders_the_soak_plots(tmp_path: Path) -> None:
+    out = write_html(write(tmp_path / "r", soak_results()))
+    page = out.read_text(encoding="utf-8")
+    dom = render_in_chromium(out, tmp_path / "profile")
+    assert_rendered(dom, plots_expected(page))
+    assert "<polyline" in dom and 'class="fit"' in dom
