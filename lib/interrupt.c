@@ -2,6 +2,7 @@
 /* Signal storms aimed at one thread, sigiter, restart bookkeeping: see interrupt.h. */
 #include "interrupt.h"
 #include "measure.h"
+#include "soak.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -738,4 +739,51 @@ int gc_progress_report(struct gc_progress *p, int ret, uint64_t done_now)
 			p->eintrs++;
 	}
 	return ret;
+}
+
+/* ----------------------------------------------------------- soaked sweeps */
+
+/*
+ * A storm sweep whose cycles a soak counts (lib/soak.h): whole sweeps (each
+ * storm period in turn, per_period cycles each) one after the other, until
+ * the level's cycles are done, a cycle fails or a storm does. A soak of one
+ * sweep's cycles runs exactly that sweep at standard; at long the periods
+ * come round again.
+ */
+struct soaked {
+	struct gc_soak *soak;
+	bool (*cycle)(void *ctx, struct gc_storm *s, unsigned i);
+	void *ctx;
+	bool ended;  /* the soak refused a cycle: the level's cycles are done */
+	bool failed; /* a cycle returned false */
+};
+
+static bool soaked_cycle(void *arg, struct gc_storm *s, unsigned i)
+{
+	struct soaked *k = arg;
+
+	if (!gc_soak_claim(k->soak)) {
+		k->ended = true;
+		return false;
+	}
+	if (!k->cycle(k->ctx, s, i)) {
+		k->failed = true;
+		return false;
+	}
+	gc_soak_done(k->soak);
+	return true;
+}
+
+void gc_storm_sweep_soak(struct gc_storm *s, struct gc_storm_sweep *sw, struct gc_soak *soak)
+{
+	struct soaked k = { .soak = soak, .cycle = sw->cycle, .ctx = sw->ctx };
+
+	sw->cycle = soaked_cycle;
+	sw->ctx = &k;
+	do
+		gc_storm_sweep(s, sw);
+	while (!k.ended && !k.failed && !sw->storm_err);
+	sw->cycles -= k.ended; /* the sweep counts the refused call as a cycle */
+	sw->cycle = k.cycle;
+	sw->ctx = k.ctx;
 }

@@ -200,6 +200,16 @@ struct gc_storm_sweep {
  */
 void gc_storm_sweep(struct gc_storm *s, struct gc_storm_sweep *sw);
 
+/*
+ * gc_storm_sweep() under a soak (lib/soak.h): whole sweeps one after the
+ * other, each cycle claimed from the soak, until the level's cycles are
+ * done, a cycle returns false or a storm fails; sw->cycles then counts the
+ * cycles that ran. A soak of one sweep's cycles (GC_STORM_SWEEP_PERIODS x
+ * per_period) runs exactly one sweep at level standard.
+ */
+struct gc_soak;
+void gc_storm_sweep_soak(struct gc_storm *s, struct gc_storm_sweep *sw, struct gc_soak *soak);
+
 /* gc_info() of signals delivered, cycles run and the periods, prefixed by what. */
 void gc_storm_sweep_report(const struct gc_storm_sweep *sw, const char *what);
 

@@ -231,52 +231,6 @@ static void op_require_hit(const struct op_stat *o)
 
 /* ------------------------------------------------------------ soaked sweeps */
 
-/*
- * A storm sweep whose cycles a soak counts (lib/soak.h): whole sweeps (each
- * storm period in turn, per_period cycles each) one after the other, until
- * the level's cycles are done, a cycle fails or a storm does. A soak of one
- * sweep's cycles runs exactly that sweep at standard; at long the periods
- * come round again.
- */
-struct soaked {
-	struct gc_soak *soak;
-	bool (*cycle)(void *ctx, struct gc_storm *s, unsigned i);
-	void *ctx;
-	bool ended;  /* the soak refused a cycle: the level's cycles are done */
-	bool failed; /* a cycle returned false */
-};
-
-static bool soaked_cycle(void *arg, struct gc_storm *s, unsigned i)
-{
-	struct soaked *k = arg;
-
-	if (!gc_soak_claim(k->soak)) {
-		k->ended = true;
-		return false;
-	}
-	if (!k->cycle(k->ctx, s, i)) {
-		k->failed = true;
-		return false;
-	}
-	gc_soak_done(k->soak);
-	return true;
-}
-
-/* gc_storm_sweep() under soak; sw->cycles then counts the cycles that ran. */
-static void soaked_sweep(struct gc_storm *s, struct gc_storm_sweep *sw, struct gc_soak *soak)
-{
-	struct soaked k = { .soak = soak, .cycle = sw->cycle, .ctx = sw->ctx };
-
-	sw->cycle = soaked_cycle;
-	sw->ctx = &k;
-	do
-		gc_storm_sweep(s, sw);
-	while (!k.ended && !k.failed && !sw->storm_err);
-	sw->cycles -= k.ended; /* the sweep counts the refused call as a cycle */
-	sw->cycle = k.cycle;
-	sw->ctx = k.ctx;
-}
-
 /* The soak of one storm sweep's cycles (today's length at standard). */
 static struct gc_soak *sweep_soak(const struct fx *f, const char *name, const char *cycle,
 				  unsigned per_period)
@@ -390,7 +344,7 @@ static void test_vmm_ops(void *data)
 	soak = sweep_soak(f, "vmm-ops", "under a signal storm: cuMemCreate, cuMemAddressReserve, "
 			  "cuMemMap, cuMemSetAccess of 16 MiB, GPU fill, cuMemcpyDtoH and check, "
 			  "cuMemUnmap, cuMemAddressFree, cuMemRelease", VMM_CYCLES);
-	soaked_sweep(&s, &sr, soak);
+	gc_storm_sweep_soak(&s, &sr, soak);
 	free(v.host);
 	done = gc_soak_count(soak);
 	gc_soak_end(soak);
@@ -480,7 +434,7 @@ static void test_alloc_copy_free(void *data)
 	soak = sweep_soak(f, "alloc-copy-free", "under a signal storm: cuMemAlloc of 4 MiB, "
 			  "cuMemcpyHtoD and GPU check, cuMemcpyDtoH and host check, cuMemFree",
 			  ACF_CYCLES);
-	soaked_sweep(&s, &sr, soak);
+	gc_storm_sweep_soak(&s, &sr, soak);
 	free(a.src);
 	free(a.dst);
 	done = gc_soak_count(soak);

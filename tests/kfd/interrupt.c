@@ -204,52 +204,6 @@ static long long vram_used(void *arg)
 }
 
 /*
- * A storm sweep whose cycles a soak counts (lib/soak.h): whole sweeps (each
- * storm period in turn, per_period cycles each) one after the other, until
- * the level's cycles are done, a cycle fails or a storm does. A soak of one
- * sweep's cycles runs exactly that sweep at standard; at long the periods
- * come round again.
- */
-struct soaked {
-	struct gc_soak *soak;
-	bool (*cycle)(void *ctx, struct gc_storm *s, unsigned i);
-	void *ctx;
-	bool ended;  /* the soak refused a cycle: the level's cycles are done */
-	bool failed; /* a cycle returned false */
-};
-
-static bool soaked_cycle(void *arg, struct gc_storm *s, unsigned i)
-{
-	struct soaked *k = arg;
-
-	if (!gc_soak_claim(k->soak)) {
-		k->ended = true;
-		return false;
-	}
-	if (!k->cycle(k->ctx, s, i)) {
-		k->failed = true;
-		return false;
-	}
-	gc_soak_done(k->soak);
-	return true;
-}
-
-/* gc_storm_sweep() under soak; sw->cycles then counts the cycles that ran. */
-static void soaked_sweep(struct gc_storm *s, struct gc_storm_sweep *sw, struct gc_soak *soak)
-{
-	struct soaked k = { .soak = soak, .cycle = sw->cycle, .ctx = sw->ctx };
-
-	sw->cycle = soaked_cycle;
-	sw->ctx = &k;
-	do
-		gc_storm_sweep(s, sw);
-	while (!k.ended && !k.failed && !sw->storm_err);
-	sw->cycles -= k.ended; /* the sweep counts the refused call as a cycle */
-	sw->cycle = k.cycle;
-	sw->ctx = k.ctx;
-}
-
-/*
  * The soak of one storm sweep's cycles (today's length at standard), VRAM
  * watched on w's GPU; w is filled here and must outlive the soak.
  */
@@ -521,7 +475,7 @@ static void af_gpu(void *ctx, struct gc_kfd_gpu *gpu)
 	soak = sweep_soak(&w, a->kfd, a->gpu_id, what, "under a signal storm: ALLOC_MEMORY_OF_GPU "
 			  "of 64 MiB of VRAM and FREE_MEMORY_OF_GPU, each reissued on EINTR; all "
 			  "the VRAM available again");
-	soaked_sweep(&s, &sw, soak);
+	gc_storm_sweep_soak(&s, &sw, soak);
 	r = gc_kfd_va_release(a->va, ALLOC_SIZE);
 	done = gc_soak_count(soak);
 	gc_soak_end(soak);
@@ -694,7 +648,7 @@ static void ma_run(struct fx *f, bool test_unmap, const struct mode *m)
 			  "under a signal storm: MAP_MEMORY_TO_GPU of a 64 MiB GTT buffer to every "
 			  "GPU, reissued with n_success until it converges; each GPU mapped once, "
 			  "unmapped by the check");
-	soaked_sweep(&s, &sw, soak);
+	gc_storm_sweep_soak(&s, &sw, soak);
 	fr = ma_free(&a); /* no storm: nothing interrupts it */
 	vr = gc_kfd_va_release(va, MAP_SIZE);
 	done = gc_soak_count(soak);

@@ -9,12 +9,14 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
 
 #include "core.h"
 #include "interrupt.h"
+#include "soak.h"
 
 static struct gc_sigiter_cfg normalized(const struct gc_sigiter_cfg *in)
 {
@@ -307,6 +309,48 @@ static void test_storm_sweep_stop(void *fx)
 	}
 }
 
+static struct gc_soak *sweep_soak(void)
+{
+	return gc_soak_start(&(struct gc_soak_cfg){
+		.name = "sweep", .cycle = "a 200 us sleep under a storm",
+		.cycles = GC_STORM_SWEEP_PERIODS * SWEEP_PER_PERIOD, .quick = 3 });
+}
+
+/*
+ * interrupt.h: a soaked sweep "runs exactly one sweep at level standard";
+ * it stops at the level's cycles (quick: 3, inside the first period) and at
+ * a cycle that returned false, counting the cycles that ran.
+ */
+static void test_storm_sweep_soak(void *fx)
+{
+	static struct gc_storm s;
+	static const struct { const char *level; unsigned stop_at, cycles, soaked; } cases[] = {
+		{ "standard", UINT_MAX, GC_STORM_SWEEP_PERIODS * SWEEP_PER_PERIOD,
+		  GC_STORM_SWEEP_PERIODS * SWEEP_PER_PERIOD },
+		{ "quick", UINT_MAX, 3, 3 },
+		{ "standard", 5, 6, 5 }, /* the failed cycle ran, but was not done */
+	};
+
+	(void)fx;
+	for (size_t k = 0; k < ARRAY_SIZE(cases); k++) {
+		struct sweep_count c = { .stop_at = cases[k].stop_at, .in_order = true };
+		struct gc_storm_sweep sw = { .cycle = count_cycle, .ctx = &c,
+					     .per_period = SWEEP_PER_PERIOD };
+		struct gc_soak *soak;
+
+		gc_assert_syscall(setenv(GC_LEVEL_ENV, cases[k].level, 1));
+		soak = sweep_soak();
+		gc_storm_sweep_soak(&s, &sw, soak);
+		gc_assert(gc_storm_current() == NULL);
+		gc_assert_ok(sw.storm_err);
+		gc_assert_eq_uint(sw.cycles, cases[k].cycles);
+		gc_assert_eq_uint(c.calls, cases[k].cycles);
+		gc_assert_eq_uint(gc_soak_count(soak), cases[k].soaked);
+		gc_soak_end(soak);
+	}
+	unsetenv(GC_LEVEL_ENV);
+}
+
 /*
  * interrupt.h: "With cfg.sa_restart (storms, sweeps and sigiter alike) it is
  * installed with SA_RESTART"; without it, not; stop restores the old action.
@@ -439,6 +483,7 @@ static const struct gc_subtest subtests[] = {
 	{ "storm-lifecycle", test_storm_lifecycle, "EBUSY, EINVAL, old action and mask restored" },
 	{ "storm-sweep", test_storm_sweep, "per_period cycles under each of the 5 storms" },
 	{ "storm-sweep-stop", test_storm_sweep_stop, "a cycle returning false stops the sweep" },
+	{ "storm-sweep-soak", test_storm_sweep_soak, "sweeps as long as the level's soak says" },
 	{ "storm-sa-restart-flag", test_storm_sa_restart_flag,
 	  "cfg.sa_restart puts SA_RESTART on the handler of storms, sweeps and sigiter" },
 	{ "restart-probe-verdict", test_restart_probe_verdict,
@@ -450,5 +495,7 @@ static const struct gc_subtest subtests[] = {
 
 static const struct gc_fixture fixture = { .after_each = after_each };
 
+static const char *const soaks[] = { "storm-sweep-soak", NULL };
+
 GC_MAIN(.name = "unit_interrupt", .description = "lib/interrupt pure logic",
-	.subtests = subtests, .fixture = &fixture)
+	.subtests = subtests, .fixture = &fixture, .soaks = soaks)
