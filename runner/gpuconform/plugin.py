@@ -549,8 +549,9 @@ class GcSession:
                         reason="no longer listed by its binary (rebuilt since the run started?)"))
         keep = [it for it in items
                 if not isinstance(it, _GcItem) or (it.name in wanted and it.name not in self.records)]
-        order = {n: i for i, n in enumerate(tests)}
-        keep.sort(key=lambda it: order.get(it.name, -1))  # stable: non-suite items first
+        if self.soak_plan is not None:  # the soaks last, as planned
+            order = {n: i for i, n in enumerate(tests)}
+            keep.sort(key=lambda it: order.get(it.name, -1))  # stable: non-suite items first
         kept = {id(it) for it in keep}
         dropped = [it for it in items if id(it) not in kept]
         if dropped:
