@@ -13,7 +13,11 @@ const char *gc__test_name(void);
 const char *gc__child_fate(const struct gc_child_status *st, char *buf, size_t len);
 /* s as a JSON string (quoted, escaped; NULL as null). */
 void gc__json_string(FILE *f, const char *s);
-/* buf appended to the metrics file path in one write(2): 0 or -errno. */
-int gc__metrics_append(const char *path, const char *buf, size_t len);
+/*
+ * One line of the metrics file: {"test":...,"subtest":...,"dynamic":...
+ * (the running subtest's), then what body writes (",KEY":... up to the
+ * closing brace and newline), appended to path in one write(2): 0 or -errno.
+ */
+int gc__metrics_line(const char *path, void (*body)(FILE *f, const void *arg), const void *arg);
 
 #endif

@@ -48,8 +48,7 @@ void gc__json_string(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static void json_line(FILE *f, const char *name, const char *unit, enum gc_better better,
-		      const double *samples, size_t n)
+static void json_where(FILE *f)
 {
 	fputs("{\"test\":", f);
 	gc__json_string(f, gc__test_name());
@@ -57,14 +56,27 @@ static void json_line(FILE *f, const char *name, const char *unit, enum gc_bette
 	gc__json_string(f, gc_current_subtest());
 	fputs(",\"dynamic\":", f);
 	gc__json_string(f, gc_current_dynamic());
+}
+
+struct metric_line {
+	const char *name, *unit;
+	enum gc_better better;
+	const double *samples;
+	size_t n;
+};
+
+static void json_line(FILE *f, const void *arg)
+{
+	const struct metric_line *m = arg;
+
 	fputs(",\"name\":", f);
-	gc__json_string(f, name);
+	gc__json_string(f, m->name);
 	fputs(",\"unit\":", f);
-	gc__json_string(f, unit);
+	gc__json_string(f, m->unit);
 	fprintf(f, ",\"better\":\"%s\",\"samples\":[",
-		better == GC_HIGHER_IS_BETTER ? "higher" : "lower");
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%s%.17g", i ? "," : "", samples[i]);
+		m->better == GC_HIGHER_IS_BETTER ? "higher" : "lower");
+	for (size_t i = 0; i < m->n; i++)
+		fprintf(f, "%s%.17g", i ? "," : "", m->samples[i]);
 	fputs("]}\n", f);
 }
 
@@ -89,13 +101,7 @@ static int append_all(const char *path, const char *buf, size_t len)
 	return r;
 }
 
-int gc__metrics_append(const char *path, const char *buf, size_t len)
-{
-	return append_all(path, buf, len);
-}
-
-static int write_metric(const char *path, const char *name, const char *unit,
-			enum gc_better better, const double *samples, size_t n)
+int gc__metrics_line(const char *path, void (*body)(FILE *f, const void *arg), const void *arg)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -104,7 +110,8 @@ static int write_metric(const char *path, const char *name, const char *unit,
 
 	if (!f)
 		return -errno;
-	json_line(f, name, unit, better, samples, n);
+	json_where(f);
+	body(f, arg);
 	if (fclose(f)) {
 		free(buf);
 		return -ENOMEM;
@@ -141,7 +148,8 @@ void gc_metric(const char *name, const char *unit, enum gc_better better,
 	print_metric(name, unit, better, samples, n);
 	if (!path || !*path)
 		return;
-	r = write_metric(path, name, unit, better, samples, n);
+	r = gc__metrics_line(path, json_line,
+			     &(struct metric_line){ name, unit, better, samples, n });
 	if (r)
 		gc_fail("metric %s: cannot append to %s=%s: %s", name, GC_METRICS_ENV, path,
 			strerror(-r));

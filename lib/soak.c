@@ -357,28 +357,30 @@ static void json_series(FILE *f, enum series k, const struct series_out *o)
 	fprintf(f, ",\"verdict\":\"%s\"}", verdict_name(fit->verdict));
 }
 
-static void json_soak(FILE *f, const struct gc_soak *s, double secs, const struct series_out *o,
-		      const bool *shown)
+struct soak_line {
+	const struct gc_soak *s;
+	double secs;
+	const struct series_out *o;
+	const bool *shown;
+};
+
+static void json_soak(FILE *f, const void *arg)
 {
+	const struct soak_line *l = arg;
+	const struct gc_soak *s = l->s;
 	bool first = true;
 
-	fputs("{\"test\":", f);
-	gc__json_string(f, gc__test_name());
-	fputs(",\"subtest\":", f);
-	gc__json_string(f, gc_current_subtest());
-	fputs(",\"dynamic\":", f);
-	gc__json_string(f, gc_current_dynamic());
 	fputs(",\"soak\":", f);
 	gc__json_string(f, s->cfg.name);
 	fputs(",\"cycle\":", f);
 	gc__json_string(f, s->cfg.cycle);
 	fprintf(f, ",\"level\":\"%s\",\"cycles\":%lu,\"seconds\":%.3f,\"series\":[",
-		gc_level_name(s->level), gc_soak_count(s), secs);
+		gc_level_name(s->level), gc_soak_count(s), l->secs);
 	for (int k = 0; k < N_SERIES; k++) {
-		if (!shown[k])
+		if (!l->shown[k])
 			continue;
 		fputs(first ? "" : ",", f);
-		json_series(f, (enum series)k, &o[k]);
+		json_series(f, (enum series)k, &l->o[k]);
 		first = false;
 	}
 	fputs("]}\n", f);
@@ -388,19 +390,11 @@ static void record(const struct gc_soak *s, double secs, const struct series_out
 		   const bool *shown)
 {
 	const char *path = getenv(GC_METRICS_ENV);
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
 	int r;
 
 	if (!path || !*path)
 		return;
-	f = open_memstream(&buf, &len);
-	gc_assert(f);
-	json_soak(f, s, secs, o, shown);
-	gc_assert(fclose(f) == 0);
-	r = gc__metrics_append(path, buf, len);
-	free(buf);
+	r = gc__metrics_line(path, json_soak, &(struct soak_line){ s, secs, o, shown });
 	gc_assert_f(!r, "soak %s: cannot append to %s=%s: %s", s->cfg.name, GC_METRICS_ENV, path,
 		    strerror(-r));
 }

@@ -595,7 +595,7 @@ def cmd_qualify(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    line = _call(_helper("qualify", "verify_record"), args.record)
+    line = _call(_helper("seal", "verify_record"), args.record)  # no jinja2 needed
     print(f"gpuconform: {line}")
     return EXIT_OK
 

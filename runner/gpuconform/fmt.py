@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["value", "pct", "pct_abs", "p_value", "one_line"]
+__all__ = ["value", "pct", "pct_abs", "p_value", "one_line", "nice_ticks"]
 
 _TIME_SCALE = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
@@ -54,3 +54,18 @@ def one_line(text: object, limit: int = 0) -> str:
     to limit characters, ending in "...", when limit is given."""
     t = " ".join(str(text).split())
     return t if not limit or len(t) <= limit else t[: limit - 3] + "..."
+
+
+def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """Round axis values (steps of 1, 2, 2.5 or 5 times a power of ten) in
+    [lo, hi], about count of them; [lo] when the range is empty."""
+    if hi <= lo:
+        return [lo]
+    raw = (hi - lo) / count
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    ticks, t = [], math.ceil(lo / step) * step
+    while t <= hi + step * 1e-9:
+        ticks.append(0.0 if abs(t) < step * 1e-9 else t)
+        t += step
+    return ticks

@@ -48,6 +48,7 @@ from .atomic import atomic_write
 from .contracts import TABLE_PATH, ContractsError, load_table
 from .fmt import one_line
 from .jsondoc import Doc, DocError, type_name
+from .report import Badge, environment
 from .runmetrics import load_results, results_fingerprint
 from .seal import (RECORD_FORMAT, RECORD_VERSION, SIGNATURE_SUFFIX, SUITE_NAME, RecordError,
                    canonical, content_hash, record_text, seal, sign_text, verify_record)
@@ -355,12 +356,6 @@ SKIP_NAMES_SHOWN = 6  # a skip reason's tests shown inline; more go in a <detail
 
 
 @dataclass(frozen=True)
-class _Badge:
-    text: str
-    colour: str
-
-
-@dataclass(frozen=True)
 class _AreaRow:
     area: str
     counts: list[tuple[int, str]]  # per VERDICTS: the count, its colour ("" when 0)
@@ -387,7 +382,7 @@ class _SkipGroup:
 @dataclass(frozen=True)
 class _RecordPage:
     title: str
-    outcome: _Badge
+    outcome: Badge
     outcome_line: str
     machine: list[tuple[str, str]]
     versions: list[tuple[str, str]]
@@ -456,9 +451,9 @@ def _record_page(record: Mapping[str, Any]) -> _RecordPage:
         area_rows.append(_AreaRow(name, [(n, VERDICT_COLOURS[v] if n and v != "pass" else "")
                                          for n, v in zip(row, VERDICTS)], sum(row)))
     status = outcome.get("status")
-    badge = (_Badge("nothing unexpected", "#2e7d32") if status == 0
-             else _Badge("not recorded", "#757575") if status is None
-             else _Badge("unexpected results", "#c62828"))
+    badge = (Badge("nothing unexpected", "#2e7d32") if status == 0
+             else Badge("not recorded", "#757575") if status is None
+             else Badge("unexpected results", "#c62828"))
     soaks = [soak_view(str(k.get("test")), k) for k in record.get("soaks") or []
              if isinstance(k, Mapping)]
     h = _dict(record.get("content_hash"))
@@ -494,6 +489,5 @@ def _record_page(record: Mapping[str, Any]) -> _RecordPage:
 def render_record_html(record: Mapping[str, Any]) -> str:
     """qualification.html of a record: one self-contained page, no script,
     nothing fetched; every value escaped as in report.html."""
-    from .report import environment  # jinja2 is needed for pages only, not to verify
     return environment().get_template("qualification.html.j2").render(
         page=_record_page(record))

@@ -64,6 +64,7 @@ from .atomic import atomic_write
 from .baseline import BaselineError
 from .contracts import TABLE_PATH, ContractsError, display_path, load_table, view
 from .fingerprint import Fingerprint
+from .fmt import nice_ticks
 from .runmetrics import load_results
 from .soakplot import SoakView, soak_views
 from .stats import median, quantile
@@ -151,21 +152,6 @@ def _display_unit(unit: str, values: Sequence[float]) -> tuple[float, str]:
     return scales[unit] / scales[best], best
 
 
-def _nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    if hi <= lo:
-        return [lo]
-    raw = (hi - lo) / count
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    start = math.ceil(lo / step) * step
-    ticks = []
-    t = start
-    while t <= hi + step * 1e-9:
-        ticks.append(0.0 if abs(t) < step * 1e-9 else t)
-        t += step
-    return ticks
-
-
 def _thin(values: Sequence[float], limit: int) -> list[float]:
     if len(values) <= limit:
         return list(values)
@@ -194,7 +180,7 @@ class _Axis:
         return self.left + frac * self.width
 
     def ticks(self) -> list[float]:
-        return _log_ticks(self.lo, self.hi) if self.log else _nice_ticks(self.lo, self.hi)
+        return _log_ticks(self.lo, self.hi) if self.log else nice_ticks(self.lo, self.hi)
 
 
 def _log_ticks(lo: float, hi: float) -> list[float]:
@@ -628,23 +614,23 @@ def _gap_shapes(tests: Mapping[str, Any]) -> list[_GapShapeView]:
 
 
 @dataclass(frozen=True)
-class _Badge:
+class Badge:
     text: str
     colour: str
 
 
 @dataclass(frozen=True)
 class _Count:
-    badge: _Badge
+    badge: Badge
     n: int
 
 
-def _state_badge(state: str) -> _Badge:
-    return _Badge(state, _STATE_COLOURS.get(state, "#000"))
+def _state_badge(state: str) -> Badge:
+    return Badge(state, _STATE_COLOURS.get(state, "#000"))
 
 
-def _verdict_badge(verdict: str) -> _Badge:
-    return _Badge(verdict, _VERDICT_COLOURS.get(verdict, "#424242"))
+def _verdict_badge(verdict: str) -> Badge:
+    return Badge(verdict, _VERDICT_COLOURS.get(verdict, "#424242"))
 
 
 @dataclass(frozen=True)
@@ -652,7 +638,7 @@ class _MetricView:
     key: str
     unit: str
     better: str
-    verdict: _Badge | None  # None: no comparison with a baseline
+    verdict: Badge | None  # None: no comparison with a baseline
     trend: bool  # kept for trends only
     explain: str
     plot: _StripBoxView | None
@@ -661,12 +647,12 @@ class _MetricView:
 @dataclass(frozen=True)
 class _TestRow:
     name: str
-    state: _Badge
+    state: Badge
     duration: str
     reason: str
     skip_at: str
     notes: list[str]
-    dynamic: list[tuple[str, _Badge]]
+    dynamic: list[tuple[str, Badge]]
     out: str  # clipped to MAX_OUTPUT_CHARS, as err
     err: str
 
@@ -674,7 +660,7 @@ class _TestRow:
 @dataclass(frozen=True)
 class _ContractCell:
     test: str
-    state: _Badge | None  # None: not in this run
+    state: Badge | None  # None: not in this run
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from .fmt import nice_ticks
 from .stats import median
 
 __all__ = ["SeriesPlot", "SeriesView", "SoakView", "series_view", "soak_view", "soak_views",
@@ -125,20 +126,6 @@ def _pct(v: float | None) -> str:
     return "?" if v is None else f"{100 * v:.3g}%"
 
 
-def _ticks(lo: float, hi: float, count: int = 4) -> list[float]:
-    """Round values in [lo, hi], about count of them."""
-    if hi <= lo:
-        return [lo]
-    raw = (hi - lo) / count
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    out, t = [], math.ceil(lo / step) * step
-    while t <= hi + step * 1e-9:
-        out.append(0.0 if abs(t) < step * 1e-9 else t)
-        t += step
-    return out
-
-
 def _padded(lo: float, hi: float) -> tuple[float, float]:
     pad = (hi - lo) * 0.06 if hi > lo else abs(lo) * 0.01 or 1.0
     return lo - pad, hi + pad
@@ -199,8 +186,8 @@ def _plot(name: str, unit: str, verdict: str, pairs: list[tuple[float, float]],
         " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in pairs),
         [(px(x), py(y)) for x, y in pairs] if len(pairs) <= MAX_DOTS else [],
         (px(fit[0]), py(fit[1]), px(fit[2]), py(fit[3])) if fit else None,
-        [(px(t), num(t)) for t in _ticks(x_lo, x_hi) if x_lo <= t <= x_hi],
-        [(py(t), num(t)) for t in _ticks(y_lo, y_hi) if y_lo <= t <= y_hi],
+        [(px(t), num(t)) for t in nice_ticks(x_lo, x_hi, 4) if x_lo <= t <= x_hi],
+        [(py(t), num(t)) for t in nice_ticks(y_lo, y_hi, 4) if y_lo <= t <= y_hi],
         BOTTOM + 13, H - 4, unit)
 
 
