@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -177,6 +178,13 @@ def test_kill_orphans_finds_by_environment_and_kills_the_group(
                                env=dict(os.environ, GPUCONFORM_RUN_TOKEN=token))
     bystander = subprocess.Popen(["sleep", "303"], start_new_session=True)
     try:
+        # Settled, as a dead runner's test is: the leader has exec'd into its
+        # sleep (during execve its environ reads empty) and forked the other.
+        deadline = time.monotonic() + 30
+        while (Path(f"/proc/{leader.pid}/cmdline").read_bytes() != b"sleep\x00301\x00"
+               or len(processes_with(f"{RUN_ID_ENV}={run_id}".encode())) < 2):
+            assert time.monotonic() < deadline, "the leader did not settle in 30 s"
+            time.sleep(0.01)
         found = kill_orphans([f"{RUN_ID_ENV}={run_id}", f"GPUCONFORM_RUN_TOKEN={token}"],
                              [leader.pid])
         assert leader.wait(timeout=60) == -9 and escaped.wait(timeout=60) == -9

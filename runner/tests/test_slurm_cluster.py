@@ -97,7 +97,8 @@ def test_teardown_leaves_no_process_or_port(tmp_path: Path) -> None:
     c.start()
     try:
         c.run("sbatch", f"--output={tmp_path}/long.out", "--wrap", "sleep 600", cwd=tmp_path)
-        c.wait_until(lambda: bool(c.job_pids()), 300, "the job did not start")
+        # slurmstepd, the batch shell and its sleep: all three, not only the first
+        c.wait_until(lambda: len(c.job_pids()) >= 3, 300, "the job did not start")
         pids = set(c.all_pids())
         assert {*c.daemon_pids().values(), *c.job_pids()} < pids  # + slurmscriptd
         ports = {c.ctld_port, *c.node_ports.values()}
