@@ -121,6 +121,45 @@ static bool in_soaks(const char *subtest)
 	return false;
 }
 
+static const char *const placement_names[] = {
+	[GC_PLACE_NODE] = "node", [GC_PLACE_GPU] = "gpu", [GC_PLACE_GPU_ALONE] = "gpu-alone",
+	[GC_PLACE_HOST] = "host",
+};
+
+/* Where subtest runs: its rule in .placements, else the binary's .placement. */
+static enum gc_placement placement_of(const char *subtest)
+{
+	for (const struct gc_placement_rule *r = gc.test->placements; r && r->subtest; r++)
+		if (!strcmp(r->subtest, subtest))
+			return r->where;
+	return gc.test->placement;
+}
+
+/* The i-th entry of $GPUCONFORM_DEVICES when it is a node index, else -1. */
+static long node_index(int i)
+{
+	const char *p = getenv(GC_DEVICES_ENV);
+	char *end;
+	long v;
+
+	for (; p && *p && i > 0; i--) {
+		p = strchr(p, ',');
+		p = p ? p + 1 : NULL;
+	}
+	if (!p || i < 0 || *p < '0' || *p > '9')
+		return -1;
+	v = strtol(p, &end, 10);
+	return *end == ',' || *end == '\0' ? v : -1;
+}
+
+const char *gc_device_name(int ordinal, char *buf, size_t len)
+{
+	long n = node_index(ordinal);
+
+	snprintf(buf, len, "gpu%ld", n >= 0 ? n : (long)ordinal);
+	return buf;
+}
+
 bool gc_current_soaks(void)
 {
 	return gc.subtest && gc.subtest_soaks;
@@ -1019,6 +1058,8 @@ static void usage(FILE *f, const char *argv0)
 		"  --dynamic-subtest GLOB    run only matching dynamic subtests\n"
 		"  --describe[=GLOB]         print subtest descriptions\n"
 		"  --list-soak               list the subtests whose length the level sets\n"
+		"  --list-placement          list each subtest and where it runs: gpu, gpu-alone,\n"
+		"                            node or host\n"
 		"  --help                    this text\n"
 		"Without options every subtest runs. Exit status: 0 success, 77 skip,\n"
 		"79 invalid option or subtest, 98 failure, 112 abort.\n"
@@ -1031,6 +1072,12 @@ static void list_subtests(bool soak_only)
 	for (const struct gc_subtest *st = gc.test->subtests; st->name; st++)
 		if (!soak_only || in_soaks(st->name))
 			printf("%s\n", st->name);
+}
+
+static void list_placement(void)
+{
+	for (const struct gc_subtest *st = gc.test->subtests; st->name; st++)
+		printf("%s %s\n", st->name, placement_names[placement_of(st->name)]);
 }
 
 static void describe(const char *glob)
@@ -1061,6 +1108,17 @@ static int check_filters(void)
 	return 0;
 }
 
+/* name is a subtest of the table; what names it (a soak, a rule) is told otherwise. */
+static bool in_table(const char *name, const char *what)
+{
+	for (const struct gc_subtest *st = gc.test->subtests; st->name; st++)
+		if (!strcmp(st->name, name))
+			return true;
+	fprintf(stderr, "%s: %s \"%s\" names no subtest of the test table\n", gc.name, what,
+		name);
+	return false;
+}
+
 static int check_table(void)
 {
 	for (const struct gc_subtest *st = gc.test->subtests; st->name; st++) {
@@ -1070,28 +1128,37 @@ static int check_table(void)
 			return -EINVAL;
 		}
 	}
-	for (const char *const *name = gc.test->soaks; name && *name; name++) {
-		bool found = false;
-
-		for (const struct gc_subtest *st = gc.test->subtests; st->name && !found; st++)
-			found = !strcmp(st->name, *name);
-		if (!found) {
-			fprintf(stderr, "%s: soak \"%s\" names no subtest of the test table\n",
-				gc.name, *name);
+	for (const char *const *name = gc.test->soaks; name && *name; name++)
+		if (!in_table(*name, "soak"))
+			return -EINVAL;
+	if ((unsigned)gc.test->placement >= ARRAY_SIZE(placement_names)) {
+		fprintf(stderr, "%s: placement %d is not one of enum gc_placement\n", gc.name,
+			(int)gc.test->placement);
+		return -EINVAL;
+	}
+	for (const struct gc_placement_rule *r = gc.test->placements; r && r->subtest; r++) {
+		if (!in_table(r->subtest, "placement rule"))
+			return -EINVAL;
+		if ((unsigned)r->where >= ARRAY_SIZE(placement_names)) {
+			fprintf(stderr, "%s: placement rule \"%s\": %d is not one of enum "
+				"gc_placement\n", gc.name, r->subtest, (int)r->where);
 			return -EINVAL;
 		}
 	}
 	return 0;
 }
 
-enum action { ACT_RUN, ACT_LIST, ACT_LIST_SOAK, ACT_DESCRIBE, ACT_HELP, ACT_INVALID };
+enum action { ACT_RUN, ACT_LIST, ACT_LIST_SOAK, ACT_LIST_PLACEMENT, ACT_DESCRIBE, ACT_HELP,
+	      ACT_INVALID };
 
 static enum action parse_args(int argc, char **argv, const char **describe_glob)
 {
-	enum { OPT_LIST = 256, OPT_LIST_SOAK, OPT_RUN, OPT_DYN, OPT_DESCRIBE, OPT_HELP };
+	enum { OPT_LIST = 256, OPT_LIST_SOAK, OPT_LIST_PLACEMENT, OPT_RUN, OPT_DYN, OPT_DESCRIBE,
+	       OPT_HELP };
 	static const struct option opts[] = {
 		{ "list-subtests", no_argument, NULL, OPT_LIST },
 		{ "list-soak", no_argument, NULL, OPT_LIST_SOAK },
+		{ "list-placement", no_argument, NULL, OPT_LIST_PLACEMENT },
 		{ "run-subtest", required_argument, NULL, OPT_RUN },
 		{ "dynamic-subtest", required_argument, NULL, OPT_DYN },
 		{ "describe", optional_argument, NULL, OPT_DESCRIBE },
@@ -1107,6 +1174,8 @@ static enum action parse_args(int argc, char **argv, const char **describe_glob)
 			act = ACT_LIST;
 		else if (c == OPT_LIST_SOAK && act == ACT_RUN)
 			act = ACT_LIST_SOAK;
+		else if (c == OPT_LIST_PLACEMENT && act == ACT_RUN)
+			act = ACT_LIST_PLACEMENT;
 		else if (c == OPT_RUN && parse_run_subtest(optarg))
 			return ACT_INVALID;
 		else if (c == OPT_DYN)
@@ -1177,6 +1246,9 @@ int gc_main(const struct gc_test *test, int argc, char **argv)
 	case ACT_LIST:
 	case ACT_LIST_SOAK:
 		list_subtests(act == ACT_LIST_SOAK);
+		return GC_EXIT_SUCCESS;
+	case ACT_LIST_PLACEMENT:
+		list_placement();
 		return GC_EXIT_SUCCESS;
 	case ACT_DESCRIBE:
 		describe(describe_glob);

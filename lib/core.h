@@ -19,6 +19,8 @@
  *   --dynamic-subtest GLOB    run only matching dynamic subtests
  *   --describe[=GLOB]         print subtest descriptions
  *   --list-soak               the subtests named in .soaks (ours, not igt's)
+ *   --list-placement          every subtest and where it runs on a node of
+ *                             several GPUs: "NAME gpu|gpu-alone|node|host" (ours)
  *   --help                    usage, exit 0
  *   no argument               run every subtest
  * Lines on stdout, exactly as igt_core prints them:
@@ -72,6 +74,27 @@ struct gc_fixture {
 	void (*after_each)(void *data);
 };
 
+/*
+ * Where the runner places a subtest on a node of several GPUs (--list-placement).
+ * A subtest that uses one GPU is run once per GPU, pinned to it through the
+ * vendors' visible-devices variables and GPUCONFORM_DEVICES (so it sees one
+ * device, and the runner's placement, not a loop in the binary, covers every
+ * GPU); one that uses the node's GPUs together, or a library that ignores
+ * those variables (NVML, raw /dev/kfd), runs once with every GPU in view.
+ */
+enum gc_placement {
+	GC_PLACE_NODE,      /* once, alone, every GPU in view (the default) */
+	GC_PLACE_GPU,       /* once per GPU, pinned; the GPUs at the same time */
+	GC_PLACE_GPU_ALONE, /* once per GPU, pinned; one GPU at a time (timing a neighbour disturbs) */
+	GC_PLACE_HOST,      /* no GPU: once, alone */
+};
+
+/* A subtest placed otherwise than its binary: { "cost", GC_PLACE_GPU_ALONE }. */
+struct gc_placement_rule {
+	const char *subtest;
+	enum gc_placement where;
+};
+
 struct gc_test {
 	const char *name;
 	const char *description;
@@ -85,6 +108,9 @@ struct gc_test {
 	 *     GC_MAIN(.name = "x", .subtests = subtests, .soaks = soaks)
 	 */
 	const char *const *soaks;
+	/* Where its subtests run (enum gc_placement), and the exceptions, NULL-terminated. */
+	enum gc_placement placement;
+	const struct gc_placement_rule *placements;
 };
 
 int gc_main(const struct gc_test *test, int argc, char **argv);
@@ -210,6 +236,16 @@ void gc_each_pair(const struct gc_product *p, void *ctx);
 
 /* Name of the running subtest / dynamic subtest (NULL outside). */
 const char *gc_current_subtest(void);
+/*
+ * Devices are named one way: "gpu<N>", N the device's index on the node. The
+ * runner, when it pins a process to some GPUs, exports their node indexes in
+ * the order the vendor's runtime shows them, in $GPUCONFORM_DEVICES ("2", or
+ * "0,3"): the visible device of ordinal i is the i-th of them. Without it
+ * (a binary run by hand), N is the ordinal.
+ */
+#define GC_DEVICES_ENV "GPUCONFORM_DEVICES"
+const char *gc_device_name(int ordinal, char *buf, size_t len);
+
 /* The running subtest is named in the test's .soaks. */
 bool gc_current_soaks(void);
 const char *gc_current_dynamic(void);

@@ -103,8 +103,7 @@ void gc_cuda_fixture_free(void *data)
 
 const char *gc_cuda_device_name(const struct gc_cuda_device *d, char *buf, size_t len)
 {
-	snprintf(buf, len, "gpu%d", d->ordinal);
-	return buf;
+	return gc_device_name(d->ordinal, buf, len);
 }
 
 struct device_call {

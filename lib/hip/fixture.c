@@ -134,14 +134,16 @@ struct hip_visit {
 
 static const char *gpu_name(const void *d, char *buf, size_t len)
 {
-	snprintf(buf, len, "gpu%d", ((const struct gc_hip_device *)d)->ordinal);
-	return buf;
+	return gc_device_name(((const struct gc_hip_device *)d)->ordinal, buf, len);
 }
 
 static const char *gpu_pair_name(const void *a, const void *b, char *buf, size_t len)
 {
-	snprintf(buf, len, "gpu%d-gpu%d", ((const struct gc_hip_device *)a)->ordinal,
-		 ((const struct gc_hip_device *)b)->ordinal);
+	char na[32], nb[32];
+
+	snprintf(buf, len, "%s-%s",
+		 gc_device_name(((const struct gc_hip_device *)a)->ordinal, na, sizeof(na)),
+		 gc_device_name(((const struct gc_hip_device *)b)->ordinal, nb, sizeof(nb)));
 	return buf;
 }
 

@@ -333,4 +333,5 @@ static const char *const soaks[] = { "attach-detach", NULL };
 
 GC_MAIN(.name = "cuda_bubbles",
 	.description = "graph dispatch gaps measured on the device, with and without CUPTI",
-	.subtests = subtests, .fixture = &fixture, .soaks = soaks)
+	.subtests = subtests, .fixture = &fixture, .soaks = soaks,
+	.placement = GC_PLACE_GPU)

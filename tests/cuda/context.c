@@ -15,6 +15,7 @@
  * need a context, and so would change what it measures.
  */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 #include "gc_nvml.h"
 #include "measure.h"
 #include "soak.h"
+#include "usage.h"
 #include "workers.h"
 
 #define DEV_PREFIX "/dev/nvidia"
@@ -340,6 +342,7 @@ struct shared {
 	struct gc_progress pg;
 	int stop;          /* atomic */
 	unsigned long found_inactive; /* atomic: retains that found no context */
+	struct trace *trace;          /* what the process held as the rounds went */
 };
 
 #define STEP(s, call)                                                                    \
@@ -369,6 +372,144 @@ static bool launch_and_check(struct shared *s, uint32_t seed, uint32_t *host)
 		gc_problem(&s->pr, "seed %u: %llu of %d words wrong after the kernel", seed,
 			(unsigned long long)bad, WORDS);
 	return bad == 0;
+}
+
+/*
+ * What the process held while the rounds went, sampled every TRACE_MS by a
+ * thread of its own: host RSS, how many primary contexts were alive and how
+ * many retains had found theirs inactive (new generations). A soak's RSS
+ * series alone cannot tell a leak from a process that holds one context
+ * more at the end than at the start; these say which.
+ */
+#define TRACE_MS 10
+#define TRACE_MAX 1024
+
+struct trace_point {
+	double t, cycles, gens, rss_kib;
+	int live;
+};
+
+struct trace {
+	struct shared *s;
+	pthread_t th;
+	int stop; /* atomic */
+	size_t n, every; /* points kept; keep one sample in `every` */
+	unsigned long taken;
+	struct trace_point p[TRACE_MAX];
+	double x[TRACE_MAX], y[TRACE_MAX]; /* the report's scratch */
+};
+
+static int live_contexts(const struct fx *f)
+{
+	int live = 0;
+
+	for (int i = 0; i < f->ndev; i++) {
+		unsigned flags;
+		int on = 0;
+
+		if (f->cu->cuDevicePrimaryCtxGetState(f->cu->devices[i].dev, &flags, &on) ==
+		    CUDA_SUCCESS)
+			live += on != 0;
+	}
+	return live;
+}
+
+static void trace_take(struct trace *tr, uint64_t t0)
+{
+	struct shared *s = tr->s;
+
+	if (tr->taken++ % tr->every)
+		return;
+	if (tr->n == TRACE_MAX) { /* keep every other point, sample half as often */
+		for (size_t i = 0; i < TRACE_MAX / 2; i++)
+			tr->p[i] = tr->p[2 * i];
+		tr->n = TRACE_MAX / 2;
+		tr->every *= 2;
+	}
+	tr->p[tr->n++] = (struct trace_point){
+		.t = (double)(gc_now_ns() - t0) / 1e9,
+		.cycles = (double)gc_soak_count(s->soak),
+		.gens = (double)__atomic_load_n(&s->found_inactive, __ATOMIC_RELAXED),
+		.rss_kib = (double)gc_usage_now(0).rss_kib,
+		.live = live_contexts(s->f),
+	};
+}
+
+static void *trace_thread(void *p)
+{
+	struct trace *tr = p;
+	uint64_t t0 = gc_now_ns();
+
+	while (!__atomic_load_n(&tr->stop, __ATOMIC_ACQUIRE)) {
+		trace_take(tr, t0);
+		usleep(TRACE_MS * 1000);
+	}
+	trace_take(tr, t0);
+	return NULL;
+}
+
+static struct trace *trace_start(struct shared *s)
+{
+	struct trace *tr = calloc(1, sizeof(*tr));
+
+	gc_assert(tr);
+	tr->s = s;
+	tr->every = 1;
+	gc_assert(pthread_create(&tr->th, NULL, trace_thread, tr) == 0);
+	return tr;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median RSS of the points with `live` contexts alive; NAN when none. */
+static double median_rss_at(struct trace *tr, int live, size_t *n)
+{
+	*n = 0;
+	for (size_t i = 0; i < tr->n; i++)
+		if (tr->p[i].live == live)
+			tr->y[(*n)++] = tr->p[i].rss_kib;
+	if (!*n)
+		return NAN;
+	qsort(tr->y, *n, sizeof(tr->y[0]), cmp_double);
+	return tr->y[*n / 2];
+}
+
+/* RSS by the number of contexts alive, RSS against generations, and the points. */
+static void trace_report(struct trace *tr, int ndev)
+{
+	size_t step = tr->n > 24 ? tr->n / 24 : 1;
+
+	for (int live = 0; live <= ndev; live++) {
+		size_t n;
+		double m = median_rss_at(tr, live, &n);
+
+		if (n)
+			gc_info("trace: %d of %d primary contexts alive in %zu samples: median RSS "
+				"%.0f KiB", live, ndev, n, m);
+	}
+	for (size_t i = 0; i < tr->n; i++)
+		tr->x[i] = tr->p[i].gens, tr->y[i] = tr->p[i].rss_kib;
+	if (tr->n > 1)
+		gc_info("trace: %.0f retains found the context inactive; RSS against them: "
+			"Theil-Sen %.1f KiB each", tr->p[tr->n - 1].gens,
+			gc_theil_sen(tr->x, tr->y, tr->n));
+	for (size_t i = 0; i < tr->n; i += step)
+		gc_info("trace: t %.3f s, cycle %.0f, inactive found %.0f, alive %d, RSS %.0f KiB",
+			tr->p[i].t, tr->p[i].cycles, tr->p[i].gens, tr->p[i].live,
+			tr->p[i].rss_kib);
+}
+
+static void trace_end(struct trace *tr, int ndev)
+{
+	__atomic_store_n(&tr->stop, 1, __ATOMIC_RELEASE);
+	pthread_join(tr->th, NULL);
+	trace_report(tr, ndev);
+	free(tr);
 }
 
 /* One round: retain device dev's primary context, launch and check, release. */
@@ -474,6 +615,7 @@ static void test_concurrent(void *data)
 	s->f = data;
 	gc_problems_init(&s->pr);
 	s->soak = retain_soak(s->f);
+	s->trace = trace_start(s);
 	for (unsigned i = 0; i < THREADS; i++) {
 		s->wk[i] = (struct worker){ s, i };
 		gc_assert(pthread_create(&th[i], NULL, worker, &s->wk[i]) == 0);
@@ -486,6 +628,7 @@ static void test_concurrent(void *data)
 		"the context inactive (a new generation, or a race with one)", THREADS, s->f->ndev,
 		rounds, (double)(gc_now_ns() - t0) / 1e9, gc_problems_count(&s->pr),
 		s->found_inactive);
+	trace_end(s->trace, s->f->ndev);
 	gc_soak_end(s->soak);
 	gc_problems_assert_none(&s->pr);
 	gc_assert_cmpuint(gc_progress_rounds(&s->pg), ==, rounds);
@@ -494,6 +637,79 @@ static void test_concurrent(void *data)
 	expect_baseline(s->f, "after every thread's last release");
 	gc_problems_destroy(&s->pr);
 	free(s);
+}
+
+/* ------------------------------------------------------------ generations */
+
+#define GENERATIONS 40 /* at standard: about 10 s, a generation costing about 0.2 s (H100) */
+#define GENERATIONS_QUICK 6
+
+/* Device 0's used memory as NVML sees it, for the soak (see nvml_used). */
+static long long device0_used(void *arg)
+{
+	const struct fx *f = arg;
+	gc_nvml_memory m;
+
+	if (f->n.fn.memory(f->nv[0], &m) != GC_NVML_SUCCESS)
+		return -EIO;
+	return (long long)m.used;
+}
+
+/* In the current context: 16 KiB allocated, filled on the GPU, read back, checked, freed. */
+static void fill_and_check(struct fx *f, uint32_t seed, uint32_t *host)
+{
+	struct gc_cuda *cu = f->cu;
+	CUdeviceptr p;
+	uint64_t bad;
+
+	gc_cu_assert(cu, cu->cuMemAlloc(&p, WORDS * 4));
+	gc_cu_assert(cu, gc_cu_launch_fill(cu, (CUfunction)f->fill, p, WORDS, seed, 0));
+	gc_cu_assert(cu, cu->cuMemcpyDtoH(host, p, WORDS * 4));
+	gc_cu_assert(cu, cu->cuMemFree(p));
+	bad = mismatches(host, WORDS, seed);
+	gc_assert_f(!bad, "seed %u: %llu of %d words wrong after the kernel", seed,
+		    (unsigned long long)bad, WORDS);
+}
+
+/*
+ * generations: device 0's primary context created and reset over and over,
+ * one generation a cycle (a soak): retain, the fill kernel run and checked,
+ * release with nothing else holding it, so that, by cuda.h's
+ * cuDevicePrimaryCtxRelease, "the context is automatically reset once the
+ * last reference to it is released". What a reset gives back must be what
+ * the creation took: host RSS, fds and device memory flat from one
+ * generation to the next. concurrent-retain makes generations only when its
+ * threads happen to let go of a device all at once; here every cycle is one.
+ */
+static void test_generations(void *data)
+{
+	struct fx *f = data;
+	struct gc_cuda *cu = f->cu;
+	CUdevice d = cu->devices[0].dev;
+	uint32_t *host = malloc(WORDS * 4);
+	struct gc_soak *soak;
+	CUcontext ctx;
+
+	gc_assert(host);
+	soak = gc_soak_start(&(struct gc_soak_cfg){
+		.name = "generations", .cycles = GENERATIONS, .quick = GENERATIONS_QUICK,
+		.cycle = "one primary context generation of device 0: retain (create), "
+			 "allocate 16 KiB, fill on the GPU, read back and check, free, release "
+			 "(reset)",
+		.dev_used = device0_used, .dev_arg = f });
+	for (uint32_t g = 0; gc_soak_claim(soak); g++) {
+		gc_cu_assert(cu, cu->cuDevicePrimaryCtxRetain(&ctx, d));
+		gc_cu_assert(cu, cu->cuCtxSetCurrent(ctx));
+		fill_and_check(f, g, host);
+		gc_cu_assert(cu, cu->cuCtxSetCurrent(NULL));
+		gc_cu_assert(cu, cu->cuDevicePrimaryCtxRelease(d));
+		gc_assert_f(!active(f, 0), "generation %u: its only release left the context "
+			    "active", g);
+		gc_soak_done(soak);
+	}
+	gc_soak_end(soak);
+	free(host);
+	expect_baseline(f, "after the last generation");
 }
 
 /* ------------------------------------------------------------ cost */
@@ -548,12 +764,21 @@ static const struct gc_subtest subtests[] = {
 	  "INVALID_VALUE, and cuMemFree of it fails; address reuse recorded" },
 	{ "concurrent-retain", test_concurrent, "256 threads retain / launch / check / release "
 	  "over every device: correct results, no deadlock, everything back after" },
+	{ "generations", test_generations, "device 0's primary context created and reset "
+	  "again and again: host RSS, fds and device memory flat across generations" },
 	{ "cost", test_cost, "primary context create, reset, and a warm retain / release" },
 	{ 0 }
 };
 
-static const char *const soaks[] = { "concurrent-retain", NULL };
+static const char *const soaks[] = { "concurrent-retain", "generations", NULL };
+
+/* One GPU at a time, but concurrent-retain's rounds go "over every device" at once. */
+static const struct gc_placement_rule placements[] = {
+	{ "concurrent-retain", GC_PLACE_NODE },
+	{ 0 }
+};
 
 GC_MAIN(.name = "cuda_context",
 	.description = "CUDA primary context retain / release: refcount, generations, 256 threads",
-	.subtests = subtests, .fixture = &fixture, .soaks = soaks)
+	.subtests = subtests, .fixture = &fixture, .soaks = soaks,
+	.placement = GC_PLACE_GPU, .placements = placements)

@@ -1420,4 +1420,5 @@ static const char *const soaks[] = { "vmm-ops", "alloc-copy-free", NULL };
 GC_MAIN(.name = "cuda_interrupt",
 	.description = "the interrupt contract on the CUDA driver API: no spurious error under "
 		       "signal storms",
-	.subtests = subtests, .fixture = &fixture, .soaks = soaks)
+	.subtests = subtests, .fixture = &fixture, .soaks = soaks,
+	.placement = GC_PLACE_GPU)

@@ -1395,4 +1395,5 @@ static const struct gc_subtest subtests[] = {
 static const char *const soaks[] = { "stress-10k", "fill-near-limit", NULL };
 
 GC_MAIN(.name = "cuda_mem", .description = "VMM memory lifecycle on the CUDA driver API",
-	.subtests = subtests, .fixture = &fixture, .soaks = soaks)
+	.subtests = subtests, .fixture = &fixture, .soaks = soaks,
+	.placement = GC_PLACE_GPU)

@@ -925,4 +925,4 @@ static const struct gc_subtest subtests[] = {
 GC_MAIN(.name = "cuda_multigpu",
 	.description = "the multigpu contract on the CUDA driver API: all-or-nothing across "
 		       "devices",
-	.subtests = subtests, .fixture = &fixture)
+	.subtests = subtests, .fixture = &fixture, .placement = GC_PLACE_NODE)

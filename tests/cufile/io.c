@@ -312,4 +312,5 @@ static const char *const soaks[] = { GC_FASTPATH_SOAKS, NULL };
 
 GC_MAIN(.name = "cufile_io",
 	.description = "cuFile: byte-exact GPU-direct reads and writes, fallback, errors, concurrency",
-	.subtests = subtests, .fixture = &fixture, .soaks = soaks)
+	.subtests = subtests, .fixture = &fixture, .soaks = soaks,
+	.placement = GC_PLACE_GPU)

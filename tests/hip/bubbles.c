@@ -327,4 +327,5 @@ static const struct gc_subtest subtests[] = {
 static const char *const soaks[] = { "attach-detach", NULL };
 
 GC_MAIN(.name = "hip_bubbles", .description = "Dispatch bubbles, traces, deep queues (AMD)",
-	.subtests = subtests, .fixture = &fixture, .soaks = soaks)
+	.subtests = subtests, .fixture = &fixture, .soaks = soaks,
+	.placement = GC_PLACE_GPU)

@@ -1342,4 +1342,5 @@ static const struct gc_subtest subtests[] = {
 static const char *const soaks[] = { "stress-10k", "fill-near-limit", NULL };
 
 GC_MAIN(.name = "hip_mem", .description = "VMM memory lifecycle on the HIP runtime API",
-	.subtests = subtests, .fixture = &fixture, .soaks = soaks)
+	.subtests = subtests, .fixture = &fixture, .soaks = soaks,
+	.placement = GC_PLACE_GPU)

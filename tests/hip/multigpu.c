@@ -776,4 +776,4 @@ static const struct gc_subtest subtests[] = {
 GC_MAIN(.name = "hip_multigpu",
 	.description = "the multigpu contract on the HIP runtime API: all-or-nothing across "
 		       "devices",
-	.subtests = subtests, .fixture = &fixture)
+	.subtests = subtests, .fixture = &fixture, .placement = GC_PLACE_NODE)

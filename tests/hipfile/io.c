@@ -358,6 +358,7 @@ int main(int argc, char **argv)
 		.subtests = subtests,
 		.fixture = &fixture,
 		.soaks = soaks,
+		.placement = GC_PLACE_GPU,
 	};
 	const char *race = getenv(HF_RACE_ENV);
 

@@ -770,4 +770,4 @@ static const struct gc_subtest subtests[] = {
 };
 
 GC_MAIN(.name = "host_interrupt", .description = "the interrupt contract on plain syscalls",
-	.subtests = subtests, .fixture = &fixture)
+	.subtests = subtests, .fixture = &fixture, .placement = GC_PLACE_HOST)

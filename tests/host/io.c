@@ -588,4 +588,4 @@ static const struct gc_subtest subtests[] = {
 };
 
 GC_MAIN(.name = "host_io", .description = "host file I/O reference path",
-	.subtests = subtests, .fixture = &fixture)
+	.subtests = subtests, .fixture = &fixture, .placement = GC_PLACE_HOST)

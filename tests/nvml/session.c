@@ -827,4 +827,5 @@ static const char *const soaks[] = { "concurrent-sessions", NULL };
 
 GC_MAIN(.name = "nvml_session",
 	.description = "NVML init / shutdown sessions: refcount, threads, device nodes, handles",
-	.subtests = subtests, .fixture = &fixture, .soaks = soaks)
+	.subtests = subtests, .fixture = &fixture, .soaks = soaks,
+	.placement = GC_PLACE_NODE /* NVML opens every GPU whatever CUDA_VISIBLE_DEVICES says */)
