@@ -73,7 +73,7 @@ def run_test(name: str, binary: str, subtest: str | None, rule: Rule | None, ret
         a, abort = attempt(len(attempts) + 1)
         attempts.append(a)
         if aborted or abort is not None or not should_retry(a.result.value, len(attempts),
-                                                            retries):
+                                                            retries, rule):
             break
         abort, more = gap()
         notes += more

@@ -98,7 +98,8 @@ def _merge(old: Baseline | None, fp: Fingerprint,
             if kinds.setdefault(key, (m.unit, m.better)) != (m.unit, m.better):
                 raise BaselineError(f"{rj}: {key}: unit or direction differs from an earlier "
                                     f"run's ({m.unit}, {m.better} is better)")
-            summaries.setdefault(key, []).append(gate.summarize(index, m.samples, m.better))
+            summaries.setdefault(key, []).append(gate.summarize(index, m.samples, m.better,
+                                                                m.parts))
             raw.setdefault(key, []).extend(m.samples)
         times.update(durations(data["tests"]))
     metrics = dict(old.metrics) if old is not None else {}

@@ -62,7 +62,6 @@ from .options import (
     DATA_DIR,
     DEFAULT_PATTERNS,
     DEFAULT_RETRIES,
-    DEVICE_ENVS,
     PROGRESS_MODES,
     SCRATCH_ENV,
     InputError,
@@ -71,6 +70,7 @@ from .options import (
     load_inputs,
     options_to_args,
     parse_devices,
+    parse_jobs,
     parse_retries,
     parse_timeout_override,
 )
@@ -151,8 +151,11 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
                      help="pytest -k expression over BINARY@SUBTEST names")
     run.add_argument("--devices", metavar="LIST", type=argtype(parse_devices, "LIST"),
                      default=None,
-                     help="devices the tests may use (0,1 or UUIDs): exported as "
-                     + ", ".join(DEVICE_ENVS))
+                     help="the GPUs the run uses, by index (nvidia-smi's order) or UUID: "
+                     "0,2 or GPU-8f3c (default: every GPU of the node)")
+    run.add_argument("--jobs", metavar="N", type=argtype(parse_jobs, "N"), default=None,
+                     help="copies of a one-GPU test that run at once, each on its own GPU "
+                     "(default: one per GPU; 1: one GPU at a time)")
     run.add_argument("--scratch-dir", metavar="DIR", default=None,
                      help=f"directory of the tests' scratch files, exported as {SCRATCH_ENV} "
                      f"(default: the environment's {SCRATCH_ENV}, else /var/tmp)")
@@ -510,6 +513,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         exclude=list(args.exclude),
         timeout_overrides=list(args.timeout_override),
         devices=args.devices,
+        jobs=args.jobs,
         scratch_dir=str(Path(args.scratch_dir).absolute()) if args.scratch_dir else None,
         shard=args.shard,
         expectations=_absolute_paths(args.expectations),

@@ -24,7 +24,9 @@ rules that matched no test of the run are stale: Expectations.unused().
 Retrying (should_retry): the failure states fail, crash, timeout, incomplete,
 dmesg-warn and dmesg-fail are run again while attempts_done <= max_retries
 (so at most 1 + max_retries attempts); pass, skip, notrun, error and abort
-are never retried.
+are never retried, nor is a test a fail rule names: its failure is expected
+whatever a retry would show, and the retry would only cost time (a flake
+rule's test is retried: whether it flaked or failed twice is worth telling).
 
 The verdict (judge) follows deqp-runner: a run exits 0 iff no result is
 unexpected. `final` is the state to report: the last attempt's, except that a
@@ -251,14 +253,19 @@ def _state(s: str) -> str:
         raise ValueError(f"not a result state: {s!r}") from None
 
 
-def should_retry(state: str, attempts_done: int, max_retries: int) -> bool:
+def should_retry(state: str, attempts_done: int, max_retries: int,
+                 rule: Rule | None = None) -> bool:
     """Whether to run a test again after its attempt number attempts_done
     (1-based) ended in `state`: failure states only, at most max_retries
-    retries."""
+    retries, and never under a fail rule, which already expects the failure
+    (a retry tells a flake from a repeat: under a fail rule the repeat is
+    known in advance; under a flake rule the retry still shows which it was)."""
     if attempts_done < 1:
         raise ValueError(f"attempts_done must be >= 1, not {attempts_done}")
     if max_retries < 0:
         raise ValueError(f"max_retries must be >= 0, not {max_retries}")
+    if rule is not None and rule.kind is Kind.FAIL:
+        return False
     return _state(state) in RETRY_STATES and attempts_done <= max_retries
 
 

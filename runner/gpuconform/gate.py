@@ -71,7 +71,8 @@ from typing import Iterable, Sequence
 
 from .stats import quantile
 
-__all__ = ["Gate", "RunSummary", "Assessment", "good_half_mean", "summarize", "resolution",
+__all__ = ["Gate", "RunSummary", "Assessment", "good_half_mean", "statistic", "summarize",
+           "resolution",
            "is_maximum", "assess", "shift", "judge", "MIN_RUNS", "SUMMARY_FIELDS"]
 
 MIN_RUNS = 3
@@ -123,13 +124,30 @@ def _round(v: float) -> float:
     return float(f"{v:.6g}")
 
 
-def summarize(run: int, samples: Sequence[float], better: str) -> RunSummary:
+def statistic(parts: Sequence[Sequence[float]], better: str) -> float:
+    """A run's g when the metric was measured by several copies of its test
+    (one a GPU, placement.py): the mean of each copy's good-half mean, so
+    that every GPU weighs the same whatever its sample count, and one slow
+    GPU moves the statistic by its share rather than being left out of a
+    pooled good half."""
+    if not parts:
+        raise ValueError("no samples")
+    return math.fsum(good_half_mean(p, better) for p in parts) / len(parts)
+
+
+def summarize(run: int, samples: Sequence[float], better: str,
+              parts: Sequence[Sequence[float]] = ()) -> RunSummary:
+    """One run of one metric: its samples' quartiles and its g (over its
+    parts when copies on several GPUs measured it); n is the samples of one
+    copy (the fewest), what the noise of g goes with."""
     xs = sorted(samples)
     if not xs:
         raise ValueError("no samples")
-    return RunSummary(run, len(xs), *(_round(v) for v in (
-        xs[0], quantile(xs, 0.25), quantile(xs, 0.5), quantile(xs, 0.75), xs[-1],
-        good_half_mean(xs, better))))
+    several = len(parts) > 1
+    g = statistic(parts, better) if several else good_half_mean(xs, better)
+    n = min(len(p) for p in parts) if several else len(xs)
+    return RunSummary(run, n, *(_round(v) for v in (
+        xs[0], quantile(xs, 0.25), quantile(xs, 0.5), quantile(xs, 0.75), xs[-1], g)))
 
 
 def resolution(values: Iterable[float]) -> float | None:

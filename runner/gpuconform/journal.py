@@ -4,9 +4,11 @@ RESULTS/journal.jsonl: one JSON object a line, appended with one write() and
 fsync'd before the runner goes on (the directory is fsync'd when the file is
 created), so what the journal says survives the runner and the machine dying:
 
-    {"event":"start","test":T,"attempt":1,"pid":P,"pgid":P,"token":K,"time":S}
+    {"event":"start","test":T,"attempt":1,"pid":P,"pgid":P,"token":K,"time":S[,"gpu":G]}
         written as soon as the test's process exists (pid = its process group =
-        its session), before the runner waits for it;
+        its session), before the runner waits for it; a test run once per GPU
+        (placement.py) has a start line per copy, G its GPU's index, the copies
+        running side by side;
     {"event":"result","test":T,"record":{...}}
         the test's final record (results.py TestRecord.to_json()), after its
         last attempt; a skip by an expectation rule has no start line;
@@ -14,7 +16,7 @@ created), so what the journal says survives the runner and the machine dying:
     {"event":"resume","time":S,...}              `gpuconform resume` took over
     {"event":"end","time":S,"complete":B}        results.json was written
 
-A test with a start line and no result line after it was running when the
+A test with a start line (of any copy) and no result line after it was running when the
 runner stopped: resume records it as incomplete (appending that record, so a
 second resume keeps it). Its processes may outlive the runner (a SIGKILL of
 the runner does not reach the test's own session): resume first kills every
@@ -45,6 +47,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,6 +97,7 @@ class Journal:
 
     def __init__(self, path: Path, *, lock: bool = True) -> None:
         self.path = Path(path)
+        self._lock = threading.Lock()
         created = not self.path.exists()
         try:
             self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
@@ -113,16 +117,22 @@ class Journal:
             fsync_dir(self.path.parent)
 
     def append(self, obj: Mapping[str, Any]) -> None:
+        """One line, whole: the copies of a test append from their threads."""
         data = (json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
-        view = memoryview(data)
-        while view:
-            n = os.write(self.fd, view)
-            view = view[n:]
-        os.fsync(self.fd)
+        with self._lock:
+            view = memoryview(data)
+            while view:
+                n = os.write(self.fd, view)
+                view = view[n:]
+            os.fsync(self.fd)
 
-    def start(self, test: str, attempt: int, pid: int, token: str) -> None:
-        self.append({"event": "start", "test": test, "attempt": attempt, "pid": pid,
-                     "pgid": pid, "token": token, "time": time.time()})
+    def start(self, test: str, attempt: int, pid: int, token: str,
+              gpu: int | None = None) -> None:
+        line: dict[str, Any] = {"event": "start", "test": test, "attempt": attempt, "pid": pid,
+                                "pgid": pid, "token": token, "time": time.time()}
+        if gpu is not None:
+            line["gpu"] = gpu
+        self.append(line)
 
     def result(self, test: str, record: Mapping[str, Any]) -> None:
         self.append({"event": "result", "test": test, "record": dict(record)})
@@ -160,6 +170,7 @@ class StartLine:
     token: str | None
     time: float | None
     line: int
+    gpu: int | None = None  # the copy's GPU (a test run once per GPU)
 
 
 @dataclass
@@ -258,9 +269,9 @@ def _apply(st: JournalState, obj: dict[str, Any], lineno: int) -> None:
         assert isinstance(test, str)
         s = StartLine(test, _int(obj.get("attempt")) or 1, _int(obj.get("pid")),
                       _int(obj.get("pgid")), _str(obj.get("token")), _float(obj.get("time")),
-                      lineno)
+                      lineno, _int(obj.get("gpu")))
         st.starts.append(s)
-        st.running = [r for r in st.running if r.test != test] + [s]
+        st.running = [r for r in st.running if (r.test, r.gpu) != (test, s.gpu)] + [s]
     elif ev == "result":
         assert isinstance(test, str)
         st.running = [r for r in st.running if r.test != test]

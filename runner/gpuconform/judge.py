@@ -95,7 +95,7 @@ class GateComparison(MetricComparison):
 
 def _judge_metric(key: str, bm: BaselineMetric, a: Assessment, rm: RunMetric) -> GateComparison:
     test, name = split_key(key) or (key, "")
-    g = gate.good_half_mean(rm.samples, rm.better)
+    g = rm.statistic()
     c = GateComparison(test, name, rm.unit, rm.better, "unchanged", trend=a.trend,
                        samples_base=tuple(bm.gs), samples_run=rm.samples,
                        n_run=len(rm.samples), base_runs=len(bm.runs), center=a.center, value=g,
@@ -108,10 +108,11 @@ def _judge_metric(key: str, bm: BaselineMetric, a: Assessment, rm: RunMetric) ->
     if a.center is not None:
         c.change = g / a.center - 1
     typical = sorted(r.n for r in bm.runs)[len(bm.runs) // 2]
-    if a.gates and len(rm.samples) < MIN_SAMPLE_FRACTION * typical:
+    if a.gates and rm.per_copy < MIN_SAMPLE_FRACTION * typical:
         c.verdict = "insufficient"
-        c.note = (f"this run has {len(rm.samples)} samples, the baseline's runs a median of "
-                  f"{typical}: its statistic is noisier than the limit was made for")
+        each = " a GPU" if len(rm.parts) > 1 else ""
+        c.note = (f"this run has {rm.per_copy} samples{each}, the baseline's runs a median "
+                  f"of {typical}: its statistic is noisier than the limit was made for")
         return c
     c.verdict = gate.judge(a, g, rm.better)
     return c
@@ -130,7 +131,7 @@ def compare_run(records: Mapping[str, Any], baseline: Baseline) -> list[GateComp
             test, name = split_key(key) or (key, "")
             out.append(GateComparison(test, name, rm.unit, rm.better, "new",
                                       samples_run=rm.samples, n_run=len(rm.samples),
-                                      value=gate.good_half_mean(rm.samples, rm.better)))
+                                      value=rm.statistic()))
         else:
             out.append(_judge_metric(key, bm, assessed[key], rm))
     for key, bm in baseline.metrics.items():

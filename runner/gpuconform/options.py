@@ -35,11 +35,13 @@ from .kmsg import (
     DmesgPatterns,
     load_patterns,
 )
+from .devices import DevicesError, check_jobs, find_gpus, select_gpus
+from .placement import NodePlan
 from .shard import ShardError
 from .testlist import TestlistError, TestPattern, check_test_glob, load_testlist, resolve_testlist
 
 __all__ = [
-    "DATA_DIR", "DEFAULT_PATTERNS", "DEFAULT_RETRIES", "DEVICE_ENVS", "SCRATCH_ENV",
+    "DATA_DIR", "DEFAULT_PATTERNS", "DEFAULT_RETRIES", "SCRATCH_ENV", "parse_jobs",
     "PROGRESS_MODES", "InputError", "RunOptions", "RunInputs", "argtype", "check_scratch_dir",
     "load_inputs", "options_to_args", "seconds", "seconds_or_zero", "parse_devices", "parse_retries", "parse_timeout_override",
 ]
@@ -51,8 +53,6 @@ DEFAULT_PATTERNS = DATA_DIR / "dmesg" / "patterns.txt"
 # of running only the failing tests once more; more would hide intermittent
 # bugs behind passes and multiply the cost of every timeout.
 DEFAULT_RETRIES = 1
-DEVICE_ENVS = ("GPUCONFORM_DEVICES", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-               "HIP_VISIBLE_DEVICES")
 SCRATCH_ENV = "GPUCONFORM_SCRATCH_DIR"  # lib/io.h GC_SCRATCH_ENV
 _DEVICES_RE = re.compile(r"[A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*\Z")
 PROGRESS_MODES = ("auto", "tty", "plain", "off")
@@ -122,6 +122,16 @@ def check_scratch_dir(path: str) -> str:
     return p
 
 
+def parse_jobs(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise InputError(f"--jobs {text[:40]!r}: not a whole number") from None
+    if n < 1:
+        raise InputError(f"--jobs {n}: must be 1 or more")
+    return n
+
+
 def parse_retries(text: str) -> int:
     try:
         n = int(text)
@@ -163,7 +173,8 @@ class RunOptions:
     include: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
     timeout_overrides: list[tuple[str, float]] = field(default_factory=list)
-    devices: str | None = None
+    devices: str | None = None  # indexes or UUIDs; None: every GPU of the node (devices.py)
+    jobs: int | None = None  # copies of a one-GPU test at once; None: one per GPU
     scratch_dir: str | None = None  # exported as GPUCONFORM_SCRATCH_DIR
     shard: tuple[int, int] | None = None
     expectations: list[str] | None = None  # None: data/expectations/*.txt for the suite
@@ -205,6 +216,7 @@ class RunOptions:
             exclude=list(g("gc_exclude") or []),
             timeout_overrides=list(g("gc_timeout_override") or []),
             devices=g("gc_devices"),
+            jobs=g("gc_jobs"),
             scratch_dir=g("gc_scratch_dir"),
             shard=g("gc_shard"),
             expectations=list(g("gc_expectations")) if g("gc_expectations") is not None else None,
@@ -245,6 +257,8 @@ def options_to_args(o: RunOptions) -> list[str]:
         a += ["--gc-timeout-override", f"{g}={s!r}"]
     if o.devices is not None:
         a += ["--gc-devices", o.devices]
+    if o.jobs is not None:
+        a += ["--gc-jobs", str(o.jobs)]
     if o.scratch_dir is not None:
         a += ["--gc-scratch-dir", o.scratch_dir]
     if o.shard is not None:
@@ -281,6 +295,7 @@ class RunInputs:
     dmesg: DmesgPatterns
     platform: str
     fingerprint: dict[str, str] | None
+    node: NodePlan
     fingerprint_error: str | None = None
 
 
@@ -323,4 +338,16 @@ def load_inputs(o: RunOptions, *, selftest: bool = False) -> RunInputs:
         dmesg = load_patterns(o.dmesg_patterns)
     except DmesgPatternError as e:
         raise InputError(str(e)) from None
-    return RunInputs(patterns, files, exp, exp_files, dmesg, platform, fp, fp_error)
+    return RunInputs(patterns, files, exp, exp_files, dmesg, platform, fp, node_plan(o),
+                     fp_error)
+
+
+def node_plan(o: RunOptions) -> NodePlan:
+    """The GPUs the run uses and how many copies run at once; InputError (one
+    line) for a --devices or --jobs this node cannot honour."""
+    gpus = find_gpus()
+    try:
+        chosen = select_gpus(gpus, o.devices)
+        return NodePlan(gpus, chosen, check_jobs(o.jobs, chosen))
+    except DevicesError as e:
+        raise InputError(str(e)) from None

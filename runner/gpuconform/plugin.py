@@ -43,6 +43,7 @@ PYTEST_DONT_REWRITE (the CLI imports this module before pytest loads it)
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -63,7 +64,9 @@ from .execute import (
     ListRun,
     list_subtests,
 )
-from .attempts import run_attempt, run_test
+from .attempts import TestRun, run_attempt, run_test, skip_record
+from .gang import combine, run_copies
+from .placement import DEFAULT_PLACEMENT, Slot, list_placement
 from .expectations import FLAKE, ExpectationError, Rule
 from .fmt import one_line
 from .journal import (
@@ -82,7 +85,6 @@ from .manifest import MANIFEST_NAMES, ManifestEntry, ManifestError, read_manifes
 from .options import (
     DEFAULT_PATTERNS,
     DEFAULT_RETRIES,
-    DEVICE_ENVS,
     PROGRESS_MODES,
     SCRATCH_ENV,
     InputError,
@@ -90,6 +92,7 @@ from .options import (
     argtype,
     load_inputs,
     parse_devices,
+    parse_jobs,
     parse_retries,
     parse_timeout_override,
     seconds,
@@ -138,7 +141,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="timeout of the tests matching GLOB (the first matching one wins)")
     g.addoption("--gc-devices", metavar="LIST", default=None,
                 type=argtype(parse_devices, "LIST"),
-                help="devices the tests may use: exported as " + ", ".join(DEVICE_ENVS))
+                help="the GPUs the run uses, by index or UUID (default: every GPU)")
+    g.addoption("--gc-jobs", metavar="N", default=None, type=argtype(parse_jobs, "N"),
+                help="copies of a one-GPU test at once (default: one per GPU)")
     g.addoption("--gc-scratch-dir", metavar="DIR", default=None,
                 help=f"directory of the tests' scratch files: exported as {SCRATCH_ENV}")
     g.addoption("--gc-shard", metavar="I/N", default=None, type=argtype(parse_shard, "I/N"),
@@ -243,9 +248,11 @@ class ManifestFile(pytest.File):
                                                    listing=listing)
             if listing.error is not None:
                 continue
+            where = sess.placements_of(entry.path)
             for sub in listing.names:
                 yield SubtestItem.from_parent(self, name=f"{entry.name}@{sub}", entry=entry,
-                                              subtest=sub)
+                                              subtest=sub,
+                                              placement=where.get(sub, DEFAULT_PLACEMENT))
 
 
 class SubtestFailure(Exception):
@@ -359,10 +366,12 @@ class _GcItem(pytest.Item):
 
 
 class SubtestItem(_GcItem):
-    def __init__(self, *, entry: ManifestEntry, subtest: str, **kw: Any) -> None:
+    def __init__(self, *, entry: ManifestEntry, subtest: str, placement: str = DEFAULT_PLACEMENT,
+                 **kw: Any) -> None:
         super().__init__(**kw)
         self.entry = entry
         self.subtest: str | None = subtest
+        self.placement = placement
         self._gc_record = None
 
 
@@ -373,6 +382,7 @@ class BrokenBinaryItem(_GcItem):
         super().__init__(**kw)
         self.entry = entry
         self.subtest = None
+        self.placement = DEFAULT_PLACEMENT
         self.listing = listing
         self._gc_record = None
 
@@ -459,8 +469,10 @@ class GcSession:
         self.exec_options = ExecOptions(timeout_s=o.timeout, grace_s=o.grace,
                                         list_timeout_s=o.list_timeout)
         self.env_extra = {RUN_ID_ENV: self.run_id}
-        if o.devices is not None:
-            self.env_extra.update({k: o.devices for k in DEVICE_ENVS})
+        self.node = self.inputs.node
+        self.stopping = threading.Event()  # an interrupt: no copy of a test starts after it
+        self.running: set[int] = set()  # process groups of the running copies
+        self._placements: dict[str, dict[str, str]] = {}
         if o.scratch_dir is not None:
             self.env_extra[SCRATCH_ENV] = o.scratch_dir
         if o.level is not None:
@@ -700,8 +712,19 @@ class GcSession:
         """The kernel log and taint since the previous test: (abort, notes)."""
         return self.kernel.between(name) if self.kernel is not None else (None, [])
 
+    def placements_of(self, binary: Path) -> dict[str, str]:
+        """{subtest: placement} of a binary (placement.list_placement), once."""
+        key = str(binary)
+        if key not in self._placements:
+            where, note = list_placement(Path(binary))
+            if note:
+                self.messages.append(note)
+            self._placements[key] = where
+        return self._placements[key]
+
     def run_item(self, item: _GcItem) -> TestRecord:
-        """The item run (attempts.run_test), journaled; an abort stops pytest."""
+        """The item run, once or once per GPU (placement.py), journaled; an
+        abort stops pytest."""
         name = item.name
         if self.progress is not None:
             self.progress.start_test(name)
@@ -710,21 +733,12 @@ class GcSession:
             self.finish_record(rec)
             return rec
         assert item.subtest is not None
-        path, sub = item.entry.path, item.subtest
-        timeout = self.opts.timeout_for(name)
-        env = self.env_extra
-        if self.soak_plan is not None and name in self.soak_plan.left + list(self.soak_plan.given):
-            secs = self.soak_plan.seconds_for(name, time.time())
-            env = {**env, SOAK_SECONDS_ENV: f"{secs:g}"}
-            timeout += secs
-        after = self.kernel.after if self.kernel is not None else None
-
-        def attempt(number: int) -> tuple[TestRecord, str | None]:
-            return run_attempt(name, path, sub, number, self.exec_options, env,
-                               timeout, on_spawn=self._journal_start, after=after)
-
-        run = run_test(name, str(path), sub, self.rules.get(name), self.opts.retries, attempt,
-                       lambda: self._kernel_gap(name), aborted=self.abort is not None)
+        self.messages.extend(self.node.check())
+        slots = self.node.slots(item.placement)
+        if len(slots) == 1:
+            run = self._run_once(item, slots[0])
+        else:
+            run = self._run_copies(item, slots)
         if run.abort is not None:
             self._abort(item, run.abort)
         if not run.journaled:  # never run: a resume runs it
@@ -734,9 +748,108 @@ class GcSession:
         self.finish_record(run.record)
         return run.record
 
-    def _journal_start(self, name: str, attempt: int, pid: int, token: str) -> None:
-        if self.journal is not None:
-            self.journal.start(name, attempt, pid, token)
+    def _timeout_env(self, name: str) -> tuple[float, dict[str, str]]:
+        """The test's timeout and environment (a soak's seconds at level long)."""
+        timeout = self.opts.timeout_for(name)
+        env = dict(self.env_extra)
+        if self.soak_plan is not None and name in self.soak_plan.left + list(self.soak_plan.given):
+            secs = self.soak_plan.seconds_for(name, time.time())
+            env[SOAK_SECONDS_ENV] = f"{secs:g}"
+            timeout += secs
+        return timeout, env
+
+    def _attempt_fn(self, item: _GcItem, slot: Slot, timeout: float, env: dict[str, str],
+                    after: Any) -> Any:
+        """One attempt of the item in slot (attempts.run_attempt), journaled
+        as it starts, its process group known to the session while it runs."""
+        name, path, sub = item.name, item.entry.path, item.subtest
+        assert sub is not None
+        gpu = slot.gpu.index if slot.gpu is not None else None
+
+        def attempt(number: int) -> tuple[TestRecord, str | None]:
+            mine: list[int] = []
+
+            def spawned(test: str, n: int, pid: int, token: str) -> None:
+                mine.append(pid)
+                self.running.add(pid)
+                if self.stopping.is_set():
+                    raise KeyboardInterrupt("gpuconform: the run was interrupted")
+                if self.journal is not None:
+                    self.journal.start(test, n, pid, token, gpu)
+
+            try:
+                return run_attempt(name, path, sub, number, self.exec_options,
+                                   {**env, **slot.env}, timeout, on_spawn=spawned, after=after)
+            finally:
+                self.running.difference_update(mine)
+
+        return attempt
+
+    def _run_once(self, item: _GcItem, slot: Slot) -> TestRun:
+        name, binary = item.name, str(item.entry.path)
+        lost = self._lost(slot)
+        if lost is not None:
+            rec = self._judge(TestRecord(name, binary, item.subtest, State.NOTRUN,
+                                         reason=f"not run: {lost}"))
+        else:
+            timeout, env = self._timeout_env(name)
+            after = self.kernel.after if self.kernel is not None else None
+            run = run_test(name, binary, item.subtest, self.rules.get(name), self.opts.retries,
+                           self._attempt_fn(item, slot, timeout, env, after),
+                           lambda: self._kernel_gap(name), aborted=self.abort is not None)
+            rec = run.record
+        rec.placement = item.placement
+        rec.gpu = slot.gpu.to_json() if slot.gpu is not None else None
+        return run if lost is None else TestRun(rec)
+
+    def _run_copies(self, item: _GcItem, slots: list[Slot]) -> TestRun:
+        """A one-GPU test on every GPU of the run (gang.py). The kernel log is
+        read once before and once after the copies: their windows overlap, so
+        what it says is weighed into the test's record, not a copy's."""
+        name, binary, sub = item.name, str(item.entry.path), item.subtest
+        rule = self.rules.get(name)
+        skipped = skip_record(name, binary, sub, rule)
+        if skipped is not None:
+            skipped.placement = item.placement
+            return TestRun(skipped)
+        abort, notes = self._kernel_gap(name)
+        if abort is not None:
+            rec = TestRecord(name, binary, sub, State.NOTRUN,
+                             reason=f"not run: the run aborted: {abort}")
+            rec.notes.extend(notes)
+            return TestRun(self._judge(rec), abort, journaled=False)
+        timeout, env = self._timeout_env(name)
+
+        def one(slot: Slot) -> TestRecord:
+            attempt = self._attempt_fn(item, slot, timeout, env, None)
+            return run_test(name, binary, sub, rule, self.opts.retries, attempt,
+                            lambda: (None, []), aborted=self.abort is not None).record
+
+        copies = run_copies(name, binary, sub, slots, self.node.at_once(item.placement), one,
+                            self._lost, self.stopping, self._kill_running)
+        rec = combine(copies, item.placement)
+        rec.notes[:0] = notes
+        if self.kernel is not None:
+            before = rec.result
+            abort = self.kernel.after(rec)
+            if rec.result is not before:
+                self._judge(rec)
+        return TestRun(rec, f"{name}: {abort}" if abort is not None else None)
+
+    def _lost(self, slot: Slot) -> str | None:
+        """Why slot's GPU can no longer be used (gone since the run started)."""
+        if slot.gpu is None:
+            return None
+        self.messages.extend(self.node.check([slot.gpu]))
+        return self.node.lost.get(slot.gpu.index)
+
+    def _kill_running(self) -> None:
+        """Interrupted: the running copies' process groups, killed."""
+        for pgid in list(self.running):
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except OSError:
+                pass
 
     def _abort(self, item: pytest.Item, reason: str) -> None:
         if self.abort is None:
@@ -802,7 +915,8 @@ class GcSession:
                         opts=self.opts, platform=self.inputs.platform, exitstatus=exitstatus,
                         collection_errors=self.collection_errors, aborted=self.abort,
                         resumed=self.resumed,
-                        soak_seconds=self.soak_plan.given if self.soak_plan else None)
+                        soak_seconds=self.soak_plan.given if self.soak_plan else None,
+                        node=self.node.to_json())
 
     @pytest.hookimpl(trylast=True)  # type: ignore[misc]
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

@@ -85,6 +85,11 @@ class TestRecord:
     judgement: str = ""  # judge()'s one-line why
     rule: str | None = None  # the expectation rule that matched: "PATH:LINE: KIND GLOB"
     skip_at: str | None = None  # a skip's "FILE:LINE (FUNC())", from the binary's stderr
+    placement: str | None = None  # where it ran: gpu, gpu-alone, node, host (placement.py)
+    gpu: dict[str, Any] | None = None  # the GPU it was pinned to (devices.Gpu.to_json())
+    # A test run once per GPU: each copy's record (its gpu set; its metrics and
+    # soaks moved up into this one, tagged with the GPU's index).
+    placements: list["TestRecord"] = field(default_factory=list)
 
     @property
     def unexpected(self) -> bool:
@@ -120,6 +125,9 @@ class TestRecord:
             "judgement": self.judgement,
             "rule": self.rule,
             "skip_at": self.skip_at,
+            "placement": self.placement,
+            "gpu": self.gpu,
+            "placements": [p.to_json() for p in self.placements],
         }
 
     @classmethod
@@ -153,6 +161,9 @@ class TestRecord:
             judgement=obj.get("judgement") or "",
             rule=obj.get("rule"),
             skip_at=obj.get("skip_at"),
+            placement=obj.get("placement"),
+            gpu=obj.get("gpu"),
+            placements=[cls.from_json(name, p) for p in obj.get("placements") or []],
         )
 
     def attempt_summary(self) -> dict[str, Any]:

@@ -61,6 +61,8 @@ def take_over(resume_dir: Path, run_json: Mapping[str, Any], run_id: str,
     rebooted = bool(run_json.get("boot_id")) and run_json.get("boot_id") != boot_id()
     incomplete: list[str] = []
     for s in state.running:
+        if s.test in incomplete:  # another copy of it (one a GPU): one record a test
+            continue
         rec = judge(_incomplete(s, resume_dir, orphans, rebooted))
         journal.result(s.test, rec.to_json())
         records[s.test] = rec
@@ -93,9 +95,10 @@ def _incomplete(s: StartLine, resume_dir: Path, orphans: list[StrayProcess], reb
         fate = f"no process of its group {s.pgid} was left"
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.time)) if s.time else "?"
     binary, _, sub = s.test.partition("@")
+    copy = f", its copy on gpu{s.gpu}" if s.gpu is not None else ""
     rec = TestRecord(s.test, binary, sub or None, State.INCOMPLETE,
                      reason=f"the runner stopped while this test was running (attempt "
-                     f"{s.attempt}, started {when}); {fate}")
+                     f"{s.attempt}{copy}, started {when}); {fate}")
     rec.notes.append(f"resumed from {resume_dir}: {JOURNAL_NAME} line {s.line}")
     return rec
 

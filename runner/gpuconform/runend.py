@@ -59,7 +59,8 @@ def ordered_records(selected: Mapping[str, tuple[str, str | None]],
 def run_info(*, start: float, args: Sequence[str], run_id: str, opts: RunOptions, platform: str,
              exitstatus: int, collection_errors: Sequence[str], aborted: str | None,
              resumed: Mapping[str, Any] | None,
-             soak_seconds: Mapping[str, float] | None = None) -> dict[str, Any]:
+             soak_seconds: Mapping[str, float] | None = None,
+             node: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """results.json's "run": the run's facts and this machine's (its end: now)."""
     u = os.uname()
     info: dict[str, Any] = {
@@ -80,6 +81,8 @@ def run_info(*, start: float, args: Sequence[str], run_id: str, opts: RunOptions
         "collection_errors": list(collection_errors),
         "aborted": aborted,
     }
+    if node is not None:
+        info["node"] = dict(node)  # placement.NodePlan: the run's GPUs, jobs, GPUs lost
     if resumed is not None:
         info["resumed"] = dict(resumed)
     if opts.level is not None:

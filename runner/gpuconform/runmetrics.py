@@ -5,10 +5,11 @@ the fingerprint it was measured on."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from . import gate
 from .baseline import METRIC_NAME_RE, parse_better
 from .fingerprint import Fingerprint
 from .results import RESULTS_FORMAT
@@ -24,11 +25,32 @@ class RunMetric:
     name: str
     unit: str
     better: str
-    samples: tuple[float, ...]
+    samples: tuple[float, ...]  # every copy's, in GPU order
+    # Each copy's samples when several copies (one a GPU) measured it, else ().
+    parts: tuple[tuple[float, ...], ...] = ()
+    gpus: tuple[int, ...] = ()  # the copies' GPU indexes, as parts
 
     @property
     def key(self) -> str:
         return f"{self.test}:{self.name}"
+
+    def statistic(self) -> float:
+        """The run's g (gate.py): over its copies when there are several."""
+        if len(self.parts) > 1:
+            return gate.statistic(self.parts, self.better)
+        return gate.good_half_mean(self.samples, self.better)
+
+    @property
+    def per_copy(self) -> int:
+        """Samples of one copy (the fewest): what a baseline run's n counts."""
+        return min(len(p) for p in self.parts) if len(self.parts) > 1 else len(self.samples)
+
+    def joined(self, other: "RunMetric", gpu: int | None) -> "RunMetric":
+        """This metric with another copy's samples (of GPU gpu) added."""
+        parts = self.parts or (self.samples,)
+        return replace(self, samples=self.samples + other.samples,
+                       parts=parts + (other.samples,), gpus=self.gpus + ((gpu,) if gpu is not None
+                                                                        else ()))
 
 
 def load_results(path: Path) -> dict[str, Any]:
@@ -110,7 +132,11 @@ def run_metrics(records: Mapping[str, Any], *, clean_only: bool = False,
                 dyn = m.get("dynamic")
                 if not dyn or dyn_states.get(dyn) != "pass":
                     continue
-            out[rm.key] = rm
+            gpu = m.get("gpu") if isinstance(m.get("gpu"), int) else None
+            if rm.key in out and gpu is not None:  # another GPU's copy of the test
+                out[rm.key] = out[rm.key].joined(rm, gpu)
+            else:
+                out[rm.key] = replace(rm, gpus=(gpu,) if gpu is not None else ())
     return out
 
 

@@ -108,6 +108,23 @@ def gate_baseline(metrics: dict[str, tuple[str, str, list[list[float]]]],
     return Baseline(fingerprint or {}, "2026-01-01T00:00:00Z", runs, ms, durations or {})
 
 
+def fake_gpus(root: Path, n: int) -> list[str]:
+    """A directory standing for / with n NVIDIA GPUs' /proc files (what
+    devices.find_gpus reads), for GPUCONFORM_DEVICE_ROOT: the runner's
+    placement on a machine without a GPU. Their UUIDs, in index order."""
+    uuids = []
+    for i in range(n):
+        bus = f"0000:{0x18 + 8 * i:02x}:00.0"
+        d = root / "proc/driver/nvidia/gpus" / bus
+        d.mkdir(parents=True)
+        uuid = f"GPU-{i:08x}-5e1f-7e57-0000-{i:012x}"
+        (d / "information").write_text(
+            f"Model: \t\t Placement Subject (no GPU)\nIRQ: \t\t 0\nGPU UUID: \t {uuid}\n"
+            f"Bus Location: \t {bus}\n")
+        uuids.append(uuid)
+    return uuids
+
+
 def alive(pid: int) -> bool:
     """pid names a live process (not a zombie)."""
     try:

@@ -76,11 +76,19 @@ def test_no_retry_after_a_pass_a_skip_or_without_retries() -> None:
         assert [a["result"] for a in run.record.attempts] == states
 
 
-def test_a_fail_rule_judges_the_last_attempt() -> None:
+def test_a_fail_rule_takes_the_first_failure_without_a_retry() -> None:
     s = Script(["fail", "timeout"])
     run = s.run(retries=1, rule=rule("fail bin@*"))
-    assert run.record.result is State.TIMEOUT and run.record.expected is True
+    assert s.calls == ["gap", "attempt 1"]
+    assert run.record.result is State.FAIL and run.record.expected is True
     assert run.record.rule == "rules.txt:7: fail bin@*"
+
+
+def test_a_flake_rule_judges_the_last_attempt() -> None:
+    s = Script(["fail", "timeout"])
+    run = s.run(retries=1, rule=rule("flake bin@*"))
+    assert run.record.result is State.TIMEOUT and run.record.expected is True
+    assert run.record.rule == "rules.txt:7: flake bin@*"
 
 
 def test_a_kernel_abort_in_an_attempt_stops_the_retries() -> None:

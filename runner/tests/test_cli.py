@@ -120,6 +120,14 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "selftest_soak@fd-leak": ("fail", "fds grows by more than 1 fd per 1000 cycles"),
     "selftest_soak@slowdown": ("fail", "latency per-cycle time grows by more than half"),
     "selftest_soak@undeclared": ("fail", "which is not in the test's .soaks"),
+    # no GPU on this node: one unpinned copy each (test_placement.py gives it a node)
+    "selftest_placement@hide-device": ("skip", "needs GPUCONFORM_SELFTEST_HIDE"),
+    "selftest_placement@env": ("pass", ""),
+    "selftest_placement@rendezvous": ("skip", "needs GPUCONFORM_SELFTEST_PLACEMENT_DIR"),
+    "selftest_placement@alone": ("skip", "needs GPUCONFORM_SELFTEST_PLACEMENT_DIR"),
+    "selftest_placement@fail-on": ("skip", "needs GPUCONFORM_SELFTEST_FAIL_ON"),
+    "selftest_placement@node": ("pass", ""),
+    "selftest_placement@host": ("pass", ""),
 }
 
 

@@ -173,6 +173,15 @@ def test_should_retry_counts_attempts() -> None:
         should_retry("flaky", 1, 2)
 
 
+@pytest.mark.parametrize("kind", list(Kind))
+def test_a_failure_a_rule_expects_is_not_retried(kind: Kind) -> None:
+    rule = Rule(kind, "a@b", Path("x.txt"), 1)
+    retried = kind is not Kind.FAIL  # a flake rule's retry tells a flake from a repeat
+    assert should_retry("fail", 1, 2, rule) is retried
+    assert should_retry("crash", 1, 2, rule) is retried
+    assert should_retry("fail", 1, 2, None) is True
+
+
 def test_retry_loop_reaches_every_final() -> None:
     """should_retry() and judge() together, as a runner uses them."""
     def run(outcomes: list[str], retries: int) -> list[str]:

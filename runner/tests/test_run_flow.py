@@ -74,7 +74,7 @@ def test_expected_failures_skip_rules_and_stale_rules(selftests: Selftests, tmp_
                        "selftest_results@crash-segv", "selftest_results@abort"]
     fail = t["selftest_results@fail"]
     assert fail["result"] == "fail" and fail["expected"] is True
-    assert [a["result"] for a in fail["attempts"]] == ["fail", "fail"]  # retried once
+    assert [a["result"] for a in fail["attempts"]] == ["fail"]  # expected: not retried
     assert fail["rule"] == f"{exp}:1: fail selftest_results@fail"
     assert t["selftest_results@crash-segv"]["expected"] is True
     ab = t["selftest_results@abort"]
@@ -231,18 +231,15 @@ def test_shards_split_the_selection_and_merge_back(selftests: Selftests, tmp_pat
     assert list(merged["tests"]) == a.json()["selection"]
 
 
-def test_timeout_override_and_devices(selftests: Selftests, tmp_path: Path) -> None:
+def test_timeout_override(selftests: Selftests, tmp_path: Path) -> None:
     r = run(selftests, tmp_path / "r", "--include", r"^selftest_(hang@sleep-forever|flow@print-env)$",
             "--timeout", "600", "--timeout-override", "selftest_hang@*=1", "--grace", "0.5",
-            "--retries", "0", "--devices", "0,GPU-1f2e")
+            "--retries", "0")
     t = r.tests()
     hang = t["selftest_hang@sleep-forever"]
     assert hang["result"] == "timeout" and hang["reason"].startswith("timed out after 1s")
     assert hang["timeout"] == 1.0 and t["selftest_flow@print-env"]["timeout"] == 600.0
     out = t["selftest_flow@print-env"]["out"]
-    for var in ("GPUCONFORM_DEVICES", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-                "HIP_VISIBLE_DEVICES"):
-        assert f"env {var}=0,GPU-1f2e\n" in out
     assert f"env GPUCONFORM_RUN_ID={r.json()['run']['run_id']}\n" in out
 
 

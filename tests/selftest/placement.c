@@ -24,7 +24,7 @@
 #define N_ENV "GPUCONFORM_SELFTEST_PLACEMENT_N"     /* how many copies meet */
 #define FAIL_ENV "GPUCONFORM_SELFTEST_FAIL_ON"      /* the GPU index fail-on fails on */
 #define HIDE_ENV "GPUCONFORM_SELFTEST_HIDE"         /* INDEX:PATH: on GPU INDEX, remove PATH */
-#define WAIT_MS 30000
+#define WAIT_ENV "GPUCONFORM_SELFTEST_PLACEMENT_WAIT_MS" /* how long a copy waits (30000) */
 
 static const char *env_or_skip(const char *var)
 {
@@ -93,18 +93,19 @@ static void touch(const char *path)
 /* Every copy (one a GPU) leaves its marker and waits for all N: they ran at once. */
 static void rendezvous(void *fx)
 {
-	const char *dir = env_or_skip(DIR_ENV);
+	const char *dir = env_or_skip(DIR_ENV), *wait = getenv(WAIT_ENV);
 	long n = strtol(env_or_skip(N_ENV), NULL, 10);
+	long wait_ms = wait && *wait ? strtol(wait, NULL, 10) : 30000;
 	char path[4096];
 	int found = 0;
 
 	(void)fx;
 	marker(path, sizeof(path), dir, "met", my_gpu());
 	touch(path);
-	for (int ms = 0; ms < WAIT_MS && (found = count_markers(dir, "met", n)) < n; ms += 10)
+	for (long ms = 0; ms < wait_ms && (found = count_markers(dir, "met", n)) < n; ms += 10)
 		sleep_ms(10);
-	gc_assert_f(found == n, "gpu %s: %d of %ld copies met within %d ms", my_gpu(), found, n,
-		    WAIT_MS);
+	gc_assert_f(found == n, "gpu %s: %d of %ld copies met within %ld ms", my_gpu(), found, n,
+		    wait_ms);
 }
 
 /* No other copy runs while this one does. */
@@ -151,11 +152,11 @@ static void hide_device(void *fx)
 }
 
 static const struct gc_subtest subtests[] = {
+	{ "hide-device", hide_device, "one GPU: on the GPU " HIDE_ENV " names, removes its files" },
 	{ "env", print_env, "one GPU: prints the device variables it was given" },
 	{ "rendezvous", rendezvous, "one GPU: every copy waits for all the others to start" },
 	{ "alone", alone, "one GPU, alone: fails when another copy runs beside it" },
 	{ "fail-on", fail_on, "one GPU: fails on the GPU " FAIL_ENV " names" },
-	{ "hide-device", hide_device, "one GPU: on the GPU " HIDE_ENV " names, removes its files" },
 	{ "node", print_env, "every GPU: prints the device variables it was given" },
 	{ "host", print_env, "no GPU: prints the device variables it was given" },
 	{ 0 }

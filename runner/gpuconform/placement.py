@@ -1,0 +1,107 @@
+"""Where each test runs on a node of several GPUs.
+
+A binary says, per subtest (`BINARY --list-placement`, lib/core.h enum
+gc_placement), what it uses:
+
+  gpu        one GPU: run once per GPU of the run, each copy pinned to its GPU
+             (devices.pin_env), up to --jobs copies at the same time;
+  gpu-alone  one GPU, but its figures are disturbed by a neighbour: once per
+             GPU, one copy at a time;
+  node       the node's GPUs together, or a library that ignores the pinning
+             variables (NVML, raw /dev/kfd): once, every GPU of the run in view;
+  host       no GPU: once.
+
+Tests run one after another; only the copies of one gpu test run side by
+side, so each copy's neighbours are copies of itself, the same every night
+(a baseline can be made of that), and a test that spans GPUs or is timed on
+the host (node, host, gpu-alone) has the node to itself.
+
+Why the runner places and the binaries do not loop: a binary's own loop over
+devices runs them one after another (a node of 4 GPUs took 4 times as long),
+and keeping both would test each GPU once per GPU. Pinned, a binary sees one
+device, so its loops run once, named by the node index (GPUCONFORM_DEVICES).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from .devices import Gpu, node_env, pin_env, present
+
+__all__ = ["PLACEMENTS", "DEFAULT_PLACEMENT", "list_placement", "Slot", "NodePlan"]
+
+PLACEMENTS = ("gpu", "gpu-alone", "node", "host")
+DEFAULT_PLACEMENT = "node"  # a binary that cannot say runs as it always did: once, alone
+
+
+def list_placement(binary: Path, timeout_s: float = 30.0) -> tuple[dict[str, str], str | None]:
+    """{subtest: placement} as BINARY --list-placement prints it, and a
+    one-line note when it could not say (a binary not of this suite, or
+    broken): then its subtests are placed as DEFAULT_PLACEMENT."""
+    try:
+        p = subprocess.run([str(binary), "--list-placement"], capture_output=True, text=True,
+                           timeout=timeout_s, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {}, f"{binary.name} --list-placement: {type(e).__name__}: {e}"
+    if p.returncode != 0:
+        return {}, (f"{binary.name} --list-placement: exit {p.returncode}: its subtests run "
+                    f"once each, every GPU in view")
+    out: dict[str, str] = {}
+    for line in p.stdout.splitlines():
+        name, _, where = line.strip().partition(" ")
+        if not name:
+            continue
+        if where not in PLACEMENTS:
+            return {}, (f"{binary.name} --list-placement: {line.strip()[:80]!r} is not "
+                        f"'SUBTEST {'|'.join(PLACEMENTS)}': its subtests run once each")
+        out[name] = where
+    return out, None
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One copy of a test: the GPU it is pinned to (None: not pinned) and the
+    environment that says so."""
+
+    gpu: Gpu | None
+    env: dict[str, str]
+
+
+@dataclass
+class NodePlan:
+    """The run's GPUs (--devices, else all the node has), how many copies of
+    a gpu test run at once (--jobs), and the GPUs lost during the run."""
+
+    all_gpus: list[Gpu]
+    gpus: list[Gpu]
+    jobs: int
+    lost: dict[int, str] = field(default_factory=dict)  # index -> why
+
+    def slots(self, where: str) -> list[Slot]:
+        """The copies of a test placed `where`, in GPU order."""
+        if where in ("gpu", "gpu-alone") and self.gpus:
+            return [Slot(g, pin_env(g)) for g in sorted(self.gpus, key=lambda g: g.index)]
+        if where == "host" or not self.all_gpus:
+            return [Slot(None, {})]
+        return [Slot(None, node_env(self.all_gpus, self.gpus))]
+
+    def at_once(self, where: str) -> int:
+        return self.jobs if where == "gpu" else 1
+
+    def check(self, gpus: Sequence[Gpu] | None = None) -> list[str]:
+        """GPUs of the run that went away since the last check: one line each
+        (they stay in `lost`)."""
+        gone = []
+        for g in gpus if gpus is not None else self.gpus:
+            if g.index not in self.lost and not present(g):
+                self.lost[g.index] = (f"{g.label()} disappeared during the run: "
+                                      f"{g.source} is gone")
+                gone.append(self.lost[g.index])
+        return gone
+
+    def to_json(self) -> dict[str, object]:
+        return {"gpus": [g.to_json() for g in self.gpus], "node_gpus": len(self.all_gpus),
+                "jobs": self.jobs, "lost": {str(k): v for k, v in self.lost.items()}}
