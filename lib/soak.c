@@ -286,8 +286,8 @@ struct gc_soak *gc_soak_start(const struct gc_soak_cfg *cfg)
 		gc_info("soak %s: level long, %.0f s of cycles: %s", cfg->name,
 			(double)(s->deadline - s->t0) / 1e9, cfg->cycle);
 	else if (s->budget_end)
-		gc_info("soak %s: level %s, %lu cycles or %g s, whichever ends first: %s", cfg->name,
-			gc_level_name(s->level), s->target, cfg->budget_s, cfg->cycle);
+		gc_info("soak %s: level %s, %lu cycles or %g s, whichever ends first: %s",
+			cfg->name, gc_level_name(s->level), s->target, cfg->budget_s, cfg->cycle);
 	else
 		gc_info("soak %s: level %s, %lu cycles: %s", cfg->name, gc_level_name(s->level),
 			s->target, cfg->cycle);
@@ -502,8 +502,8 @@ void gc_soak_end(struct gc_soak *s)
 	gc_info("soak %s: %lu cycles in %.1f s, %zu samples", s->cfg.name, gc_soak_count(s),
 		secs, s->n);
 	if (atomic_load(&s->stopped) == STOP_BUDGET)
-		gc_info("soak %s: stopped by its budget of %g s after %lu of the level's %lu cycles; "
-			"the verdicts below are of those", s->cfg.name, s->cfg.budget_s,
+		gc_info("soak %s: stopped by its budget of %g s after %lu of the level's %lu "
+			"cycles; the verdicts below are of those", s->cfg.name, s->cfg.budget_s,
 			gc_soak_count(s), s->target);
 	for (int k = 0; k < N_SERIES; k++) {
 		shown[k] = k != S_DEV || (s->cfg.dev_used && !s->dev_failed);

@@ -123,7 +123,7 @@ struct gc_soak_fit gc_soak_fit(const double *x, const double *y, size_t n, doubl
 
 struct gc_soak;
 struct gc_soak *gc_soak_start(const struct gc_soak_cfg *cfg);
-/* One more cycle may start: false once the level's cycles or seconds, or the budget, are used up. */
+/* One more cycle may start: false once the level's cycles or seconds, or the budget, run out. */
 bool gc_soak_claim(struct gc_soak *s);
 /* A claimed cycle finished. */
 void gc_soak_done(struct gc_soak *s);

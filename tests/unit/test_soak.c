@@ -346,7 +346,8 @@ static const struct gc_subtest subtests[] = {
 	{ "fit-verdicts", test_fit_verdicts, "a leak grows; a warm-up step and a small total do not" },
 	{ "fit-latency", test_fit_latency, "per-cycle time growing by more than half its median" },
 	{ "fit-few", test_fit_few, "too few samples give no verdict" },
-	{ "budget", test_budget, "a budget ends a soak at quick and standard, says so; not at long" },
+	{ "budget", test_budget, "a budget ends a soak at quick and standard, saying so; "
+	  "not at long" },
 	{ "budget-threads", test_budget_threads, "workers sharing a budgeted soak all stop; "
 	  "the verdict is of the cycles that ran" },
 	{ 0 }
