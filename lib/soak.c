@@ -149,6 +149,14 @@ static const struct series_def {
 		    { NAN, NAN, 0.5 } },
 };
 
+/* What ended the soak: the first reason a claim was refused (none: the caller left the loop). */
+enum stop { STOP_CALLER, STOP_CYCLES, STOP_BUDGET, STOP_SECONDS };
+
+static const char *const stop_names[] = {
+	[STOP_CALLER] = "caller", [STOP_CYCLES] = "cycles", [STOP_BUDGET] = "budget",
+	[STOP_SECONDS] = "seconds",
+};
+
 struct sample {
 	double t, cycles, v[S_LAT]; /* seconds since start; cycles done; rss, fds, dev */
 };
@@ -158,6 +166,9 @@ struct gc_soak {
 	enum gc_level level;
 	unsigned long target;  /* cycles, or ULONG_MAX at long */
 	uint64_t t0, deadline; /* ns; deadline 0: none */
+	uint64_t budget_end;   /* ns; 0: none (cfg.budget_s at quick and standard) */
+	atomic_bool over_budget; /* budget_end has passed: raised by gc_soak_done() */
+	atomic_int stopped;      /* enum stop */
 	atomic_ulong claimed, done;
 	_Atomic uint64_t next_ns; /* the next sample is due */
 	uint64_t interval_ns;
@@ -220,6 +231,12 @@ static void take_sample(struct gc_soak *s)
 	atomic_store(&s->next_ns, gc_now_ns() + s->interval_ns);
 }
 
+/* When cfg.budget_s runs out, in ns; 0: no budget. */
+static uint64_t budget_end(const struct gc_soak *s)
+{
+	return s->cfg.budget_s > 0 ? s->t0 + (uint64_t)(s->cfg.budget_s * 1e9) : 0;
+}
+
 static void plan(struct gc_soak *s)
 {
 	const struct gc_soak_cfg *c = &s->cfg;
@@ -229,9 +246,11 @@ static void plan(struct gc_soak *s)
 	switch (s->level) {
 	case GC_LEVEL_QUICK:
 		s->target = c->quick ? c->quick : (c->cycles / 10 ? c->cycles / 10 : 1);
+		s->budget_end = budget_end(s);
 		break;
 	case GC_LEVEL_STANDARD:
 		s->target = c->cycles;
+		s->budget_end = budget_end(s);
 		break;
 	case GC_LEVEL_LONG:
 		secs = env_seconds();
@@ -254,6 +273,8 @@ struct gc_soak *gc_soak_start(const struct gc_soak_cfg *cfg)
 	gc_assert_f(cfg->name && *cfg->name && cfg->cycle && cfg->cycles > 0,
 		    "soak %s: needs a name, a cycle and a standard count",
 		    cfg->name ? cfg->name : "(null)");
+	gc_assert_f(cfg->budget_s >= 0 && isfinite(cfg->budget_s), "soak %s: budget %g s is not "
+		    "0 (none) or a number of seconds", cfg->name, cfg->budget_s);
 	s = calloc(1, sizeof(*s));
 	gc_assert(s);
 	s->cfg = *cfg;
@@ -264,29 +285,64 @@ struct gc_soak *gc_soak_start(const struct gc_soak_cfg *cfg)
 	if (s->deadline)
 		gc_info("soak %s: level long, %.0f s of cycles: %s", cfg->name,
 			(double)(s->deadline - s->t0) / 1e9, cfg->cycle);
+	else if (s->budget_end)
+		gc_info("soak %s: level %s, %lu cycles or %g s, whichever ends first: %s",
+			cfg->name, gc_level_name(s->level), s->target, cfg->budget_s, cfg->cycle);
 	else
 		gc_info("soak %s: level %s, %lu cycles: %s", cfg->name, gc_level_name(s->level),
 			s->target, cfg->cycle);
 	return s;
 }
 
+/* A claim refused: the first reason is what ended the soak. */
+static bool refuse(struct gc_soak *s, enum stop why)
+{
+	int none = STOP_CALLER;
+
+	if (atomic_load_explicit(&s->stopped, memory_order_relaxed) == STOP_CALLER)
+		atomic_compare_exchange_strong(&s->stopped, &none, (int)why);
+	return false;
+}
+
+/*
+ * The budget is a flag here, not a clock read: gc_soak_done() reads the
+ * clock on every cycle already (for the sampling) and raises over_budget
+ * there, so a claim costs no more than it did without a budget. A cycle
+ * claimed between the budget's end and the next done still runs: the soak
+ * overruns its budget by at most about one cycle per worker.
+ */
 bool gc_soak_claim(struct gc_soak *s)
 {
 	unsigned long k = atomic_fetch_add(&s->claimed, 1);
 
 	if (k >= s->target)
-		return false;
-	return k == 0 || !s->deadline || gc_now_ns() < s->deadline;
+		return refuse(s, STOP_CYCLES);
+	if (atomic_load_explicit(&s->over_budget, memory_order_relaxed))
+		return refuse(s, STOP_BUDGET);
+	if (k == 0 || !s->deadline || gc_now_ns() < s->deadline)
+		return true;
+	return refuse(s, STOP_SECONDS);
 }
 
 void gc_soak_done(struct gc_soak *s)
 {
+	uint64_t now;
+
 	atomic_fetch_add(&s->done, 1);
-	if (gc_now_ns() < atomic_load(&s->next_ns) || pthread_mutex_trylock(&s->lock))
+	now = gc_now_ns();
+	if (s->budget_end && now >= s->budget_end &&
+	    !atomic_load_explicit(&s->over_budget, memory_order_relaxed))
+		atomic_store_explicit(&s->over_budget, true, memory_order_relaxed);
+	if (now < atomic_load(&s->next_ns) || pthread_mutex_trylock(&s->lock))
 		return;
 	if (gc_now_ns() >= atomic_load(&s->next_ns))
 		take_sample(s);
 	pthread_mutex_unlock(&s->lock);
+}
+
+static const char *stop_name(const struct gc_soak *s)
+{
+	return stop_names[atomic_load(&((struct gc_soak *)s)->stopped)];
 }
 
 unsigned long gc_soak_count(const struct gc_soak *s)
@@ -357,6 +413,18 @@ static void json_series(FILE *f, enum series k, const struct series_out *o)
 	fprintf(f, ",\"verdict\":\"%s\"}", verdict_name(fit->verdict));
 }
 
+/* How it ended: "stopped", the level's count ("cycles_asked", null at long), the budget. */
+static void json_stop(FILE *f, const struct gc_soak *s)
+{
+	fprintf(f, "\"stopped\":\"%s\",\"cycles_asked\":", stop_name(s));
+	if (s->deadline)
+		fputs("null", f);
+	else
+		fprintf(f, "%lu", s->target);
+	fputs(",\"budget_s\":", f);
+	json_number(f, s->budget_end ? s->cfg.budget_s : NAN);
+}
+
 struct soak_line {
 	const struct gc_soak *s;
 	double secs;
@@ -374,8 +442,10 @@ static void json_soak(FILE *f, const void *arg)
 	gc__json_string(f, s->cfg.name);
 	fputs(",\"cycle\":", f);
 	gc__json_string(f, s->cfg.cycle);
-	fprintf(f, ",\"level\":\"%s\",\"cycles\":%lu,\"seconds\":%.3f,\"series\":[",
+	fprintf(f, ",\"level\":\"%s\",\"cycles\":%lu,\"seconds\":%.3f,",
 		gc_level_name(s->level), gc_soak_count(s), l->secs);
+	json_stop(f, s);
+	fputs(",\"series\":[", f);
 	for (int k = 0; k < N_SERIES; k++) {
 		if (!l->shown[k])
 			continue;
@@ -431,6 +501,10 @@ void gc_soak_end(struct gc_soak *s)
 	secs = s->s[s->n - 1].t;
 	gc_info("soak %s: %lu cycles in %.1f s, %zu samples", s->cfg.name, gc_soak_count(s),
 		secs, s->n);
+	if (atomic_load(&s->stopped) == STOP_BUDGET)
+		gc_info("soak %s: stopped by its budget of %g s after %lu of the level's %lu "
+			"cycles; the verdicts below are of those", s->cfg.name, s->cfg.budget_s,
+			gc_soak_count(s), s->target);
 	for (int k = 0; k < N_SERIES; k++) {
 		shown[k] = k != S_DEV || (s->cfg.dev_used && !s->dev_failed);
 		series_points(s, (enum series)k, &o[k]);

@@ -9,6 +9,10 @@
  *   quick     cfg.quick cycles (does it work at all)
  *   standard  cfg.cycles cycles (the nightly's fixed length)
  *   long      as many cycles as fit in the seconds given
+ * At quick and standard, cfg.budget_s (when not 0) also ends the soak: no
+ * cycle starts once that many seconds have passed since gc_soak_start(), so
+ * a count that a slow node (more GPUs, a slower library) cannot run in
+ * reasonable time is cut there; gc_soak_end() says so. At long it is unused.
  * A subtest that soaks is named in its test's .soaks (lib/core.h; --list-soak
  * lists it, so the runner knows to give it time); gc_soak_start() in any
  * other fails.
@@ -33,6 +37,12 @@
  * cannot move), and each half of that window alone, prints it, appends it to the metrics file as one JSON line
  * ({"soak": NAME, "series": [...]}: the runner's report plots it) and fails
  * the subtest (a failed check) for each series that grows beyond its bound.
+ * The fit is of the cycles that ran, however the soak ended; the line says
+ * how it ended: "stopped" is "cycles" (the level's count done), "budget"
+ * (cfg.budget_s ran out first), "seconds" (long's seconds ran out) or
+ * "caller" (the loop left before a claim was refused: a failure), with
+ * "cycles_asked" (the level's count; null at long) and "budget_s" (null:
+ * none) beside "cycles" (done).
  */
 #ifndef GPUCONFORM_SOAK_H
 #define GPUCONFORM_SOAK_H
@@ -55,6 +65,12 @@ struct gc_soak_cfg {
 	const char *cycle;    /* what one cycle does, in words */
 	unsigned long cycles; /* at level standard */
 	unsigned long quick;  /* at level quick; 0: cycles / 10 (at least 1) */
+	/*
+	 * At quick and standard: no cycle starts after this many seconds (the
+	 * one in flight finishes); 0: the count alone. A test that wants a
+	 * budget per level reads the level (gc_level_parse of GC_LEVEL_ENV).
+	 */
+	double budget_s;
 	/* Device memory in use, bytes, or -errno; NULL where there is no device. */
 	long long (*dev_used)(void *arg);
 	void *dev_arg;
@@ -107,7 +123,7 @@ struct gc_soak_fit gc_soak_fit(const double *x, const double *y, size_t n, doubl
 
 struct gc_soak;
 struct gc_soak *gc_soak_start(const struct gc_soak_cfg *cfg);
-/* One more cycle may start: false once the level's cycles or seconds are used up. */
+/* One more cycle may start: false once the level's cycles or seconds, or the budget, run out. */
 bool gc_soak_claim(struct gc_soak *s);
 /* A claimed cycle finished. */
 void gc_soak_done(struct gc_soak *s);

@@ -16,7 +16,9 @@ versions that qualify (driver, runtime, kernel release); per contract area
 binary in no row, else "other") the counts of pass / fail / skip /
 expected-failure / other-unexpected and each test with its state, verdict,
 reason and expectation rule; every soak with its series (slopes, growth,
-bound, verdict and the points, to plot); the totals; the run's outcome; who
+bound, verdict and the points, to plot) and how it ended (a time budget
+may cut the level's count short: "stopped", "cycles_asked", "budget_s";
+null from a run before soaks said); the totals; the run's outcome; who
 was to sign it ("signing": null or {"key", "signature"}). Verdicts:
 
     pass              passed (or never judged and passed)
@@ -230,6 +232,10 @@ def _soaks(doc: Doc, tests: Mapping[str, Any]) -> list[dict[str, Any]]:
             entry: dict[str, Any] = {"test": soak_test_name(name, soak)}
             entry.update({k: _soak_text(doc, soak, where, k) for k in ("soak", "cycle", "level")})
             entry.update({k: _soak_number(doc, soak, where, k) for k in ("cycles", "seconds")})
+            # how it ended (null in a run from before soaks said): a budget that cut it short
+            entry["stopped"] = _soak_text(doc, soak, where, "stopped")
+            entry.update({k: _soak_number(doc, soak, where, k)
+                          for k in ("cycles_asked", "budget_s")})
             entry["series"] = [_series(doc, s, where + ["series", j])
                                for j, s in enumerate(series)]
             out.append(entry)

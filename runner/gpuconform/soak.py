@@ -3,8 +3,15 @@ JSON object per finished soak, told from a metric line by its "soak" key:
 
     {"test":"cuda_mem","subtest":"stress-10k","dynamic":null,"soak":"alloc-map",
      "cycle":"...","level":"long","cycles":1234,"seconds":61.2,
+     "stopped":"seconds","cycles_asked":null,"budget_s":null,
      "series":[{"name":"rss","unit":"KiB","x":[...],"y":[...],"from":250,"to":1234,
                 "slope":0.002,"growth":2.1,"relative":0.001,"bound":"...","verdict":"ok"}]}
+
+"stopped" says what ended it: "cycles" (the level's count, "cycles_asked",
+done), "budget" (the soak's time budget at quick or standard, "budget_s", ran
+out before the count), "seconds" (long's share of --duration) or "caller"
+(the test left its loop first, as after a failure). Lines written before
+these three keys existed lack them, and are valid.
 
 check_soak() validates one and says in one line what is wrong; the runner
 keeps valid ones in the test's record ("soaks"), for the report and the
@@ -18,10 +25,11 @@ import math
 import re
 from typing import Any
 
-__all__ = ["check_soak", "is_soak_line", "LEVEL_NAMES", "VERDICTS"]
+__all__ = ["check_soak", "is_soak_line", "LEVEL_NAMES", "STOPPED", "VERDICTS"]
 
 LEVEL_NAMES = ("quick", "standard", "long")  # lib/soak.c level_names
 VERDICTS = ("ok", "grows", "few-samples")
+STOPPED = ("cycles", "budget", "seconds", "caller")  # lib/soak.c stop_names
 _NAME_RE = re.compile(r"[A-Za-z0-9._-]+\Z")
 _FIT_KEYS = ("from", "to", "slope", "growth", "relative")
 
@@ -53,6 +61,19 @@ def _check_series(i: int, s: Any) -> str:
     return ""
 
 
+def _check_stop(obj: dict[str, Any]) -> str:
+    """How the soak ended, where the line says (an older line does not)."""
+    if "stopped" in obj and obj["stopped"] not in STOPPED:
+        return f"'stopped' {obj['stopped']!r} is not one of {', '.join(STOPPED)}"
+    asked = obj.get("cycles_asked")
+    if asked is not None and (isinstance(asked, bool) or not isinstance(asked, int) or asked < 0):
+        return "'cycles_asked' is not a count or null"
+    budget = obj.get("budget_s")
+    if budget is not None and not (_number(budget) and budget > 0):
+        return "'budget_s' is not a positive number of seconds or null"
+    return ""
+
+
 def check_soak(obj: dict[str, Any]) -> str:
     """'' when obj is a well-formed soak line, else what is wrong (one line)."""
     for key in ("test", "subtest", "soak", "cycle"):
@@ -67,6 +88,9 @@ def check_soak(obj: dict[str, Any]) -> str:
         return f"soak {obj['soak']}: 'cycles' is not a count"
     if not _number(obj.get("seconds")):
         return f"soak {obj['soak']}: 'seconds' is not a number"
+    why = _check_stop(obj)
+    if why:
+        return f"soak {obj['soak']}: {why}"
     series = obj.get("series")
     if not isinstance(series, list):
         return f"soak {obj['soak']}: 'series' is not a list"

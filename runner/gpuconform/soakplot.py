@@ -10,7 +10,7 @@ qualification record's "soaks", which keep the same keys) holds series:
 
     series_view(series)       one series: its numbers as text and its plot
     soak_view(test, soak)     one soak: what a cycle is, level, cycles, seconds,
-                              its series
+                              whether its budget cut it short, its series
     soak_views(tests)         every soak of results.json's "tests", the tests
                               with a growing series first
 
@@ -103,6 +103,7 @@ class SoakView:
     seconds: str
     grows: bool  # some series grows
     series: list[SeriesView]
+    stopped: str = ""  # "stopped by its 20 s budget after 9800 of 256000 cycles", or ""
 
 
 def _number(v: Any) -> float | None:
@@ -120,6 +121,11 @@ def num(v: float | None) -> str:
     if v is None:
         return "?"
     return "0" if v == 0 else f"{v:.4g}"
+
+
+def _count(v: Any) -> str:
+    """A count of cycles in full; "?" for anything else."""
+    return str(v) if isinstance(v, int) and not isinstance(v, bool) else "?"
 
 
 def _pct(v: float | None) -> str:
@@ -207,6 +213,16 @@ def series_view(series: Mapping[str, Any]) -> SeriesView:
         _plot(name, unit, verdict, pairs, lo, hi, slope) if pairs else None)
 
 
+def stopped_text(soak: Mapping[str, Any]) -> str:
+    """Why the soak ran fewer cycles than its level asks, where its budget
+    ended it; "" otherwise (the count or long's seconds ended it, or an
+    older line that does not say)."""
+    if soak.get("stopped") != "budget":
+        return ""
+    return (f"stopped by its {num(_number(soak.get('budget_s')))} s budget after "
+            f"{_count(soak.get('cycles'))} of {_count(soak.get('cycles_asked'))} cycles")
+
+
 def soak_view(test: str, soak: Mapping[str, Any]) -> SoakView:
     """One soak of test (its full name: BINARY@SUBTEST[@DYNAMIC])."""
     raw = soak.get("series")
@@ -219,7 +235,7 @@ def soak_view(test: str, soak: Mapping[str, Any]) -> SoakView:
                     str(cycles) if isinstance(cycles, int) and not isinstance(cycles, bool)
                     else num(_number(cycles)),
                     "?" if seconds is None else f"{seconds:.1f} s",
-                    any(s.grows for s in series), series)
+                    any(s.grows for s in series), series, stopped_text(soak))
 
 
 def soak_test_name(name: str, soak: Mapping[str, Any]) -> str:

@@ -90,3 +90,44 @@ def test_binary_garbage_and_error_cap() -> None:
     metrics, errors = parse_metrics(b"\xff\xfe\x00\n" * 100, max_errors=5)
     assert metrics == []
     assert len(errors) == 6 and "95 more" in errors[-1]
+
+
+def soak_line(**over: Any) -> str:
+    obj: dict[str, Any] = {
+        "test": "nvml_session", "subtest": "concurrent-sessions", "dynamic": None,
+        "soak": "concurrent-sessions", "cycle": "one round", "level": "standard",
+        "cycles": 9800, "seconds": 20.01, "stopped": "budget", "cycles_asked": 256000,
+        "budget_s": 20,
+        "series": [{"name": "rss", "unit": "KiB", "x": [0, 9800], "y": [1.0, 1.0], "from": 0,
+                    "to": 9800, "slope": 0, "growth": 0, "relative": 0, "bound": "b",
+                    "verdict": "ok"}],
+    }
+    obj.update(over)
+    return json.dumps({k: v for k, v in obj.items() if v is not ...}) + "\n"
+
+
+def test_soak_lines_say_how_they_ended() -> None:
+    """lib/soak.c's "stopped", "cycles_asked", "budget_s": kept as written; a
+    line from before they existed is still valid."""
+    soaks: list[dict[str, Any]] = []
+    data = (soak_line() + soak_line(stopped="seconds", level="long", cycles_asked=None,
+                                    budget_s=None)
+            + soak_line(stopped=..., cycles_asked=..., budget_s=...))
+    _, errors = parse_metrics(data, test="nvml_session", soaks=soaks)
+    assert errors == []
+    assert [(s.get("stopped"), s.get("cycles_asked"), s.get("budget_s")) for s in soaks] == [
+        ("budget", 256000, 20), ("seconds", None, None), (None, None, None)]
+
+
+@pytest.mark.parametrize("over, why", [
+    ({"stopped": "tired"}, "'stopped' 'tired' is not one of cycles, budget, seconds, caller"),
+    ({"cycles_asked": -1}, "'cycles_asked' is not a count or null"),
+    ({"cycles_asked": 2.5}, "'cycles_asked' is not a count or null"),
+    ({"budget_s": 0}, "'budget_s' is not a positive number of seconds or null"),
+    ({"budget_s": "20"}, "'budget_s' is not a positive number of seconds or null"),
+])
+def test_bad_soak_stop(over: dict[str, Any], why: str) -> None:
+    soaks: list[dict[str, Any]] = []
+    _, errors = parse_metrics(soak_line(**over), soaks=soaks)
+    assert soaks == [] and len(errors) == 1
+    assert errors[0] == f"metrics line 1: soak concurrent-sessions: {why}"

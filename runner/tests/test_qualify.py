@@ -206,6 +206,8 @@ def test_record_holds_what_the_run_showed(tmp_path: Path, contracts: Path) -> No
     assert [x["name"] for x in s["series"]] == ["rss", "fds", "device", "latency"]
     assert s["series"][0] == soak_series("rss", "KiB", 0.75, "grows")
     assert s["series"][2]["slope"] is None
+    # a soak line from before soaks said how they ended
+    assert (s["stopped"], s["cycles_asked"], s["budget_s"]) == (None, None, None)
     assert r["totals"] == results()["totals"] and r["outcome"] == results()["outcome"]
     assert r["signing"] is None
     assert r["content_hash"] == {"algorithm": "sha256", "value": content_hash(r)}
@@ -265,6 +267,20 @@ def test_a_sample_not_taken_is_kept_as_null(tmp_path: Path, contracts: Path) -> 
     write_record(d, r, None)
     verify_record(d / "qualification.json")
     assert (d / "qualification.html").read_text().count('<svg class="plot soakplot') == 4
+
+
+def test_a_soak_its_budget_cut_short_is_recorded(tmp_path: Path, contracts: Path) -> None:
+    data = results()
+    data["tests"]["cuda_context@soak"]["soaks"][0].update(
+        level="standard", stopped="budget", cycles_asked=256000, budget_s=20)
+    d = results_dir(tmp_path, data)
+    r = build_record(d, contracts)
+    assert {k: r["soaks"][0][k] for k in ("stopped", "cycles_asked", "budget_s")} == {
+        "stopped": "budget", "cycles_asked": 256000, "budget_s": 20}
+    write_record(d, r, None)
+    verify_record(d / "qualification.json")
+    page = (d / "qualification.html").read_text()
+    assert "stopped by its 20 s budget after 1234 of 256000 cycles" in page
 
 
 def test_missing_results_are_one_line(tmp_path: Path) -> None:

@@ -466,6 +466,15 @@ def test_soak_section_draws_every_series_and_marks_the_leak() -> None:
     assert '<b id="injected">' not in section and "&lt;b id=&quot;injected&quot;&gt;" in section
 
 
+def test_a_soak_its_budget_cut_short_says_so() -> None:
+    data = soak_results()
+    data["tests"]["host_io@soak"]["soaks"][0].update(
+        level="standard", stopped="budget", cycles_asked=256000, budget_s=20)
+    section = soak_section(render_html(data))
+    assert section.count("stopped by its 20 s budget after 975 of 256000 cycles") == 1
+    assert "budget" not in soak_section(render_html(soak_results()))
+
+
 def test_no_soaks_no_section() -> None:
     for data in (synthetic(), {"format": "gpuconform-results", "tests": {}}):
         page = render_html(data)

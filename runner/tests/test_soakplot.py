@@ -127,6 +127,20 @@ def test_soak_views_put_the_growing_tests_first() -> None:
     assert (views[0].cycles, views[0].seconds, views[0].level) == ("100", "1.2 s", "long")
 
 
+def test_a_soak_its_budget_cut_short_says_so() -> None:
+    base = {"soak": "s", "cycle": "one", "level": "standard", "cycles": 9800, "seconds": 20.01,
+            "cycles_asked": 256000, "series": [series()]}
+    v = soak_view("t", {**base, "stopped": "budget", "budget_s": 20})
+    assert v.stopped == "stopped by its 20 s budget after 9800 of 256000 cycles"
+    # the count ran out, long's seconds did, or a line from before soaks said: nothing to say
+    assert soak_view("t", {**base, "stopped": "cycles", "budget_s": 20}).stopped == ""
+    assert soak_view("t", {**base, "stopped": "seconds", "cycles_asked": None}).stopped == ""
+    assert soak_view("t", base).stopped == ""
+    # malformed numbers: "?", never an exception
+    assert soak_view("t", {"stopped": "budget", "cycles": "many", "budget_s": None}).stopped == \
+        "stopped by its ? s budget after ? of ? cycles"
+
+
 def test_soak_view_of_nonsense() -> None:
     v = soak_view("t", {"series": "no", "cycles": "many", "seconds": None})
     assert v.series == [] and v.cycles == "?" and v.seconds == "?" and v.soak == "?"

@@ -8,8 +8,9 @@ the check that caught it, and the binary must exit 98. Without a break the
 same subtests pass. These need a real driver: without one (CI) the binaries
 skip, and so do these tests, naming the binary's own reason.
 
-Rounds are cut to the quick level's 20 a thread (GPUCONFORM_LEVEL=quick, lib/soak.h):
-every break that needs a count of calls fires well within them.
+Rounds are cut to the quick level's 20 a thread, or fewer where its 3 s budget ends
+concurrent-sessions first (GPUCONFORM_LEVEL=quick, lib/soak.h): every break that needs a
+count of calls fires within them (500 NVML calls, some 1500 rounds on four GPUs).
 Build directory: $GPUCONFORM_BUILD_DIR, else build/ under the repository root.
 """
 import re

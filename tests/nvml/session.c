@@ -9,6 +9,7 @@
  * outermost shutdown, and on devices found again by UUID in every session.
  */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,8 @@ struct ref_dev {
 
 struct fx {
 	struct gc_nvml n;
-	unsigned count;
+	unsigned gpus;  /* NVML's count: all the node's GPUs, whatever CUDA_VISIBLE_DEVICES says */
+	unsigned count; /* those taken as reference (at most MAX_DEV) */
 	struct ref_dev dev[MAX_DEV];
 	int fds0; /* device nodes open before any session */
 };
@@ -97,6 +99,7 @@ static void *fx_setup(void)
 		f->n.fn.shutdown();
 		gc_skip("NVML sees no GPU");
 	}
+	f->gpus = f->count;
 	f->count = f->count > MAX_DEV ? MAX_DEV : f->count;
 	for (unsigned i = 0; i < f->count; i++)
 		ref_take(f, i);
@@ -185,15 +188,19 @@ struct shared {
 	enum round_kind kind;
 	struct fx *f;
 	unsigned rounds;       /* each thread's, without a soak */
+	uint64_t budget_end;   /* without a soak: no round starts after it (gc_now_ns) */
+	unsigned over_budget;  /* atomic: workers that stopped because the budget ran out */
 	struct gc_soak *soak;  /* concurrent-sessions': the rounds of every thread, shared */
 	unsigned exhausted;    /* atomic: workers that stopped because the soak's rounds ran out */
 	pthread_mutex_t lock;
+	pthread_barrier_t go;  /* the workers and the main thread: all start at once */
 	struct gc_problems pr;
 	struct gc_progress pg; /* the watchdog's */
 	uint64_t t_end;        /* when the last worker finished (the watchdog polls too coarsely) */
 	int stop;            /* atomic: the watcher's, and everyone's after a deadlock */
 	unsigned long polls; /* the watcher's */
 	double round_ns[THREADS];      /* each thread's mean init -> queries -> shutdown */
+	unsigned long thread_rounds[THREADS]; /* each thread's rounds */
 	double poll_gap_ns[POLL_GAPS]; /* the watcher's time between polls, the first ones */
 };
 
@@ -262,13 +269,28 @@ static bool one_round(struct shared *s, unsigned i)
 	return answered;
 }
 
+/*
+ * Without a soak: round i of this thread may start while it has rounds left
+ * and the budget has not run out. A clock read (vDSO, tens of ns) per round
+ * is nothing beside a round of NVML calls (microseconds at the least).
+ */
+static bool own_round(struct shared *s, unsigned i)
+{
+	if (i >= s->rounds)
+		return false;
+	if (gc_now_ns() < s->budget_end)
+		return true;
+	__atomic_add_fetch(&s->over_budget, 1, __ATOMIC_RELAXED);
+	return false;
+}
+
 /* Whether this thread's round i may start: nothing went wrong, and rounds are left. */
 static bool next_round(struct shared *s, unsigned i)
 {
 	if (gc_problems_count(&s->pr) || __atomic_load_n(&s->stop, __ATOMIC_ACQUIRE))
 		return false;
 	if (!s->soak)
-		return i < s->rounds;
+		return own_round(s, i);
 	if (gc_soak_claim(s->soak))
 		return true;
 	__atomic_add_fetch(&s->exhausted, 1, __ATOMIC_RELAXED);
@@ -278,9 +300,11 @@ static bool next_round(struct shared *s, unsigned i)
 static void *worker(void *p)
 {
 	struct shared *s = ((struct worker *)p)->s;
-	uint64_t t0 = gc_now_ns();
+	uint64_t t0;
 	unsigned i;
 
+	pthread_barrier_wait(&s->go);
+	t0 = gc_now_ns();
 	for (i = 0; next_round(s, i); i++) {
 		if (!one_round(s, i))
 			break;
@@ -290,6 +314,7 @@ static void *worker(void *p)
 	}
 	pthread_mutex_lock(&s->lock);
 	s->round_ns[((struct worker *)p)->id] = i ? (double)(gc_now_ns() - t0) / i : 0;
+	s->thread_rounds[((struct worker *)p)->id] = i;
 	if (gc_now_ns() > s->t_end)
 		s->t_end = gc_now_ns();
 	pthread_mutex_unlock(&s->lock);
@@ -336,21 +361,29 @@ static struct shared *shared_new(struct fx *f, enum round_kind kind, unsigned nt
 	s->kind = kind;
 	s->nthreads = nthreads;
 	s->rounds = rounds;
+	s->budget_end = UINT64_MAX;
 	pthread_mutex_init(&s->lock, NULL);
 	gc_problems_init(&s->pr);
 	return s;
 }
 
-/* Start the workers, wait for them (the watchdog), join them. */
+/*
+ * Start the workers, at once (a thread created last must not find the
+ * rounds or the budget used up by the first ones: every thread has to run
+ * one), wait for them (the watchdog), join them.
+ */
 static void run_workers(struct shared *s)
 {
+	gc_assert(pthread_barrier_init(&s->go, NULL, s->nthreads + 1) == 0);
 	for (unsigned i = 0; i < s->nthreads; i++) {
 		s->wk[i] = (struct worker){ s, i };
 		gc_assert(pthread_create(&s->th[i], NULL, worker, &s->wk[i]) == 0);
 	}
+	pthread_barrier_wait(&s->go);
 	gc_progress_await(&s->pg, s->nthreads, STALL_S, &s->stop, "NVML");
 	for (unsigned i = 0; i < s->nthreads; i++)
 		pthread_join(s->th[i], NULL);
+	pthread_barrier_destroy(&s->go);
 }
 
 static void shared_free(struct shared *s)
@@ -371,22 +404,72 @@ static unsigned ran_a_round(double *ns, unsigned n)
 	return k;
 }
 
+/* The fewest and the most rounds one of the threads ran. */
+static void round_spread(const struct shared *s, unsigned long *lo, unsigned long *hi)
+{
+	*lo = (unsigned long)-1, *hi = 0;
+	for (unsigned i = 0; i < s->nthreads; i++) {
+		*lo = s->thread_rounds[i] < *lo ? s->thread_rounds[i] : *lo;
+		*hi = s->thread_rounds[i] > *hi ? s->thread_rounds[i] : *hi;
+	}
+}
+
+/* Every thread ran a round: a budget that ends the rounds must not hide one that could not. */
+static void assert_each_ran(const struct shared *s)
+{
+	unsigned none = 0;
+
+	for (unsigned i = 0; i < s->nthreads; i++)
+		none += s->thread_rounds[i] == 0;
+	gc_assert_f(none == 0, "%u of %u threads ran no round", none, s->nthreads);
+}
+
+/* The run's level (lib/soak.h), which sets the budgets below. */
+static enum gc_level run_level(void)
+{
+	const char *env = getenv(GC_LEVEL_ENV);
+	enum gc_level lv;
+
+	gc_assert_f(gc_level_parse(env, &lv) == 0, "%s=%s: not a level (quick, standard, long)",
+		    GC_LEVEL_ENV, env);
+	return lv;
+}
+
+/*
+ * concurrent-sessions' budget at standard and quick (long keeps its share of
+ * --duration). NVML opens every GPU of the node whatever
+ * CUDA_VISIBLE_DEVICES says, and a round costs more with each: standard's
+ * 256000 rounds took 4.4 s on one H100, 48.6 s on two H200s, 524 s on four
+ * (about 490 rounds a second, half a second a thread's round). What the
+ * test shows, 256 handlers at once through refcounted init and shutdown
+ * with right answers, no deadlock and the nodes back, needs every thread
+ * through rounds interleaved with the others', not a count: 20 s leaves
+ * one GPU its whole count (in its fast runs) and gives four GPUs about
+ * 10000 rounds, some 38 a thread; quick's 3 s gives them about 1500, some 6
+ * a thread (quick's own count, 5120, takes 0.1 s on one H100).
+ */
+#define CONCURRENT_BUDGET_S 20.0
+#define CONCURRENT_BUDGET_QUICK_S 3.0
+
 /*
  * concurrent-sessions: 256 threads share the level's rounds (a soak:
- * 256 x 1000 at standard, 256 x 20 at quick, as many as fit at long), each
- * round init -> queries by UUID -> shutdown, while a watcher holds its own
- * session and polls: no deadlock (watchdog), no error, every answer equal
- * to the persistent session's, every thread ran until the rounds ran out,
- * device nodes back after.
+ * 256 x 1000 at standard, 256 x 20 at quick, or fewer where the budget
+ * above ends it first; as many as fit at long), each round init -> queries
+ * by UUID -> shutdown, while a watcher holds its own session and polls: no
+ * deadlock (watchdog), no error, every answer equal to the persistent
+ * session's, every thread ran a round and went on until the rounds ran
+ * out, device nodes back after.
  */
 static void test_concurrent(void *data)
 {
 	struct shared *s = shared_new(data, ROUND_FULL, THREADS, 0);
-	unsigned long rounds;
+	unsigned long rounds, lo, hi;
 	pthread_t w;
 
 	s->soak = gc_soak_start(&(struct gc_soak_cfg){
 		.name = "concurrent-sessions", .cycles = THREADS * 1000ul, .quick = THREADS * 20ul,
+		.budget_s = run_level() == GC_LEVEL_QUICK ? CONCURRENT_BUDGET_QUICK_S
+							  : CONCURRENT_BUDGET_S,
 		.cycle = "one thread's round: nvmlInit_v2, a device by UUID and its name, PCI, "
 			 "memory, serial, temperature and utilization checked, nvmlShutdown" });
 	gc_assert(pthread_create(&w, NULL, watcher, s) == 0);
@@ -394,13 +477,16 @@ static void test_concurrent(void *data)
 	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
 	pthread_join(w, NULL);
 	rounds = gc_soak_count(s->soak);
-	gc_info("%u threads, %lu rounds: %lu answers checked, watcher %lu polls, %u problems",
-		THREADS, rounds, gc_progress_rounds(&s->pg), s->polls, gc_problems_count(&s->pr));
+	round_spread(s, &lo, &hi);
+	gc_info("%u threads on %u GPUs, %lu rounds (%lu to %lu a thread): %lu answers checked, "
+		"watcher %lu polls, %u problems", THREADS, s->f->gpus, rounds, lo, hi,
+		gc_progress_rounds(&s->pg), s->polls, gc_problems_count(&s->pr));
 	gc_soak_end(s->soak);
 	gc_problems_assert_none(&s->pr);
 	gc_assert_cmpuint(gc_progress_rounds(&s->pg), ==, rounds);
-	gc_assert_f(s->exhausted == THREADS, "%u of %u threads stopped before the rounds ran out",
-		    THREADS - s->exhausted, THREADS);
+	gc_assert_f(s->exhausted == THREADS, "%u of %u threads stopped before the rounds (or "
+		    "the budget) ran out", THREADS - s->exhausted, THREADS);
+	assert_each_ran(s);
 	gc_assert_cmpint(devfds(), ==, s->f->fds0);
 	gc_metric("round-of-256", "ns", GC_LOWER_IS_BETTER, s->round_ns,
 		  ran_a_round(s->round_ns, THREADS));
@@ -413,6 +499,15 @@ static void test_concurrent(void *data)
 /* ------------------------------------------------------------ contention */
 
 #define CONTENTION_ROUNDS 100
+/*
+ * Each case's budget: a thread starts no round after it (each thread 100
+ * rounds or the budget, whichever ends first). 256 threads x 100 rounds
+ * took 247 s for the seven cases on two and on four GPUs; what a case
+ * measures is a rate, which a few rounds a thread give: at half a second a
+ * round (four GPUs), 3 s is some 6 rounds for each of 256 threads.
+ */
+#define CONTENTION_BUDGET_S 3.0
+#define CONTENTION_BUDGET_QUICK_S 1.0
 
 static const char *const round_names[] = {
 	[ROUND_FULL] = "full", [ROUND_QUERIES] = "queries", [ROUND_SESSIONS] = "init-shutdown",
@@ -427,11 +522,13 @@ struct contention_case {
 /*
  * contention: where the time of a concurrent-sessions round goes. The full
  * round, only its queries, and only its init + shutdown pair (warm: the
- * main thread holds a session), each from 1 and from 256 threads. Nothing
+ * main thread holds a session), each from 1 and from 256 threads, each
+ * thread 100 rounds or the case's budget, whichever ends first. Nothing
  * is asserted of the times; the answers are checked as in
- * concurrent-sessions. full-256-watched adds concurrent-sessions' watcher:
- * on the H100 and H200 (driver 580.159.04) that alone made the wall time
- * per round 4 to 6 times longer, unexplained so far.
+ * concurrent-sessions, and every thread must have run a round.
+ * full-256-watched adds concurrent-sessions' watcher: on the H100 and H200
+ * (driver 580.159.04) that alone made the wall time per round 4 to 6 times
+ * longer, unexplained so far.
  */
 GC_VARIANTS_F(struct contention_case, contention_cases, contention_one, "%s-%u%s",
 	      round_names[c->kind], c->threads, c->watched ? "-watched" : "") = {
@@ -441,15 +538,35 @@ GC_VARIANTS_F(struct contention_case, contention_cases, contention_one, "%s-%u%s
 	{ ROUND_FULL, THREADS, true },
 };
 
+/* What ran of a contention case, in words. */
+static void contention_info(const struct shared *s, const struct contention_case *c,
+			    double budget_s, double per_round)
+{
+	unsigned long lo, hi;
+	char ended[64];
+
+	round_spread(s, &lo, &hi);
+	if (s->over_budget)
+		snprintf(ended, sizeof(ended), "the %g s budget ended it", budget_s);
+	else
+		snprintf(ended, sizeof(ended), "all %d a thread ran", CONTENTION_ROUNDS);
+	gc_info("%u threads on %u GPUs, %lu to %lu rounds a thread of %d (%s): %.0f ns of wall "
+		"time per round%s (%lu polls)", c->threads, s->f->gpus, lo, hi, CONTENTION_ROUNDS,
+		ended, per_round, c->watched ? ", a watcher polling" : "", s->polls);
+}
+
 /*
  * One contention case, in a session the main thread holds: each thread's
  * mean round, and the wall time per round of all threads together (what
- * the library serves per second, inverted).
+ * the library serves per second, inverted), over the rounds that ran.
  */
 static void contention_one(void *ctx, const struct contention_case *c)
 {
 	struct fx *f = ctx;
 	struct shared *s = shared_new(f, c->kind, c->threads, CONTENTION_ROUNDS);
+	double budget_s = run_level() == GC_LEVEL_QUICK ? CONTENTION_BUDGET_QUICK_S
+							 : CONTENTION_BUDGET_S;
+	unsigned long rounds;
 	uint64_t t0;
 	double per_round;
 	pthread_t w;
@@ -458,15 +575,17 @@ static void contention_one(void *ctx, const struct contention_case *c)
 	if (c->watched)
 		gc_assert(pthread_create(&w, NULL, watcher, s) == 0);
 	t0 = gc_now_ns();
+	s->budget_end = t0 + (uint64_t)(budget_s * 1e9);
 	run_workers(s);
-	per_round = (double)(s->t_end - t0) / ((double)c->threads * CONTENTION_ROUNDS);
 	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
 	if (c->watched)
 		pthread_join(w, NULL);
 	nv_ok(f, f->n.fn.shutdown());
 	gc_problems_assert_none(&s->pr);
-	gc_info("%u threads x %d rounds: %.0f ns of wall time per round%s (%lu polls)", c->threads,
-		CONTENTION_ROUNDS, per_round, c->watched ? ", a watcher polling" : "", s->polls);
+	rounds = gc_progress_rounds(&s->pg);
+	per_round = rounds ? (double)(s->t_end - t0) / (double)rounds : NAN;
+	contention_info(s, c, budget_s, per_round);
+	assert_each_ran(s);
 	gc_metric("round", "ns", GC_LOWER_IS_BETTER, s->round_ns, c->threads);
 	gc_metric("wall-per-round", "ns", GC_LOWER_IS_BETTER, &per_round, 1);
 	shared_free(s);
