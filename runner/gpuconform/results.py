@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .atomic import atomic_write
+from .catalogue import Catalogue
 from .execute import SubtestRun
 from .expectations import FLAKE, Judgement, Rule, judge
 from .protocol import skip_location
@@ -160,11 +161,14 @@ class TestRecord:
                 "returncode": self.returncode, "start": self.start}
 
 
-def verdict_of(run: SubtestRun) -> Verdict:
+def verdict_of(run: SubtestRun, catalogue: Catalogue | None = None) -> Verdict:
     """classify() a run, then weigh what classify() does not see.
 
     A metrics line that does not validate turns a pass into a fail: metrics
-    are never dropped silently.
+    are never dropped silently. So does a metric the catalogue (when given)
+    does not know, or knows in another unit: a metric no baseline can key
+    is never recorded quietly; the dynamic subtest that recorded it fails
+    too, so that no baseline is made of it.
     """
     cmd = run.command
     if cmd.spawn_error is not None:
@@ -181,7 +185,27 @@ def verdict_of(run: SubtestRun) -> Verdict:
     if run.metric_errors and v.state is State.PASS:
         v.state = State.FAIL
         v.reason = f"invalid metrics: {run.metric_errors[0]}"
+    if catalogue is not None:
+        _weigh_catalogue(v, run, catalogue)
     return v
+
+
+def _weigh_catalogue(v: Verdict, run: SubtestRun, catalogue: Catalogue) -> None:
+    """v with the catalogue's word on each metric of run (verdict_of)."""
+    problems: list[str] = []
+    for m in run.metrics:
+        why = catalogue.problem(m.key, m.unit)
+        if why is None:
+            continue
+        problems.append(why)
+        d = v.dynamic.get(m.dynamic) if m.dynamic else None
+        if d is not None and d.state is State.PASS:
+            d.state, d.reason = State.FAIL, why
+    v.notes += [f"metrics: {p}" for p in problems]
+    if problems and v.state is State.PASS:
+        v.state = State.FAIL
+        more = len(problems) - 1
+        v.reason = problems[0] + (f" (+{more} more in the notes)" if more else "")
 
 
 def record_of(name: str, run: SubtestRun, verdict: Verdict) -> TestRecord:
