@@ -284,6 +284,9 @@ class RunNotes:
     kernel_log: str | None = None  # said once: why the kernel log was not watched
     regressions: list[str] = field(default_factory=list)  # explain() of regressions
     improvements: list[str] = field(default_factory=list)
+    # Keys (BIN@SUB[@DYN]:NAME) of the run's metrics the baseline has no entry
+    # for (judge.py's "new"): never gated, said every night until one is made.
+    unbaselined: list[str] = field(default_factory=list)
     regressions_expected: bool = False
     # A baseline that exists but could not be used: the comparison did not
     # happen, so the run cannot say it has no regression.
@@ -392,13 +395,28 @@ def _shown(names: list[str], limit: int = 8) -> str:
     return ", ".join(names[:limit]) + (f", ... ({len(names)} in all)" if len(names) > limit else "")
 
 
+def _by_test(keys: list[str], limit: int = 8) -> list[str]:
+    """Metric keys as lines, one a test (BIN@SUB[@DYN]) with its metric names,
+    the first `limit` tests, then how many more."""
+    tests: dict[str, list[str]] = {}
+    for k in keys:
+        test, _, name = k.rpartition(":")
+        tests.setdefault(test, []).append(name)
+    lines = [f"  {t}: {_shown(names)}" for t, names in list(tests.items())[:limit]]
+    if len(tests) > limit:
+        lines.append(f"  ... {len(tests) - limit} more tests ({len(tests)} tests, "
+                     f"{len(keys)} metrics in all)")
+    return lines
+
+
 def render_summary(
     records: Iterable[TestRecord], errors: Iterable[str] = (), notes: RunNotes | None = None
 ) -> str:
     """Counts by state, then, in this order: why the run stopped early,
     collection errors, the UNEXPECTED results (by state, with their reasons)
     and metric regressions, flakes, expected failures, stale expectation
-    rules, skip reasons grouped, other notes."""
+    rules, skip reasons grouped, other notes. Metrics with no baseline entry
+    are listed (grouped by test) after the improvements."""
     notes = notes or RunNotes()
     recs = list(records)
     counts = totals(recs)
@@ -456,6 +474,9 @@ def render_summary(
     if notes.improvements:
         lines.append(f"metric improvements: {len(notes.improvements)}")
         lines.extend(f"  {_first_line(x)}" for x in notes.improvements)
+    if notes.unbaselined:
+        lines.append(f"metrics with no baseline entry (never gated): {len(notes.unbaselined)}")
+        lines.extend(_by_test(notes.unbaselined))
     if notes.stale_rules:
         lines.append(f"stale expectation rules (matched no test): {len(notes.stale_rules)}")
         lines.extend(f"  {x}" for x in notes.stale_rules)

@@ -390,6 +390,9 @@ def test_baseline_regression_is_unexpected_unless_expected(selftests: Selftests,
         "mean" in r.stdout
     assert "1 metric regression(s)" in r.stderr
     assert (r.results / "report.html").is_file()
+    summary = (r.results / "summary.txt").read_text().splitlines()
+    i = summary.index("metrics with no baseline entry (never gated): 1")
+    assert summary[i + 1] == "  selftest_metrics@metrics: bandwidth"
     ok = cli("run", "--build", str(selftests.build), "--selftest", "--results",
              str(tmp_path / "r2"), "--kmsg", "off", *sel, "--regressions-expected",
              results=tmp_path / "r2")
