@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
+from .catalogue import Catalogue
 from .execute import ExecOptions, run_subtest
 from .expectations import Kind, Rule, should_retry
 from .results import TestRecord, judged, record_of, record_of_attempts, verdict_of
@@ -85,12 +86,14 @@ def run_test(name: str, binary: str, subtest: str | None, rule: Rule | None, ret
 def run_attempt(name: str, binary: Path, subtest: str, number: int, options: ExecOptions,
                 env: Mapping[str, str], timeout: float, *,
                 on_spawn: Callable[[str, int, int, str], None] | None = None,
-                after: Callable[[TestRecord], str | None] | None = None
+                after: Callable[[TestRecord], str | None] | None = None,
+                catalogue: Catalogue | None = None
                 ) -> tuple[TestRecord, str | None]:
     """Attempt `number` of a test: `BINARY --run-subtest SUBTEST` (execute),
-    classified, its record. on_spawn(name, number, pid, token) once the process
-    exists (the journal's start line); after(record): the kernel's window of
-    the test weighed into the record, the abort reason if any."""
+    classified (its metrics against catalogue, when given), its record.
+    on_spawn(name, number, pid, token) once the process exists (the
+    journal's start line); after(record): the kernel's window of the test
+    weighed into the record, the abort reason if any."""
     token = uuid.uuid4().hex
 
     def spawned(pid: int) -> None:
@@ -99,7 +102,7 @@ def run_attempt(name: str, binary: Path, subtest: str, number: int, options: Exe
 
     run = run_subtest(binary, subtest, options, env_extra=env, timeout_s=timeout, token=token,
                       on_spawn=spawned)
-    rec = record_of(name, run, verdict_of(run))
+    rec = record_of(name, run, verdict_of(run, catalogue))
     rec.timeout = timeout
     abort = after(rec) if after is not None else None
     return rec, (f"{name}: {abort}" if abort is not None else None)

@@ -58,6 +58,7 @@ from .execute import DEFAULT_GRACE_S, DEFAULT_TIMEOUT_S, ExecOptions, list_subte
 from .fmt import one_line
 from .journal import JOURNAL_NAME, JournalError, is_locked, read_run_json
 from .manifest import Manifest, ManifestError, manifest_path, read_manifest
+from .catalogue import DEFAULT_CATALOGUE
 from .options import (
     DATA_DIR,
     DEFAULT_PATTERNS,
@@ -171,6 +172,9 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
                      "tells a flake from a failure that repeats)")
     run.add_argument("--dmesg-patterns", metavar="FILE", default=str(DEFAULT_PATTERNS),
                      help="kernel log rules (default data/dmesg/patterns.txt)")
+    run.add_argument("--catalogue", metavar="FILE", default=str(DEFAULT_CATALOGUE),
+                     help="the metric catalogue: a test recording a metric it lacks, or in "
+                     "another unit, fails (default data/metrics.txt)")
     run.add_argument("--kmsg", metavar="PATH|off", default=KMSG_PATH,
                      help=f"kernel log to watch (default {KMSG_PATH})")
     run.add_argument("--taint-file", metavar="PATH|off", default=TAINT_PATH,
@@ -520,6 +524,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         platform=args.platform,
         retries=args.retries,
         dmesg_patterns=str(Path(args.dmesg_patterns).absolute()),
+        catalogue=str(Path(args.catalogue).absolute()),
         kmsg=args.kmsg,
         taint_file=args.taint_file,
         baselines=_absolute_paths(args.baselines),

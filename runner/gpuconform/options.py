@@ -1,7 +1,8 @@
 """The options of a run: their values parsed and checked (one-line errors), the
 form run.json stores them in and `gpuconform resume` reads back, the pytest
 arguments that give them again, and the inputs they name (test lists,
-expectation rules, kernel log patterns), loaded before anything runs."""
+expectation rules, kernel log patterns, the metric catalogue), loaded before
+anything runs."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from .catalogue import DEFAULT_CATALOGUE, Catalogue, CatalogueError, load_catalogue
 from .execute import (
     DEFAULT_GRACE_S,
     DEFAULT_LIST_TIMEOUT_S,
@@ -181,6 +183,7 @@ class RunOptions:
     platform: str | None = None  # None: this machine's fingerprint key
     retries: int = DEFAULT_RETRIES
     dmesg_patterns: str = str(DEFAULT_PATTERNS)
+    catalogue: str = str(DEFAULT_CATALOGUE)  # the metric catalogue (catalogue.py)
     kmsg: str = KMSG_PATH  # "off": not read
     taint_file: str = TAINT_PATH  # "off": not watched
     baselines: list[str] | None = None  # None: data/baselines
@@ -223,6 +226,7 @@ class RunOptions:
             platform=g("gc_platform"),
             retries=g("gc_retries"),
             dmesg_patterns=g("gc_dmesg_patterns"),
+            catalogue=g("gc_catalogue"),
             kmsg=g("gc_kmsg"),
             taint_file=g("gc_taint_file"),
             baselines=list(g("gc_baselines")) if g("gc_baselines") is not None else None,
@@ -245,7 +249,8 @@ def options_to_args(o: RunOptions) -> list[str]:
     """The --gc-* pytest arguments that give RunOptions o."""
     a = ["--gc-timeout", repr(o.timeout), "--gc-grace", repr(o.grace),
          "--gc-list-timeout", repr(o.list_timeout), "--gc-retries", str(o.retries),
-         "--gc-dmesg-patterns", o.dmesg_patterns, "--gc-kmsg", o.kmsg,
+         "--gc-dmesg-patterns", o.dmesg_patterns, "--gc-catalogue", o.catalogue,
+         "--gc-kmsg", o.kmsg,
          "--gc-taint-file", o.taint_file]
     for t in o.testlists:
         a += ["--gc-testlist", t]
@@ -293,6 +298,7 @@ class RunInputs:
     expectations: Expectations
     expectation_files: list[Path]
     dmesg: DmesgPatterns
+    catalogue: Catalogue
     platform: str
     fingerprint: dict[str, str] | None
     node: NodePlan
@@ -311,8 +317,9 @@ def _fingerprint() -> tuple[dict[str, str] | None, str, str | None]:
 
 
 def load_inputs(o: RunOptions, *, selftest: bool = False) -> RunInputs:
-    """Read the test lists, expectations and kernel log patterns; InputError
-    (one line, naming the file and line) for anything wrong."""
+    """Read the test lists, expectations, kernel log patterns and the metric
+    catalogue; InputError (one line, naming the file and line) for anything
+    wrong."""
     files: list[Path] = []
     patterns: list[TestPattern] | None = None
     try:
@@ -338,8 +345,12 @@ def load_inputs(o: RunOptions, *, selftest: bool = False) -> RunInputs:
         dmesg = load_patterns(o.dmesg_patterns)
     except DmesgPatternError as e:
         raise InputError(str(e)) from None
-    return RunInputs(patterns, files, exp, exp_files, dmesg, platform, fp, node_plan(o),
-                     fp_error)
+    try:
+        catalogue = load_catalogue(o.catalogue)
+    except CatalogueError as e:
+        raise InputError(str(e)) from None
+    return RunInputs(patterns, files, exp, exp_files, dmesg, catalogue, platform, fp,
+                     node_plan(o), fp_error)
 
 
 def node_plan(o: RunOptions) -> NodePlan:

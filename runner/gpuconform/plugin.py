@@ -82,6 +82,7 @@ from .kmsg import KMSG_PATH, TAINT_PATH
 from .levels import LEVEL_ENV, LEVELS, SOAK_SECONDS_ENV, SoakPlan, list_soaks
 from .kwatch import KernelWatch
 from .manifest import MANIFEST_NAMES, ManifestEntry, ManifestError, read_manifest
+from .catalogue import DEFAULT_CATALOGUE
 from .options import (
     DEFAULT_PATTERNS,
     DEFAULT_RETRIES,
@@ -159,6 +160,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 metavar="N", help=f"retries of a failing test (default {DEFAULT_RETRIES})")
     g.addoption("--gc-dmesg-patterns", metavar="FILE", default=str(DEFAULT_PATTERNS),
                 help="kernel log rules (default data/dmesg/patterns.txt)")
+    g.addoption("--gc-catalogue", metavar="FILE", default=str(DEFAULT_CATALOGUE),
+                help="the metric catalogue: a metric it lacks fails its test "
+                "(default data/metrics.txt)")
     g.addoption("--gc-kmsg", metavar="PATH|off", default=KMSG_PATH,
                 help=f"kernel log device (default {KMSG_PATH}; off: not read)")
     g.addoption("--gc-taint-file", metavar="PATH|off", default=TAINT_PATH,
@@ -779,7 +783,8 @@ class GcSession:
 
             try:
                 return run_attempt(name, path, sub, number, self.exec_options,
-                                   {**env, **slot.env}, timeout, on_spawn=spawned, after=after)
+                                   {**env, **slot.env}, timeout, on_spawn=spawned, after=after,
+                                   catalogue=self.inputs.catalogue)
             finally:
                 self.running.difference_update(mine)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .atomic import atomic_write
+from .catalogue import Catalogue
 from .execute import SubtestRun
 from .expectations import FLAKE, Judgement, Rule, judge
 from .protocol import skip_location
@@ -171,11 +172,14 @@ class TestRecord:
                 "returncode": self.returncode, "start": self.start}
 
 
-def verdict_of(run: SubtestRun) -> Verdict:
+def verdict_of(run: SubtestRun, catalogue: Catalogue | None = None) -> Verdict:
     """classify() a run, then weigh what classify() does not see.
 
     A metrics line that does not validate turns a pass into a fail: metrics
-    are never dropped silently.
+    are never dropped silently. So does a metric the catalogue (when given)
+    does not know, or knows in another unit: a metric no baseline can key
+    is never recorded quietly; the dynamic subtest that recorded it fails
+    too, so that no baseline is made of it.
     """
     cmd = run.command
     if cmd.spawn_error is not None:
@@ -192,7 +196,27 @@ def verdict_of(run: SubtestRun) -> Verdict:
     if run.metric_errors and v.state is State.PASS:
         v.state = State.FAIL
         v.reason = f"invalid metrics: {run.metric_errors[0]}"
+    if catalogue is not None:
+        _weigh_catalogue(v, run, catalogue)
     return v
+
+
+def _weigh_catalogue(v: Verdict, run: SubtestRun, catalogue: Catalogue) -> None:
+    """v with the catalogue's word on each metric of run (verdict_of)."""
+    problems: list[str] = []
+    for m in run.metrics:
+        why = catalogue.problem(m.key, m.unit)
+        if why is None:
+            continue
+        problems.append(why)
+        d = v.dynamic.get(m.dynamic) if m.dynamic else None
+        if d is not None and d.state is State.PASS:
+            d.state, d.reason = State.FAIL, why
+    v.notes += [f"metrics: {p}" for p in problems]
+    if problems and v.state is State.PASS:
+        v.state = State.FAIL
+        more = len(problems) - 1
+        v.reason = problems[0] + (f" (+{more} more in the notes)" if more else "")
 
 
 def record_of(name: str, run: SubtestRun, verdict: Verdict) -> TestRecord:
@@ -271,6 +295,9 @@ class RunNotes:
     kernel_log: str | None = None  # said once: why the kernel log was not watched
     regressions: list[str] = field(default_factory=list)  # explain() of regressions
     improvements: list[str] = field(default_factory=list)
+    # Keys (BIN@SUB[@DYN]:NAME) of the run's metrics the baseline has no entry
+    # for (judge.py's "new"): never gated, said every night until one is made.
+    unbaselined: list[str] = field(default_factory=list)
     regressions_expected: bool = False
     # A baseline that exists but could not be used: the comparison did not
     # happen, so the run cannot say it has no regression.
@@ -379,13 +406,28 @@ def _shown(names: list[str], limit: int = 8) -> str:
     return ", ".join(names[:limit]) + (f", ... ({len(names)} in all)" if len(names) > limit else "")
 
 
+def _by_test(keys: list[str], limit: int = 8) -> list[str]:
+    """Metric keys as lines, one a test (BIN@SUB[@DYN]) with its metric names,
+    the first `limit` tests, then how many more."""
+    tests: dict[str, list[str]] = {}
+    for k in keys:
+        test, _, name = k.rpartition(":")
+        tests.setdefault(test, []).append(name)
+    lines = [f"  {t}: {_shown(names)}" for t, names in list(tests.items())[:limit]]
+    if len(tests) > limit:
+        lines.append(f"  ... {len(tests) - limit} more tests ({len(tests)} tests, "
+                     f"{len(keys)} metrics in all)")
+    return lines
+
+
 def render_summary(
     records: Iterable[TestRecord], errors: Iterable[str] = (), notes: RunNotes | None = None
 ) -> str:
     """Counts by state, then, in this order: why the run stopped early,
     collection errors, the UNEXPECTED results (by state, with their reasons)
     and metric regressions, flakes, expected failures, stale expectation
-    rules, skip reasons grouped, other notes."""
+    rules, skip reasons grouped, other notes. Metrics with no baseline entry
+    are listed (grouped by test) after the improvements."""
     notes = notes or RunNotes()
     recs = list(records)
     counts = totals(recs)
@@ -443,6 +485,9 @@ def render_summary(
     if notes.improvements:
         lines.append(f"metric improvements: {len(notes.improvements)}")
         lines.extend(f"  {_first_line(x)}" for x in notes.improvements)
+    if notes.unbaselined:
+        lines.append(f"metrics with no baseline entry (never gated): {len(notes.unbaselined)}")
+        lines.extend(_by_test(notes.unbaselined))
     if notes.stale_rules:
         lines.append(f"stale expectation rules (matched no test): {len(notes.stale_rules)}")
         lines.extend(f"  {x}" for x in notes.stale_rules)

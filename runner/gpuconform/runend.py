@@ -125,6 +125,8 @@ class RunEnd:
                        if c.verdict == "regression"]
         improvements = [f"{c.test}:{c.metric}: {c.explain()}" for c in self.comparisons
                         if c.verdict == "improvement"]
+        unbaselined = [c.key + (" (its unit or direction changed)" if c.note else "")
+                       for c in self.comparisons if c.verdict == "new"]
         messages = list(self.messages)
         if self.comparisons:
             by: dict[str, int] = {}
@@ -140,6 +142,7 @@ class RunEnd:
             kernel_log=self.kernel_log.get("note"),
             regressions=regressions,
             improvements=improvements,
+            unbaselined=unbaselined,
             regressions_expected=self.regressions_expected,
             messages=messages,
         )

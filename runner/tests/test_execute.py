@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from gc_testutil import Selftests
+from gpuconform.catalogue import load_catalogue
 from gpuconform.execute import ExecOptions, list_subtests, run_command, run_subtest
 from gpuconform.protocol import parse_output
 from gpuconform.results import verdict_of
@@ -150,6 +151,51 @@ def test_metrics_are_read_and_bad_lines_fail_a_pass(tmp_path: Path) -> None:
     v = verdict_of(run)
     assert v.state is State.FAIL
     assert v.reason.startswith("invalid metrics: GPUCONFORM_METRICS_FILE line 2")
+
+
+def _metric_line(dyn: str, name: str, unit: str) -> str:
+    return (f'{{"test":"t_cat","subtest":"s","dynamic":"{dyn}","name":"{name}","unit":"{unit}",'
+            '"better":"lower","samples":[1,2,3]}')
+
+
+def test_a_metric_the_catalogue_lacks_fails_the_test_and_its_dynamic(tmp_path: Path) -> None:
+    cat = tmp_path / "metrics.txt"
+    cat.write_text("t_cat@s@*:lat   ns   node\nt_cat@s@*:bw  MB/s  node\n")
+    s = script(tmp_path, "t_cat", f"""\
+        echo 'Starting subtest: s'
+        for d in a b c; do
+          echo "Starting dynamic subtest: $d"
+          echo "Dynamic subtest $d: SUCCESS (0.000s)"
+        done
+        echo '{_metric_line("a", "lat", "ns")}' >> "$GPUCONFORM_METRICS_FILE"
+        echo '{_metric_line("b", "new-one", "ns")}' >> "$GPUCONFORM_METRICS_FILE"
+        echo '{_metric_line("c", "bw", "GB/s")}' >> "$GPUCONFORM_METRICS_FILE"
+        echo 'Subtest s: SUCCESS (0.000s)'
+        """)
+    run = run_subtest(s, "s", FAST)
+    assert len(run.metrics) == 3 and not run.metric_errors
+    assert verdict_of(run).state is State.PASS  # no catalogue: not judged
+    v = verdict_of(run, load_catalogue(cat))
+    assert v.state is State.FAIL
+    assert v.reason == (f"metric t_cat@s@b:new-one (ns) is not in {cat}: add a line PATTERN "
+                        "UNIT SCOPE (+1 more in the notes)")
+    assert f"metrics: metric t_cat@s@c:bw is recorded in 'GB/s', but {cat}:2 (t_cat@s@*:bw) " \
+           "says 'MB/s': fix the binary or that line" in v.notes
+    assert {k: d.state for k, d in v.dynamic.items()} == {
+        "a": State.PASS, "b": State.FAIL, "c": State.FAIL}
+    assert v.dynamic["b"].reason.startswith("metric t_cat@s@b:new-one (ns) is not in")
+
+
+def test_a_catalogued_metric_leaves_a_pass_alone(tmp_path: Path) -> None:
+    cat = tmp_path / "metrics.txt"
+    cat.write_text("t_cat@s@*:lat ns node\n")
+    s = script(tmp_path, "t_cat", f"""\
+        echo 'Starting subtest: s'
+        echo '{_metric_line("a", "lat", "ns")}' >> "$GPUCONFORM_METRICS_FILE"
+        echo 'Subtest s: SUCCESS (0.000s)'
+        """)
+    v = verdict_of(run_subtest(s, "s", FAST), load_catalogue(cat))
+    assert (v.state, v.reason) == (State.PASS, "") and not any("metrics:" in n for n in v.notes)
 
 
 def test_stderr_is_separate_and_truncation_is_stated(tmp_path: Path) -> None:

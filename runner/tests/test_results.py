@@ -166,6 +166,26 @@ def test_summary_order_unexpected_first() -> None:
     assert "  a@2: fail: known" in lines
 
 
+def test_summary_lists_metrics_without_a_baseline_entry_by_test() -> None:
+    few = RunNotes(unbaselined=["a@1:lat", "a@1:bw",
+                                "b@2@gpu0:lat (its unit or direction changed)"],
+                   improvements=["a@3:x: improvement"], stale_rules=["e.txt:1: fail z@*"])
+    lines = render_summary([judged("a@1", State.PASS, True)], notes=few).splitlines()
+    i = lines.index("metrics with no baseline entry (never gated): 3")
+    assert lines[i + 1:i + 4] == ["  a@1: lat, bw",
+                                  "  b@2@gpu0: lat (its unit or direction changed)",
+                                  "stale expectation rules (matched no test): 1"]
+    assert lines.index("metric improvements: 1") < i
+    many = RunNotes(unbaselined=[f"t@{i}:m{j}" for i in range(10) for j in range(10)])
+    lines = render_summary([], notes=many).splitlines()
+    i = lines.index("metrics with no baseline entry (never gated): 100")
+    assert lines[i + 1] == "  t@0: m0, m1, m2, m3, m4, m5, m6, m7, ... (10 in all)"
+    assert lines[i + 8].startswith("  t@7: m0, ")
+    assert lines[i + 9] == "  ... 2 more tests (10 tests, 100 metrics in all)"
+    assert len(lines) == i + 10
+    assert "no baseline entry" not in render_summary([], notes=RunNotes())
+
+
 def test_attempts_make_one_record() -> None:
     """The flake rule on a test's attempts (results.record_of_attempts)."""
     from gpuconform.expectations import parse_rule

@@ -180,8 +180,8 @@ def test_testlist_naming_an_unknown_test(selftests: Selftests, tmp_path: Path) -
     assert one_line_error(lst) == err
 
 
-@pytest.mark.parametrize("what", ["testlist", "expectations", "patterns", "named", "shard",
-                                  "devices", "override", "retries"])
+@pytest.mark.parametrize("what", ["testlist", "expectations", "patterns", "catalogue", "named",
+                                  "shard", "devices", "override", "retries"])
 def test_bad_input_is_a_one_line_error(selftests: Selftests, tmp_path: Path, what: str) -> None:
     bad = tmp_path / "bad.txt"
     args: list[str]
@@ -194,6 +194,9 @@ def test_bad_input_is_a_one_line_error(selftests: Selftests, tmp_path: Path, wha
     elif what == "patterns":
         bad.write_text("warn ok\nabort (\n")
         args, want = ["--dmesg-patterns", str(bad)], f"{bad}:2: bad regular expression"
+    elif what == "catalogue":
+        bad.write_text("selftest_metrics@spin:spin ns node\nselftest_metrics@metrics:* ns host\n")
+        args, want = ["--catalogue", str(bad)], f"{bad}:2: unknown scope 'host': device or node"
     elif what == "named":
         args, want = ["--testlist", "no-such-list"], "unknown test list 'no-such-list'"
     elif what == "shard":
@@ -207,6 +210,35 @@ def test_bad_input_is_a_one_line_error(selftests: Selftests, tmp_path: Path, wha
     r = run(selftests, tmp_path / "r", *args)
     assert want in one_line_error(r)
     assert not (tmp_path / "r").exists()
+
+
+def test_a_metric_outside_the_catalogue_fails_its_test(selftests: Selftests,
+                                                     tmp_path: Path) -> None:
+    """selftest_metrics@metrics records latency (ns) and bandwidth (MB/s): a
+    catalogue without bandwidth, and one that says latency is in us, each
+    fail it with one line naming the metric and the file; data/metrics.txt
+    passes it."""
+    sel = ["--include", "^selftest_metrics@metrics$", "--retries", "0"]
+    lacking = tmp_path / "lacking.txt"
+    lacking.write_text("selftest_metrics@metrics:latency ns node\n")
+    r = run(selftests, tmp_path / "a", "--catalogue", str(lacking), *sel)
+    rec = r.tests()["selftest_metrics@metrics"]
+    assert r.returncode == 1 and rec["result"] == "fail"
+    assert rec["reason"] == (f"metric selftest_metrics@metrics:bandwidth (MB/s) is not in "
+                             f"{lacking}: add a line PATTERN UNIT SCOPE")
+    assert rec["reason"] in (r.results / "summary.txt").read_text()
+    assert [m["name"] for m in rec["metrics"]] == ["latency", "bandwidth"]  # kept, not dropped
+    other_unit = tmp_path / "unit.txt"
+    other_unit.write_text("selftest_metrics@metrics:latency us node\n"
+                          "selftest_metrics@metrics:bandwidth MB/s node\n")
+    r = run(selftests, tmp_path / "b", "--catalogue", str(other_unit), *sel)
+    rec = r.tests()["selftest_metrics@metrics"]
+    assert rec["result"] == "fail" and rec["reason"] == (
+        f"metric selftest_metrics@metrics:latency is recorded in 'ns', but {other_unit}:1 "
+        "(selftest_metrics@metrics:latency) says 'us': fix the binary or that line")
+    r = run(selftests, tmp_path / "c", *sel)
+    assert r.returncode == 0 and r.tests()["selftest_metrics@metrics"]["result"] == "pass"
+    assert r.json()["run"]["options"]["catalogue"].endswith("data/metrics.txt")
 
 
 def test_results_dir_holding_a_run_is_refused(selftests: Selftests, tmp_path: Path) -> None:
@@ -355,6 +387,9 @@ def test_baseline_regression_is_unexpected_unless_expected(selftests: Selftests,
         "mean" in r.stdout
     assert "1 metric regression(s)" in r.stderr
     assert (r.results / "report.html").is_file()
+    summary = (r.results / "summary.txt").read_text().splitlines()
+    i = summary.index("metrics with no baseline entry (never gated): 1")
+    assert summary[i + 1] == "  selftest_metrics@metrics: bandwidth"
     ok = cli("run", "--build", str(selftests.build), "--selftest", "--results",
              str(tmp_path / "r2"), "--kmsg", "off", *sel, "--regressions-expected",
              results=tmp_path / "r2")

@@ -89,8 +89,19 @@ def test_notes_count_the_comparisons() -> None:
                           "report.html not written: x"]
     assert [r.split(": ")[0] for r in n.regressions] == ["a@1:bw", "a@2:bw"]
     assert n.improvements == [] and n.stale_rules == ["e.txt:3: fail z@*"]
+    assert n.unbaselined == ["a@1:bw"]
     assert n.kernel_log == "not watched (--kmsg off)"
     assert end_of({}).notes().messages == ["hello"]
+
+
+def test_notes_list_the_metrics_without_a_baseline_entry() -> None:
+    changed = comparison("a@3", "new")
+    changed.note = "the metric changed from 'MB/s', higher is better, to 'GB/s', ..."
+    end = end_of({"a@1": rec("a@1", State.PASS)}, baseline_path=Path("b.json"),
+                 comparisons=[comparison("a@1", "new"), comparison("a@2", "unchanged"),
+                              changed, comparison("a@4", "missing")])
+    assert end.notes().unbaselined == ["a@1:bw", "a@3:bw (its unit or direction changed)"]
+    assert end_of({}).notes().unbaselined == []
 
 
 def test_write_then_compare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
