@@ -152,6 +152,17 @@ static long node_index(int i)
 	return *end == ',' || *end == '\0' ? v : -1;
 }
 
+unsigned long gc_node_share(unsigned long total)
+{
+	const char *env = getenv(GC_COPIES_ENV);
+	char *end;
+	unsigned long copies = env && *env ? strtoul(env, &end, 10) : 1;
+
+	if (!env || !*env || *end || copies == 0)
+		copies = 1;
+	return (total + copies - 1) / copies;
+}
+
 const char *gc_device_name(int ordinal, char *buf, size_t len)
 {
 	long n = node_index(ordinal);

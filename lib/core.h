@@ -246,6 +246,16 @@ const char *gc_current_subtest(void);
 #define GC_DEVICES_ENV "GPUCONFORM_DEVICES"
 const char *gc_device_name(int ordinal, char *buf, size_t len);
 
+/*
+ * One copy's share of a count the node needs once, not once per GPU: the
+ * runner runs a one-GPU subtest once per GPU, all at once, and says how many
+ * copies there are in $GPUCONFORM_COPIES (unset: 1). A race of fresh
+ * processes on a library's first use, say, needs its hundred processes a
+ * night, not a hundred a GPU: each copy makes ceil(total / copies).
+ */
+#define GC_COPIES_ENV "GPUCONFORM_COPIES"
+unsigned long gc_node_share(unsigned long total);
+
 /* The running subtest is named in the test's .soaks. */
 bool gc_current_soaks(void);
 const char *gc_current_dynamic(void);

@@ -220,7 +220,7 @@ static void take_sample(struct gc_soak *s)
 	p = &s->s[s->n++];
 	p->t = (double)(gc_now_ns() - s->t0) / 1e9;
 	p->cycles = (double)atomic_load(&s->done);
-	p->v[S_RSS] = (double)u.rss_kib -
+	p->v[S_RSS] = (double)(u.rss_kib - u.malloc_free_kib) -
 		      (s->cfg.held_bytes ? (double)s->cfg.held_bytes(s->cfg.held_arg) / 1024 : 0);
 	p->v[S_FDS] = u.fds >= 0 ? u.fds : NAN;
 	p->v[S_DEV] = dev >= 0 ? (double)dev / (1024.0 * 1024.0) : NAN;

@@ -3,6 +3,10 @@
 
 #include <stdio.h>
 #include <unistd.h>
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+#include <malloc.h>
+#define HAVE_MALLINFO2 1
+#endif
 
 #include "core.h"
 #include "devfd.h"
@@ -21,9 +25,20 @@ static long rss_kib(void)
 	return res * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
+/* mallinfo(3): "fordblks: the total number of bytes in free blocks", every arena. */
+static long malloc_free_kib(void)
+{
+#ifdef HAVE_MALLINFO2
+	return (long)(mallinfo2().fordblks / 1024);
+#else
+	return 0;
+#endif
+}
+
 struct gc_usage gc_usage_now(size_t dev_free)
 {
-	struct gc_usage u = { .rss_kib = rss_kib(), .dev_free = dev_free };
+	struct gc_usage u = { .rss_kib = rss_kib(), .malloc_free_kib = malloc_free_kib(),
+			      .dev_free = dev_free };
 
 	u.fds = gc_devfd_count(""); /* every open fd */
 	return u;

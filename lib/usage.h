@@ -11,6 +11,14 @@
 
 struct gc_usage {
 	long rss_kib;    /* resident set, KiB (/proc/self/statm); 0 where unreadable */
+	/*
+	 * Free memory malloc keeps in its arenas, KiB (glibc's mallinfo2
+	 * fordblks; 0 elsewhere): resident, but no longer anybody's. glibc gives
+	 * each thread of a busy process an arena of its own and returns little of
+	 * a freed block to the system, so what one thread allocated and another
+	 * freed stays in RSS: RSS less this is what the process still holds.
+	 */
+	long malloc_free_kib;
 	size_t dev_free; /* device free memory, bytes: the caller's */
 	int fds;         /* every open fd (gc_devfd_count("")), or -errno */
 };

@@ -31,9 +31,11 @@ from typing import Sequence
 
 from .devices import Gpu, node_env, pin_env, present
 
-__all__ = ["PLACEMENTS", "DEFAULT_PLACEMENT", "list_placement", "Slot", "NodePlan"]
+__all__ = ["PLACEMENTS", "DEFAULT_PLACEMENT", "COPIES_ENV", "list_placement", "Slot",
+           "NodePlan"]
 
 PLACEMENTS = ("gpu", "gpu-alone", "node", "host")
+COPIES_ENV = "GPUCONFORM_COPIES"  # lib/core.h gc_node_share: how many copies of the test run
 DEFAULT_PLACEMENT = "node"  # a binary that cannot say runs as it always did: once, alone
 
 
@@ -83,7 +85,9 @@ class NodePlan:
     def slots(self, where: str) -> list[Slot]:
         """The copies of a test placed `where`, in GPU order."""
         if where in ("gpu", "gpu-alone") and self.gpus:
-            return [Slot(g, pin_env(g)) for g in sorted(self.gpus, key=lambda g: g.index)]
+            copies = {COPIES_ENV: str(len(self.gpus))}
+            return [Slot(g, {**pin_env(g), **copies})
+                    for g in sorted(self.gpus, key=lambda g: g.index)]
         if where == "host" or not self.all_gpus:
             return [Slot(None, {})]
         return [Slot(None, node_env(self.all_gpus, self.gpus))]

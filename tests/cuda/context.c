@@ -385,7 +385,7 @@ static bool launch_and_check(struct shared *s, uint32_t seed, uint32_t *host)
 #define TRACE_MAX 1024
 
 struct trace_point {
-	double t, cycles, gens, rss_kib;
+	double t, cycles, gens, rss_kib, free_kib; /* free_kib: what malloc keeps free */
 	int live;
 };
 
@@ -417,9 +417,11 @@ static int live_contexts(const struct fx *f)
 static void trace_take(struct trace *tr, uint64_t t0)
 {
 	struct shared *s = tr->s;
+	struct gc_usage u;
 
 	if (tr->taken++ % tr->every)
 		return;
+	u = gc_usage_now(0);
 	if (tr->n == TRACE_MAX) { /* keep every other point, sample half as often */
 		for (size_t i = 0; i < TRACE_MAX / 2; i++)
 			tr->p[i] = tr->p[2 * i];
@@ -430,7 +432,8 @@ static void trace_take(struct trace *tr, uint64_t t0)
 		.t = (double)(gc_now_ns() - t0) / 1e9,
 		.cycles = (double)gc_soak_count(s->soak),
 		.gens = (double)__atomic_load_n(&s->found_inactive, __ATOMIC_RELAXED),
-		.rss_kib = (double)gc_usage_now(0).rss_kib,
+		.rss_kib = (double)u.rss_kib,
+		.free_kib = (double)u.malloc_free_kib,
 		.live = live_contexts(s->f),
 	};
 }
@@ -498,10 +501,15 @@ static void trace_report(struct trace *tr, int ndev)
 		gc_info("trace: %.0f retains found the context inactive; RSS against them: "
 			"Theil-Sen %.1f KiB each", tr->p[tr->n - 1].gens,
 			gc_theil_sen(tr->x, tr->y, tr->n));
+	for (size_t i = 0; i < tr->n; i++)
+		tr->y[i] = tr->p[i].rss_kib - tr->p[i].free_kib;
+	if (tr->n > 1)
+		gc_info("trace: RSS less malloc's free memory against them: Theil-Sen %.1f KiB each",
+			gc_theil_sen(tr->x, tr->y, tr->n));
 	for (size_t i = 0; i < tr->n; i += step)
-		gc_info("trace: t %.3f s, cycle %.0f, inactive found %.0f, alive %d, RSS %.0f KiB",
-			tr->p[i].t, tr->p[i].cycles, tr->p[i].gens, tr->p[i].live,
-			tr->p[i].rss_kib);
+		gc_info("trace: t %.3f s, cycle %.0f, inactive found %.0f, alive %d, RSS %.0f KiB, "
+			"free in malloc %.0f KiB", tr->p[i].t, tr->p[i].cycles, tr->p[i].gens,
+			tr->p[i].live, tr->p[i].rss_kib, tr->p[i].free_kib);
 }
 
 static void trace_end(struct trace *tr, int ndev)
@@ -641,8 +649,9 @@ static void test_concurrent(void *data)
 
 /* ------------------------------------------------------------ generations */
 
-#define GENERATIONS 40 /* at standard: about 10 s, a generation costing about 0.2 s (H100) */
+#define GENERATIONS 32 /* at standard: about 6 s on one H200 (a generation: 0.17 s) */
 #define GENERATIONS_QUICK 6
+#define GEN_THREADS 8  /* the threads that make the generations, in turn */
 
 /* Device 0's used memory as NVML sees it, for the soak (see nvml_used). */
 static long long device0_used(void *arg)
@@ -655,61 +664,149 @@ static long long device0_used(void *arg)
 	return (long long)m.used;
 }
 
-/* In the current context: 16 KiB allocated, filled on the GPU, read back, checked, freed. */
-static void fill_and_check(struct fx *f, uint32_t seed, uint32_t *host)
+/* The generations' threads: each makes one when its turn comes. */
+struct gen_turns {
+	struct fx *f;
+	struct gc_soak *soak;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	unsigned turn; /* the thread whose generation is next */
+	bool done;
+	struct gc_problems pr;
+};
+
+struct gen_thread {
+	struct gen_turns *t;
+	unsigned id;
+};
+
+#define GEN_STEP(t, call)                                                                \
+	do {                                                                             \
+		CUresult r_ = (call);                                                    \
+		char b_[160];                                                            \
+		if (r_ != CUDA_SUCCESS) {                                                \
+			gc_problem(&(t)->pr, "%s: %s", #call,                            \
+				   gc_cu_strerror((t)->f->cu, r_, b_, sizeof(b_)));      \
+			return false;                                                    \
+		}                                                                        \
+	} while (0)
+
+/* Generation g: create (retain), 16 KiB filled on the GPU and checked, reset (release). */
+static bool one_generation(struct gen_turns *t, uint32_t g, uint32_t *host)
 {
-	struct gc_cuda *cu = f->cu;
+	const struct gc_cuda *cu = t->f->cu;
+	CUdevice d = cu->devices[0].dev;
+	CUcontext ctx;
 	CUdeviceptr p;
 	uint64_t bad;
+	unsigned flags;
+	int on = 0;
 
-	gc_cu_assert(cu, cu->cuMemAlloc(&p, WORDS * 4));
-	gc_cu_assert(cu, gc_cu_launch_fill(cu, (CUfunction)f->fill, p, WORDS, seed, 0));
-	gc_cu_assert(cu, cu->cuMemcpyDtoH(host, p, WORDS * 4));
-	gc_cu_assert(cu, cu->cuMemFree(p));
-	bad = mismatches(host, WORDS, seed);
-	gc_assert_f(!bad, "seed %u: %llu of %d words wrong after the kernel", seed,
-		    (unsigned long long)bad, WORDS);
+	GEN_STEP(t, cu->cuDevicePrimaryCtxRetain(&ctx, d));
+	GEN_STEP(t, cu->cuCtxSetCurrent(ctx));
+	GEN_STEP(t, cu->cuMemAlloc(&p, WORDS * 4));
+	GEN_STEP(t, gc_cu_launch_fill(cu, (CUfunction)t->f->fill, p, WORDS, g, 0));
+	GEN_STEP(t, cu->cuMemcpyDtoH(host, p, WORDS * 4));
+	GEN_STEP(t, cu->cuMemFree(p));
+	GEN_STEP(t, cu->cuCtxSetCurrent(NULL));
+	GEN_STEP(t, cu->cuDevicePrimaryCtxRelease(d));
+	GEN_STEP(t, cu->cuDevicePrimaryCtxGetState(d, &flags, &on));
+	bad = mismatches(host, WORDS, g);
+	if (bad)
+		gc_problem(&t->pr, "generation %u: %llu of %d words wrong after the kernel", g,
+			   (unsigned long long)bad, WORDS);
+	if (on)
+		gc_problem(&t->pr, "generation %u: its only release left the context active", g);
+	return !bad && !gc_problems_count(&t->pr);
+}
+
+/* Wait for this thread's turn; whether a generation may start. */
+static bool my_turn(struct gen_turns *t, unsigned id)
+{
+	bool go;
+
+	pthread_mutex_lock(&t->lock);
+	while (t->turn != id && !t->done)
+		pthread_cond_wait(&t->cv, &t->lock);
+	go = !t->done && gc_soak_claim(t->soak);
+	t->done = !go;
+	pthread_mutex_unlock(&t->lock);
+	return go;
+}
+
+static void pass_turn(struct gen_turns *t, unsigned id, bool stop)
+{
+	pthread_mutex_lock(&t->lock);
+	t->turn = (id + 1) % GEN_THREADS;
+	t->done = t->done || stop;
+	pthread_cond_broadcast(&t->cv);
+	pthread_mutex_unlock(&t->lock);
+}
+
+static void *gen_worker(void *p)
+{
+	struct gen_thread *w = p;
+	struct gen_turns *t = w->t;
+	uint32_t *host = malloc(WORDS * 4);
+	bool ok = host != NULL;
+
+	if (!host)
+		gc_problem(&t->pr, "thread %u: out of host memory", w->id);
+	while (ok && my_turn(t, w->id)) {
+		ok = one_generation(t, (uint32_t)gc_soak_count(t->soak), host);
+		if (ok)
+			gc_soak_done(t->soak);
+		pass_turn(t, w->id, !ok);
+	}
+	pass_turn(t, w->id, true);
+	free(host);
+	return NULL;
 }
 
 /*
  * generations: device 0's primary context created and reset over and over,
- * one generation a cycle (a soak): retain, the fill kernel run and checked,
- * release with nothing else holding it, so that, by cuda.h's
- * cuDevicePrimaryCtxRelease, "the context is automatically reset once the
- * last reference to it is released". What a reset gives back must be what
- * the creation took: host RSS, fds and device memory flat from one
+ * one generation a cycle (a soak), made in turn by GEN_THREADS threads all
+ * alive: retain, the fill kernel run and checked, release with nothing else
+ * holding it, so that, by cuda.h's cuDevicePrimaryCtxRelease, "the context
+ * is automatically reset once the last reference to it is released". What a
+ * reset gives back must be what the creation took: the process's memory
+ * (RSS less what malloc keeps free), fds and device memory flat from one
  * generation to the next. concurrent-retain makes generations only when its
- * threads happen to let go of a device all at once; here every cycle is one.
+ * threads happen to let go of a device all at once, each on whichever thread
+ * retains first; here every cycle is one, on a known thread, so what the
+ * allocator keeps per thread (an arena a thread: RSS alone grows by a
+ * context's worth on each new thread) is seen every time, apart from a leak.
  */
 static void test_generations(void *data)
 {
-	struct fx *f = data;
-	struct gc_cuda *cu = f->cu;
-	CUdevice d = cu->devices[0].dev;
-	uint32_t *host = malloc(WORDS * 4);
-	struct gc_soak *soak;
-	CUcontext ctx;
+	struct gen_turns t = { .f = data };
+	struct gen_thread w[GEN_THREADS];
+	pthread_t th[GEN_THREADS];
+	struct gc_usage u0 = gc_usage_now(0), u1;
 
-	gc_assert(host);
-	soak = gc_soak_start(&(struct gc_soak_cfg){
+	gc_problems_init(&t.pr);
+	pthread_mutex_init(&t.lock, NULL);
+	pthread_cond_init(&t.cv, NULL);
+	t.soak = gc_soak_start(&(struct gc_soak_cfg){
 		.name = "generations", .cycles = GENERATIONS, .quick = GENERATIONS_QUICK,
-		.cycle = "one primary context generation of device 0: retain (create), "
-			 "allocate 16 KiB, fill on the GPU, read back and check, free, release "
-			 "(reset)",
-		.dev_used = device0_used, .dev_arg = f });
-	for (uint32_t g = 0; gc_soak_claim(soak); g++) {
-		gc_cu_assert(cu, cu->cuDevicePrimaryCtxRetain(&ctx, d));
-		gc_cu_assert(cu, cu->cuCtxSetCurrent(ctx));
-		fill_and_check(f, g, host);
-		gc_cu_assert(cu, cu->cuCtxSetCurrent(NULL));
-		gc_cu_assert(cu, cu->cuDevicePrimaryCtxRelease(d));
-		gc_assert_f(!active(f, 0), "generation %u: its only release left the context "
-			    "active", g);
-		gc_soak_done(soak);
+		.cycle = "one primary context generation of device 0, made by the next of 8 "
+			 "threads: retain (create), allocate 16 KiB, fill on the GPU, read back "
+			 "and check, free, release (reset)",
+		.dev_used = device0_used, .dev_arg = t.f });
+	for (unsigned i = 0; i < GEN_THREADS; i++) {
+		w[i] = (struct gen_thread){ &t, i };
+		gc_assert(pthread_create(&th[i], NULL, gen_worker, &w[i]) == 0);
 	}
-	gc_soak_end(soak);
-	free(host);
-	expect_baseline(f, "after the last generation");
+	for (unsigned i = 0; i < GEN_THREADS; i++)
+		pthread_join(th[i], NULL);
+	u1 = gc_usage_now(0);
+	gc_info("%lu generations by %d threads: RSS %ld -> %ld KiB, of it free in malloc %ld -> "
+		"%ld KiB", gc_soak_count(t.soak), GEN_THREADS, u0.rss_kib, u1.rss_kib,
+		u0.malloc_free_kib, u1.malloc_free_kib);
+	gc_soak_end(t.soak);
+	gc_problems_assert_none(&t.pr);
+	gc_problems_destroy(&t.pr);
+	expect_baseline(t.f, "after the last generation");
 }
 
 /* ------------------------------------------------------------ cost */
@@ -772,9 +869,16 @@ static const struct gc_subtest subtests[] = {
 
 static const char *const soaks[] = { "concurrent-retain", "generations", NULL };
 
-/* One GPU at a time, but concurrent-retain's rounds go "over every device" at once. */
+/*
+ * One GPU at a time, but concurrent-retain's rounds go "over every device" at
+ * once; and cost alone, GPU after GPU: contexts created on four GPUs at once
+ * are not made side by side (on four H200s, driver 580.159.04, a primary
+ * context's creation took 105 ms alone and 349-363 ms beside three others,
+ * its reset 66 ms and 282-309 ms).
+ */
 static const struct gc_placement_rule placements[] = {
 	{ "concurrent-retain", GC_PLACE_NODE },
+	{ "cost", GC_PLACE_GPU_ALONE },
 	{ 0 }
 };
 

@@ -148,12 +148,13 @@ static void race_child(void *data)
  * found: the first cuFile call of a process made by 64 threads at once must
  * give every thread a registered handle and exact bytes, no crash, no error.
  * A fresh process per iteration ($GPUCONFORM_CUFILE_RACE_ITERATIONS, default
- * 100), since only the first call of a process races.
+ * 100 a node: on a node of several GPUs each GPU's copy makes its share,
+ * gc_node_share), since only the first call of a process races.
  */
 void test_first_use_race(void *data)
 {
 	const char *env = getenv("GPUCONFORM_CUFILE_RACE_ITERATIONS");
-	int iters = env && *env ? atoi(env) : 100;
+	int iters = env && *env ? atoi(env) : (int)gc_node_share(100);
 	struct race r = { .e = data };
 	struct gc_fp_file f;
 

@@ -319,7 +319,7 @@ static void race_exec(void *arg)
 static void race(struct hf_env *e, enum gc_hf_entry x, bool write)
 {
 	const char *env = getenv("GPUCONFORM_HIPFILE_RACE_ITERATIONS");
-	int iters = env && *env ? atoi(env) : 100;
+	int iters = env && *env ? atoi(env) : (int)gc_node_share(100); /* 100 a node */
 	struct race_spec sp = { x, e->rd.fd };
 
 	(void)write;

@@ -347,6 +347,13 @@ static const struct gc_subtest subtests[] = {
 
 static const char *const soaks[] = { GC_FASTPATH_SOAKS, NULL };
 
+/* The throughput subtests alone, one GPU after another: copies share the disk. */
+static const struct gc_placement_rule placements[] = {
+	{ "perf-read", GC_PLACE_GPU_ALONE },
+	{ "perf-write", GC_PLACE_GPU_ALONE },
+	{ 0 }
+};
+
 /* Not GC_MAIN: the first-use race re-executes this binary as a fresh process. */
 int main(int argc, char **argv)
 {
@@ -359,6 +366,7 @@ int main(int argc, char **argv)
 		.fixture = &fixture,
 		.soaks = soaks,
 		.placement = GC_PLACE_GPU,
+		.placements = placements,
 	};
 	const char *race = getenv(HF_RACE_ENV);
 

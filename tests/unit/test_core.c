@@ -429,8 +429,66 @@ static void skip_location(void *fx)
 				"selftest: skipped with its location (7)\n");
 }
 
+/* lib/core.h: a device is "gpu<N>", N its node index from $GPUCONFORM_DEVICES. */
+static void device_names(void *fx)
+{
+	char b[32];
+
+	(void)fx;
+	unsetenv(GC_DEVICES_ENV);
+	gc_assert_eq_str(gc_device_name(1, b, sizeof(b)), "gpu1");
+	setenv(GC_DEVICES_ENV, "3", 1);
+	gc_assert_eq_str(gc_device_name(0, b, sizeof(b)), "gpu3");
+	gc_assert_eq_str(gc_device_name(1, b, sizeof(b)), "gpu1"); /* past the list: the ordinal */
+	setenv(GC_DEVICES_ENV, "0,2,17", 1);
+	gc_assert_eq_str(gc_device_name(1, b, sizeof(b)), "gpu2");
+	gc_assert_eq_str(gc_device_name(2, b, sizeof(b)), "gpu17");
+	setenv(GC_DEVICES_ENV, "GPU-1f2e,5x,4", 1); /* not indexes: the ordinal */
+	gc_assert_eq_str(gc_device_name(0, b, sizeof(b)), "gpu0");
+	gc_assert_eq_str(gc_device_name(1, b, sizeof(b)), "gpu1");
+	gc_assert_eq_str(gc_device_name(2, b, sizeof(b)), "gpu4");
+	unsetenv(GC_DEVICES_ENV);
+}
+
+/* lib/core.h: one copy's share of a node's count, ceil(total / $GPUCONFORM_COPIES). */
+static void node_share(void *fx)
+{
+	static const struct { const char *copies; unsigned long total, share; } cases[] = {
+		{ NULL, 100, 100 }, { "1", 100, 100 }, { "4", 100, 25 }, { "3", 100, 34 },
+		{ "8", 5, 1 }, { "0", 100, 100 }, { "4x", 100, 100 }, { "", 100, 100 },
+	};
+
+	(void)fx;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		if (cases[i].copies)
+			setenv(GC_COPIES_ENV, cases[i].copies, 1);
+		else
+			unsetenv(GC_COPIES_ENV);
+		gc_assert_cmpuint(gc_node_share(cases[i].total), ==, cases[i].share);
+	}
+	unsetenv(GC_COPIES_ENV);
+}
+
+/* --list-placement: every subtest and where it runs, the binary's default and its rules. */
+static void list_placement(void *fx)
+{
+	struct run r;
+
+	(void)fx;
+	RUN(&r, "selftest_placement", "--list-placement");
+	assert_exit(&r, GC_EXIT_SUCCESS);
+	gc_assert_eq_str(r.out, "hide-device gpu\nenv gpu\nrendezvous gpu\nalone gpu-alone\n"
+				"fail-on gpu\nnode node\nhost host\n");
+	RUN(&r, "selftest_results", "--list-placement");
+	assert_exit(&r, GC_EXIT_SUCCESS);
+	gc_assert(strstr(r.out, "pass node\n") != NULL);
+}
+
 static const struct gc_subtest subtests[] = {
 	{ "list", list, "--list-subtests prints every subtest, nothing else" },
+	{ "device-names", device_names, "gpu<N> from $GPUCONFORM_DEVICES, else the ordinal" },
+	{ "node-share", node_share, "a count split between the copies of a subtest" },
+	{ "list-placement", list_placement, "--list-placement: each subtest and its placement" },
 	{ "pass", pass, "exact lines and exit 0" },
 	{ "fail", fail, "exit 98, both operands and file:line on stderr" },
 	{ "skip", skip, "exit 77 and the formatted reason" },
