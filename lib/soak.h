@@ -28,8 +28,9 @@
  *
  * claim / done are thread-safe: many workers may share one soak. Whoever
  * finishes a cycle once the sampling interval has passed samples the
- * process: RSS (less the free memory malloc keeps, lib/usage.h, and what
- * cfg.held_bytes says the test keeps on purpose), open fds, device memory in use (cfg.dev_used, called from
+ * process: RSS (less what cfg.held_bytes says the test keeps on purpose; the
+ * threads started after gc_soak_start share two malloc arenas, so that RSS
+ * does not grow with how many of them freed memory), open fds, device memory in use (cfg.dev_used, called from
  * that worker) and, between samples, the wall time per cycle. At most
  * GC_SOAK_MAX_SAMPLES are kept (every other one is dropped and the interval
  * doubled when full). gc_soak_end() fits each series against cycles after

@@ -3,9 +3,8 @@
 
 #include <stdio.h>
 #include <unistd.h>
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+#ifdef __GLIBC__
 #include <malloc.h>
-#define HAVE_MALLINFO2 1
 #endif
 
 #include "core.h"
@@ -25,23 +24,20 @@ static long rss_kib(void)
 	return res * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-/* mallinfo(3): "fordblks: the total number of bytes in free blocks", every arena. */
-static long malloc_free_kib(void)
-{
-#ifdef HAVE_MALLINFO2
-	return (long)(mallinfo2().fordblks / 1024);
-#else
-	return 0;
-#endif
-}
-
 struct gc_usage gc_usage_now(size_t dev_free)
 {
-	struct gc_usage u = { .rss_kib = rss_kib(), .malloc_free_kib = malloc_free_kib(),
-			      .dev_free = dev_free };
+	struct gc_usage u = { .rss_kib = rss_kib(), .dev_free = dev_free };
 
 	u.fds = gc_devfd_count(""); /* every open fd */
 	return u;
+}
+
+long gc_rss_trimmed_kib(void)
+{
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+	return rss_kib();
 }
 
 void gc_usage_expect_back(const struct gc_usage *before, const struct gc_usage *after,

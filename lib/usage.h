@@ -11,20 +11,23 @@
 
 struct gc_usage {
 	long rss_kib;    /* resident set, KiB (/proc/self/statm); 0 where unreadable */
-	/*
-	 * Free memory malloc keeps in its arenas, KiB (glibc's mallinfo2
-	 * fordblks; 0 elsewhere): resident, but no longer anybody's. glibc gives
-	 * each thread of a busy process an arena of its own and returns little of
-	 * a freed block to the system, so what one thread allocated and another
-	 * freed stays in RSS: RSS less this is what the process still holds.
-	 */
-	long malloc_free_kib;
 	size_t dev_free; /* device free memory, bytes: the caller's */
 	int fds;         /* every open fd (gc_devfd_count("")), or -errno */
 };
 
 /* Now: host RSS and open fds, with the device free memory the caller just read. */
 struct gc_usage gc_usage_now(size_t dev_free);
+
+/*
+ * Host RSS, KiB, once malloc has given back the free memory it keeps
+ * (malloc_trim(0): "frees memory in all arenas"): what the process holds.
+ * glibc gives the threads of a busy process arenas of their own and keeps
+ * what is freed in them, so memory a library allocated on a thread and freed
+ * stays in RSS, more of it with every thread that did so (a CUDA context
+ * created and reset on a new thread left about 11 MB on an H200): RSS alone
+ * would grow with the threads, not with a leak.
+ */
+long gc_rss_trimmed_kib(void);
 
 /*
  * Subtest-level (fails the subtest, as gc_assert does): after came back to

@@ -51,6 +51,9 @@ BREAKS = [
     ("cuda-copy-flips", CUDA, "concurrent-retain", "words wrong after the kernel"),
     ("cuda-retain-hangs", CUDA, "concurrent-retain",
      "deadlock: 1 of 256 threads still inside the driver"),
+    ("cuda-copy-flips", CUDA, "concurrent-reset", "words wrong after the kernel"),
+    ("cuda-retain-hangs", CUDA, "concurrent-reset",
+     "deadlock: 1 of 256 threads still inside the driver"),
 ]
 SUBTESTS = sorted({(b[1].name, b[2]) for b in BREAKS})
 BINARIES = {NVML.name: NVML, CUDA.name: CUDA}
