@@ -20,7 +20,9 @@ from .baseline import (
 )
 from .fingerprint import Fingerprint, current_fingerprint
 from .gate import Gate, RunSummary
+from .catalogue import Catalogue, CatalogueError
 from .runmetrics import durations, load_results, results_fingerprint, run_metrics
+from .scope import catalogue_of, labeler
 
 __all__ = ["update_baseline"]
 
@@ -84,6 +86,13 @@ def update_baseline(results_dirs: Path | Sequence[Path], out: Path | None = None
     return write_baseline(b, target)
 
 
+def _catalogue(rj: Path, data: Mapping[str, Any]) -> Catalogue:
+    try:
+        return catalogue_of(data)
+    except CatalogueError as e:
+        raise BaselineError(f"{rj}: the metric catalogue, which keys its node's metrics: {e}")
+
+
 def _merge(old: Baseline | None, fp: Fingerprint,
            loaded: Sequence[tuple[Path, Mapping[str, Any]]], append: bool) -> Baseline:
     runs = list(old.runs) if old is not None else []
@@ -94,7 +103,9 @@ def _merge(old: Baseline | None, fp: Fingerprint,
     for rj, data in loaded:
         index = len(runs)
         runs.append(_run_info(data, rj.parent))
-        for key, m in run_metrics(data["tests"], clean_only=True, source=str(rj)).items():
+        node = labeler(data, _catalogue(rj, data))
+        for key, m in run_metrics(data["tests"], clean_only=True, source=str(rj),
+                                  node=node).items():
             if kinds.setdefault(key, (m.unit, m.better)) != (m.unit, m.better):
                 raise BaselineError(f"{rj}: {key}: unit or direction differs from an earlier "
                                     f"run's ({m.unit}, {m.better} is better)")

@@ -34,6 +34,7 @@ from typing import Any, Literal, Mapping
 
 from . import fmt, stats
 from .baseline import Baseline, find_baseline, record_name, split_key
+from .scope import catalogue_of, labeler
 from .judge import MetricComparison
 from .runmetrics import RunMetric, load_results, results_fingerprint, run_metrics
 
@@ -245,8 +246,8 @@ def diff_results(a_dir: Path, b_dir: Path, min_effect: float = 0.05, alpha: floa
             changed.append((name, sa, sb))
     new = [(n, tb[n]["result"]) for n in tb if n not in ta]
     removed = [(n, ta[n]["result"]) for n in ta if n not in tb]
-    ma = run_metrics(ta, source=str(a_dir))
-    mb = run_metrics(tb, source=str(b_dir))
+    ma = run_metrics(ta, source=str(a_dir), node=labeler(da, catalogue_of(da)))
+    mb = run_metrics(tb, source=str(b_dir), node=labeler(db, catalogue_of(db)))
     trends, used = _trend_marks(db, baselines)
     comps: list[SampleComparison] = []
     for key in sorted(set(ma) | set(mb)):

@@ -38,25 +38,31 @@ from typing import Any, Callable, Mapping
 __all__ = ["Fingerprint", "current_fingerprint", "device_ids", "NONE"]
 
 NONE = "none"
-# Fields that identify a machine for baselines; anything else is information.
-KEY_FIELDS = ("gpu_model", "driver", "runtime", "kernel", "arch", "cpu_model")
+# Fields that identify a machine for baselines: the GPU model, not how many of
+# it a node has, and not the CPU: what a GPU measures on its own clock is the
+# same on a node of 1, 2, 4 or 8 of them (measured: data/baselines/README.md),
+# and what depends on the node (the CPU, the number of GPUs, how many run at
+# once) is keyed by the node inside the baseline (runmetrics.node_labeler).
+KEY_FIELDS = ("gpu_model", "driver", "runtime", "kernel", "arch")
+_COUNTED = re.compile(r"(\d+)x (.+)")
 
 
 @dataclass(frozen=True)
 class Fingerprint:
-    gpu_model: str = NONE  # "1x NVIDIA H100 80GB HBM3", "2x AMD gfx942 [0x74a1]", "none"
+    gpu_model: str = NONE  # "NVIDIA H100 80GB HBM3", "AMD gfx942 [0x74a1], NVIDIA L4", "none"
     driver: str = NONE  # "nvidia 550.54.15", "amdgpu in-tree", comma-joined when several
     runtime: str = NONE  # "cuda 12.4", "rocm 6.1.0-82", comma-joined when several
     kernel: str = NONE  # major.minor of the running kernel: "6.1"
     arch: str = NONE  # os.uname().machine: "x86_64", "aarch64"
-    cpu_model: str = NONE  # "AMD EPYC 7763 64-Core Processor"
+    cpu_model: str = NONE  # "AMD EPYC 7763 64-Core Processor"; not in key()
     kernel_release: str = NONE  # full os.uname().release; informational, not in key()
+    gpus: str = NONE  # the node's GPUs, counted: "4x NVIDIA H200"; not in key()
 
     def key(self) -> str:
         """A filename-safe stem: readable GPU / driver / runtime / kernel /
-        arch, then 8 hex digits of a hash of every key field (the CPU model
-        is only in the hash; the file's "fingerprint" spells it out).
-        Same key fields, same key; kernel_release does not count."""
+        arch, then 8 hex digits of a hash of every key field. Same key
+        fields, same key; the node's shape, CPU and kernel_release do not
+        count."""
         canon = json.dumps({f: getattr(self, f) for f in KEY_FIELDS}, sort_keys=True)
         digest = hashlib.sha256(canon.encode("utf-8")).hexdigest()[:8]
         parts = [
@@ -74,13 +80,26 @@ class Fingerprint:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> "Fingerprint":
-        """Known fields that are strings; anything else is ignored."""
+        """Known fields that are strings; anything else is ignored. A
+        fingerprint written before the node's shape left gpu_model
+        ("1x NVIDIA H100 80GB HBM3") reads as the model and its node."""
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in obj.items() if k in names and isinstance(v, str)})
+        known = {k: v for k, v in obj.items() if k in names and isinstance(v, str)}
+        model = known.get("gpu_model", NONE)
+        if "gpus" not in known and all(_COUNTED.fullmatch(m) for m in model.split(", ")):
+            known["gpus"] = model
+            known["gpu_model"] = _uncounted(model)
+        return cls(**known)
+
+    def gpu_count(self) -> int:
+        """How many GPUs the node has (0 where gpus is unknown)."""
+        return sum(int(m.group(1)) for m in (_COUNTED.fullmatch(x) for x in self.gpus.split(", "))
+                   if m)
 
     def describe(self) -> str:
-        return (f"{self.gpu_model}; driver {self.driver}; runtime {self.runtime}; "
-                f"Linux {self.kernel_release or self.kernel} {self.arch}; {self.cpu_model}")
+        return (f"{self.gpus if self.gpus != NONE else self.gpu_model}; driver {self.driver}; "
+                f"runtime {self.runtime}; Linux {self.kernel_release or self.kernel} "
+                f"{self.arch}; {self.cpu_model}")
 
 
 def _slug(text: str, limit: int) -> str:
@@ -94,6 +113,17 @@ def _read(path: Path) -> str | None:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
+
+
+def _uncounted(counted: str) -> str:
+    """"1x A, 2x B" -> "A, B"."""
+    return ", ".join(m.group(2) for m in (_COUNTED.fullmatch(x) for x in counted.split(", "))
+                     if m) or NONE
+
+
+def _models(models: list[str]) -> str:
+    """Sorted, de-duplicated: "A, B"; "none" for none."""
+    return ", ".join(sorted(set(models))) or NONE
 
 
 def _counted(models: list[str]) -> str:
@@ -303,7 +333,8 @@ def current_fingerprint(
     drivers = [d for d in (nv_driver, amd_driver) if d]
     runtimes = [r for r in (f"cuda {cuda}" if cuda else None, rocm) if r]
     return Fingerprint(
-        gpu_model=_counted(nv_models + amd_models),
+        gpu_model=_models(nv_models + amd_models),
+        gpus=_counted(nv_models + amd_models),
         driver=", ".join(drivers) or NONE,
         runtime=", ".join(runtimes) or NONE,
         kernel=kernel_series(release),

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from . import fmt, gate
-from .baseline import Baseline, BaselineMetric, record_name, split_key
+from .baseline import Baseline, BaselineMetric, metric_key, node_of, record_name, split_key
 from .gate import Assessment
 from .runmetrics import RunMetric, run_metrics
 
@@ -35,10 +35,11 @@ class MetricComparison:
     trend: str | None = None  # why the baseline keeps this metric for trends only
     samples_base: tuple[float, ...] = field(default=(), repr=False)
     samples_run: tuple[float, ...] = field(default=(), repr=False)
+    node: str | None = None  # a metric of the node's scope: the node (scope.py)
 
     @property
     def key(self) -> str:
-        return f"{self.test}:{self.metric}"
+        return metric_key(self.test, self.metric, self.node)
 
 
 @dataclass
@@ -83,8 +84,9 @@ class GateComparison(MetricComparison):
         def num(v: float | None) -> float | None:
             return v if v is not None and math.isfinite(v) else None
 
-        return {"key": self.key, "test": self.test, "metric": self.metric, "unit": self.unit,
-                "better": self.better, "verdict": self.verdict, "gated": self.gated,
+        return {"key": self.key, "test": self.test, "metric": self.metric, "node": self.node,
+                "unit": self.unit, "better": self.better, "verdict": self.verdict,
+                "gated": self.gated,
                 "n_run": self.n_run, "baseline_runs": self.base_runs,
                 "center": num(self.center), "value": num(self.value),
                 "change": num(self.change), "limit": num(self.limit), "mde": num(self.mde),
@@ -99,7 +101,7 @@ def _judge_metric(key: str, bm: BaselineMetric, a: Assessment, rm: RunMetric) ->
     c = GateComparison(test, name, rm.unit, rm.better, "unchanged", trend=a.trend,
                        samples_base=tuple(bm.gs), samples_run=rm.samples,
                        n_run=len(rm.samples), base_runs=len(bm.runs), center=a.center, value=g,
-                       limit=a.limit, mde=a.mde, spread=a.spread)
+                       limit=a.limit, mde=a.mde, spread=a.spread, node=rm.node)
     if (bm.unit, bm.better) != (rm.unit, rm.better):
         c.verdict = "new"
         c.note = (f"the metric changed from {bm.unit!r}, {bm.better} is better, to "
@@ -118,11 +120,12 @@ def _judge_metric(key: str, bm: BaselineMetric, a: Assessment, rm: RunMetric) ->
     return c
 
 
-def compare_run(records: Mapping[str, Any], baseline: Baseline) -> list[GateComparison]:
+def compare_run(records: Mapping[str, Any], baseline: Baseline,
+                node: Any = None) -> list[GateComparison]:
     """Every metric of records (results.json's "tests") against baseline,
-    plus the baseline's metrics that tests of records ran without recording.
-    Sorted by key."""
-    run = run_metrics(records, source="results")
+    plus the baseline's metrics that tests of records ran without recording
+    (of this node's shape: scope.labeler's node). Sorted by key."""
+    run = run_metrics(records, source="results", node=node)
     assessed = baseline.assessments()
     out: list[GateComparison] = []
     for key, rm in run.items():
@@ -131,7 +134,7 @@ def compare_run(records: Mapping[str, Any], baseline: Baseline) -> list[GateComp
             test, name = split_key(key) or (key, "")
             out.append(GateComparison(test, name, rm.unit, rm.better, "new",
                                       samples_run=rm.samples, n_run=len(rm.samples),
-                                      value=rm.statistic()))
+                                      value=rm.statistic(), node=rm.node))
         else:
             out.append(_judge_metric(key, bm, assessed[key], rm))
     for key, bm in baseline.metrics.items():
@@ -141,11 +144,14 @@ def compare_run(records: Mapping[str, Any], baseline: Baseline) -> list[GateComp
         rec = records.get(record_name(test))
         if not isinstance(rec, Mapping):
             continue  # not selected in this run: no verdict
+        theirs = node_of(key)
+        if theirs is not None and (node is None or node(metric_key(test, name), rec) != theirs):
+            continue  # measured on a node of another shape
         state = rec.get("result", "?")
         a = assessed[key]
         out.append(GateComparison(
             test, name, bm.unit, bm.better, "missing", trend=a.trend, samples_base=tuple(bm.gs),
-            base_runs=len(bm.runs), center=a.center,
+            base_runs=len(bm.runs), center=a.center, node=theirs,
             note=(f"{record_name(test)} ended {state} without recording it" if state != "pass"
                   else f"{record_name(test)} passed without recording it")))
     out.sort(key=lambda c: c.key)

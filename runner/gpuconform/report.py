@@ -61,7 +61,7 @@ except ModuleNotFoundError as e:  # the runner's results do not need it, the pag
     raise ModuleNotFoundError(f"{e} (install python3-jinja2)", name=e.name) from None
 
 from .atomic import atomic_write
-from .baseline import BaselineError
+from .baseline import BaselineError, metric_key, split_key
 from .contracts import TABLE_PATH, ContractsError, display_path, load_table, view
 from .fingerprint import Fingerprint
 from .fmt import nice_ticks
@@ -368,13 +368,25 @@ def _comparisons(data: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _run_metrics(tests: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each metric of the run, every GPU's samples together (a test run once
+    per GPU records it once a copy)."""
     out: dict[str, dict[str, Any]] = {}
     for rec in tests.values():
         for m in rec.get("metrics") or []:
             dyn = m.get("dynamic")
             key = f"{m['test']}@{m['subtest']}" + (f"@{dyn}" if dyn else "") + f":{m['name']}"
-            out[key] = m
+            if key in out:
+                out[key] = {**out[key], "samples": list(out[key].get("samples") or [])
+                            + list(m.get("samples") or [])}
+            else:
+                out[key] = m
     return out
+
+
+def _unnoded(key: str) -> str:
+    """A comparison's key without its node (scope.py): one node a run."""
+    parts = split_key(key)
+    return metric_key(*parts) if parts else key
 
 # ------------------------------------------------------------ dispatch gaps
 #
@@ -744,7 +756,7 @@ def _metric_view(key: str, c: Mapping[str, Any] | None, m: Mapping[str, Any] | N
 
 def _metric_views(data: Mapping[str, Any]) -> list[_MetricView]:
     """Every metric compared or recorded, regressions first, trends last."""
-    comps = {c["key"]: c for c in _comparisons(data)}
+    comps = {_unnoded(str(c["key"])): c for c in _comparisons(data)}
     run = _run_metrics(data.get("tests") or {})
     order = {"regression": 0, "improvement": 1, "missing": 2, "new": 3, "insufficient": 4,
              "unchanged": 5, "trend": 6}

@@ -411,9 +411,12 @@ def _by_test(keys: list[str], limit: int = 8) -> list[str]:
     the first `limit` tests, then how many more."""
     tests: dict[str, list[str]] = {}
     for k in keys:
-        test, _, name = k.rpartition(":")
-        tests.setdefault(test, []).append(name)
-    lines = [f"  {t}: {_shown(names)}" for t, names in list(tests.items())[:limit]]
+        base, _, node = k.partition(" [")  # a node-scoped metric's " [NODE]" (scope.py)
+        test, _, name = base.rpartition(":")
+        tests.setdefault(test + (f" [{node}" if node else ""), []).append(name)
+    lines = [f"  {t.partition(' [')[0]}: {_shown(names)}"
+             + (f" [{t.partition(' [')[2]}" if " [" in t else "")
+             for t, names in list(tests.items())[:limit]]
     if len(tests) > limit:
         lines.append(f"  ... {len(tests) - limit} more tests ({len(tests)} tests, "
                      f"{len(keys)} metrics in all)")

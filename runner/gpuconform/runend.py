@@ -121,9 +121,9 @@ class RunEnd:
         return all(r.result is not State.NOTRUN for r in self.records.values())
 
     def notes(self) -> RunNotes:
-        regressions = [f"{c.test}:{c.metric}: {c.explain()}" for c in self.comparisons
+        regressions = [f"{c.key}: {c.explain()}" for c in self.comparisons
                        if c.verdict == "regression"]
-        improvements = [f"{c.test}:{c.metric}: {c.explain()}" for c in self.comparisons
+        improvements = [f"{c.key}: {c.explain()}" for c in self.comparisons
                         if c.verdict == "improvement"]
         unbaselined = [c.key + (" (its unit or direction changed)" if c.note else "")
                        for c in self.comparisons if c.verdict == "new"]
@@ -181,9 +181,12 @@ class RunEnd:
         (the first write stays if this one fails)."""
         try:
             from .judge import compare_run
+            from .scope import catalogue_of, labeler
 
             tests = {n: r.to_json() for n, r in self.records.items()}
-            self.comparisons = list(compare_run(tests, baseline))
+            data = {"fingerprint": self.fingerprint, "run": info}
+            self.comparisons = list(compare_run(tests, baseline,
+                                                labeler(data, catalogue_of(data))))
             self.write(directory, info)
         except Exception as e:  # noqa: BLE001 - results.json without comparisons stays
             self.comparisons = []

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import gate
-from .baseline import METRIC_NAME_RE, parse_better
+from .baseline import METRIC_NAME_RE, metric_key, parse_better
 from .fingerprint import Fingerprint
 from .results import RESULTS_FORMAT
 from .jsondoc import Doc, get, number, top_object, type_name
@@ -29,10 +29,11 @@ class RunMetric:
     # Each copy's samples when several copies (one a GPU) measured it, else ().
     parts: tuple[tuple[float, ...], ...] = ()
     gpus: tuple[int, ...] = ()  # the copies' GPU indexes, as parts
+    node: str | None = None  # a metric of the node's scope: the node (scope.py)
 
     @property
     def key(self) -> str:
-        return f"{self.test}:{self.name}"
+        return metric_key(self.test, self.name, self.node)
 
     def statistic(self) -> float:
         """The run's g (gate.py): over its copies when there are several."""
@@ -109,12 +110,13 @@ def _check_metric(doc: Doc, m: Any, path: list[str | int]) -> RunMetric:
 
 
 def run_metrics(records: Mapping[str, Any], *, clean_only: bool = False,
-                source: str = "results") -> dict[str, RunMetric]:
+                source: str = "results", node: Any = None) -> dict[str, RunMetric]:
     """The metrics of results.json's "tests" records, by key. clean_only:
     only those of tests that ended as expected -- passed, or failed as an
     expectation rule says (a known driver finding: the measurement stands) --
     or of passing dynamic subtests of another test: what a baseline is made
-    of."""
+    of. node: scope.labeler's labels (a node-scoped metric's key carries its
+    node); None: none."""
     doc = Doc(source, "", "results", parse=False)  # for messages: no text, no lines
     out: dict[str, RunMetric] = {}
     for name, rec in records.items():
@@ -133,6 +135,8 @@ def run_metrics(records: Mapping[str, Any], *, clean_only: bool = False,
                 if not dyn or dyn_states.get(dyn) != "pass":
                     continue
             gpu = m.get("gpu") if isinstance(m.get("gpu"), int) else None
+            if node is not None:
+                rm = replace(rm, node=node(rm.key, rec))
             if rm.key in out and gpu is not None:  # another GPU's copy of the test
                 out[rm.key] = out[rm.key].joined(rm, gpu)
             else:

@@ -16,6 +16,7 @@ from gc_testutil import REPO_ROOT, Selftests, gate_baseline
 from gpuconform import baseline as bl
 from gpuconform import jsondoc
 from gpuconform.baseline import (
+    metric_key,
     BaselineError,
     check_fingerprint,
     find_baseline,
@@ -23,6 +24,7 @@ from gpuconform.baseline import (
     write_baseline,
 )
 from gpuconform.baseline_update import update_baseline
+from gpuconform.scope import catalogue_of, labeler, node_label
 from gpuconform.judge import compare_run
 from gpuconform.fingerprint import Fingerprint
 
@@ -427,11 +429,14 @@ def test_spin_through_the_runner(selftests: Selftests, tmp_path: Path) -> None:
     assert "50 samples of 18900000 iterations (slowdown 1.05)" in rec["out"]
     out = update_baseline([tmp_path / "r"] * 3, tmp_path / "b.json")
     b = load_baseline(out)
-    m = b.metrics["selftest_metrics@spin:spin"]
+    # spin is timed on the host: keyed by the node it ran on (data/metrics.txt, scope.py)
+    fp = Fingerprint.from_json(data["fingerprint"])
+    key = metric_key("selftest_metrics@spin", "spin",
+                     node_label(fp.gpu_count(), fp.gpu_count(), 1, fp.cpu_model))
+    m = b.metrics[key]
     assert [r.n for r in m.runs] == [50, 50, 50] and b.durations["selftest_metrics@spin"] > 0
-    (c,) = compare_run(data["tests"], b)
-    assert (c.key, c.base_runs, c.n_run, c.unit, c.better) == \
-        ("selftest_metrics@spin:spin", 3, 50, "ns", "lower")
+    (c,) = compare_run(data["tests"], b, labeler(data, catalogue_of(data)))
+    assert (c.key, c.base_runs, c.n_run, c.unit, c.better) == (key, 3, 50, "ns", "lower")
     assert c.verdict == "unchanged" and c.change == pytest.approx(0, abs=1e-5)  # itself
 
 

@@ -62,7 +62,8 @@ def test_nvidia_several_gpus(tmp_path: Path) -> None:
                        ("0000:52:00.0", "NVIDIA H100 80GB HBM3")):
         write(tmp_path, f"proc/driver/nvidia/gpus/{bus}/information", nv_info(model))
     f = fp(tmp_path, cuda="12.4")
-    assert f.gpu_model == "1x NVIDIA A100-SXM4-40GB, 2x NVIDIA H100 80GB HBM3"
+    assert f.gpu_model == "NVIDIA A100-SXM4-40GB, NVIDIA H100 80GB HBM3"
+    assert f.gpus == "1x NVIDIA A100-SXM4-40GB, 2x NVIDIA H100 80GB HBM3" and f.gpu_count() == 3
     assert f.driver == "nvidia 550.54.15"
     assert f.runtime == "cuda 12.4"
 
@@ -86,7 +87,8 @@ def test_amd(tmp_path: Path) -> None:
     write(tmp_path, "sys/module/amdgpu/version", "6.7.0\n")
     write(tmp_path, "opt/rocm/.info/version", "6.1.0-82\n")
     f = fp(tmp_path)
-    assert f.gpu_model == "1x AMD gfx90a [0x740c] aldebaran, 2x AMD gfx942 [0x74a1]"
+    assert f.gpu_model == "AMD gfx90a [0x740c] aldebaran, AMD gfx942 [0x74a1]"
+    assert f.gpus == "1x AMD gfx90a [0x740c] aldebaran, 2x AMD gfx942 [0x74a1]"
     assert f.driver == "amdgpu 6.7.0"
     assert f.runtime == "rocm 6.1.0-82"
 
@@ -95,7 +97,7 @@ def test_amd_in_tree_driver(tmp_path: Path) -> None:
     kfd_node(tmp_path, 1, {"simd_count": 64, "gfx_target_version": 110000, "device_id": 0x744C},
              "gfx1100")
     f = fp(tmp_path)
-    assert f.gpu_model == "1x AMD gfx1100 [0x744c]"
+    assert f.gpu_model == "AMD gfx1100 [0x744c]" and f.gpus == "1x AMD gfx1100 [0x744c]"
     assert f.driver == "amdgpu in-tree" and f.runtime == "none"
 
 
@@ -106,7 +108,7 @@ def test_both_vendors(tmp_path: Path) -> None:
              "navi21")
     write(tmp_path, "opt/rocm/.info/version", "6.0.2\n")
     f = fp(tmp_path, cuda="12.2")
-    assert f.gpu_model == "1x AMD gfx1030 [0x73bf] navi21, 1x NVIDIA L4"
+    assert f.gpu_model == "AMD gfx1030 [0x73bf] navi21, NVIDIA L4"
     assert f.driver == "nvidia 550.54.15, amdgpu in-tree"
     assert f.runtime == "cuda 12.2, rocm 6.0.2"
 
@@ -131,17 +133,22 @@ def test_arm_cpu(tmp_path: Path) -> None:
 
 
 def test_key_is_a_stable_filename(tmp_path: Path) -> None:
-    a = Fingerprint("2x NVIDIA H100 80GB HBM3", "nvidia 550.54.15", "cuda 12.4", "6.1",
-                    "x86_64", "AMD EPYC 7763 64-Core Processor", "6.1.0-18-amd64")
+    a = Fingerprint("NVIDIA H100 80GB HBM3", "nvidia 550.54.15", "cuda 12.4", "6.1",
+                    "x86_64", "AMD EPYC 7763 64-Core Processor", "6.1.0-18-amd64",
+                    "2x NVIDIA H100 80GB HBM3")
     k = a.key()
     assert re.fullmatch(r"[A-Za-z0-9._+-]+", k.replace("__", "-")), k
-    assert k.startswith("2x-nvidia-h100-80gb-hbm3__nvidia-550.54.15__cuda-12.4__"
+    assert k.startswith("nvidia-h100-80gb-hbm3__nvidia-550.54.15__cuda-12.4__"
                         "linux-6.1__x86_64__")
     # the same machine after a stable kernel update keeps its baseline
     assert Fingerprint(**{**a.to_json(), "kernel_release": "6.1.0-21-amd64"}).key() == k
-    # another CPU or kernel series does not
-    assert Fingerprint(**{**a.to_json(), "cpu_model": "Intel Xeon"}).key() != k
+    # so do a node of another shape and another CPU: one baseline per GPU model,
+    # what depends on the node keyed inside it (scope.py)
+    assert Fingerprint(**{**a.to_json(), "gpus": "8x NVIDIA H100 80GB HBM3"}).key() == k
+    assert Fingerprint(**{**a.to_json(), "cpu_model": "Intel Xeon"}).key() == k
+    # another kernel series or GPU model does not
     assert Fingerprint(**{**a.to_json(), "kernel": "6.6"}).key() != k
+    assert Fingerprint(**{**a.to_json(), "gpu_model": "NVIDIA H200"}).key() != k
     hostile = Fingerprint("../../" + "x" * 400, "a/b\0c", "?*", "6.1", "x86_64", "cpu")
     hk = hostile.key()
     assert "/" not in hk and "\0" not in hk and len(hk) < 200 and not hk.startswith(".")
@@ -153,6 +160,10 @@ def test_json_round_trip() -> None:
     assert Fingerprint.from_json(a.to_json()) == a
     odd = Fingerprint.from_json({"gpu_model": "g", "extra": "ignored", "kernel": 5})
     assert odd.gpu_model == "g" and odd.kernel == "none"
+    # written before the node's shape left the model: read as model and node
+    old = Fingerprint.from_json({"gpu_model": "1x AMD gfx1030 [0x73bf] navi21, 4x NVIDIA L4"})
+    assert old.gpu_model == "AMD gfx1030 [0x73bf] navi21, NVIDIA L4"
+    assert old.gpus == "1x AMD gfx1030 [0x73bf] navi21, 4x NVIDIA L4" and old.gpu_count() == 5
 
 
 def test_this_machine() -> None:

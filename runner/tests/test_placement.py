@@ -290,3 +290,50 @@ def test_a_metric_of_several_gpus_is_one_metric_of_the_run() -> None:
     assert gate.summarize(0, rm.samples, "lower", rm.parts).n == 2
     one = run_metrics({"b@s": {"result": "pass", "metrics": [m(3, [5.0, 6.0])]}})["b@s:lat"]
     assert one.gpus == (3,) and one.statistic() == 5.0 and one.per_copy == 2
+
+
+# ------------------------------------- one baseline per GPU model, nodes keyed
+
+
+def _results(gpus: int, jobs: int, metrics: dict[str, list[list[float]]]) -> dict[str, object]:
+    """results.json of a node of `gpus` GPUs running each test once per GPU:
+    per test b@<name>, one sample list a GPU."""
+    tests = {}
+    for name, per_gpu in metrics.items():
+        ms = [{"test": "b", "subtest": name, "name": "lat", "unit": "ns", "better": "lower",
+               "samples": s, "gpu": i} for i, s in enumerate(per_gpu)]
+        tests[f"b@{name}"] = {"result": "pass", "placement": "gpu", "metrics": ms,
+                              "placements": [{}] * len(per_gpu) if len(per_gpu) > 1 else []}
+    fp = {"gpu_model": "G", "gpus": f"{gpus}x G", "driver": "d", "runtime": "r", "kernel": "6.1",
+          "arch": "x86_64", "cpu_model": "CPU"}
+    return {"fingerprint": fp, "run": {"node": {"gpus": [{}] * gpus, "node_gpus": gpus,
+                                                "jobs": jobs}}, "tests": tests}
+
+
+def test_node_metrics_are_keyed_by_the_node_device_metrics_pooled(tmp_path: Path) -> None:
+    from gc_testutil import gate_baseline
+    from gpuconform.catalogue import load_catalogue
+    from gpuconform.judge import compare_run
+    from gpuconform.runmetrics import run_metrics
+    from gpuconform.scope import labeler
+
+    cat = tmp_path / "metrics.txt"
+    cat.write_text("b@host:lat ns node  # timed on the host\nb@gpu:lat ns device\n")
+    catalogue = load_catalogue(str(cat))
+    one = _results(1, 1, {"host": [[10.0] * 8], "gpu": [[5.0] * 8]})
+    four = _results(4, 4, {"host": [[12.0] * 8] * 4, "gpu": [[5.0] * 8] * 4})
+    keys1 = set(run_metrics(one["tests"], node=labeler(one, catalogue)))  # type: ignore[arg-type]
+    keys4 = set(run_metrics(four["tests"], node=labeler(four, catalogue)))  # type: ignore[arg-type]
+    assert keys1 == {"b@host:lat [1 of 1 GPUs, 1 at once, CPU]", "b@gpu:lat"}
+    assert keys4 == {"b@host:lat [4 of 4 GPUs, 4 at once, CPU]", "b@gpu:lat"}
+    # a baseline of x1 runs: the x4 night compares its GPU metric with them, and
+    # its host metric is new, not a regression, and the x1 entry is not "missing"
+    runs = [[5.0 + i / 100] * 8 for i in range(5)]
+    b = gate_baseline({"b@gpu:lat": ("ns", "lower", runs),
+                       "b@host:lat [1 of 1 GPUs, 1 at once, CPU]": ("ns", "lower", runs)})
+    got = {c.key: c.verdict for c in compare_run(four["tests"], b,  # type: ignore[arg-type]
+                                                  labeler(four, catalogue))}
+    assert got == {"b@gpu:lat": "unchanged", "b@host:lat [4 of 4 GPUs, 4 at once, CPU]": "new"}
+    got1 = {c.key: c.verdict for c in compare_run(one["tests"], b,  # type: ignore[arg-type]
+                                                   labeler(one, catalogue))}
+    assert got1["b@host:lat [1 of 1 GPUs, 1 at once, CPU]"] == "regression"  # 10 ns vs 5

@@ -164,7 +164,8 @@ def test_record_holds_what_the_run_showed(tmp_path: Path, contracts: Path) -> No
     assert r["level"] == {"name": "long", "duration_s": 3600.0, "ran_s": 529.5}
     assert r["run"] == {"id": "b89d3a47", "results": "run", "start": "2026-11-25T08:59:19Z",
                         "end": "2026-11-25T09:08:08Z"}
-    assert r["machine"] == {"fingerprint": FP, "key": Fingerprint.from_json(FP).key(),
+    assert r["machine"] == {"fingerprint": Fingerprint.from_json(FP).to_json(),
+                            "key": Fingerprint.from_json(FP).key(),
                             "hostname": "gpu-host-7", "kernel": "Linux 6.18.44-test x86_64",
                             "devices": ["GPU-4d396d29"]}
     assert r["versions"] == {"driver": "nvidia 580.159.04", "runtime": "cuda 13.0",

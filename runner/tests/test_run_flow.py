@@ -355,6 +355,18 @@ def test_unreadable_kernel_log_is_said_once(selftests: Selftests, tmp_path: Path
 # --------------------------------------------------------------- baselines
 
 
+def latency_key() -> str:
+    """selftest_metrics@metrics:latency as this machine's runs key it: timed on
+    the host, so by the node (data/metrics.txt, scope.py)."""
+    from gpuconform.baseline import metric_key
+    from gpuconform.fingerprint import current_fingerprint
+    from gpuconform.scope import node_label
+
+    fp = current_fingerprint()
+    n = fp.gpu_count()
+    return metric_key("selftest_metrics@metrics", "latency", node_label(n, n, 1, fp.cpu_model))
+
+
 def write_baseline(directory: Path, latency: list[float]) -> Path:
     """A baseline of this machine's fingerprint: 5 clean runs of
     selftest_metrics@metrics:latency, latency scaled by 1.000-1.004."""
@@ -364,7 +376,7 @@ def write_baseline(directory: Path, latency: list[float]) -> Path:
 
     fp = current_fingerprint()
     runs = [[x * (1 + i / 1000) for x in latency] for i in range(5)]
-    b = gate_baseline({"selftest_metrics@metrics:latency": ("ns", "lower", runs)}, fp.to_json(),
+    b = gate_baseline({latency_key(): ("ns", "lower", runs)}, fp.to_json(),
                       {"selftest_metrics@metrics": 0.01})
     directory.mkdir(parents=True, exist_ok=True)
     path: Path = wb(b, directory / f"{fp.key()}.json")
@@ -380,16 +392,17 @@ def test_baseline_regression_is_unexpected_unless_expected(selftests: Selftests,
             str(tmp_path / "r"), "--kmsg", "off", *sel, results=tmp_path / "r")
     assert r.returncode == 1, r.stdout + r.stderr
     comps = {c["key"]: c for c in r.json()["comparisons"]}
-    assert comps["selftest_metrics@metrics:latency"]["verdict"] == "regression"
-    assert comps["selftest_metrics@metrics:bandwidth"]["verdict"] == "new"
+    assert comps[latency_key()]["verdict"] == "regression"
+    bandwidth = latency_key().replace(":latency ", ":bandwidth ")
+    assert comps[bandwidth]["verdict"] == "new"
     assert r.json()["outcome"]["regressions"] == 1
-    assert "metric regressions:\n  selftest_metrics@metrics:latency: regression: good-half " \
-        "mean" in r.stdout
+    assert f"metric regressions:\n  {latency_key()}: regression: good-half mean" in r.stdout
     assert "1 metric regression(s)" in r.stderr
     assert (r.results / "report.html").is_file()
     summary = (r.results / "summary.txt").read_text().splitlines()
     i = summary.index("metrics with no baseline entry (never gated): 1")
-    assert summary[i + 1] == "  selftest_metrics@metrics: bandwidth"
+    assert summary[i + 1] == "  selftest_metrics@metrics: bandwidth [" + \
+        latency_key().partition(" [")[2]
     ok = cli("run", "--build", str(selftests.build), "--selftest", "--results",
              str(tmp_path / "r2"), "--kmsg", "off", *sel, "--regressions-expected",
              results=tmp_path / "r2")

@@ -119,7 +119,7 @@ def test_write_then_compare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
     seen: list[Any] = []
 
-    def compare_run(tests: dict[str, Any], baseline: Any) -> list[GateComparison]:
+    def compare_run(tests: dict[str, Any], baseline: Any, node: Any = None) -> list[GateComparison]:
         seen.append((sorted(tests), baseline))
         return [comparison("a@1", "regression")]
 
@@ -136,7 +136,7 @@ def test_a_failed_comparison_is_a_baseline_error(tmp_path: Path,
     end = end_of({"a@1": rec("a@1", State.PASS)}, baseline_path=Path("b.json"))
     end.write(tmp_path, INFO)
 
-    def broken(tests: dict[str, Any], baseline: Any) -> list[GateComparison]:
+    def broken(tests: dict[str, Any], baseline: Any, node: Any = None) -> list[GateComparison]:
         raise ValueError("metric m: bad\nsecond line")
 
     monkeypatch.setattr(judge_module, "compare_run", broken)
@@ -154,7 +154,7 @@ def test_a_comparison_that_cannot_be_written_keeps_the_first_write(
     first = end.write(tmp_path, INFO)
     before = first[0].read_text()
     monkeypatch.setattr(judge_module, "compare_run",
-                        lambda tests, baseline: [comparison("a@1", "new")])
+                        lambda tests, baseline, node=None: [comparison("a@1", "new")])
     gone = tmp_path / "file-not-dir"
     gone.write_text("")
     end.compare(gone, INFO, None)  # type: ignore[arg-type]
