@@ -50,7 +50,7 @@ import html
 import math
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -667,6 +667,8 @@ class _TestRow:
     dynamic: list[tuple[str, Badge]]
     out: str  # clipped to MAX_OUTPUT_CHARS, as err
     err: str
+    # The GPUs it ran on (placement.py): ("gpu2", "GPU-8f3c... 0000:1b:00.0", its state).
+    gpus: list[tuple[str, str, Badge]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -769,6 +771,18 @@ def _is_seconds(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _gpu_cells(rec: Mapping[str, Any]) -> list[tuple[str, str, Badge]]:
+    """Each GPU the test ran on, with its UUID and address and the copy's state."""
+    copies = [c for c in rec.get("placements") or [] if isinstance(c, Mapping)] or [rec]
+    out = []
+    for c in copies:
+        g = c.get("gpu")
+        if isinstance(g, Mapping) and "index" in g:
+            out.append((f"gpu{g['index']}", f"{g.get('uuid', '')} {g.get('bus', '')}".strip(),
+                        _state_badge(str(c.get("result", "?")))))
+    return out
+
+
 def _test_row(name: str, rec: Mapping[str, Any]) -> _TestRow:
     dur = rec.get("duration")
     dyn = rec.get("dynamic") or {}
@@ -781,7 +795,7 @@ def _test_row(name: str, rec: Mapping[str, Any]) -> _TestRow:
         str(rec["skip_at"]) if rec.get("skip_at") else "",
         [str(n) for n in rec.get("notes") or []], dynamic,
         _clip(str(rec.get("out", "")), MAX_OUTPUT_CHARS),
-        _clip(str(rec.get("err", "")), MAX_OUTPUT_CHARS))
+        _clip(str(rec.get("err", "")), MAX_OUTPUT_CHARS), _gpu_cells(rec))
 
 
 def _test_rows(tests: Mapping[str, Any]) -> list[_TestRow]:

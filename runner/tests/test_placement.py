@@ -337,3 +337,12 @@ def test_node_metrics_are_keyed_by_the_node_device_metrics_pooled(tmp_path: Path
     got1 = {c.key: c.verdict for c in compare_run(one["tests"], b,  # type: ignore[arg-type]
                                                    labeler(one, catalogue))}
     assert got1["b@host:lat [1 of 1 GPUs, 1 at once, CPU]"] == "regression"  # 10 ns vs 5
+
+
+def test_the_report_shows_each_results_gpus(selftests: Selftests, tmp_path: Path) -> None:
+    uuids, env = _node(tmp_path, 2, GPUCONFORM_SELFTEST_FAIL_ON="1")
+    r = run(selftests, tmp_path / "r", "--include", PLACEMENT + "(fail-on|node)$", "--retries",
+            "0", env=env)
+    page = (r.results / "report.html").read_text()
+    assert f'<span title="{uuids[0]} 0000:18:00.0">gpu0</span>' in page
+    assert f'<span title="{uuids[1]} 0000:20:00.0">gpu1</span>' in page
