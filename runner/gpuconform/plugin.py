@@ -791,21 +791,21 @@ class GcSession:
         return attempt
 
     def _run_once(self, item: _GcItem, slot: Slot) -> TestRun:
+        """The item in its one slot: the kernel read before and after each attempt."""
         name, binary = item.name, str(item.entry.path)
         lost = self._lost(slot)
         if lost is not None:
-            rec = self._judge(TestRecord(name, binary, item.subtest, State.NOTRUN,
-                                         reason=f"not run: {lost}"))
+            run = TestRun(self._judge(TestRecord(name, binary, item.subtest, State.NOTRUN,
+                                                 reason=f"not run: {lost}")))
         else:
             timeout, env = self._timeout_env(name)
             after = self.kernel.after if self.kernel is not None else None
             run = run_test(name, binary, item.subtest, self.rules.get(name), self.opts.retries,
                            self._attempt_fn(item, slot, timeout, env, after),
                            lambda: self._kernel_gap(name), aborted=self.abort is not None)
-            rec = run.record
-        rec.placement = item.placement
-        rec.gpu = slot.gpu.to_json() if slot.gpu is not None else None
-        return run if lost is None else TestRun(rec)
+        run.record.placement = item.placement
+        run.record.gpu = slot.gpu.to_json() if slot.gpu is not None else None
+        return run
 
     def _run_copies(self, item: _GcItem, slots: list[Slot]) -> TestRun:
         """A one-GPU test on every GPU of the run (gang.py). The kernel log is
