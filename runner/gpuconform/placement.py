@@ -24,6 +24,7 @@ device, so its loops run once, named by the node index (GPUCONFORM_DEVICES).
 
 from __future__ import annotations
 
+import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,9 @@ __all__ = ["PLACEMENTS", "DEFAULT_PLACEMENT", "COPIES_ENV", "list_placement", "S
            "NodePlan"]
 
 PLACEMENTS = ("gpu", "gpu-alone", "node", "host")
+# A PCI address as the drivers' kernel lines give it: NVIDIA's Xid lines
+# "PCI:0000:1b:00", amdgpu's "0000:03:00.0".
+_PCI = re.compile(r"\b([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-7])?\b")
 COPIES_ENV = "GPUCONFORM_COPIES"  # lib/core.h gc_node_share: how many copies of the test run
 DEFAULT_PLACEMENT = "node"  # a binary that cannot say runs as it always did: once, alone
 
@@ -105,6 +109,20 @@ class NodePlan:
                                       f"{g.source} is gone")
                 gone.append(self.lost[g.index])
         return gone
+
+    def lose(self, why: str) -> str | None:
+        """A kernel line that would stop the run (why) and names one GPU of
+        the run by its PCI address, while other GPUs of the run are still
+        there: that GPU is lost instead (its later copies do not run, the
+        others go on); the line saying so. None: the run must stop."""
+        named = {m.group(1).lower() for m in _PCI.finditer(why)}
+        hits = [g for g in self.gpus if g.bus and g.bus[:10].lower() in named]
+        if len(hits) != 1 or hits[0].index in self.lost:
+            return None
+        if not [g for g in self.gpus if g is not hits[0] and g.index not in self.lost]:
+            return None
+        self.lost[hits[0].index] = f"{hits[0].label()} was lost: {why}"
+        return self.lost[hits[0].index]
 
     def to_json(self) -> dict[str, object]:
         return {"gpus": [g.to_json() for g in self.gpus], "node_gpus": len(self.all_gpus),

@@ -743,7 +743,9 @@ class GcSession:
             run = self._run_once(item, slots[0])
         else:
             run = self._run_copies(item, slots)
-        if run.abort is not None:
+        if run.abort is not None and run.journaled and self._gpu_lost(run.record, run.abort):
+            pass  # one GPU of several: the run goes on without it
+        elif run.abort is not None:
             self._abort(item, run.abort)
         if not run.journaled:  # never run: a resume runs it
             if self.progress is not None:
@@ -855,6 +857,16 @@ class GcSession:
                 os.killpg(pgid, signal.SIGKILL)
             except OSError:
                 pass
+
+    def _gpu_lost(self, rec: TestRecord, reason: str) -> bool:
+        """A kernel line that stops the run but names one GPU of several
+        (NodePlan.lose): that GPU is lost, the test says so, the run goes on."""
+        lost = self.node.lose(reason)
+        if lost is None:
+            return False
+        rec.reason = lost
+        self.messages.append(lost)
+        return True
 
     def _abort(self, item: pytest.Item, reason: str) -> None:
         if self.abort is None:

@@ -122,6 +122,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "selftest_soak@undeclared": ("fail", "which is not in the test's .soaks"),
     # no GPU on this node: one unpinned copy each (test_placement.py gives it a node)
     "selftest_placement@hide-device": ("skip", "needs GPUCONFORM_SELFTEST_HIDE"),
+    "selftest_placement@xid": ("skip", "needs GPUCONFORM_SELFTEST_XID"),
     "selftest_placement@env": ("pass", ""),
     "selftest_placement@rendezvous": ("skip", "needs GPUCONFORM_SELFTEST_PLACEMENT_DIR"),
     "selftest_placement@alone": ("skip", "needs GPUCONFORM_SELFTEST_PLACEMENT_DIR"),

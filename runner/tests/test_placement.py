@@ -346,3 +346,40 @@ def test_the_report_shows_each_results_gpus(selftests: Selftests, tmp_path: Path
     page = (r.results / "report.html").read_text()
     assert f'<span title="{uuids[0]} 0000:18:00.0">gpu0</span>' in page
     assert f'<span title="{uuids[1]} 0000:20:00.0">gpu1</span>' in page
+
+
+def test_a_kernel_line_naming_one_gpu_of_several_loses_it(tmp_path: Path) -> None:
+    from gpuconform.placement import NodePlan
+
+    fake_gpus(tmp_path, 3)
+    g = find_gpus(tmp_path)
+    plan = NodePlan(g, g, 3)
+    xid = "kernel log: <3>[1.0] NVRM: Xid (PCI:0000:20:00): 79, GPU has fallen off the bus."
+    assert plan.lose("kernel log: GPU reset begin! (no address)") is None  # the run stops
+    assert plan.lose(xid) == f"{g[1].label()} was lost: {xid}" and set(plan.lost) == {1}
+    assert plan.lose(xid) is None  # already lost: a second line stops the run
+    assert plan.lose("amdgpu 0000:18:00.0: amdgpu: GPU reset begin!") is not None
+    assert plan.lose("NVRM: Xid (PCI:0000:28:00): 79") is None  # the last GPU left: stop
+    one = NodePlan(g[:1], g[:1], 1)
+    assert one.lose("NVRM: Xid (PCI:0000:18:00): 79") is None  # a node of one GPU stops
+
+
+def test_a_gpu_fallen_off_the_bus_for_real_leaves_the_others_running(
+        selftests: Selftests, tmp_path: Path) -> None:
+    from test_run_flow import kmsg_usable
+
+    why = kmsg_usable()
+    if why:
+        pytest.skip(why)
+    _, env = _node(tmp_path, 3, GPUCONFORM_SELFTEST_XID="1:0000:20:00",
+                   GPUCONFORM_SELFTEST_KMSG="1")
+    r = run(selftests, tmp_path / "r", "--include", PLACEMENT + "(xid|env|node)$",
+            "--kmsg", "/dev/kmsg", env=env)
+    assert r.returncode == 1
+    t = r.tests()
+    x = t["selftest_placement@xid"]
+    assert x["result"] == "abort" and "was lost: " in x["reason"] and "Xid" in x["reason"]
+    env_rec = t["selftest_placement@env"]
+    assert [c["result"] for c in env_rec["placements"]] == ["pass", "notrun", "pass"]
+    assert t["selftest_placement@node"]["result"] == "pass"
+    assert not r.json()["run"]["aborted"]

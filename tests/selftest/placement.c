@@ -25,6 +25,8 @@
 #define FAIL_ENV "GPUCONFORM_SELFTEST_FAIL_ON"      /* the GPU index fail-on fails on */
 #define HIDE_ENV "GPUCONFORM_SELFTEST_HIDE"         /* INDEX:PATH: on GPU INDEX, remove PATH */
 #define WAIT_ENV "GPUCONFORM_SELFTEST_PLACEMENT_WAIT_MS" /* how long a copy waits (30000) */
+#define XID_ENV "GPUCONFORM_SELFTEST_XID"           /* INDEX:BUS: on GPU INDEX, an Xid 79 */
+#define KMSG_ENV "GPUCONFORM_SELFTEST_KMSG"
 
 static const char *env_or_skip(const char *var)
 {
@@ -151,8 +153,34 @@ static void hide_device(void *fx)
 	gc_info("gpu %s: moved %s aside", my_gpu(), path);
 }
 
+/*
+ * On the GPU $GPUCONFORM_SELFTEST_XID names (INDEX:BUS, BUS as "0000:20:00"),
+ * write the NVIDIA driver's line for a GPU fallen off the bus to /dev/kmsg,
+ * only with GPUCONFORM_SELFTEST_KMSG=1 (root): the runner must lose that GPU,
+ * not stop the run.
+ */
+static void xid(void *fx)
+{
+	const char *spec = env_or_skip(XID_ENV), *bus = strchr(spec, ':'), *kmsg = getenv(KMSG_ENV);
+	char line[256];
+	int fd, n;
+
+	(void)fx;
+	gc_require_f(kmsg && !strcmp(kmsg, "1"), "writes to /dev/kmsg only with " KMSG_ENV "=1");
+	gc_assert_f(bus, "%s=%s: not INDEX:BUS", XID_ENV, spec);
+	if ((size_t)(bus - spec) != strlen(my_gpu()) || strncmp(spec, my_gpu(), strlen(my_gpu())))
+		return;
+	n = snprintf(line, sizeof(line), "<3>NVRM: Xid (PCI:%s): 79, pid='<unknown>', "
+		     "name=<unknown>, GPU has fallen off the bus. (gpuconform-selftest)\n", bus + 1);
+	fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+	gc_require_f(fd >= 0, "/dev/kmsg: %s", strerror(errno));
+	gc_assert_cmpint(write(fd, line, (size_t)n), ==, n);
+	close(fd);
+}
+
 static const struct gc_subtest subtests[] = {
 	{ "hide-device", hide_device, "one GPU: on the GPU " HIDE_ENV " names, removes its files" },
+	{ "xid", xid, "one GPU: on the GPU " XID_ENV " names, an Xid 79 in the kernel log" },
 	{ "env", print_env, "one GPU: prints the device variables it was given" },
 	{ "rendezvous", rendezvous, "one GPU: every copy waits for all the others to start" },
 	{ "alone", alone, "one GPU, alone: fails when another copy runs beside it" },

@@ -477,7 +477,7 @@ static void list_placement(void *fx)
 	(void)fx;
 	RUN(&r, "selftest_placement", "--list-placement");
 	assert_exit(&r, GC_EXIT_SUCCESS);
-	gc_assert_eq_str(r.out, "hide-device gpu\nenv gpu\nrendezvous gpu\nalone gpu-alone\n"
+	gc_assert_eq_str(r.out, "hide-device gpu\nxid gpu\nenv gpu\nrendezvous gpu\nalone gpu-alone\n"
 				"fail-on gpu\nnode node\nhost host\n");
 	RUN(&r, "selftest_results", "--list-placement");
 	assert_exit(&r, GC_EXIT_SUCCESS);
