@@ -22,7 +22,8 @@ failure without a rule, no unexpected pass or flake, no metric regression
 unless --regressions-expected, no collection error, something ran), 1
 otherwise, 2 when it cannot start (no build directory or manifest, a bad
 option, a malformed test list / expectations / patterns file, a test list
-naming a test that does not exist). Every such error is one line.
+naming a test that does not exist). Every such error is one line. No option
+is taken for another it begins with (argparse's abbreviations are off).
 `resume` continues a run whose runner or machine died, with the same exit
 statuses. `doctor` prints what the fastpath (GPU-direct file I/O) needs and
 what this machine has (doctor.py): exit 0 when every item the present GPU
@@ -93,7 +94,12 @@ class CliError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, with its errors on one line."""
+    """argparse, with its errors on one line, and no option taken for another
+    it begins (argparse's allow_abbrev: `--baseline FILE` was `--baselines`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_CANNOT_START, f"{self.prog}: error: {' '.join(message.split())} "

@@ -10,6 +10,7 @@ import subprocess
 import textwrap
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -448,6 +449,28 @@ def test_a_bad_baseline_is_one_line_naming_the_file_and_line(selftests: Selftest
     assert err.startswith(want) and "\n" not in err, err
     assert f"gpuconform: {err}" in r.stdout and "Traceback" not in r.stdout + r.stderr
     assert "BASELINE NOT COMPARED" in (r.results / "summary.txt").read_text()
+
+
+def test_no_option_is_taken_for_another_it_begins(selftests: Selftests, tmp_path: Path) -> None:
+    """argparse's abbreviations are off in every command: `--baselin X` is
+    not --baselines, `baseline update --app` not --append."""
+    from gpuconform.cli import build_parser
+
+    def parsers(p: Any) -> Any:
+        yield p
+        for a in p._actions:
+            for sub in (getattr(a, "choices", None) or {}).values() \
+                    if hasattr(a, "_name_parser_map") else ():
+                yield from parsers(sub)
+
+    every = list(parsers(build_parser()))
+    assert len(every) > 10 and not [p.prog for p in every if p.allow_abbrev]
+    r = cli("run", "--build", str(selftests.build), "--selftest", "--results",
+            str(tmp_path / "r"), "--kmsg", "off", "--baselin", str(tmp_path))
+    assert "unrecognized arguments: --baselin" in one_line_error(r)
+    assert not (tmp_path / "r").exists()
+    r = cli("baseline", "update", str(tmp_path), "--app")
+    assert "unrecognized arguments: --app" in one_line_error(r)
 
 
 # ---------------------------------------------------------------- progress
