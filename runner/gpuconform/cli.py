@@ -22,8 +22,10 @@ failure without a rule, no unexpected pass or flake, no metric regression
 unless --regressions-expected, no collection error, something ran), 1
 otherwise, 2 when it cannot start (no build directory or manifest, a bad
 option, a malformed test list / expectations / patterns file, a test list
-naming a test that does not exist). Every such error is one line. No option
-is taken for another it begins with (argparse's abbreviations are off).
+naming a test that does not exist, a baseline asked for by --baseline FILE or
+--baselines DIR that is not there, not a baseline or another machine's).
+Every such error is one line. No option is taken for another it begins
+with (argparse's abbreviations are off).
 `resume` continues a run whose runner or machine died, with the same exit
 statuses. `doctor` prints what the fastpath (GPU-direct file I/O) needs and
 what this machine has (doctor.py): exit 0 when every item the present GPU
@@ -185,10 +187,16 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
                      help=f"kernel log to watch (default {KMSG_PATH})")
     run.add_argument("--taint-file", metavar="PATH|off", default=TAINT_PATH,
                      help=f"kernel taint to watch (default {TAINT_PATH})")
-    run.add_argument("--baselines", metavar="DIR", action="append", default=None,
-                     help="where the fingerprint's baseline is looked for (repeatable; "
-                     "default data/baselines)")
-    run.add_argument("--no-baseline", action="store_true", help="no baseline comparison")
+    which = run.add_mutually_exclusive_group()
+    which.add_argument("--baselines", metavar="DIR", action="append", default=None,
+                       help="where the baseline of this machine's fingerprint is looked for "
+                       "instead of data/baselines (repeatable); one of them must hold it, "
+                       "or nothing runs (default: data/baselines, and none there is a note)")
+    which.add_argument("--baseline", metavar="FILE", default=None,
+                       help="the baseline file to compare with; it must be a baseline of this "
+                       "machine's fingerprint, or nothing runs")
+    run.add_argument("--no-baseline", action="store_true",
+                     help="no baseline comparison (whatever --baseline(s) say)")
     run.add_argument("--regressions-expected", action="store_true",
                      help="metric regressions are reported but do not fail the run")
     run.add_argument("--no-report", action="store_true", help="do not write report.html")
@@ -513,8 +521,10 @@ def _absolute_paths(paths: list[str] | None) -> list[str] | None:
     return [str(Path(p).absolute()) for p in paths] if paths is not None else None
 
 
-def _run_options(args: argparse.Namespace) -> RunOptions:
-    """`run`'s options, every input file checked (CliError)."""
+def _run_options(args: argparse.Namespace, *, here: bool = True) -> RunOptions:
+    """`run`'s options, every input file checked (CliError); here False: the
+    run is for other machines (fleet submit), whose fingerprints are not
+    this one's."""
     opts = RunOptions(
         timeout=args.timeout,
         grace=args.grace,
@@ -534,6 +544,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         kmsg=args.kmsg,
         taint_file=args.taint_file,
         baselines=_absolute_paths(args.baselines),
+        baseline=str(Path(args.baseline).absolute()) if args.baseline is not None else None,
         no_baseline=args.no_baseline,
         regressions_expected=args.regressions_expected,
         report=not args.no_report,
@@ -544,7 +555,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
     if opts.expectations is None and args.selftest:
         opts.expectations = []
     try:
-        load_inputs(opts, selftest=args.selftest)  # every input file's error, before pytest
+        load_inputs(opts, selftest=args.selftest, here=here)  # every input's error, before pytest
     except InputError as e:
         raise CliError(str(e)) from None
     return opts
@@ -731,7 +742,7 @@ def _fleet_submit(args: argparse.Namespace) -> int:
         raise CliError("fleet submit: --shard and --results are the fleet's own: give "
                        "--shards N and --results DIR before --")
     manifest = _manifest(run)
-    _run_options(run)
+    _run_options(run, here=False)
     run_args = absolute_run_args(run_args, Path.cwd())
     # Shards share one build directory: pytest's cache there is no use to them.
     run_args += ["-p", "no:cacheprovider"] if "--" in run_args else ["--", "-p", "no:cacheprovider"]
