@@ -99,15 +99,37 @@ def record_name(test: str) -> str:
 
 @dataclass(frozen=True)
 class RunInfo:
-    """One clean run a baseline was made from: where it came from, which host."""
+    """One run a baseline was made from: where it came from, which host, its
+    run id (results.json's run.run_id; a merge's: its runs' ids joined by
+    "+"), and why it was not clean when `baseline update --force` took it
+    anyway (None: a clean run). Files written before run ids were kept have
+    neither: such a run is known by its start, host and GPUs (same_run)."""
     source: str
     start: str
     host: str
     devices: tuple[str, ...] = ()
+    run_id: str | None = None
+    unclean: str | None = None
+
+    def ids(self) -> frozenset[str]:
+        return frozenset(self.run_id.split("+")) if self.run_id else frozenset()
+
+    def same_run(self, other: "RunInfo") -> bool:
+        """Whether the two are (or share) one run: by run id where both have
+        one, else by start, host and GPUs."""
+        if self.run_id and other.run_id:
+            return bool(self.ids() & other.ids())
+        return (self.start, self.host, self.devices) == (other.start, other.host,
+                                                         other.devices) and self.start != "?"
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "start": self.start, "host": self.host,
-                "devices": list(self.devices)}
+        j: dict[str, Any] = {"source": self.source, "start": self.start, "host": self.host,
+                             "devices": list(self.devices)}
+        if self.run_id is not None:
+            j["run_id"] = self.run_id
+        if self.unclean is not None:
+            j["unclean"] = self.unclean
+        return j
 
 
 @dataclass(frozen=True)
@@ -257,7 +279,10 @@ def _parse_runs(doc: Doc, d: Mapping[str, Any]) -> list[RunInfo]:
             if not isinstance(x, str):
                 raise doc.error(path + ["devices", j], f"is {type_name(x)}, not string")
         out.append(RunInfo(get(doc, r, path, "source", str), get(doc, r, path, "start", str),
-                           get(doc, r, path, "host", str), tuple(devs)))
+                           get(doc, r, path, "host", str), tuple(devs),
+                           # absent from files written before they were kept
+                           get(doc, r, path, "run_id", str, required=False),
+                           get(doc, r, path, "unclean", str, required=False)))
     return out
 
 

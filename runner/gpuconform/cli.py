@@ -6,7 +6,7 @@
     gpuconform list     --contracts [--build DIR] [--results DIR]
     gpuconform resume   RESULTS_DIR [-- PYTEST ARGS...]
     gpuconform compare  A B
-    gpuconform baseline update RESULTS... [--out FILE] [--append]
+    gpuconform baseline update RESULTS... [--out FILE] [--append] [--force]
     gpuconform report   RESULTS
     gpuconform merge    OUT DIR...
     gpuconform doctor   [--scratch-dir DIR] [--fix] [--json]
@@ -25,7 +25,8 @@ option, a malformed test list / expectations / patterns file, a test list
 naming a test that does not exist, a baseline asked for by --baseline FILE or
 --baselines DIR that is not there, not a baseline or another machine's).
 Every such error is one line. No option is taken for another it begins
-with (argparse's abbreviations are off).
+with (argparse's abbreviations are off). `baseline update` exits 2 on a run
+that is not clean (unless --force) or one given twice.
 `resume` continues a run whose runner or machine died, with the same exit
 statuses. `doctor` prints what the fastpath (GPU-direct file I/O) needs and
 what this machine has (doctor.py): exit 0 when every item the present GPU
@@ -269,12 +270,17 @@ def build_parser() -> argparse.ArgumentParser:
     blsub = bl.add_subparsers(dest="baseline_command", metavar="ACTION", required=True)
     up = blsub.add_parser("update", help="make or update the baseline of a run's fingerprint")
     up.add_argument("results", metavar="RESULTS", type=Path, nargs="+",
-                    help="results directories of clean runs, each one run of the baseline")
+                    help="results directories of clean runs, each one run of the baseline "
+                    "(a run given twice, or already in the baseline, is refused)")
     up.add_argument("--out", metavar="FILE", type=Path, default=None,
                     help="baseline file (default data/baselines/<fingerprint key>.json)")
     up.add_argument("--append", action="store_true",
                     help="add these runs to the baseline's runs instead of replacing them "
                     "(the gate needs 3 runs, 5 or more on 2 hosts or more to be useful)")
+    up.add_argument("--force", action="store_true",
+                    help="take runs that are not clean (an unexpected result, an abort, an "
+                    "incomplete merge): their tests that ended as expected go in, and the "
+                    "baseline's entry of each says why it was not clean")
 
     rep = sub.add_parser("report", help="write RESULTS/report.html")
     rep.add_argument("results", metavar="RESULTS", type=Path)
@@ -689,8 +695,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_baseline(args: argparse.Namespace) -> int:
+    def forced(line: str) -> None:
+        print(f"gpuconform: baseline update: {line}", file=sys.stderr)
+
     path = _call(_helper("baseline_update", "update_baseline"), args.results, args.out,
-                 append=args.append)
+                 append=args.append, force=args.force, forced=forced)
     print(f"gpuconform: baseline written: {path}")
     return EXIT_OK
 
