@@ -25,7 +25,8 @@ Modules, one job each, from the bottom up:
   gate         the regression gate: from K clean runs, a metric's limit and MDE, or trend only
   baseline     baseline files (one summary per clean run): format, reading, checking, finding
   runmetrics   a run's results.json read back: its metrics, durations and fingerprint
-  baseline_update  clean runs made into a baseline, or added to one
+  cleanrun     which run a results.json is (its run id) and whether it is clean
+  baseline_update  distinct clean runs made into a baseline, or added to one
   judge        a run's metrics judged against its baseline by the gate
   compare      `gpuconform compare A B`: state changes and sample-level metric deltas
   merge        results directories merged (shards of one run, a run and its re-runs)

@@ -51,6 +51,7 @@ from .jsondoc import Doc, DocError, get, number, top_object, type_name
 __all__ = [
     "BASELINE_FORMAT", "BASELINE_VERSION", "DEFAULT_BASELINE_DIR", "BaselineError",
     "BaselineMetric", "Baseline", "RunInfo", "load_baseline", "write_baseline", "find_baseline",
+    "asked_baseline",
     "check_fingerprint", "split_key", "metric_key", "node_of", "record_name", "METRIC_NAME_RE",
     "parse_better",
 ]
@@ -98,15 +99,37 @@ def record_name(test: str) -> str:
 
 @dataclass(frozen=True)
 class RunInfo:
-    """One clean run a baseline was made from: where it came from, which host."""
+    """One run a baseline was made from: where it came from, which host, its
+    run id (results.json's run.run_id; a merge's: its runs' ids joined by
+    "+"), and why it was not clean when `baseline update --force` took it
+    anyway (None: a clean run). Files written before run ids were kept have
+    neither: such a run is known by its start, host and GPUs (same_run)."""
     source: str
     start: str
     host: str
     devices: tuple[str, ...] = ()
+    run_id: str | None = None
+    unclean: str | None = None
+
+    def ids(self) -> frozenset[str]:
+        return frozenset(self.run_id.split("+")) if self.run_id else frozenset()
+
+    def same_run(self, other: "RunInfo") -> bool:
+        """Whether the two are (or share) one run: by run id where both have
+        one, else by start, host and GPUs."""
+        if self.run_id and other.run_id:
+            return bool(self.ids() & other.ids())
+        return (self.start, self.host, self.devices) == (other.start, other.host,
+                                                         other.devices) and self.start != "?"
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "start": self.start, "host": self.host,
-                "devices": list(self.devices)}
+        j: dict[str, Any] = {"source": self.source, "start": self.start, "host": self.host,
+                             "devices": list(self.devices)}
+        if self.run_id is not None:
+            j["run_id"] = self.run_id
+        if self.unclean is not None:
+            j["unclean"] = self.unclean
+        return j
 
 
 @dataclass(frozen=True)
@@ -256,7 +279,10 @@ def _parse_runs(doc: Doc, d: Mapping[str, Any]) -> list[RunInfo]:
             if not isinstance(x, str):
                 raise doc.error(path + ["devices", j], f"is {type_name(x)}, not string")
         out.append(RunInfo(get(doc, r, path, "source", str), get(doc, r, path, "start", str),
-                           get(doc, r, path, "host", str), tuple(devs)))
+                           get(doc, r, path, "host", str), tuple(devs),
+                           # absent from files written before they were kept
+                           get(doc, r, path, "run_id", str, required=False),
+                           get(doc, r, path, "unclean", str, required=False)))
     return out
 
 
@@ -374,6 +400,64 @@ def find_baseline(fp: Fingerprint, dirs: Iterable[Path] | None = None) -> Path |
         if p.is_file():
             return p
     return None
+
+
+def _holds(d: Path, shown: int = 5) -> str:
+    """"DIR holds a.json, b.json": what a directory of baselines has."""
+    try:
+        names = sorted(p.name for p in d.glob("*.json"))
+    except OSError as e:
+        return f"{d} cannot be listed: {e.strerror or e}"
+    if not names:
+        return f"{d} holds no .json file"
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"{d} holds {', '.join(names[:shown])}{more}"
+
+
+def asked_baseline(dirs: Sequence[str | Path] | None, file: str | Path | None,
+                   fp: Fingerprint | None) -> Baseline | None:
+    """The baseline a run asked for by name, before the run: --baseline FILE
+    (that file), --baselines DIR... (the file of fp's key in the first DIR
+    that has one). Loaded, and checked to be fp's. BaselineError, one line,
+    when it was asked for and is not there, is not a baseline or is another
+    machine's: a nightly job with a typo in its baseline path must fail, not
+    run green with nothing compared. None when none was asked for (the run
+    looks in data/baselines/ and notes when there is none). fp None: the run
+    will be on other machines (a fleet, submitted from a login node): only
+    that the paths are there (and FILE a baseline) is checked."""
+    if file is not None and dirs is not None:
+        raise BaselineError("--baseline FILE and --baselines DIR: give one of them")
+    if file is not None:
+        p = Path(file)
+        if not p.exists():
+            raise BaselineError(f"--baseline {p}: no such file")
+        if p.is_dir():
+            raise BaselineError(f"--baseline {p}: a directory (a directory of baselines, "
+                                "searched by this machine's fingerprint, is --baselines DIR)")
+        b = load_baseline(p)
+        if fp is not None:
+            check_fingerprint(b, fp)
+        return b
+    if dirs is None:
+        return None
+    paths = [Path(d) for d in dirs]
+    for d in paths:
+        if not d.exists():
+            raise BaselineError(f"--baselines {d}: no such directory")
+        if not d.is_dir():
+            raise BaselineError(f"--baselines {d}: not a directory (one baseline file is "
+                                "--baseline FILE)")
+    if fp is None:
+        return None
+    found = find_baseline(fp, paths)
+    if found is None:
+        raise BaselineError(
+            f"--baselines {', '.join(map(str, paths))}: no baseline of this machine's "
+            f"fingerprint: looked for {fp.key()}.json ({fp.describe()}); "
+            + "; ".join(_holds(d) for d in paths))
+    b = load_baseline(found)
+    check_fingerprint(b, fp)
+    return b
 
 
 def check_fingerprint(b: Baseline, fp: Fingerprint) -> None:

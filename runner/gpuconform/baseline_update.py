@@ -1,12 +1,18 @@
 """Clean runs made into a baseline, or added to one (`gpuconform baseline
-update`): each results directory one run of the baseline."""
+update`): each results directory one run of the baseline, each run once.
+
+A run that is not clean (cleanrun.py: an unexpected result, an abort, a
+collection error, an incomplete merge) is refused, naming why, unless
+forced: then the baseline's entry of the run says why (RunInfo.unclean).
+A run is known by its run id, so the same run given twice, or added
+(--append) to a baseline that has it, is refused whatever its path."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from . import baseline, gate
 from .baseline import (
@@ -18,6 +24,7 @@ from .baseline import (
     load_baseline,
     write_baseline,
 )
+from .cleanrun import run_id, unclean
 from .fingerprint import Fingerprint, current_fingerprint
 from .gate import Gate, RunSummary
 from .catalogue import Catalogue, CatalogueError
@@ -31,7 +38,8 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _run_info(data: Mapping[str, Any], source: Path) -> RunInfo:
+def _run_info(data: Mapping[str, Any], source: Path, rid: str,
+              why: str | None) -> RunInfo:
     run = data.get("run") if isinstance(data.get("run"), Mapping) else {}
     start = run.get("start")
     when = (datetime.fromtimestamp(start, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -39,11 +47,33 @@ def _run_info(data: Mapping[str, Any], source: Path) -> RunInfo:
     devs = run.get("devices")
     return RunInfo(str(source), when, str(run.get("hostname", "?")),
                    tuple(x for x in devs if isinstance(x, str)) if isinstance(devs, list)
-                   else ())
+                   else (), rid, why)
+
+
+def _short(rid: str) -> str:
+    return "+".join(i[:12] for i in rid.split("+"))
+
+
+def _read_run(rj: Path, force: bool) -> tuple[Mapping[str, Any], RunInfo]:
+    """One results.json, checked to be a run this baseline may take."""
+    data = load_results(rj)
+    if not data["tests"]:
+        raise BaselineError(f"{rj}: tests: no test records, nothing to make a baseline of")
+    rid = run_id(data)
+    if rid is None:
+        raise BaselineError(f"{rj}: run.run_id: missing: not a run written by `gpuconform "
+                            "run` (a baseline tells its runs apart by their ids)")
+    why = unclean(data)
+    if why is not None and not force:
+        raise BaselineError(f"{rj}: not a clean run: {why}: a baseline is made of clean "
+                            "runs (--force takes it all the same, and the baseline "
+                            "records why)")
+    return data, _run_info(data, rj.parent, rid, why)
 
 
 def update_baseline(results_dirs: Path | Sequence[Path], out: Path | None = None, *,
-                    append: bool = False) -> Path:
+                    append: bool = False, force: bool = False,
+                    forced: Callable[[str], None] | None = None) -> Path:
     """Make or update the baseline of the clean runs in results_dirs (each a
     results directory or results.json); returns its path.
 
@@ -56,24 +86,32 @@ def update_baseline(results_dirs: Path | Sequence[Path], out: Path | None = None
     a few tests refreshes only those). Only metrics of tests that ended as
     expected go in (run_metrics' clean_only); durations of every test that
     ran, the last run's.
+
+    Each run must be clean, and each one run of the baseline once: the same
+    run id twice among results_dirs, or (append) already in the baseline,
+    is a BaselineError. force takes runs that are not clean (only their
+    tests that ended as expected, as always), each entry saying why, and
+    tells forced() of each.
     """
     dirs = [Path(results_dirs)] if isinstance(results_dirs, (str, Path)) else \
         [Path(d) for d in results_dirs]
     if not dirs:
         raise BaselineError("baseline update: no results given")
-    loaded = []
+    loaded: list[tuple[Path, Mapping[str, Any], RunInfo]] = []
     fp: Fingerprint | None = None
     for d in dirs:
         rj = d if d.is_file() else d / "results.json"
-        data = load_results(rj)
-        if not data["tests"]:
-            raise BaselineError(f"{rj}: tests: no test records, nothing to make a baseline of")
+        data, info = _read_run(rj, force)
+        for prev, _, other in loaded:
+            if info.same_run(other):
+                raise BaselineError(f"{rj}: run {_short(info.run_id or '?')} is given twice "
+                                    f"(also as {prev}): a baseline is made of distinct runs")
         this = results_fingerprint(data) or current_fingerprint()
         if fp is not None and this.key() != fp.key():
             raise BaselineError(f"{rj}: fingerprint: this run is {this.describe()}, the "
                                 f"first is {fp.describe()}: one baseline is one fingerprint")
         fp = this
-        loaded.append((rj, data))
+        loaded.append((rj, data, info))
     assert fp is not None
     target = Path(out) if out is not None else baseline.DEFAULT_BASELINE_DIR / (fp.key() + ".json")
     old = load_baseline(target) if target.exists() else None
@@ -83,7 +121,31 @@ def update_baseline(results_dirs: Path | Sequence[Path], out: Path | None = None
         except BaselineError as e:
             raise BaselineError(f"{e}; give another output file") from None
     b = _merge(old, fp, loaded, append)
-    return write_baseline(b, target)
+    _check_distinct(b, old, [info for _, _, info in loaded], target)
+    written = write_baseline(b, target)
+    for rj, _, info in loaded:
+        if info.unclean is not None and forced is not None:
+            forced(f"{rj}: not a clean run, taken (--force): {info.unclean}")
+    return written
+
+
+def _check_distinct(b: Baseline, old: Baseline | None, new: Sequence[RunInfo],
+                    target: Path) -> None:
+    """No run of new is one that b kept from old (append: it is added to its
+    own runs; without append the new run replaces the old one's metrics,
+    and a run whose metrics are all replaced is gone)."""
+    fresh = {id(r) for r in new}
+    index = {id(o): i for i, o in enumerate(old.runs)} if old is not None else {}
+    for r in b.runs:
+        if id(r) not in fresh:
+            continue
+        for o in b.runs:
+            if id(o) in index and r.same_run(o):
+                how = "" if o.run_id else ": no run id there, the same start, host and GPUs"
+                raise BaselineError(
+                    f"{r.source}: run {_short(r.run_id or '?')} is already in {target} (its "
+                    f"run {index[id(o)]}, from {o.source}{how}): a baseline is made of "
+                    "distinct runs")
 
 
 def _catalogue(rj: Path, data: Mapping[str, Any]) -> Catalogue:
@@ -94,15 +156,15 @@ def _catalogue(rj: Path, data: Mapping[str, Any]) -> Catalogue:
 
 
 def _merge(old: Baseline | None, fp: Fingerprint,
-           loaded: Sequence[tuple[Path, Mapping[str, Any]]], append: bool) -> Baseline:
+           loaded: Sequence[tuple[Path, Mapping[str, Any], RunInfo]], append: bool) -> Baseline:
     runs = list(old.runs) if old is not None else []
     summaries: dict[str, list[RunSummary]] = {}
     raw: dict[str, list[float]] = {}
     kinds: dict[str, tuple[str, str]] = {}
     times = dict(old.durations) if old is not None else {}
-    for rj, data in loaded:
+    for rj, data, info in loaded:
         index = len(runs)
-        runs.append(_run_info(data, rj.parent))
+        runs.append(info)
         node = labeler(data, _catalogue(rj, data))
         for key, m in run_metrics(data["tests"], clean_only=True, source=str(rj),
                                   node=node).items():

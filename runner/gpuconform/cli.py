@@ -6,7 +6,7 @@
     gpuconform list     --contracts [--build DIR] [--results DIR]
     gpuconform resume   RESULTS_DIR [-- PYTEST ARGS...]
     gpuconform compare  A B
-    gpuconform baseline update RESULTS... [--out FILE] [--append]
+    gpuconform baseline update RESULTS... [--out FILE] [--append] [--force]
     gpuconform report   RESULTS
     gpuconform merge    OUT DIR...
     gpuconform doctor   [--scratch-dir DIR] [--fix] [--json]
@@ -22,7 +22,11 @@ failure without a rule, no unexpected pass or flake, no metric regression
 unless --regressions-expected, no collection error, something ran), 1
 otherwise, 2 when it cannot start (no build directory or manifest, a bad
 option, a malformed test list / expectations / patterns file, a test list
-naming a test that does not exist). Every such error is one line.
+naming a test that does not exist, a baseline asked for by --baseline FILE or
+--baselines DIR that is not there, not a baseline or another machine's).
+Every such error is one line. No option is taken for another it begins
+with (argparse's abbreviations are off). `baseline update` exits 2 on a run
+that is not clean (unless --force) or one given twice.
 `resume` continues a run whose runner or machine died, with the same exit
 statuses. `doctor` prints what the fastpath (GPU-direct file I/O) needs and
 what this machine has (doctor.py): exit 0 when every item the present GPU
@@ -93,7 +97,12 @@ class CliError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, with its errors on one line."""
+    """argparse, with its errors on one line, and no option taken for another
+    it begins (argparse's allow_abbrev: `--baseline FILE` was `--baselines`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_CANNOT_START, f"{self.prog}: error: {' '.join(message.split())} "
@@ -179,10 +188,16 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
                      help=f"kernel log to watch (default {KMSG_PATH})")
     run.add_argument("--taint-file", metavar="PATH|off", default=TAINT_PATH,
                      help=f"kernel taint to watch (default {TAINT_PATH})")
-    run.add_argument("--baselines", metavar="DIR", action="append", default=None,
-                     help="where the fingerprint's baseline is looked for (repeatable; "
-                     "default data/baselines)")
-    run.add_argument("--no-baseline", action="store_true", help="no baseline comparison")
+    which = run.add_mutually_exclusive_group()
+    which.add_argument("--baselines", metavar="DIR", action="append", default=None,
+                       help="where the baseline of this machine's fingerprint is looked for "
+                       "instead of data/baselines (repeatable); one of them must hold it, "
+                       "or nothing runs (default: data/baselines, and none there is a note)")
+    which.add_argument("--baseline", metavar="FILE", default=None,
+                       help="the baseline file to compare with; it must be a baseline of this "
+                       "machine's fingerprint, or nothing runs")
+    run.add_argument("--no-baseline", action="store_true",
+                     help="no baseline comparison (whatever --baseline(s) say)")
     run.add_argument("--regressions-expected", action="store_true",
                      help="metric regressions are reported but do not fail the run")
     run.add_argument("--no-report", action="store_true", help="do not write report.html")
@@ -255,12 +270,17 @@ def build_parser() -> argparse.ArgumentParser:
     blsub = bl.add_subparsers(dest="baseline_command", metavar="ACTION", required=True)
     up = blsub.add_parser("update", help="make or update the baseline of a run's fingerprint")
     up.add_argument("results", metavar="RESULTS", type=Path, nargs="+",
-                    help="results directories of clean runs, each one run of the baseline")
+                    help="results directories of clean runs, each one run of the baseline "
+                    "(a run given twice, or already in the baseline, is refused)")
     up.add_argument("--out", metavar="FILE", type=Path, default=None,
                     help="baseline file (default data/baselines/<fingerprint key>.json)")
     up.add_argument("--append", action="store_true",
                     help="add these runs to the baseline's runs instead of replacing them "
                     "(the gate needs 3 runs, 5 or more on 2 hosts or more to be useful)")
+    up.add_argument("--force", action="store_true",
+                    help="take runs that are not clean (an unexpected result, an abort, an "
+                    "incomplete merge): their tests that ended as expected go in, and the "
+                    "baseline's entry of each says why it was not clean")
 
     rep = sub.add_parser("report", help="write RESULTS/report.html")
     rep.add_argument("results", metavar="RESULTS", type=Path)
@@ -507,8 +527,10 @@ def _absolute_paths(paths: list[str] | None) -> list[str] | None:
     return [str(Path(p).absolute()) for p in paths] if paths is not None else None
 
 
-def _run_options(args: argparse.Namespace) -> RunOptions:
-    """`run`'s options, every input file checked (CliError)."""
+def _run_options(args: argparse.Namespace, *, here: bool = True) -> RunOptions:
+    """`run`'s options, every input file checked (CliError); here False: the
+    run is for other machines (fleet submit), whose fingerprints are not
+    this one's."""
     opts = RunOptions(
         timeout=args.timeout,
         grace=args.grace,
@@ -528,6 +550,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         kmsg=args.kmsg,
         taint_file=args.taint_file,
         baselines=_absolute_paths(args.baselines),
+        baseline=str(Path(args.baseline).absolute()) if args.baseline is not None else None,
         no_baseline=args.no_baseline,
         regressions_expected=args.regressions_expected,
         report=not args.no_report,
@@ -538,7 +561,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
     if opts.expectations is None and args.selftest:
         opts.expectations = []
     try:
-        load_inputs(opts, selftest=args.selftest)  # every input file's error, before pytest
+        load_inputs(opts, selftest=args.selftest, here=here)  # every input's error, before pytest
     except InputError as e:
         raise CliError(str(e)) from None
     return opts
@@ -672,8 +695,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_baseline(args: argparse.Namespace) -> int:
+    def forced(line: str) -> None:
+        print(f"gpuconform: baseline update: {line}", file=sys.stderr)
+
     path = _call(_helper("baseline_update", "update_baseline"), args.results, args.out,
-                 append=args.append)
+                 append=args.append, force=args.force, forced=forced)
     print(f"gpuconform: baseline written: {path}")
     return EXIT_OK
 
@@ -725,7 +751,7 @@ def _fleet_submit(args: argparse.Namespace) -> int:
         raise CliError("fleet submit: --shard and --results are the fleet's own: give "
                        "--shards N and --results DIR before --")
     manifest = _manifest(run)
-    _run_options(run)
+    _run_options(run, here=False)
     run_args = absolute_run_args(run_args, Path.cwd())
     # Shards share one build directory: pytest's cache there is no use to them.
     run_args += ["-p", "no:cacheprovider"] if "--" in run_args else ["--", "-p", "no:cacheprovider"]

@@ -60,7 +60,7 @@ JOB_NAME = "gpuconform-fleet"
 # option -> how many values (None: one or more, up to the next option)
 _PATH_OPTIONS: dict[str, int | None] = {
     "--build": 1, "--scratch-dir": 1, "--dmesg-patterns": 1, "--catalogue": 1, "--baselines": 1,
-    "--kmsg": 1, "--taint-file": 1, "--testlist": 1, "--expectations": None,
+    "--baseline": 1, "--kmsg": 1, "--taint-file": 1, "--testlist": 1, "--expectations": None,
 }
 _UNSAFE = re.compile(r"[\s'\"\\]")
 

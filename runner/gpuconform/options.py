@@ -186,7 +186,8 @@ class RunOptions:
     catalogue: str = str(DEFAULT_CATALOGUE)  # the metric catalogue (catalogue.py)
     kmsg: str = KMSG_PATH  # "off": not read
     taint_file: str = TAINT_PATH  # "off": not watched
-    baselines: list[str] | None = None  # None: data/baselines
+    baselines: list[str] | None = None  # None: data/baselines (given: must hold this machine's)
+    baseline: str | None = None  # the baseline file to compare with (None: found by fingerprint)
     no_baseline: bool = False
     regressions_expected: bool = False
     report: bool = True
@@ -230,6 +231,7 @@ class RunOptions:
             kmsg=g("gc_kmsg"),
             taint_file=g("gc_taint_file"),
             baselines=list(g("gc_baselines")) if g("gc_baselines") is not None else None,
+            baseline=g("gc_baseline"),
             no_baseline=g("gc_no_baseline"),
             regressions_expected=g("gc_regressions_expected"),
             report=not g("gc_no_report"),
@@ -276,6 +278,8 @@ def options_to_args(o: RunOptions) -> list[str]:
         a += ["--gc-platform", o.platform]
     for b in o.baselines or []:
         a += ["--gc-baselines", b]
+    if o.baseline is not None:
+        a += ["--gc-baseline", o.baseline]
     if o.no_baseline:
         a.append("--gc-no-baseline")
     if o.regressions_expected:
@@ -303,6 +307,7 @@ class RunInputs:
     fingerprint: dict[str, str] | None
     node: NodePlan
     fingerprint_error: str | None = None
+    baseline: Any = None  # baseline.Baseline: the one asked for by name, loaded and checked
 
 
 def _fingerprint() -> tuple[dict[str, str] | None, str, str | None]:
@@ -316,10 +321,12 @@ def _fingerprint() -> tuple[dict[str, str] | None, str, str | None]:
         return None, "", f"fingerprint: {type(e).__name__}: {' '.join(str(e).split())[:200]}"
 
 
-def load_inputs(o: RunOptions, *, selftest: bool = False) -> RunInputs:
-    """Read the test lists, expectations, kernel log patterns and the metric
-    catalogue; InputError (one line, naming the file and line) for anything
-    wrong."""
+def load_inputs(o: RunOptions, *, selftest: bool = False, here: bool = True) -> RunInputs:
+    """Read the test lists, expectations, kernel log patterns, the metric
+    catalogue and the baseline asked for by name; InputError (one line,
+    naming the file and line) for anything wrong. here False: the run will
+    be on other machines (fleet submit), whose fingerprints choose their
+    baselines: of those, only the paths are checked."""
     files: list[Path] = []
     patterns: list[TestPattern] | None = None
     try:
@@ -350,7 +357,27 @@ def load_inputs(o: RunOptions, *, selftest: bool = False) -> RunInputs:
     except CatalogueError as e:
         raise InputError(str(e)) from None
     return RunInputs(patterns, files, exp, exp_files, dmesg, catalogue, platform, fp,
-                     node_plan(o), fp_error)
+                     node_plan(o), fp_error, _asked_baseline(o, fp, fp_error, here))
+
+
+def _asked_baseline(o: RunOptions, fp: dict[str, str] | None, fp_error: str | None,
+                    here: bool) -> Any:
+    """baseline.asked_baseline of --baseline / --baselines, as InputError."""
+    if o.no_baseline or (o.baseline is None and o.baselines is None):
+        return None
+    from .baseline import BaselineError, asked_baseline
+    from .fingerprint import Fingerprint
+
+    if here and fp is None:
+        asked = f"--baseline {o.baseline}" if o.baseline is not None else \
+            f"--baselines {', '.join(o.baselines or [])}"
+        raise InputError(f"{asked}: this machine's fingerprint, which the baseline must "
+                         f"match, could not be read ({fp_error})")
+    try:
+        return asked_baseline(o.baselines, o.baseline,
+                              Fingerprint.from_json(fp) if here and fp is not None else None)
+    except BaselineError as e:
+        raise InputError(str(e)) from None
 
 
 def node_plan(o: RunOptions) -> NodePlan:

@@ -168,7 +168,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--gc-taint-file", metavar="PATH|off", default=TAINT_PATH,
                 help=f"kernel taint file (default {TAINT_PATH}; off: not watched)")
     g.addoption("--gc-baselines", action="append", metavar="DIR",
-                help="where to look for the fingerprint's baseline (default data/baselines)")
+                help="where to look for the fingerprint's baseline (default data/baselines); "
+                "given, it must be there")
+    g.addoption("--gc-baseline", metavar="FILE", default=None,
+                help="the baseline file to compare with (it must be this machine's)")
     g.addoption("--gc-no-baseline", action="store_true", help="no baseline comparison")
     g.addoption("--gc-regressions-expected", action="store_true",
                 help="metric regressions do not count as unexpected")
@@ -626,8 +629,15 @@ class GcSession:
         self._start_progress(tests)
 
     def _find_baseline(self) -> None:
+        """The baseline asked for by name was loaded and checked before the run
+        (load_inputs: not there is an error); else data/baselines/'s of this
+        fingerprint: none is a note, a damaged one an error after the run."""
         o = self.opts
         if o.no_baseline:
+            return
+        if self.inputs.baseline is not None:
+            self.baseline = self.inputs.baseline
+            self.baseline_path = self.baseline.path
             return
         try:
             from .baseline import check_fingerprint, find_baseline, load_baseline
@@ -636,11 +646,10 @@ class GcSession:
             if self.inputs.fingerprint is None:
                 raise RuntimeError(self.inputs.fingerprint_error or "no fingerprint")
             fp = Fingerprint.from_json(self.inputs.fingerprint)
-            dirs = [Path(d) for d in o.baselines] if o.baselines is not None else None
-            path = find_baseline(fp, dirs)
+            path = find_baseline(fp)
             if path is None:
-                where = ", ".join(o.baselines) if o.baselines is not None else "data/baselines"
-                self.messages.append(f"baseline: none for fingerprint {fp.key()} in {where}")
+                self.messages.append(f"baseline: none for fingerprint {fp.key()} in "
+                                     "data/baselines")
                 return
             self.baseline_path = path
             baseline = load_baseline(path)

@@ -7,13 +7,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
-from gc_testutil import REPO_ROOT, Selftests, gate_baseline
+from gc_testutil import HANG_GUARD_S, REPO_ROOT, CliRun, Selftests, gate_baseline, run_launcher
 from gpuconform import baseline as bl
+from gpuconform import gate
 from gpuconform import jsondoc
 from gpuconform.baseline import (
     metric_key,
@@ -235,6 +237,8 @@ def test_a_baseline_of_another_fingerprint_is_named(tmp_path: Path) -> None:
 
 
 def run_data(fp: Fingerprint = FP, scale: float = 1.0, host: str = "vm") -> dict[str, Any]:
+    """A run that is not clean (b@bad and b@dyn failed unexpectedly): only
+    --force makes a baseline of it."""
     return results({
         "b@ok": record("pass", [metric("b", "ok", "lat", [scale * x for x in (1, 2, 3)]),
                                 metric("b", "ok", "bw", [9, 8], unit="MB/s", better="higher")],
@@ -246,16 +250,30 @@ def run_data(fp: Fingerprint = FP, scale: float = 1.0, host: str = "vm") -> dict
                         dynamic={"gpu0": "pass", "gpu1": "fail"}, duration=3.0),
         "b@never": record("notrun", duration=0.0),
         "b@skipped": record("skip", duration=0.01),
-    }, fingerprint=fp.to_json(), run={"start": 1.7e9, "hostname": host, "devices": ["GPU-a"]})
+    }, fingerprint=fp.to_json(), run={"start": 1.7e9, "hostname": host, "devices": ["GPU-a"],
+                                      "run_id": f"{host}-{scale}"})
+
+
+def clean_data(fp: Fingerprint = FP, rid: str = "c1") -> dict[str, Any]:
+    return results({"b@ok": record("pass", [metric("b", "ok", "lat", [1, 2, 3])]),
+                    "b@known": record("fail", [metric("b", "known", "lat", [4, 5])],
+                                      expected=True)},
+                   fingerprint=fp.to_json(), run={"start": 1.7e9, "run_id": rid})
 
 
 def test_update_from_several_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bl, "DEFAULT_BASELINE_DIR", tmp_path / "baselines")
     dirs = [write_results(tmp_path / f"r{i}", run_data(scale=1 + i / 100, host=f"h{i}"))
             for i in range(3)]
-    out = update_baseline(dirs)
+    said: list[str] = []
+    out = update_baseline(dirs, force=True, forced=said.append)
     assert out == tmp_path / "baselines" / f"{FP.key()}.json"  # the fingerprint of the runs
     b = load_baseline(out)
+    # forced, each run says why it was not clean
+    assert [(r.run_id, r.unclean) for r in b.runs] == \
+        [(f"h{i}-{1 + i / 100}", "2 unexpected results (2 fail)") for i in range(3)]
+    assert said == [f"{d / 'results.json'}: not a clean run, taken (--force): 2 unexpected "
+                    "results (2 fail)" for d in dirs]
     # tests that ended as expected (passed, or failed as a rule says) and the passing
     # dynamic subtest; not an unexpected failure
     assert sorted(b.metrics) == ["b@dyn@gpu0:lat", "b@known:lat", "b@ok:bw", "b@ok:lat"]
@@ -276,7 +294,7 @@ def test_update_replaces_or_appends(tmp_path: Path) -> None:
     def one(name: str, metrics: dict[str, list[float]], dur: float) -> Path:
         return write_results(tmp_path / name, results(
             {f"b@{k}": record("pass", [metric("b", k, "x", v)], duration=dur)
-             for k, v in metrics.items()}, fingerprint=FP.to_json()))
+             for k, v in metrics.items()}, fingerprint=FP.to_json(), run={"run_id": name}))
 
     update_baseline([one("r1", {"one": [1.0], "two": [2.0]}, 1)], out)
     update_baseline([one("r2", {"two": [3.0]}, 4)], out)  # replaces b@two's runs only
@@ -298,8 +316,8 @@ def test_update_replaces_or_appends(tmp_path: Path) -> None:
 
 
 def test_update_refuses_mixed_fingerprints(tmp_path: Path) -> None:
-    a = write_results(tmp_path / "a", run_data())
-    b = write_results(tmp_path / "b", run_data(OTHER))
+    a = write_results(tmp_path / "a", clean_data(rid="a"))
+    b = write_results(tmp_path / "b", clean_data(OTHER, rid="b"))
     with pytest.raises(BaselineError, match=r"b/results\.json: fingerprint: this run is 1x NVIDIA "
                        r"L4;.*the first is 1x NVIDIA H100.*one baseline is one fingerprint"):
         update_baseline([a, b], tmp_path / "out.json")
@@ -309,7 +327,7 @@ def test_update_refuses_mixed_fingerprints(tmp_path: Path) -> None:
 def test_update_refuses_another_machines_file(tmp_path: Path) -> None:
     out = write_baseline(good(), tmp_path / "b.json")
     before = out.read_text()
-    rd = write_results(tmp_path / "r", run_data(OTHER))
+    rd = write_results(tmp_path / "r", clean_data(OTHER))
     with pytest.raises(BaselineError, match=r"b\.json:4: fingerprint: the baseline is for 1x "
                        r"NVIDIA H100.*give another output file$"):
         update_baseline(rd, out)
@@ -319,7 +337,7 @@ def test_update_refuses_another_machines_file(tmp_path: Path) -> None:
 def test_update_without_stored_fingerprint_uses_this_machine(tmp_path: Path) -> None:
     from gpuconform.fingerprint import current_fingerprint
     rec = record("pass", [metric("b", "x", "t", [1])])
-    rd = write_results(tmp_path / "r", results({"b@x": rec}))
+    rd = write_results(tmp_path / "r", results({"b@x": rec}, run={"run_id": "x"}))
     out = update_baseline(rd, tmp_path / "b.json")
     assert load_baseline(out).fingerprint == current_fingerprint().to_json()
 
@@ -421,13 +439,14 @@ def test_spin_through_the_runner(selftests: Selftests, tmp_path: Path) -> None:
     """The real selftest: its slowdown knob scales the work (the iteration
     count it prints), its 50 samples land in a baseline and compare. No
     verdict on the slowdown is asserted: that would be a wall-clock threshold."""
-    p = gpuconform(selftests, tmp_path / "r", "spin",
-                   {"GPUCONFORM_SELFTEST_SLOWDOWN": "1.05"})
-    assert p.returncode == 0, p.stdout + p.stderr
-    data = json.loads((tmp_path / "r" / "results.json").read_text())
+    runs = [tmp_path / f"r{i}" for i in range(3)]
+    for r in runs:
+        p = gpuconform(selftests, r, "spin", {"GPUCONFORM_SELFTEST_SLOWDOWN": "1.05"})
+        assert p.returncode == 0, p.stdout + p.stderr
+    data = json.loads((runs[0] / "results.json").read_text())
     rec = data["tests"]["selftest_metrics@spin"]
     assert "50 samples of 18900000 iterations (slowdown 1.05)" in rec["out"]
-    out = update_baseline([tmp_path / "r"] * 3, tmp_path / "b.json")
+    out = update_baseline(runs, tmp_path / "b.json")
     b = load_baseline(out)
     # spin is timed on the host: keyed by the node it ran on (data/metrics.txt, scope.py)
     fp = Fingerprint.from_json(data["fingerprint"])
@@ -437,7 +456,19 @@ def test_spin_through_the_runner(selftests: Selftests, tmp_path: Path) -> None:
     assert [r.n for r in m.runs] == [50, 50, 50] and b.durations["selftest_metrics@spin"] > 0
     (c,) = compare_run(data["tests"], b, labeler(data, catalogue_of(data)))
     assert (c.key, c.base_runs, c.n_run, c.unit, c.better) == (key, 3, 50, "ns", "lower")
-    assert c.verdict == "unchanged" and c.change == pytest.approx(0, abs=1e-5)  # itself
+    # run 0 of the baseline is the run compared: its statistic, no timing asserted
+    (spin,) = [x for x in rec["metrics"] if x["name"] == "spin"]
+    assert m.runs[0] == gate.summarize(0, spin["samples"], "lower")
+
+
+def run_selected(selftests: Selftests, results_dir: Path, include: str, status: int) -> None:
+    """A real run of the selftests that match the regex include, ending in status."""
+    p = subprocess.run(
+        [str(REPO_ROOT / "gpuconform"), "run", "--build", str(selftests.build), "--selftest",
+         "--include", include, "--results", str(results_dir), "--progress", "off",
+         *RUN_ISOLATED], capture_output=True, text=True, timeout=HANG_GUARD_S)
+    assert p.returncode == status and (results_dir / "results.json").is_file(), \
+        p.stdout + p.stderr
 
 
 def test_spin_refuses_a_bad_knob(selftests: Selftests) -> None:
@@ -446,6 +477,182 @@ def test_spin_refuses_a_bad_knob(selftests: Selftests) -> None:
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 98
     assert '$GPUCONFORM_SELFTEST_SLOWDOWN="fast": not a factor' in p.stdout + p.stderr
+
+
+# ------------------------------------- distinct clean runs only (real runs)
+
+
+def update_cli(*args: Any) -> CliRun:
+    """`gpuconform baseline update ARGS`, the real command."""
+    return run_launcher(["baseline", "update", *map(str, args)], dict(os.environ), None)
+
+
+def refused(r: CliRun) -> str:
+    """The one line of a refused update (exit 2, no traceback)."""
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stdout + r.stderr, r.stderr
+    assert "baseline written" not in r.stdout
+    return r.stderr.strip()
+
+
+def run_id_of(results_dir: Path) -> str:
+    rid: str = json.loads((results_dir / "results.json").read_text())["run"]["run_id"]
+    return rid
+
+
+@pytest.fixture(scope="module")
+def clean_runs(selftests: Selftests, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Three real clean runs: two of selftest_metrics@metrics, one of @spin."""
+    base = tmp_path_factory.mktemp("clean")
+    out = []
+    for name, test in (("a", "metrics"), ("b", "metrics"), ("c", "spin")):
+        run_selected(selftests, base / name, f"^selftest_metrics@{test}$", 0)
+        out.append(base / name)
+    return out
+
+
+def test_update_refuses_the_same_run_twice(clean_runs: list[Path], tmp_path: Path) -> None:
+    """One run is one run of the baseline: given twice (by the same path or
+    another), or added to a baseline that has it, it is refused; the file
+    stays as it was. Before: "baseline written", the run counted twice."""
+    a, b, _ = clean_runs
+    out = tmp_path / "b.json"
+    err = refused(update_cli(a, a, "--out", out))
+    assert err == (f"gpuconform: {a / 'results.json'}: run {run_id_of(a)[:12]} is given twice "
+                   f"(also as {a / 'results.json'}): a baseline is made of distinct runs")
+    (tmp_path / "link").symlink_to(a)
+    for other in (a / "results.json", tmp_path / "link"):  # the run, by another path
+        assert "is given twice" in refused(update_cli(a, other, "--out", out))
+    assert not out.exists()
+    assert update_cli(a, "--out", out).returncode == 0
+    before = out.read_text()
+    err = refused(update_cli(a, "--out", out, "--append"))
+    assert err == (f"gpuconform: {a}: run {run_id_of(a)[:12]} is already in {out} (its run 0, "
+                   f"from {a}): a baseline is made of distinct runs")
+    assert out.read_text() == before
+    assert update_cli(b, "--out", out, "--append").returncode == 0
+    assert [r.run_id for r in load_baseline(out).runs] == [run_id_of(a), run_id_of(b)]
+    # without --append a run replaces the runs of what it measured: itself included
+    assert update_cli(a, "--out", out).returncode == 0
+    assert [r.run_id for r in load_baseline(out).runs] == [run_id_of(a)]
+
+
+def test_a_merge_is_the_runs_it_merged(clean_runs: list[Path], tmp_path: Path) -> None:
+    """A merge is its runs: given with one of them it is the same run twice;
+    a merge that is not complete (here: one test in two runs, a conflict) is
+    not a clean run."""
+    a, b, c = clean_runs
+    whole = tmp_path / "bc"
+    assert run_launcher(["merge", str(whole), str(b), str(c)], dict(os.environ),
+                        None).returncode == 0
+    assert "is given twice" in refused(update_cli(whole, b, "--out", tmp_path / "x.json"))
+    assert update_cli(a, whole, "--out", tmp_path / "b.json").returncode == 0
+    assert [r.run_id for r in load_baseline(tmp_path / "b.json").runs] == \
+        [run_id_of(a), "+".join(sorted([run_id_of(b), run_id_of(c)]))]
+    both = tmp_path / "ab"
+    assert run_launcher(["merge", str(both), str(a), str(b)], dict(os.environ),
+                        None).returncode == 1
+    assert refused(update_cli(both, "--out", tmp_path / "y.json")).endswith(
+        "/ab/results.json: not a clean run: an incomplete merge (1 conflict): a baseline is "
+        "made of clean runs (--force takes it all the same, and the baseline records why)")
+
+
+def test_update_refuses_a_run_that_is_not_clean(selftests: Selftests, tmp_path: Path) -> None:
+    """A run with unexpected results (a failure, an abort) is refused with
+    why; --force takes it, only its tests that ended as expected, and the
+    baseline's run entry says why. Before: "baseline written", exit 0."""
+    r = tmp_path / "r"
+    run_selected(selftests, r, "^selftest_metrics@metrics$|^selftest_results@(fail|abort)$", 1)
+    out = tmp_path / "b.json"
+    why = "2 unexpected results (1 abort, 1 fail)"
+    assert refused(update_cli(r, "--out", out)) == (
+        f"gpuconform: {r / 'results.json'}: not a clean run: {why}: a baseline is made of "
+        "clean runs (--force takes it all the same, and the baseline records why)")
+    assert not out.exists()
+    forced = update_cli(r, "--out", out, "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert forced.stderr == (f"gpuconform: baseline update: {r / 'results.json'}: not a clean "
+                             f"run, taken (--force): {why}\n")
+    b = load_baseline(out)
+    assert [(x.run_id, x.unclean) for x in b.runs] == [(run_id_of(r), why)]
+    assert b.metrics and all(k.startswith("selftest_metrics@metrics:") for k in b.metrics)
+    assert f'"unclean": "{why}"' in out.read_text()  # a reader of the file sees it
+
+
+def test_a_resumed_run_with_an_incomplete_is_not_clean(selftests: Selftests, tmp_path: Path,
+                                                      marker_env: bytes) -> None:
+    """kill -9 while a test runs, then `resume`: the run completes with that
+    test incomplete, which no baseline takes."""
+    r = tmp_path / "r"
+    env = {**os.environ, "GPUCONFORM_SELFTEST_LONG_SLEEP_MS": "600000"}
+    proc = subprocess.Popen([str(REPO_ROOT / "gpuconform"), "run", "--build",
+                             str(selftests.build), "--selftest", "--results", str(r),
+                             "--include", "^selftest_flow@sleep-long$|^selftest_metrics@metrics$",
+                             "--progress", "off", *RUN_ISOLATED], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + HANG_GUARD_S  # a hung runner, not a timing bound
+        while '"test":"selftest_flow@sleep-long"' not in _text(r / "journal.jsonl"):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+    finally:
+        proc.kill()
+        proc.wait()
+    res = run_launcher(["resume", str(r), "--progress", "off"], env, r)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert res.tests()["selftest_flow@sleep-long"]["result"] == "incomplete"
+    assert res.tests()["selftest_metrics@metrics"]["result"] == "pass"
+    assert refused(update_cli(r, "--out", tmp_path / "b.json")).endswith(
+        ": not a clean run: 1 unexpected result (1 incomplete): a baseline is made of clean "
+        "runs (--force takes it all the same, and the baseline records why)")
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return ""
+
+
+def test_a_baseline_without_run_ids_still_loads_and_knows_its_runs(tmp_path: Path) -> None:
+    """A version 2 file written before run ids were kept (the committed H100
+    one) loads; a run it has is known by its start, host and GPUs."""
+    rd = write_results(tmp_path / "r", results(
+        {"b@ok": record("pass", [metric("b", "ok", "lat", [1, 2, 3])])}, fingerprint=FP.to_json(),
+        run={"start": 1.7e9, "hostname": "h", "devices": ["GPU-a"], "run_id": "r1"}))
+    out = update_baseline(rd, tmp_path / "b.json")
+    text = out.read_text()
+    assert ', "run_id": "r1"}' in text
+    out.write_text(text.replace(', "run_id": "r1"}', "}"))
+    assert load_baseline(out).runs[0].run_id is None
+    with pytest.raises(BaselineError, match=r"/r: run r1 is already in .*b\.json \(its run 0, "
+                       r"from .*/r: no run id there, the same start, host and GPUs\)"):
+        update_baseline(rd, out, append=True)
+    later = write_results(tmp_path / "r2", json.loads((rd / "results.json").read_text()))
+    data = json.loads((later / "results.json").read_text())
+    data["run"].update(start=1.7e9 + 60, run_id="r2")
+    write_results(later, data)
+    update_baseline(later, out, append=True)
+    assert [x.run_id for x in load_baseline(out).runs] == [None, "r2"]
+
+
+@pytest.mark.parametrize("extra,why", [
+    ({"run": {"run_id": "x", "collection_errors": ["a.txt: boom\nmore"]}},
+     "1 collection error(s): a.txt: boom more"),
+    ({"run": {"run_id": "x", "aborted": "GPU reset"}}, "aborted: GPU reset"),
+    ({"run": {"merged_from": [{"run": {"run_id": "s1", "aborted": "node lost"}}],
+              "merge": {"ok": False, "gaps": ["b@x", "b@y"], "missing_shards": [2]}}},
+     "aborted: node lost; an incomplete merge (2 gaps, 1 missing shard)"),
+])
+def test_what_makes_a_run_unclean(tmp_path: Path, extra: dict[str, Any], why: str) -> None:
+    from gpuconform.cleanrun import unclean
+
+    data = results({"b@ok": record("pass", expected=True),
+                    "b@flaky": {**record("pass", expected=False), "final": "flake"},
+                    "b@known": record("fail", expected=True)}, **extra)
+    assert unclean(data) == f"{why}; 1 unexpected result (1 flake)"
+    data["tests"].pop("b@flaky")
+    assert unclean(data) == why
 
 
 def test_the_committed_baselines_load() -> None:

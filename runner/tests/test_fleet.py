@@ -435,6 +435,23 @@ def test_submit_without_sbatch_on_path(selftests: Selftests, tmp_path: Path,
     assert not (tmp_path / "f").exists()
 
 
+def test_submit_checks_the_baseline_paths_not_the_login_nodes_fingerprint(
+        selftests: Selftests, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A --baselines DIR that is not there stops the submit; one that lacks
+    this (login) machine's baseline does not: the nodes' fingerprints choose,
+    and each shard stops at its start if its own is missing."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    base = ["fleet", "submit", "--results", str(tmp_path / "f"), "--shards", "2", "--",
+            "--build", str(selftests.build), "--selftest"]
+    err = one_line_error(capsys, base + ["--baselines", str(tmp_path / "nowhere")])
+    assert err == f"gpuconform: --baselines {tmp_path / 'nowhere'}: no such directory"
+    (tmp_path / "bl").mkdir()
+    assert "sbatch not found on PATH" in one_line_error(capsys, base + ["--baselines",
+                                                                       str(tmp_path / "bl")])
+    assert not (tmp_path / "f").exists()
+
+
 def test_submit_refuses_bad_run_options(selftests: Selftests, tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     base = ["fleet", "submit", "--results", str(tmp_path / "f"), "--shards", "2", "--",

@@ -10,6 +10,7 @@ import subprocess
 import textwrap
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -414,40 +415,176 @@ def test_baseline_regression_is_unexpected_unless_expected(selftests: Selftests,
     assert off.returncode == 0 and off.json()["comparisons"] == []
 
 
-@pytest.mark.parametrize("damage", ["truncated", "other-fingerprint", "hand-edited", "version-1"])
-def test_a_bad_baseline_is_one_line_naming_the_file_and_line(selftests: Selftests,
-                                                            tmp_path: Path, damage: str) -> None:
-    """A baseline cut short, one of another fingerprint filed under this
-    machine's key, one edited by hand, one of the old format: the run keeps
-    every result, exits 1, and says which file and line in one line."""
-    bdir = tmp_path / "baselines"
+def damaged_baseline(bdir: Path, damage: str) -> tuple[Path, str]:
+    """This machine's baseline in bdir, damaged; and the start of the line
+    that names it: cut short, another fingerprint's filed under this
+    machine's key, edited by hand, of the old format."""
     path = write_baseline(bdir, [100.0, 101.0, 102.0])
     text = path.read_text()
     if damage == "truncated":
         path.write_text(text[: len(text) // 2])
-        want = f"baseline: {path}:"
-    elif damage == "other-fingerprint":
+        return path, f"{path}:"
+    if damage == "other-fingerprint":
         j = json.loads(text)
         j["fingerprint"]["gpu_model"] = "1x NVIDIA L4"
         path.write_text(json.dumps(j, indent=1))
         line = next(i for i, x in enumerate(path.read_text().splitlines(), 1)
                     if '"fingerprint"' in x)
-        want = f"baseline: {path}:{line}: fingerprint: the baseline is for 1x NVIDIA L4;"
-    elif damage == "hand-edited":
+        return path, f"{path}:{line}: fingerprint: the baseline is for 1x NVIDIA L4;"
+    if damage == "hand-edited":
         path.write_text(text.replace('"power": 0.95', '"power": 0.9'))
-        want = f"baseline: {path}:"
-    else:
-        path.write_text('{"format": "gpuconform-baseline",\n "version": 1,\n "metrics": 7}\n')
-        want = f"baseline: {path}:2: version: a version 1 baseline"
-    r = cli("run", "--build", str(selftests.build), "--selftest", "--results",
-            str(tmp_path / "r"), "--kmsg", "off", "--include", "^selftest_metrics@metrics$",
-            "--baselines", str(bdir), results=tmp_path / "r")
-    assert r.returncode == 1
+        return path, f"{path}:"
+    path.write_text('{"format": "gpuconform-baseline",\n "version": 1,\n "metrics": 7}\n')
+    return path, f"{path}:2: version: a version 1 baseline"
+
+
+DAMAGES = ["truncated", "other-fingerprint", "hand-edited", "version-1"]
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_bad_baseline_found_by_fingerprint_is_one_line_after_the_run(
+        selftests: Selftests, tmp_path: Path, damage: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The baseline the run found itself (data/baselines/, none asked for)
+    damaged: the run keeps every result, exits 1, and says which file and
+    line in one line. (In this process: data/baselines/ is the checkout's.)"""
+    from gpuconform import baseline as bl
+    from gpuconform import cli as gc_cli
+
+    bdir = tmp_path / "baselines"
+    _, want = damaged_baseline(bdir, damage)
+    monkeypatch.setattr(bl, "DEFAULT_BASELINE_DIR", bdir)
+    results = tmp_path / "r"
+    status = gc_cli.main(["run", "--build", str(selftests.build), "--selftest", "--results",
+                          str(results), "--kmsg", "off", "--progress", "off",
+                          "--include", "^selftest_metrics@metrics$"])
+    out = capsys.readouterr()
+    assert status == 1, out.out + out.err
+    r = CliRun(status, out.out, out.err, results)
     assert r.tests()["selftest_metrics@metrics"]["result"] == "pass"  # nothing lost
     err = r.json()["baseline"]["error"]
-    assert err.startswith(want) and "\n" not in err, err
+    assert err.startswith(f"baseline: {want}") and "\n" not in err, err
     assert f"gpuconform: {err}" in r.stdout and "Traceback" not in r.stdout + r.stderr
     assert "BASELINE NOT COMPARED" in (r.results / "summary.txt").read_text()
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_bad_baseline_asked_for_stops_before_the_run(selftests: Selftests, tmp_path: Path,
+                                                       damage: str) -> None:
+    """A baseline asked for (--baselines DIR, --baseline FILE) is loaded and
+    checked before anything runs: damaged, one line naming the file and line,
+    exit 2, no results directory. (It used to be found after the run.)"""
+    bdir = tmp_path / "baselines"
+    path, want = damaged_baseline(bdir, damage)
+    for asked in (["--baselines", str(bdir)], ["--baseline", str(path)]):
+        r = cli("run", "--build", str(selftests.build), "--selftest", "--results",
+                str(tmp_path / "r"), "--kmsg", "off", "--include", "^selftest_metrics@metrics$",
+                *asked)
+        assert one_line_error(r).startswith(f"gpuconform: {want}"), r.stderr
+        assert not (tmp_path / "r").exists()
+
+
+def test_a_baseline_asked_for_and_not_there_stops_before_the_run(selftests: Selftests,
+                                                               tmp_path: Path) -> None:
+    """--baselines naming nothing, a file, or a directory without this
+    machine's baseline; --baseline naming nothing or a directory: one line,
+    exit 2, nothing written. Before: the run went on, compared nothing, and
+    exited 0 with a note (a nightly with a typo green for ever)."""
+    from gpuconform.fingerprint import current_fingerprint
+
+    key = current_fingerprint().key()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "nvidia-l4__x.json").write_text("{}")
+    (other / "README.md").write_text("baselines of other machines\n")
+    (tmp_path / "empty").mkdir()
+    afile = other / "README.md"
+    cases = {
+        ("--baselines", str(tmp_path / "nowhere")):
+            f"--baselines {tmp_path / 'nowhere'}: no such directory",
+        ("--baselines", str(afile)):
+            f"--baselines {afile}: not a directory (one baseline file is --baseline FILE)",
+        ("--baselines", str(other)):
+            f"--baselines {other}: no baseline of this machine's fingerprint: looked for "
+            f"{key}.json (",
+        ("--baselines", str(tmp_path / "empty"), "--baselines", str(other)):
+            f"--baselines {tmp_path / 'empty'}, {other}: no baseline of this machine's "
+            f"fingerprint: looked for {key}.json (",
+        ("--baseline", str(tmp_path / "nowhere.json")):
+            f"--baseline {tmp_path / 'nowhere.json'}: no such file",
+        ("--baseline", str(other)):
+            f"--baseline {other}: a directory (a directory of baselines, searched by this "
+            "machine's fingerprint, is --baselines DIR)",
+        ("--baseline", str(afile)): f"{afile}:1: malformed baseline JSON",
+    }
+    for asked, want in cases.items():
+        r = cli("run", "--build", str(selftests.build), "--selftest", "--results",
+                str(tmp_path / "r"), "--kmsg", "off", "--include", "^selftest_results@pass$",
+                *asked)
+        assert one_line_error(r).startswith(f"gpuconform: {want}"), (asked, r.stderr)
+        assert not (tmp_path / "r").exists()
+    # the directory's files are named, so a wrong directory or key shows
+    r = cli("run", "--build", str(selftests.build), "--selftest", "--results",
+            str(tmp_path / "r"), "--kmsg", "off", "--baselines", str(tmp_path / "empty"),
+            "--baselines", str(other))
+    assert one_line_error(r).endswith(f"; {tmp_path / 'empty'} holds no .json file; {other} "
+                                      "holds nvidia-l4__x.json"), r.stderr
+    # none asked for and none for this machine in data/baselines/: a note, the run goes on
+    ok = run(selftests, tmp_path / "ok", "--include", "^selftest_results@pass$")
+    assert ok.returncode == 0
+
+
+def test_baseline_file_is_compared_with(selftests: Selftests, tmp_path: Path) -> None:
+    """--baseline FILE: that file, wherever it is and whatever its name."""
+    path = write_baseline(tmp_path / "b", [100.0, 101.0, 102.0, 103.0, 104.0])
+    named = path.rename(tmp_path / "nightly-baseline.json")
+    r = cli("run", "--build", str(selftests.build), "--selftest", "--results",
+            str(tmp_path / "r"), "--kmsg", "off", "--include", "^selftest_metrics@metrics$",
+            "--baseline", str(named), "--regressions-expected", results=tmp_path / "r")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.json()["baseline"] == {"path": str(named), "error": None}
+    assert {c["key"]: c["verdict"] for c in r.json()["comparisons"]}[latency_key()] == \
+        "regression"
+
+
+def test_resume_checks_the_baseline_asked_for_again(selftests: Selftests,
+                                                    tmp_path: Path) -> None:
+    """The run's --baselines is gone when it is resumed: one line, exit 2."""
+    bdir = tmp_path / "baselines"
+    write_baseline(bdir, [100.0, 101.0, 102.0])
+    r = cli("run", "--build", str(selftests.build), "--selftest", "--results",
+            str(tmp_path / "r"), "--kmsg", "off", "--include", "^selftest_results@pass$",
+            "--baselines", str(bdir), results=tmp_path / "r")
+    assert r.returncode == 0, r.stdout + r.stderr
+    for f in bdir.iterdir():
+        f.unlink()
+    bdir.rmdir()
+    before = (tmp_path / "r" / "results.json").read_text()
+    assert one_line_error(cli("resume", str(tmp_path / "r"))) == \
+        f"gpuconform: --baselines {bdir}: no such directory"
+    assert (tmp_path / "r" / "results.json").read_text() == before
+
+
+def test_no_option_is_taken_for_another_it_begins(selftests: Selftests, tmp_path: Path) -> None:
+    """argparse's abbreviations are off in every command: `--baselin X` is
+    not --baselines, `baseline update --app` not --append."""
+    from gpuconform.cli import build_parser
+
+    def parsers(p: Any) -> Any:
+        yield p
+        for a in p._actions:
+            for sub in (getattr(a, "choices", None) or {}).values() \
+                    if hasattr(a, "_name_parser_map") else ():
+                yield from parsers(sub)
+
+    every = list(parsers(build_parser()))
+    assert len(every) > 10 and not [p.prog for p in every if p.allow_abbrev]
+    r = cli("run", "--build", str(selftests.build), "--selftest", "--results",
+            str(tmp_path / "r"), "--kmsg", "off", "--baselin", str(tmp_path))
+    assert "unrecognized arguments: --baselin" in one_line_error(r)
+    assert not (tmp_path / "r").exists()
+    r = cli("baseline", "update", str(tmp_path), "--app")
+    assert "unrecognized arguments: --app" in one_line_error(r)
 
 
 # ---------------------------------------------------------------- progress
