@@ -560,7 +560,9 @@ def _apply_level(opts: RunOptions, narrowed: bool) -> None:
         opts.duration = lv.duration_s
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def _prepare_run(args: argparse.Namespace) -> tuple[list[str], RunControl, Path]:
+    """`run`'s pytest arguments, control and results directory, every check
+    that can be made before the run made (CliError); nothing written yet."""
     manifest = _manifest(args)
     results = (args.results or _default_results_dir()).absolute()
     _check_results_dir(results)
@@ -581,15 +583,29 @@ def cmd_run(args: argparse.Namespace) -> int:
     pytest_args += list(args.pytest_args)
     pytest_args.append(str(manifest.path))
     control = RunControl(pytest_args=list(args.pytest_args), selftest=args.selftest)
-    return _run_pytest(pytest_args, control, results)
+    return pytest_args, control, results
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    return _run_pytest(*_prepare_run(args))
 
 
 def cmd_qualify(args: argparse.Namespace) -> int:
-    """`run` at a level, then the record of its results directory."""
+    """`run` at a level, then the record of its results directory. What can
+    be checked before the run is: `run`'s checks, then the signing key (a
+    probe signature), so that a key gpg lacks costs no run."""
     if args.level is None:
         raise CliError("qualify: --level quick|standard|long is required")
     args.results = (args.results or _default_results_dir()).absolute()
-    status = cmd_run(args)
+    prepared = _prepare_run(args)
+    if args.sign is not None:
+        try:
+            _call(_helper("seal", "check_signing_key"), args.sign)
+        except CliError as e:
+            raise CliError(f"qualify --sign: {e}; nothing was run") from None
+    status = _run_pytest(*prepared)
+    if status == EXIT_CANNOT_START:  # pytest said why; a run that did not start has no record
+        return status
     if not (args.results / "results.json").is_file():
         print(f"gpuconform: qualify: no results.json in {args.results}: no record written",
               file=sys.stderr)
