@@ -612,8 +612,10 @@ def cmd_qualify(args: argparse.Namespace) -> int:
         return status if status != EXIT_OK else EXIT_CANNOT_START
     record = _call(_helper("qualify", "build_record"), args.results)
     paths = _call(_helper("qualify", "write_record"), args.results, record, sign=args.sign)
-    print(f"gpuconform: qualification record: {paths[0]} (sha256 "
-          f"{record['content_hash']['value'][:16]}...)" + (", signed" if args.sign else ""))
+    # the hash shown is the written file's, checked as `gpuconform verify` checks it
+    verified = _call(_helper("seal", "check_record"), paths[0])
+    print(f"gpuconform: qualification record: {paths[0]} (sha256 {verified.digest}), "
+          f"{verified.signed}")
     for p in paths[1:]:
         print(f"gpuconform:   {p}")
     return status

@@ -660,6 +660,33 @@ def test_qualify_with_an_empty_key_runs_nothing(selftests: Selftests, tmp_path: 
     assert not out.exists()
 
 
+@needs_gpg
+def test_qualify_prints_the_hash_verify_checks(selftests: Selftests, tmp_path: Path,
+                                               keyring: tuple[str, str]) -> None:
+    out = tmp_path / "r"
+    env = {**os.environ, "GNUPGHOME": keyring[0]}
+    r = gpuconform(["qualify", "--build", str(selftests.build), *QUICK, "--results", str(out),
+                    "--sign", keyring[1]], env)
+    assert r.returncode == 0, r.stderr
+    record = out / "qualification.json"
+    printed = re.search(rf"^gpuconform: qualification record: {re.escape(str(record))} "
+                        r"\(sha256 ([0-9a-f]+)\), signed by (.*)$", r.stdout, re.M)
+    assert printed, r.stdout
+    stored = json.loads(record.read_text())["content_hash"]["value"]
+    assert printed[1] == stored == content_hash(json.loads(record.read_text()))
+    assert printed[2] == f"{UID} (key {keyring[1]})"
+    v = gpuconform(["verify", str(record)], env)
+    assert v.returncode == 0 and f", sha256 {printed[1]}, signed by {printed[2]}\n" in v.stdout
+
+
+def test_qualify_unsigned_prints_the_records_hash(selftests: Selftests, tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    r = gpuconform(["qualify", "--build", str(selftests.build), *QUICK, "--results", str(out)])
+    assert r.returncode == 0, r.stderr
+    stored = json.loads((out / "qualification.json").read_text())["content_hash"]["value"]
+    assert f" (sha256 {stored}), unsigned\n" in r.stdout
+
+
 @pytest.mark.parametrize("argv, line", [
     ([], "gpuconform: qualify: --level quick|standard|long is required"),
     (["--level", "quick", "--duration", "1h"],
