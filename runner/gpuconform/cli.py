@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -455,7 +456,7 @@ def cmd_list_contracts(args: argparse.Namespace) -> int:
     results = args.results or newest_results(REPO_ROOT / "results")
     states: dict[str, str] | None = None
     if results is not None:
-        data = _call(_helper("runmetrics", "load_results"), results)
+        data = _call(_helper("runmetrics", "load_results"), _results_input(results))
         states = {name: str(rec["result"]) for name, rec in data["tests"].items()}
     header = (f"# {display_path(table.path)}: {len(table.rows)} contract subtests; results: "
               f"{results if results is not None else 'none (no results/*/results.json)'}"
@@ -583,7 +584,9 @@ def _apply_level(opts: RunOptions, narrowed: bool) -> None:
         opts.duration = lv.duration_s
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def _prepare_run(args: argparse.Namespace) -> tuple[list[str], RunControl, Path]:
+    """`run`'s pytest arguments, control and results directory, every check
+    that can be made before the run made (CliError); nothing written yet."""
     manifest = _manifest(args)
     results = (args.results or _default_results_dir()).absolute()
     _check_results_dir(results)
@@ -604,30 +607,48 @@ def cmd_run(args: argparse.Namespace) -> int:
     pytest_args += list(args.pytest_args)
     pytest_args.append(str(manifest.path))
     control = RunControl(pytest_args=list(args.pytest_args), selftest=args.selftest)
-    return _run_pytest(pytest_args, control, results)
+    return pytest_args, control, results
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    return _run_pytest(*_prepare_run(args))
 
 
 def cmd_qualify(args: argparse.Namespace) -> int:
-    """`run` at a level, then the record of its results directory."""
+    """`run` at a level, then the record of its results directory. What can
+    be checked before the run is: `run`'s checks, then the signing key (a
+    probe signature), so that a key gpg lacks costs no run."""
     if args.level is None:
         raise CliError("qualify: --level quick|standard|long is required")
     args.results = (args.results or _default_results_dir()).absolute()
-    status = cmd_run(args)
+    prepared = _prepare_run(args)
+    if args.sign is not None:
+        try:
+            _call(_helper("seal", "check_signing_key"), args.sign)
+        except CliError as e:
+            raise CliError(f"qualify --sign: {e}; nothing was run") from None
+    status = _run_pytest(*prepared)
+    if status == EXIT_CANNOT_START:  # pytest said why; a run that did not start has no record
+        return status
     if not (args.results / "results.json").is_file():
         print(f"gpuconform: qualify: no results.json in {args.results}: no record written",
               file=sys.stderr)
         return status if status != EXIT_OK else EXIT_CANNOT_START
     record = _call(_helper("qualify", "build_record"), args.results)
     paths = _call(_helper("qualify", "write_record"), args.results, record, sign=args.sign)
-    print(f"gpuconform: qualification record: {paths[0]} (sha256 "
-          f"{record['content_hash']['value'][:16]}...)" + (", signed" if args.sign else ""))
+    # the hash shown is the written file's, checked as `gpuconform verify` checks it
+    verified = _call(_helper("seal", "check_record"), paths[0])
+    print(f"gpuconform: qualification record: {paths[0]} (sha256 {verified.digest}), "
+          f"{verified.signed}")
     for p in paths[1:]:
         print(f"gpuconform:   {p}")
     return status
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    line = _call(_helper("seal", "verify_record"), args.record)  # no jinja2 needed
+    _readable_file(args.record)
+    line = _call(_helper("seal", "verify_record"), args.record,  # no jinja2 needed
+                 inputs=[args.record])
     print(f"gpuconform: {line}")
     return EXIT_OK
 
@@ -677,19 +698,72 @@ def _helper(module: str, name: str) -> Any:
         raise CliError(f"{module}.{name} is not available: {_one_line(e)}") from None
 
 
-def _call(fn: Any, *a: Any, **kw: Any) -> Any:
+def _call(fn: Any, *a: Any, inputs: Sequence[Path] = (), **kw: Any) -> Any:
+    """fn(*a, **kw), any error it raises one line (CliError): a gpuconform
+    error as it says, an OSError naming its file, anything else (an input
+    gpuconform did not foresee) naming the inputs, so that no traceback
+    reaches a user."""
     try:
         return fn(*a, **kw)
-    except (OSError, ValueError) as e:
-        raise CliError(_one_line(e)) from None
-    except Exception as e:  # noqa: BLE001 - BaselineError, MergeError...: one line, exit 2
-        if type(e).__name__.endswith("Error"):
-            raise CliError(_one_line(e)) from None
+    except CliError:
         raise
+    except OSError as e:
+        where = f"{e.filename}: " if e.filename else ""
+        raise CliError(f"{where}{e.strerror or _one_line(e)}") from None
+    except Exception as e:  # noqa: BLE001 - one line, exit 2, whatever it was
+        if type(e).__module__.startswith("gpuconform") or not inputs:
+            raise CliError(_one_line(e)) from None
+        raise CliError(f"{', '.join(map(str, inputs))}: cannot use it: "
+                       f"{type(e).__name__}: {_one_line(e)}") from None
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def _readable_file(path: Path, what: str = "") -> None:
+    """path is a regular file this user may read (not a FIFO, whose read
+    would wait for a writer forever): CliError naming it otherwise ("PATH:
+    cannot read WHAT: why")."""
+    try:
+        mode = os.stat(path).st_mode
+        if stat.S_ISREG(mode):
+            os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC))
+            return
+    except OSError as e:
+        raise CliError(f"{path}: cannot read{' ' + what if what else ''}: "
+                       f"{e.strerror or _one_line(e)}") from None
+    kind = next((k for test, k in _KINDS if test(mode)), "not a regular file")
+    raise CliError(f"{path}: cannot read{' ' + what if what else ''}: it is {kind}, not a file")
+
+
+def _results_input(arg: Path, *, file_ok: bool = True) -> Path:
+    """The results.json of ARG (a results directory, or where file_ok the
+    file itself), checked before a command reads it: there, a regular file
+    this user may read, a gpuconform results.json whose fields are of their
+    kind (runmetrics.load_results). CliError, one line naming it."""
+    try:
+        mode = os.stat(arg).st_mode
+    except OSError as e:
+        raise CliError(f"{arg}: cannot read results: {e.strerror or _one_line(e)}") from None
+    if stat.S_ISDIR(mode):
+        path = arg / "results.json"
+        if not os.path.lexists(path) and os.access(arg, os.X_OK):
+            raise CliError(f"{path}: cannot read results: no such file ({arg} is not a results "
+                           "directory)")
+    elif not file_ok:
+        raise CliError(f"{arg}: cannot read results: not a directory (give the results "
+                       "directory, the one holding results.json)")
+    else:
+        path = arg
+    _readable_file(path, "results")
+    _call(_helper("runmetrics", "load_results"), path)
+    return path
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    text = _call(_helper("compare", "compare_results"), args.a, args.b)
+    inputs = [_results_input(args.a), _results_input(args.b)]
+    text = _call(_helper("compare", "compare_results"), args.a, args.b, inputs=inputs)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return EXIT_OK
 
@@ -698,20 +772,23 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     def forced(line: str) -> None:
         print(f"gpuconform: baseline update: {line}", file=sys.stderr)
 
+    inputs = [_results_input(d) for d in args.results]
     path = _call(_helper("baseline_update", "update_baseline"), args.results, args.out,
-                 append=args.append, force=args.force, forced=forced)
+                 append=args.append, force=args.force, forced=forced, inputs=inputs)
     print(f"gpuconform: baseline written: {path}")
     return EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    path = _call(_helper("report", "write_html"), args.results)
+    inputs = [_results_input(args.results, file_ok=False)]
+    path = _call(_helper("report", "write_html"), args.results, inputs=inputs)
     print(f"gpuconform: report written: {path}")
     return EXIT_OK
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    report = _call(_helper("merge", "merge_results"), args.dirs, args.out)
+    inputs = [_results_input(d, file_ok=d.name == "results.json") for d in args.dirs]
+    report = _call(_helper("merge", "merge_results"), args.dirs, args.out, inputs=inputs)
     sys.stdout.write(report.render())
     return EXIT_OK if report.ok else EXIT_FAILED
 

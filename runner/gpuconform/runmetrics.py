@@ -67,14 +67,50 @@ def load_results(path: Path) -> dict[str, Any]:
     return data
 
 
+# The latest time a run's start or end may be: 9999-12-31T23:59:59Z (what
+# time.gmtime and datetime render; a larger one is no time a run was made).
+LAST_TIME_S = 253402300799
+_NULL = type(None)
+
+
+def _strings(doc: Doc, obj: Mapping[str, Any], path: list[str | int], key: str) -> None:
+    """obj[key], where present: an array of strings, or null."""
+    v = get(doc, obj, path, key, (list, _NULL), required=False)
+    for i, x in enumerate(v or []):
+        if not isinstance(x, str):
+            raise doc.error(path + [key, i], f"is {type_name(x)}, not a string")
+
+
+def _check_run(doc: Doc, d: Mapping[str, Any]) -> None:
+    """The fields of "run" the commands read: of their kind, or absent / null."""
+    run = get(doc, d, [], "run", (dict, _NULL), required=False)
+    if not run:
+        return
+    where: list[str | int] = ["run"]
+    for key in ("options", "node", "level"):
+        get(doc, run, where, key, (dict, _NULL), required=False)
+    for key in ("start", "end"):
+        v = run.get(key)
+        if v is not None and not 0 <= number(doc, v, where + [key], key) <= LAST_TIME_S:
+            raise doc.error(where + [key], f"{key} {v} is no time a run was made (seconds "
+                            "since 1970, up to the year 9999)")
+    _strings(doc, run, where, "collection_errors")
+
+
 def _check_results(doc: Doc) -> None:
     d = top_object(doc, "results", RESULTS_FORMAT)
+    _check_run(doc, d)
     tests = get(doc, d, [], "tests", dict)
     for name, rec in tests.items():
         path: list[str | int] = ["tests", name]
         if not isinstance(rec, dict):
             raise doc.error(path, f"is {type_name(rec)}, not a record object")
         get(doc, rec, path, "result", str)
+        _strings(doc, rec, path, "notes")
+        placements = get(doc, rec, path, "placements", (list, _NULL), required=False)
+        for i, c in enumerate(placements or []):
+            if not isinstance(c, dict):
+                raise doc.error(path + ["placements", i], f"is {type_name(c)}, not an object")
         dur = rec.get("duration")
         if dur is not None:
             number(doc, dur, path + ["duration"], "duration")

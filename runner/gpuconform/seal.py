@@ -29,6 +29,7 @@ import json
 import math
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -36,7 +37,8 @@ from . import __version__
 from .jsondoc import type_name
 
 __all__ = ["RecordError", "RECORD_FORMAT", "RECORD_VERSION", "SUITE_NAME", "SIGNATURE_SUFFIX",
-           "canonical", "content_hash", "record_text", "seal", "sign_text", "verify_record"]
+           "Verified", "canonical", "check_record", "check_signing_key", "content_hash",
+           "record_text", "seal", "sign_text", "verify_record"]
 
 RECORD_FORMAT = "gpuconform-qualification"
 RECORD_VERSION = 1
@@ -44,6 +46,7 @@ SUITE_NAME = "gpuconform"
 SIGNATURE_SUFFIX = ".asc"
 HASH_ALGORITHM = "sha256"
 GPG_TIMEOUT_S = 120  # a hang guard (a pinentry waiting for a passphrase nobody types)
+PROBE_TEXT = "gpuconform: can this key sign? (a probe, thrown away)\n"
 
 
 class RecordError(Exception):
@@ -96,9 +99,10 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "no message"
 
 
-def sign_text(text: str, key: str, target: Path) -> str:
-    """gpg's armored detached signature of text (the bytes target will hold)."""
-    what = f"cannot sign {target} with key {key}"
+def _sign(text: str, key: str, what: str) -> str:
+    """gpg's armored detached signature of text by key; RecordError "WHAT: why"."""
+    if not key.strip():
+        raise RecordError(f"{what}: an empty key id names no key")
     try:
         p = subprocess.run([_gpg(), "--batch", "--yes", "--local-user", key, "--armor",
                             "--detach-sign", "--output", "-"],
@@ -114,6 +118,19 @@ def sign_text(text: str, key: str, target: Path) -> str:
         err = p.stderr.decode("utf-8", "replace")
         raise RecordError(f"{what}: {_last_line(err)}")
     return sig
+
+
+def sign_text(text: str, key: str, target: Path) -> str:
+    """gpg's armored detached signature of text (the bytes target will hold)."""
+    return _sign(text, key, f"cannot sign {target} with key {key}")
+
+
+def check_signing_key(key: str) -> None:
+    """RecordError unless gpg signs with key now: a signature of a probe text,
+    made as sign_text makes the record's (the same gpg, keyring and options),
+    then thrown away. For before a run: a key gpg lacks, an expired key, no
+    gpg at all are found before the run, not after it."""
+    _sign(PROBE_TEXT, key, f"cannot sign with key {key}")
 
 
 # ---------------------------------------------------------------- verifying
@@ -261,10 +278,26 @@ def _check_signature(path: Path, data: dict[str, Any]) -> str:
     return f"signed by {user} (key {fpr})"
 
 
-def verify_record(path: Path) -> str:
-    """One line, "PATH: ok: ...", for a record gpuconform wrote and nobody
-    changed since (and whose signature, where it has one, gpg accepts);
-    RecordError (one line naming the file and what is wrong) otherwise."""
+@dataclass(frozen=True)
+class Verified:
+    """What verify_record found in a record it accepts."""
+
+    path: Path
+    level: str | None
+    machine: str | None
+    digest: str  # the content hash (HASH_ALGORITHM, hex), computed and matching the stored one
+    signed: str  # "signed by USER (key FPR)" or "unsigned"
+
+    def line(self) -> str:
+        return (f"{self.path}: ok: gpuconform qualification record, level "
+                f"{self.level or 'not recorded'}, machine {self.machine or '?'}, "
+                f"{HASH_ALGORITHM} {self.digest}, {self.signed}")
+
+
+def check_record(path: Path) -> Verified:
+    """What a record gpuconform wrote and nobody changed since holds (its
+    signature, where it has one, accepted by gpg); RecordError (one line
+    naming the file and what is wrong) otherwise."""
     path = Path(path)
     try:
         raw = path.read_bytes()
@@ -283,5 +316,12 @@ def verify_record(path: Path) -> str:
     _check_parts(path, data)
     signed = _check_signature(path, data)
     name, key = data["level"].get("name"), data["machine"].get("key")
-    return (f"{path}: ok: gpuconform qualification record, level {name or 'not recorded'}, "
-            f"machine {key or '?'}, {HASH_ALGORITHM} {digest}, {signed}")
+    return Verified(path, str(name) if name else None, str(key) if key else None, digest,
+                    signed)
+
+
+def verify_record(path: Path) -> str:
+    """One line, "PATH: ok: ...", for a record gpuconform wrote and nobody
+    changed since (and whose signature, where it has one, gpg accepts);
+    RecordError (one line naming the file and what is wrong) otherwise."""
+    return check_record(path).line()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -15,6 +16,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from gc_testutil import CliRun, Selftests, run_launcher
 from gpuconform import __version__
 from gpuconform import qualify
 from gpuconform.fingerprint import Fingerprint
@@ -600,3 +602,126 @@ def test_rewritten_unsigned_drops_the_old_signature(signed: Path) -> None:
 def test_not_a_signature(signed: Path) -> None:
     signed.with_name("qualification.json.asc").write_text("hello\n")
     rejected(signed, "signature not accepted: NODATA", signed.with_name("qualification.json.asc"))
+
+
+# -------------------------------------------------------------- the command
+#
+# `gpuconform qualify` end to end over the real selftest binaries: what can be
+# checked before the run (the level, the results directory, the signing key)
+# is, and nothing is run or written when it fails; the hash it prints is the
+# written record's, the one `gpuconform verify` checks.
+
+QUICK = ["--selftest", "--level", "quick", "--kmsg", "off", "--include", "selftest_results@pass"]
+
+
+def gpuconform(argv: list[str], env: dict[str, str] | None = None) -> CliRun:
+    return run_launcher(argv, env if env is not None else dict(os.environ), None)
+
+
+def no_gpg_path(where: Path) -> str:
+    """A PATH of everything /usr/bin has but gpg (and its tools)."""
+    where.mkdir()
+    for entry in os.listdir("/usr/bin"):
+        if not entry.startswith("gpg"):
+            (where / entry).symlink_to(Path("/usr/bin") / entry)
+    return str(where)
+
+
+def one_error_line(r: CliRun, line: str) -> None:
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", line + "\n")
+
+
+@needs_gpg
+def test_qualify_with_a_key_gpg_lacks_runs_nothing(selftests: Selftests, tmp_path: Path,
+                                                  keyring: tuple[str, str]) -> None:
+    out = tmp_path / "r"
+    r = gpuconform(["qualify", "--build", str(selftests.build), *QUICK, "--results", str(out),
+                    "--sign", "nobody@example.invalid"], {**os.environ, "GNUPGHOME": keyring[0]})
+    one_error_line(r, "gpuconform: qualify --sign: cannot sign with key nobody@example.invalid: "
+                      "gpg: signing failed: No secret key; nothing was run")
+    assert not out.exists()
+
+
+def test_qualify_without_gpg_runs_nothing(selftests: Selftests, tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    r = gpuconform(["qualify", "--build", str(selftests.build), *QUICK, "--results", str(out),
+                    "--sign", "K"], {**os.environ, "PATH": no_gpg_path(tmp_path / "bin")})
+    one_error_line(r, "gpuconform: qualify --sign: cannot sign with key K: gpg is not on PATH "
+                      "(apt-get install gnupg); nothing was run")
+    assert not out.exists()
+
+
+def test_qualify_with_an_empty_key_runs_nothing(selftests: Selftests, tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    r = gpuconform(["qualify", "--build", str(selftests.build), *QUICK, "--results", str(out),
+                    "--sign", ""])
+    one_error_line(r, "gpuconform: qualify --sign: cannot sign with key : an empty key id names "
+                      "no key; nothing was run")
+    assert not out.exists()
+
+
+@needs_gpg
+def test_qualify_prints_the_hash_verify_checks(selftests: Selftests, tmp_path: Path,
+                                               keyring: tuple[str, str]) -> None:
+    out = tmp_path / "r"
+    env = {**os.environ, "GNUPGHOME": keyring[0]}
+    r = gpuconform(["qualify", "--build", str(selftests.build), *QUICK, "--results", str(out),
+                    "--sign", keyring[1]], env)
+    assert r.returncode == 0, r.stderr
+    record = out / "qualification.json"
+    printed = re.search(rf"^gpuconform: qualification record: {re.escape(str(record))} "
+                        r"\(sha256 ([0-9a-f]+)\), signed by (.*)$", r.stdout, re.M)
+    assert printed, r.stdout
+    stored = json.loads(record.read_text())["content_hash"]["value"]
+    assert printed[1] == stored == content_hash(json.loads(record.read_text()))
+    assert printed[2] == f"{UID} (key {keyring[1]})"
+    v = gpuconform(["verify", str(record)], env)
+    assert v.returncode == 0 and f", sha256 {printed[1]}, signed by {printed[2]}\n" in v.stdout
+
+
+def test_qualify_unsigned_prints_the_records_hash(selftests: Selftests, tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    r = gpuconform(["qualify", "--build", str(selftests.build), *QUICK, "--results", str(out)])
+    assert r.returncode == 0, r.stderr
+    stored = json.loads((out / "qualification.json").read_text())["content_hash"]["value"]
+    assert f" (sha256 {stored}), unsigned\n" in r.stdout
+
+
+@pytest.mark.parametrize("argv, line", [
+    ([], "gpuconform: qualify: --level quick|standard|long is required"),
+    (["--level", "quick", "--duration", "1h"],
+     "gpuconform: --duration: only --level long has a length (quick and standard run fixed "
+     "counts)"),
+])
+def test_qualify_level_checked_before_the_run(selftests: Selftests, tmp_path: Path,
+                                              argv: list[str], line: str) -> None:
+    out = tmp_path / "r"
+    r = gpuconform(["qualify", "--build", str(selftests.build), "--selftest", *argv,
+                    "--results", str(out), "--sign", "nobody@example.invalid"])
+    one_error_line(r, line)
+    assert not out.exists()
+
+
+def test_qualify_results_directory_checked_as_run_checks_it(selftests: Selftests,
+                                                            tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    first = gpuconform(["run", "--build", str(selftests.build), *QUICK, "--results", str(out)])
+    assert first.returncode == 0, first.stderr
+    before = sorted((p.name, p.read_bytes()) for p in out.iterdir())
+    run = gpuconform(["run", "--build", str(selftests.build), *QUICK, "--results", str(out)])
+    qual = gpuconform(["qualify", "--build", str(selftests.build), *QUICK, "--results", str(out),
+                       "--sign", "nobody@example.invalid"])
+    one_error_line(run, f"gpuconform: {out} already holds a run (journal.jsonl): give another "
+                        f"--results, or continue it with: gpuconform resume {out}")
+    one_error_line(qual, run.stderr.rstrip("\n"))
+    assert sorted((p.name, p.read_bytes()) for p in out.iterdir()) == before
+
+
+def test_qualify_of_a_run_that_could_not_start_writes_no_record(selftests: Selftests,
+                                                                tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    r = gpuconform(["qualify", "--build", str(selftests.build), *QUICK, "--results", str(out),
+                    "-k", "pass and ("])
+    assert r.returncode == 2 and "Traceback" not in r.stdout + r.stderr
+    assert "qualification record" not in r.stdout
+    assert not (out / "qualification.json").exists()
