@@ -68,6 +68,7 @@ from .options import (
     InputError,
     RunOptions,
     argtype,
+    check_kernel_source,
     load_inputs,
     options_to_args,
     parse_devices,
@@ -175,10 +176,13 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--catalogue", metavar="FILE", default=str(DEFAULT_CATALOGUE),
                      help="the metric catalogue: a test recording a metric it lacks, or in "
                      "another unit, fails (default data/metrics.txt)")
-    run.add_argument("--kmsg", metavar="PATH|off", default=KMSG_PATH,
-                     help=f"kernel log to watch (default {KMSG_PATH})")
-    run.add_argument("--taint-file", metavar="PATH|off", default=TAINT_PATH,
-                     help=f"kernel taint to watch (default {TAINT_PATH})")
+    run.add_argument("--kmsg", metavar="PATH|off", default=None,
+                     help=f"kernel log to watch (default {KMSG_PATH}: a note when it cannot "
+                     "be read; a PATH given that cannot be read stops the run before it "
+                     "starts)")
+    run.add_argument("--taint-file", metavar="PATH|off", default=None,
+                     help=f"kernel taint to watch (default {TAINT_PATH}; a PATH given must "
+                     "be readable)")
     run.add_argument("--baselines", metavar="DIR", action="append", default=None,
                      help="where the fingerprint's baseline is looked for (repeatable; "
                      "default data/baselines)")
@@ -489,6 +493,18 @@ def _check_results_dir(results: Path) -> None:
                            f"or continue it with: gpuconform resume {results}")
 
 
+def _check_before_run(args: argparse.Namespace, results: Path) -> None:
+    """What a run needs and can be checked before it: the results directory,
+    a --kmsg or --taint-file given."""
+    _check_results_dir(results)
+    for option, path in (("--kmsg", args.kmsg), ("--taint-file", args.taint_file)):
+        if path is not None and path != "off":
+            try:
+                check_kernel_source(option, path)
+            except InputError as e:
+                raise CliError(str(e)) from None
+
+
 def _run_pytest(pytest_args: list[str], control: RunControl, results: Path) -> int:
     import pytest
 
@@ -525,8 +541,8 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         retries=args.retries,
         dmesg_patterns=str(Path(args.dmesg_patterns).absolute()),
         catalogue=str(Path(args.catalogue).absolute()),
-        kmsg=args.kmsg,
-        taint_file=args.taint_file,
+        kmsg=args.kmsg or KMSG_PATH,
+        taint_file=args.taint_file or TAINT_PATH,
         baselines=_absolute_paths(args.baselines),
         no_baseline=args.no_baseline,
         regressions_expected=args.regressions_expected,
@@ -563,7 +579,7 @@ def _apply_level(opts: RunOptions, narrowed: bool) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     manifest = _manifest(args)
     results = (args.results or _default_results_dir()).absolute()
-    _check_results_dir(results)
+    _check_before_run(args, results)
     opts = _run_options(args)
     # Test lists are stored resolved: resume must not depend on the cwd.
     opts.testlists = [str(Path(t).absolute()) if ("/" in t or Path(t).is_file()) and

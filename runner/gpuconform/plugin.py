@@ -91,6 +91,7 @@ from .options import (
     InputError,
     RunOptions,
     argtype,
+    check_kernel_source,
     load_inputs,
     parse_devices,
     parse_jobs,
@@ -163,10 +164,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--gc-catalogue", metavar="FILE", default=str(DEFAULT_CATALOGUE),
                 help="the metric catalogue: a metric it lacks fails its test "
                 "(default data/metrics.txt)")
-    g.addoption("--gc-kmsg", metavar="PATH|off", default=KMSG_PATH,
-                help=f"kernel log device (default {KMSG_PATH}; off: not read)")
-    g.addoption("--gc-taint-file", metavar="PATH|off", default=TAINT_PATH,
-                help=f"kernel taint file (default {TAINT_PATH}; off: not watched)")
+    g.addoption("--gc-kmsg", metavar="PATH|off", default=None,
+                help=f"kernel log device (default {KMSG_PATH}, a note when it cannot be "
+                "read; a PATH given that cannot be opened stops the run before it starts; "
+                "off: not read)")
+    g.addoption("--gc-taint-file", metavar="PATH|off", default=None,
+                help=f"kernel taint file (default {TAINT_PATH}; a PATH given must open; "
+                "off: not watched)")
     g.addoption("--gc-baselines", action="append", metavar="DIR",
                 help="where to look for the fingerprint's baseline (default data/baselines)")
     g.addoption("--gc-no-baseline", action="store_true", help="no baseline comparison")
@@ -463,6 +467,10 @@ class GcSession:
                 self.opts = RunOptions.from_config(config)
                 if config.getoption("gc_no_expectations"):
                     self.opts.expectations = []
+                for opt in ("gc_kmsg", "gc_taint_file"):  # given: it must open
+                    if config.getoption(opt) not in (None, "off"):
+                        check_kernel_source("--" + opt.replace("_", "-"),
+                                            config.getoption(opt))
             selftest = self.control.selftest if self.control else False
             self.inputs = load_inputs(self.opts, selftest=selftest)
         except (JournalError, InputError) as e:

@@ -1,0 +1,123 @@
+"""Faults a real user meets, made real: a results directory on a file system
+that fills mid-run (a small tmpfs mounted here), two runs started into one
+directory at once (real concurrent runners), a bad -k and a read-only results
+directory (a read-only tmpfs), a runner killed with SIGKILL (its temporary
+files), a kernel log path that cannot be opened.
+
+Mounting needs root (or CAP_SYS_ADMIN): without it those tests skip, saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from gc_testutil import HANG_GUARD_S, LAUNCHER, REPO_ROOT, Selftests
+
+
+
+def base_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)  # carries conftest's marker where a test asks for it
+    for var in ("GPUCONFORM_SELFTEST_KMSG", "GPUCONFORM_SELFTEST_TAINT_FILE",
+                "GPUCONFORM_SELFTEST_FIXTURE_SKIP"):
+        env.pop(var, None)
+    env.update(GPUCONFORM_SELFTEST_SLEEP_MS="20", GPUCONFORM_SELFTEST_LONG_SLEEP_MS="20")
+    env.update(extra)
+    return env
+
+
+def launch(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([str(LAUNCHER), *args], env=env, cwd=REPO_ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def gpuconform(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(LAUNCHER), *args], capture_output=True, text=True,
+                          timeout=HANG_GUARD_S, env=env or base_env(), cwd=REPO_ROOT)
+
+
+def run_args(st: Selftests, results: Path, *more: str) -> list[str]:
+    kmsg = [] if "--kmsg" in more else ["--kmsg", "off"]
+    return ["run", "--build", str(st.build), "--selftest", "--results", str(results),
+            "--no-baseline", "--progress", "off", *kmsg, *more]
+
+
+def one_line_error(r: subprocess.CompletedProcess[str]) -> str:
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert r.stderr.count("\n") == 1, r.stderr
+    assert "Traceback" not in r.stderr + r.stdout and "INTERNALERROR" not in r.stdout
+    return r.stderr.strip()
+
+
+def wait_for(what: str, cond: object, proc: subprocess.Popen[str] | None = None) -> None:
+    deadline = time.monotonic() + HANG_GUARD_S
+    while not cond():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"waited too long for {what}"
+        if proc is not None:
+            assert proc.poll() is None, (what, proc.communicate())
+        time.sleep(0.01)
+
+
+# ---------------------------------------------------------- kernel sources
+
+
+@pytest.mark.parametrize("option", ["--kmsg", "--taint-file"])
+def test_a_kernel_source_given_that_cannot_be_read_is_one_line(selftests: Selftests,
+                                                               tmp_path: Path,
+                                                               option: str) -> None:
+    results = tmp_path / "r"
+    missing = tmp_path / "missing"
+    r = gpuconform(*run_args(selftests, results, option, str(missing)))
+    assert one_line_error(r) == (f"gpuconform: {option} {missing}: cannot be read: No such file "
+                                 f"or directory (give one that can, or {option} off)")
+    assert not results.exists()
+
+
+def test_the_default_kernel_log_unreadable_stays_a_note(selftests: Selftests,
+                                                        tmp_path: Path) -> None:
+    """As a user (nobody, when the tests run as root) whom dmesg_restrict keeps
+    from /dev/kmsg: the run goes on, saying the log is not watched."""
+    try:
+        restrict = Path("/proc/sys/kernel/dmesg_restrict").read_text().strip()
+    except OSError as e:
+        pytest.skip(f"/proc/sys/kernel/dmesg_restrict: {e.strerror}")
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        if restrict != "1":
+            pytest.skip("kernel.dmesg_restrict is 0 here: /dev/kmsg is readable by every user")
+        if shutil.which("setpriv") is None:
+            pytest.skip("no setpriv to run the runner as nobody")
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    else:
+        try:
+            os.close(os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK))
+            pytest.skip("/dev/kmsg is readable by this user here")
+        except OSError:
+            pass
+    # Not under tmp_path: nobody must reach the results directory.
+    home = Path(tempfile.mkdtemp(prefix="gc-kmsg-", dir="/tmp"))
+    try:
+        os.chmod(home, 0o777)
+        results = home / "r"
+        p = subprocess.run(
+            [*prefix, "env", f"TMPDIR={home}", str(LAUNCHER), "run", "--build",
+             str(selftests.build), "--selftest", "--results", str(results), "--no-baseline",
+             "--progress", "off", "--include", "^selftest_results@pass$",
+             "--", "-p", "no:cacheprovider"],
+            capture_output=True, text=True, timeout=HANG_GUARD_S, env=base_env(), cwd=home)
+        assert p.returncode == 0, p.stdout + p.stderr
+        data = json.loads((results / "results.json").read_text())
+        assert data["kernel_log"]["watched"] is False
+        assert data["kernel_log"]["note"].startswith("not watched (/dev/kmsg: ")
+        summary = (results / "summary.txt").read_text().splitlines()
+        said = [x for x in summary if x.startswith("kernel log: not watched (/dev/kmsg: ")]
+        assert len(said) == 1, summary  # said once
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
