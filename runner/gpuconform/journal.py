@@ -30,7 +30,9 @@ found by GPUCONFORM_RUN_ID.
 
 The runner holds an exclusive flock() on the journal while it runs: the
 kernel drops it when the process dies (even of SIGKILL), so resume can tell a
-dead run from a live one.
+dead run from a live one. A new run creates the journal with O_EXCL, then
+locks it, before it writes anything else in the directory: of two runs started
+into one directory at once, exactly one owns it, and the other writes nothing.
 
 RESULTS/run.json (written once the selection is known, before the first test)
 holds what resume needs to go on exactly as the run would have: the manifest,
@@ -69,6 +71,7 @@ __all__ = [
     "write_run_json",
     "read_run_json",
     "is_locked",
+    "holds_a_run",
     "boot_id",
 ]
 
@@ -92,16 +95,38 @@ def boot_id() -> str:
         return ""
 
 
-class Journal:
-    """RESULTS/journal.jsonl, open for appending."""
+def holds_a_run(path: Path) -> bool:
+    """An existing journal that is more than a start that died before its
+    first line: something written in it, or a run.json beside it."""
+    try:
+        return path.stat().st_size > 0 or (path.parent / RUN_NAME).exists()
+    except OSError:
+        return True
 
-    def __init__(self, path: Path, *, lock: bool = True) -> None:
+
+class Journal:
+    """RESULTS/journal.jsonl, open for appending, locked.
+
+    new=True (a run starting): the journal is created here, with O_EXCL, so
+    that of two runs started into one directory at the same moment exactly one
+    owns it; a journal already there is taken only when it is empty, without
+    run.json and unlocked (a start that died at once), else JournalError."""
+
+    def __init__(self, path: Path, *, lock: bool = True, new: bool = False) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        created = not self.path.exists()
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+        created = False
         try:
-            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
-                              0o644)
+            if new:
+                try:
+                    self.fd = os.open(self.path, flags | os.O_EXCL, 0o644)
+                    created = True
+                except FileExistsError:
+                    self.fd = os.open(self.path, flags & ~os.O_CREAT)
+            else:
+                created = not self.path.exists()
+                self.fd = os.open(self.path, flags, 0o644)
         except OSError as e:
             raise JournalError(f"{self.path}: cannot open the journal: {e.strerror or e}") from None
         if lock:
@@ -112,9 +137,20 @@ class Journal:
                 raise JournalError(
                     f"{self.path}: another gpuconform process is using this run "
                     "(its journal is locked)") from None
+        if new and not created and holds_a_run(self.path):
+            os.close(self.fd)
+            raise JournalError(f"{self.path.parent} already holds a run ({self.path.name}): "
+                               "give another --results, or continue it with: "
+                               f"gpuconform resume {self.path.parent}")
+        self.created = created
         if created:
-            os.fsync(self.fd)
-            fsync_dir(self.path.parent)
+            try:
+                os.fsync(self.fd)
+                fsync_dir(self.path.parent)
+            except OSError as e:
+                os.close(self.fd)
+                raise JournalError(f"{self.path}: cannot create the journal: "
+                                   f"{e.strerror or e}") from None
 
     def append(self, obj: Mapping[str, Any]) -> None:
         """One line, whole: the copies of a test append from their threads."""
@@ -144,6 +180,17 @@ class Journal:
         if self.fd >= 0:
             os.close(self.fd)  # drops the flock
             self.fd = -1
+
+    def discard(self) -> None:
+        """Close, and remove the journal when this process created it and it
+        is still empty (a start that failed: nothing left behind)."""
+        if self.fd >= 0 and self.created:
+            try:
+                if os.fstat(self.fd).st_size == 0:
+                    os.unlink(self.path)
+            except OSError:
+                pass
+        self.close()
 
 
 def is_locked(path: Path) -> bool:

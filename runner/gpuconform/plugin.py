@@ -28,6 +28,10 @@ At the end (runend.py): RESULTS/results.json and summary.txt, then the
 comparison with the fingerprint's timing baseline, then report.html; each step
 guarded so that a failing one never loses what is already written.
 
+The results directory is the run's from its first byte (_claim: the journal
+created with O_EXCL and locked before run.json); a run that cannot have it
+(another run's, read-only) is fatal: nothing runs, nothing is written there.
+
 Resume (--gc-resume DIR, `gpuconform resume DIR`): the options and the
 selection come from DIR/run.json; the journal's records are kept; a test that
 was running (start line without a result) becomes incomplete, after the
@@ -69,6 +73,7 @@ from .gang import combine, run_copies
 from .placement import DEFAULT_PLACEMENT, Slot, list_placement
 from .expectations import FLAKE, ExpectationError, Rule
 from .fmt import one_line
+from .fsfault import fault_detail
 from .journal import (
     JOURNAL_NAME,
     RUN_ID_ENV,
@@ -582,7 +587,7 @@ class GcSession:
             self.config.hook.pytest_deselected(items=dropped)
         items[:] = keep
         if not self.is_worker and not self.collect_only:
-            self._start_run(tests)
+            self._start_run(items, tests)
 
     def _plan_soaks(self, tests: list[str], by_name: dict[str, Any]) -> list[str]:
         """At level long: the soaking tests (--list-soak) moved last, in their
@@ -602,36 +607,64 @@ class GcSession:
         return [n for n in tests if n not in soaking] + soaks
 
     # --------------------------------------------------------- run start
-    def _start_run(self, tests: list[str]) -> None:
+    def _start_run(self, items: list[pytest.Item], tests: list[str]) -> None:
+        """The results directory made this run's (a new run); then the kernel
+        watch, baseline and progress. A directory that cannot be had is fatal:
+        nothing runs, nothing is written."""
         o = self.opts
         if self.results_dir is not None and self.run_json is None:
-            try:
-                self.results_dir.mkdir(parents=True, exist_ok=True)
-                fsync_dir(self.results_dir.parent)  # the directory itself survives power loss
-                self.run_json = {
-                    "manifest": str(self.manifests[0]) if self.manifests else "",
-                    "run_id": self.run_id,
-                    "boot_id": boot_id(),
-                    "start": self.start,
-                    "argv": list(sys.argv),
-                    "pytest_args": list(self.control.pytest_args) if self.control else [],
-                    "selftest": bool(self.control.selftest) if self.control else False,
-                    "options": o.to_json(),
-                    "platform": self.inputs.platform,
-                    "expectation_files": [str(p) for p in self.inputs.expectation_files],
-                    "selection": list(self.selection),
-                    "shard": list(o.shard) if o.shard else None,
-                    "tests": list(tests),
-                }
-                self.journal = Journal(self.results_dir / JOURNAL_NAME)
-                write_run_json(self.results_dir, self.run_json)
-            except (OSError, JournalError) as e:
-                raise pytest.UsageError(f"gpuconform: cannot start the run in "
-                                        f"{self.results_dir}: {e}") from None
+            why = self._claim(tests)
+            if why is not None:
+                return self._fatal(items, f"cannot start the run in {self.results_dir}: {why}")
         self.kernel = KernelWatch(o.kmsg, o.taint_file, self.inputs.dmesg)
         self.messages.extend(self.kernel.messages)
         self._find_baseline()
         self._start_progress(tests)
+
+    def _claim(self, tests: list[str]) -> str | None:
+        """A new run's results directory made its own: created, its journal
+        created and locked first (journal.Journal(new=True): of two runs
+        started into one directory, one wins and the other writes nothing),
+        then run.json. None, or why not in one line (what this made undone)."""
+        assert self.results_dir is not None
+        d = self.results_dir
+        made = [p for p in (d, *d.parents) if not p.exists()]
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            fsync_dir(d.parent)  # the directory itself survives power loss
+        except OSError as e:
+            _remove_empty(made)
+            return f"{e.filename or d}: {fault_detail(d, e)}"
+        try:
+            journal = Journal(d / JOURNAL_NAME, new=True)
+        except JournalError as e:
+            _remove_empty(made)
+            return str(e)
+        o = self.opts
+        run_json = {
+            "manifest": str(self.manifests[0]) if self.manifests else "",
+            "run_id": self.run_id,
+            "boot_id": boot_id(),
+            "start": self.start,
+            "argv": list(sys.argv),
+            "pytest_args": list(self.control.pytest_args) if self.control else [],
+            "selftest": bool(self.control.selftest) if self.control else False,
+            "options": o.to_json(),
+            "platform": self.inputs.platform,
+            "expectation_files": [str(p) for p in self.inputs.expectation_files],
+            "selection": list(self.selection),
+            "shard": list(o.shard) if o.shard else None,
+            "tests": list(tests),
+        }
+        try:
+            write_run_json(d, run_json)
+        except OSError as e:
+            journal.discard()
+            _remove_empty(made)
+            where = Path(e.filename) if e.filename else d / "run.json"
+            return f"{where}: {fault_detail(where, e)}"
+        self.journal, self.run_json = journal, run_json
+        return None
 
     def _find_baseline(self) -> None:
         o = self.opts
@@ -940,6 +973,8 @@ class GcSession:
             return
         if self.results_dir is None or self.is_worker or self.collect_only:
             return
+        if self.journal is None:  # the directory is not this run's: nothing to write there
+            return
         self.end = end = self.run_end()
         info = self._run_info(exitstatus)
         try:
@@ -992,6 +1027,15 @@ class GcSession:
         if self.journal is not None:
             self.journal.close()
             self.journal = None
+
+
+def _remove_empty(made: list[Path]) -> None:
+    """The directories a failed start made, removed (deepest first) while empty."""
+    for p in made:
+        try:
+            p.rmdir()
+        except OSError:
+            return
 
 
 def _split_name(name: str) -> tuple[str, str | None]:

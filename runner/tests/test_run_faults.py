@@ -9,8 +9,10 @@ Mounting needs root (or CAP_SYS_ADMIN): without it those tests skip, saying so.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -63,6 +65,112 @@ def wait_for(what: str, cond: object, proc: subprocess.Popen[str] | None = None)
         if proc is not None:
             assert proc.poll() is None, (what, proc.communicate())
         time.sleep(0.01)
+
+
+# ------------------------------------------------- two starts at one place
+
+
+def open_reader_end(fifo: Path) -> int | None:
+    """A write end of fifo once a reader waits on it (None: none yet); the
+    FIFO is replaced at once, so the next open is a fresh read."""
+    try:
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as e:
+        if e.errno == errno.ENXIO:
+            return None
+        raise
+    os.unlink(fifo)
+    os.mkfifo(fifo)
+    return fd
+
+
+def feed_until_exit(proc: subprocess.Popen[str], fifo: Path, data: bytes) -> tuple[str, str]:
+    """Answer each read of fifo with data (b"": an empty file) until proc exits."""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while proc.poll() is None:
+        assert time.monotonic() < deadline, "the runner hung"
+        fd = open_reader_end(fifo)
+        if fd is not None:
+            try:
+                if data:
+                    os.write(fd, data)
+            finally:
+                os.close(fd)
+        time.sleep(0.005)
+    return proc.communicate(timeout=HANG_GUARD_S)
+
+
+def test_a_run_losing_the_start_writes_nothing_in_the_winners_directory(
+        selftests: Selftests, tmp_path: Path, marker_env: bytes) -> None:
+    """The loser passed its check of the directory before the winner started
+    (its expectations file is a FIFO it waits on after that check); the
+    winner then claims the directory and waits on its taint FIFO: the loser,
+    let go, must leave the directory as the winner has it."""
+    results = tmp_path / "results"
+    exp_fifo, taint_fifo = tmp_path / "exp.fifo", tmp_path / "taint.fifo"
+    os.mkfifo(exp_fifo)
+    os.mkfifo(taint_fifo)
+    sel = ["--include", "^selftest_results@(pass|skip)$"]
+    loser = launch(run_args(selftests, results, *sel, "--expectations", str(exp_fifo)),
+                   base_env())
+    winner: subprocess.Popen[str] | None = None
+    try:
+        held: list[int] = []
+
+        def loser_waits() -> bool:  # on its expectations, its check of the directory done
+            fd = open_reader_end(exp_fifo)
+            if fd is not None:
+                held.append(fd)
+            return bool(held)
+
+        wait_for("the loser to read its expectations", loser_waits, loser)
+        winner = launch(run_args(selftests, results, *sel, "--taint-file", str(taint_fifo)),
+                        base_env())
+        wait_for("the winner to claim the directory", (results / "run.json").exists, winner)
+        run_json = (results / "run.json").read_text()
+        os.close(held[0])  # the loser reads an empty file and goes on
+        out, err = feed_until_exit(loser, exp_fifo, b"")
+        assert loser.returncode == 2, out + err
+        assert err == (f"gpuconform: cannot start the run in {results}: "
+                       f"{results / 'journal.jsonl'}: another gpuconform process is using this "
+                       "run (its journal is locked)\n"), err
+        assert not re.search(r"^results: ", out, re.M) and "notrun" not in out
+        assert sorted(os.listdir(results)) == ["journal.jsonl", "run.json"]
+        assert (results / "run.json").read_text() == run_json
+        out, err = feed_until_exit(winner, taint_fifo, b"0\n")
+        assert winner.returncode == 0, out + err
+    finally:
+        for p in (loser, winner):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+    data = json.loads((results / "results.json").read_text())
+    assert data["run"]["run_id"] == json.loads(run_json)["run_id"]
+    assert sorted(data["tests"]) == ["selftest_results@pass", "selftest_results@skip"]
+
+
+def test_four_runs_started_at_once_into_one_directory(selftests: Selftests, tmp_path: Path,
+                                                      marker_env: bytes) -> None:
+    results = tmp_path / "results"
+    sel = ["--include", "^selftest_(results@(pass|skip)|flow@sleep-[12])$"]
+    procs = [launch(run_args(selftests, results, *sel), base_env()) for _ in range(4)]
+    ends = [(p.communicate(timeout=HANG_GUARD_S), p.returncode) for p in procs]
+    won = [(out, err) for (out, err), rc in ends if rc == 0]
+    lost = [(out, err) for (out, err), rc in ends if rc != 0]
+    assert len(won) == 1, ends
+    for (out, err), rc in ends:
+        if rc != 0:
+            assert rc == 2 and err.count("\n") == 1, (rc, out, err)
+            assert ("another gpuconform process is using this run" in err
+                    or f"{results} already holds a run" in err), err
+            assert not re.search(r"^results: ", out, re.M)
+    assert len(lost) == 3
+    run_id = json.loads((results / "run.json").read_text())["run_id"]
+    assert json.loads((results / "results.json").read_text())["run"]["run_id"] == run_id
+    lines = [json.loads(x) for x in (results / "journal.jsonl").read_text().splitlines()]
+    assert sorted(x["test"] for x in lines if x["event"] == "result") == sorted(
+        ["selftest_results@pass", "selftest_results@skip", "selftest_flow@sleep-1",
+         "selftest_flow@sleep-2"])
 
 
 # ---------------------------------------------------------- kernel sources
