@@ -486,17 +486,31 @@ def run_status(results_json: Path, pytest_status: int) -> tuple[int, str]:
     return out.status, out.line
 
 
-def _check_results_dir(results: Path) -> None:
-    for name in (JOURNAL_NAME, "results.json"):
-        if (results / name).exists():
-            raise CliError(f"{results} already holds a run ({name}): give another --results, "
-                           f"or continue it with: gpuconform resume {results}")
+def _check_keyword(expr: str | None) -> None:
+    """-k's expression parsed as pytest will parse it: CliError before anything
+    runs (pytest would say it only after collection)."""
+    if expr is None:
+        return
+    try:
+        from _pytest.mark.expression import Expression, ParseError
+    except ImportError:  # another pytest: it says so itself, nothing is written
+        return
+    try:
+        Expression.compile(expr)
+    except ParseError as e:
+        raise CliError(f"-k {expr!r}: not a pytest -k expression: {e}") from None
 
 
 def _check_before_run(args: argparse.Namespace, results: Path) -> None:
-    """What a run needs and can be checked before it: the results directory,
-    a --kmsg or --taint-file given."""
-    _check_results_dir(results)
+    """What a run needs and can be checked before it: the results directory
+    (resultsdir.py), -k's expression, a --kmsg or --taint-file given."""
+    from .resultsdir import ResultsDirError, check_results_dir
+
+    try:
+        check_results_dir(results)
+    except ResultsDirError as e:
+        raise CliError(str(e)) from None
+    _check_keyword(args.keyword)
     for option, path in (("--kmsg", args.kmsg), ("--taint-file", args.taint_file)):
         if path is not None and path != "off":
             try:

@@ -531,7 +531,9 @@ class GcSession:
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
                                       items: list[pytest.Item]) -> Any:
         available = [it.name for it in items if isinstance(it, _GcItem)]
-        yield  # -k, -m and other plugins deselect first
+        outcome = yield  # -k, -m and other plugins deselect first
+        if outcome.excinfo is not None:  # a bad -k: pytest's usage error, nothing started
+            return
         self._select(items, available)
 
     def _fatal(self, items: list[pytest.Item], msg: str) -> None:

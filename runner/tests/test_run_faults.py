@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -65,6 +66,41 @@ def wait_for(what: str, cond: object, proc: subprocess.Popen[str] | None = None)
         if proc is not None:
             assert proc.poll() is None, (what, proc.communicate())
         time.sleep(0.01)
+
+
+# ------------------------------------------------------------- mounts
+
+
+def _mount(args: list[str]) -> str | None:
+    """None, or why this machine cannot mount (the skip's one line)."""
+    if os.geteuid() != 0:
+        return "mounting a tmpfs needs root: not root here"
+    if shutil.which("mount") is None:
+        return "no mount command on this machine"
+    p = subprocess.run(["mount", *args], capture_output=True, text=True)
+    if p.returncode != 0:
+        return f"mount {' '.join(args)} is not permitted here: {p.stderr.strip()[:200]}"
+    return None
+
+
+@pytest.fixture
+def mount_tmpfs(tmp_path: Path) -> Iterator[object]:
+    """mount_tmpfs(name, options) -> a tmpfs mounted at tmp_path/name (skips,
+    naming why, where mounting is not permitted); unmounted at the end."""
+    mounted: list[Path] = []
+
+    def mount(name: str, options: str) -> Path:
+        where = tmp_path / name
+        where.mkdir()
+        why = _mount(["-t", "tmpfs", "-o", options, "tmpfs", str(where)])
+        if why is not None:
+            pytest.skip(why)
+        mounted.append(where)
+        return where
+
+    yield mount
+    for where in reversed(mounted):
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
 
 
 # ------------------------------------------------- two starts at one place
@@ -171,6 +207,44 @@ def test_four_runs_started_at_once_into_one_directory(selftests: Selftests, tmp_
     assert sorted(x["test"] for x in lines if x["event"] == "result") == sorted(
         ["selftest_results@pass", "selftest_results@skip", "selftest_flow@sleep-1",
          "selftest_flow@sleep-2"])
+
+
+# ------------------------------------- checked before the run: -k, results
+
+
+def test_a_bad_k_expression_is_one_line_and_writes_nothing(selftests: Selftests,
+                                                           tmp_path: Path) -> None:
+    results = tmp_path / "r"
+    err = one_line_error(gpuconform(*run_args(selftests, results, "-k", "foo and (")))
+    assert err == ("gpuconform: -k 'foo and (': not a pytest -k expression: at column 10: "
+                   "expected not OR left parenthesis OR identifier; got end of input")
+    assert not results.exists()
+    # Given to pytest itself (after --): pytest's own one line, nothing written either.
+    r = gpuconform(*run_args(selftests, results, "--", "-k", "foo and ("))
+    assert r.returncode == 2 and "Wrong expression passed to '-k'" in r.stderr, r.stderr
+    assert "notrun" not in r.stdout and "Traceback" not in r.stdout + r.stderr
+    assert not results.exists()
+
+
+def test_a_read_only_results_directory_is_one_line_and_writes_nothing(
+        selftests: Selftests, tmp_path: Path, mount_tmpfs: object) -> None:
+    ro = mount_tmpfs("ro", "size=1m,ro")  # type: ignore[operator]
+    for results, verb in ((ro, "written"), (ro / "x" / "y", f"created ({ro} cannot be written)")):
+        r = gpuconform(*run_args(selftests, results))
+        assert one_line_error(r) == (f"gpuconform: results directory {results}: cannot be "
+                                     f"{verb}: read-only file system (tmpfs {ro})")
+        assert "notrun" not in r.stdout
+    # Under pytest alone (the plugin): the same, no summary of tests that never ran.
+    p = subprocess.run(
+        [os.environ.get("GPUCONFORM_PYTHON", "python3"), "-m", "pytest", "-p", "no:cacheprovider",
+         "-p", "gpuconform.plugin", "--gc-results", str(ro / "x"), "--gc-kmsg", "off",
+         "--gc-no-baseline", "-k", "selftest_results", str(selftests.manifest)],
+        capture_output=True, text=True, timeout=HANG_GUARD_S, cwd=REPO_ROOT / "runner")
+    assert p.returncode == 4, p.stdout + p.stderr
+    assert f"gpuconform: cannot start the run in {ro / 'x'}: {ro / 'x'}: read-only file " \
+           f"system (tmpfs {ro}" in p.stdout
+    assert "notrun" not in p.stdout and "Traceback" not in p.stdout + p.stderr
+    assert os.listdir(ro) == []
 
 
 # ---------------------------------------------------------- kernel sources
