@@ -31,6 +31,8 @@ guarded so that a failing one never loses what is already written.
 The results directory is the run's from its first byte (_claim: the journal
 created with O_EXCL and locked before run.json); a run that cannot have it
 (another run's, read-only) is fatal: nothing runs, nothing is written there.
+The tests' temporary files live in the run's own directory (runtmp.py),
+removed at the end, or by the resume of a run that was killed.
 
 Resume (--gc-resume DIR, `gpuconform resume DIR`): the options and the
 selection come from DIR/run.json; the journal's records are kept; a test that
@@ -53,7 +55,7 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -109,6 +111,7 @@ from .progress import Progress, on_stderr
 from .resume import ResumeError, take_over
 from .results import TestRecord, judged, render_summary
 from .runend import RunEnd, ordered_records, run_info
+from .runtmp import make_run_tmp, remove_run_tmp
 from .shard import parse_shard, shard
 from .states import State, signal_name
 from .testlist import TestlistError, TestPattern
@@ -445,6 +448,7 @@ class GcSession:
         self.end: RunEnd | None = None  # once the run has ended (sessionfinish)
         self.write_error: str | None = None
         self.fatal: str | None = None
+        self.run_tmp: Path | None = None  # runtmp.py: the run's temporary directory
         self.abort: str | None = None
         self.messages: list[str] = []  # run-level notes for the summary
         self.errors: list[str] = []  # one-line errors printed at the end
@@ -610,14 +614,21 @@ class GcSession:
 
     # --------------------------------------------------------- run start
     def _start_run(self, items: list[pytest.Item], tests: list[str]) -> None:
-        """The results directory made this run's (a new run); then the kernel
-        watch, baseline and progress. A directory that cannot be had is fatal:
-        nothing runs, nothing is written."""
+        """The results directory made this run's (a new run) and the run's
+        temporary directory; then the kernel watch, baseline and progress. A
+        directory that cannot be had is fatal: nothing runs, nothing is written."""
         o = self.opts
         if self.results_dir is not None and self.run_json is None:
             why = self._claim(tests)
             if why is not None:
                 return self._fatal(items, f"cannot start the run in {self.results_dir}: {why}")
+        if self.run_tmp is None:
+            try:
+                self.run_tmp = make_run_tmp(self.run_id)
+            except OSError as e:
+                return self._fatal(items, f"cannot make the run's temporary directory: "
+                                   f"{e.filename}: {fault_detail(Path(e.filename or '/'), e)}")
+        self.exec_options = replace(self.exec_options, tmp_root=self.run_tmp)
         self.kernel = KernelWatch(o.kmsg, o.taint_file, self.inputs.dmesg)
         self.messages.extend(self.kernel.messages)
         self._find_baseline()
@@ -659,9 +670,14 @@ class GcSession:
             "tests": list(tests),
         }
         try:
+            self.run_tmp = make_run_tmp(self.run_id)
+            run_json["tmp_dir"] = str(self.run_tmp)
             write_run_json(d, run_json)
         except OSError as e:
             journal.discard()
+            if self.run_tmp is not None:
+                remove_run_tmp(self.run_tmp, self.run_id)
+                self.run_tmp = None
             _remove_empty(made)
             where = Path(e.filename) if e.filename else d / "run.json"
             return f"{where}: {fault_detail(where, e)}"
@@ -1029,6 +1045,9 @@ class GcSession:
         if self.journal is not None:
             self.journal.close()
             self.journal = None
+        if self.run_tmp is not None:
+            remove_run_tmp(self.run_tmp, self.run_id)
+            self.run_tmp = None
 
 
 def _remove_empty(made: list[Path]) -> None:

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -24,6 +25,7 @@ import pytest
 
 from gc_testutil import HANG_GUARD_S, LAUNCHER, REPO_ROOT, Selftests
 
+from gpuconform.journal import read_journal
 
 
 def base_env(**extra: str) -> dict[str, str]:
@@ -245,6 +247,43 @@ def test_a_read_only_results_directory_is_one_line_and_writes_nothing(
            f"system (tmpfs {ro}" in p.stdout
     assert "notrun" not in p.stdout and "Traceback" not in p.stdout + p.stderr
     assert os.listdir(ro) == []
+
+
+# ----------------------------------------------------- a killed runner's files
+
+
+def test_resume_removes_the_killed_runners_temporary_files(selftests: Selftests, tmp_path: Path,
+                                                          marker_env: bytes) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = base_env(TMPDIR=str(tmp), GPUCONFORM_SELFTEST_LONG_SLEEP_MS="120000")
+    results = tmp_path / "results"
+    sel = ["--include", "^selftest_(results@pass|flow@sleep-long)$"]
+    proc = launch(run_args(selftests, results, *sel), env)
+    try:
+        def running_long() -> bool:
+            st = read_journal(results / "journal.jsonl")
+            return [s.test for s in st.running] == ["selftest_flow@sleep-long"]
+
+        wait_for("sleep-long to run", running_long, proc)
+        proc.kill()  # SIGKILL: the runner cleans nothing up
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    left = os.listdir(tmp)
+    assert left and all(x.startswith("gpuconform-") for x in left), left  # what resume cleans
+    r = gpuconform("resume", str(results), "--progress", "off", env=env)
+    assert r.returncode == 1, r.stdout + r.stderr  # sleep-long: incomplete
+    assert os.listdir(tmp) == []
+    for name in left:
+        assert f"resume removed the dead run's temporary files {tmp / name}" in r.stdout
+    # A run that ends removes its own.
+    r = gpuconform(*run_args(selftests, tmp_path / "r2", "--include", "^selftest_results@pass$"),
+                   env=env)
+    assert r.returncode == 0 and os.listdir(tmp) == [], r.stdout + r.stderr
 
 
 # ---------------------------------------------------------- kernel sources
