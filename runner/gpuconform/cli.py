@@ -525,6 +525,9 @@ def _run_pytest(pytest_args: list[str], control: RunControl, results: Path) -> i
     status = int(pytest.main(pytest_args, plugins=[control]))
     if control.fatal is not None:
         raise CliError(control.fatal)
+    if control.stopped is not None:  # started, then could no longer record: one line, last
+        print(f"gpuconform: {control.stopped}", file=sys.stderr)
+        return EXIT_FAILED if control.recorded else EXIT_CANNOT_START  # 2: it did nothing
     if status == 4:  # usage error: pytest printed it (ERROR: ...)
         return EXIT_CANNOT_START
     code, line = run_status(results / "results.json", status)

@@ -34,6 +34,11 @@ dead run from a live one. A new run creates the journal with O_EXCL, then
 locks it, before it writes anything else in the directory: of two runs started
 into one directory at once, exactly one owns it, and the other writes nothing.
 
+A line the journal cannot take (a full disk, a quota, an I/O error) is cut
+away again and the journal takes no more (JournalWriteError, one line naming
+the file system): the runner stops, and what the journal holds stays whole
+for a resume.
+
 RESULTS/run.json (written once the selection is known, before the first test)
 holds what resume needs to go on exactly as the run would have: the manifest,
 the options, the selection before and after sharding, the run id every test
@@ -56,6 +61,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .atomic import atomic_write, fsync_dir
+from .fsfault import write_fault
 
 __all__ = [
     "JOURNAL_NAME",
@@ -63,6 +69,7 @@ __all__ = [
     "RUN_FORMAT",
     "RUN_ID_ENV",
     "JournalError",
+    "JournalWriteError",
     "Journal",
     "StartLine",
     "JournalState",
@@ -85,6 +92,16 @@ EVENTS = ("start", "result", "abort", "resume", "end")
 
 class JournalError(Exception):
     """A journal or run.json that cannot be used; str() is one line."""
+
+
+class JournalWriteError(JournalError):
+    """A line the journal could not take (a full disk...): str() is one line
+    naming the file system (fsfault.write_fault); errno is the OSError's. The
+    journal is left as it was before the line, and takes no line after it."""
+
+    def __init__(self, line: str, err_no: int | None) -> None:
+        super().__init__(line)
+        self.errno = err_no
 
 
 def boot_id() -> str:
@@ -115,6 +132,7 @@ class Journal:
     def __init__(self, path: Path, *, lock: bool = True, new: bool = False) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        self.broken: JournalWriteError | None = None
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
         created = False
         try:
@@ -153,14 +171,46 @@ class Journal:
                                    f"{e.strerror or e}") from None
 
     def append(self, obj: Mapping[str, Any]) -> None:
-        """One line, whole: the copies of a test append from their threads."""
+        """One line, whole, or nothing: the copies of a test append from their
+        threads. A line that cannot be written (JournalWriteError) is cut away
+        again, and the journal takes no more lines."""
         data = (json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
         with self._lock:
-            view = memoryview(data)
-            while view:
-                n = os.write(self.fd, view)
-                view = view[n:]
-            os.fsync(self.fd)
+            if self.broken is not None:
+                raise self.broken
+            before = -1
+            try:
+                before = os.fstat(self.fd).st_size
+                view = memoryview(data)
+                while view:
+                    n = os.write(self.fd, view)
+                    view = view[n:]
+                os.fsync(self.fd)
+            except OSError as e:
+                # Said as it was when the line failed (the cut frees space).
+                self.broken = JournalWriteError(write_fault(self.path.parent, e), e.errno)
+                if before >= 0:
+                    try:
+                        os.ftruncate(self.fd, before)  # frees blocks: works on a full disk
+                    except OSError:
+                        pass
+                raise self.broken from None
+
+    def size(self) -> int:
+        """Bytes in the journal now: a mark for rewind()."""
+        with self._lock:
+            return os.fstat(self.fd).st_size
+
+    def rewind(self, mark: int) -> None:
+        """Cut the journal back to mark (size()): what was written after it
+        never happened (best effort: the disk may be failing)."""
+        with self._lock:
+            try:
+                if os.fstat(self.fd).st_size > mark:
+                    os.ftruncate(self.fd, mark)
+                    os.fsync(self.fd)
+            except OSError:
+                pass
 
     def start(self, test: str, attempt: int, pid: int, token: str,
               gpu: int | None = None) -> None:

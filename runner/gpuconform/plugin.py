@@ -32,7 +32,11 @@ The results directory is the run's from its first byte (_claim: the journal
 created with O_EXCL and locked before run.json); a run that cannot have it
 (another run's, read-only) is fatal: nothing runs, nothing is written there.
 The tests' temporary files live in the run's own directory (runtmp.py),
-removed at the end, or by the resume of a run that was killed.
+removed at the end, or by the resume of a run that was killed. A journal
+line that cannot be written (a full disk) stops the run at once: the test
+that was going on is cut from the journal (a resume runs it again), nothing
+else is written, and the run's last line names the file system
+(RunControl.stopped).
 
 Resume (--gc-resume DIR, `gpuconform resume DIR`): the options and the
 selection come from DIR/run.json; the journal's records are kept; a test that
@@ -75,13 +79,15 @@ from .gang import combine, run_copies
 from .placement import DEFAULT_PLACEMENT, Slot, list_placement
 from .expectations import FLAKE, ExpectationError, Rule
 from .fmt import one_line
-from .fsfault import fault_detail
+from .fsfault import fault_detail, remedy
 from .journal import (
     JOURNAL_NAME,
     RUN_ID_ENV,
     Journal,
     JournalError,
+    JournalWriteError,
     boot_id,
+    read_journal,
     read_run_json,
     write_run_json,
 )
@@ -217,8 +223,15 @@ class RunControl:
     pytest_args: list[str] = field(default_factory=list)  # kept in run.json for resume
     selftest: bool = False
     fatal: str | None = None  # one line: why nothing ran
+    stopped: str | None = None  # one line: why the run stopped before its end (cannot record)
+    recorded: int = 0  # tests this process recorded in the journal (0: it did nothing)
     results_dir: Path | None = None
     written: bool = False
+
+
+class RecordingStopped(Exception):
+    """The journal can take no more lines (a full disk): the run stops at
+    once, the test that was going on unrecorded (a resume runs it again)."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -371,11 +384,16 @@ class _GcItem(pytest.Item):
                                   "its process group was killed")
             sess.finish_record(rec, interrupted=True)
             raise
+        except RecordingStopped:
+            raise sess.stop_item(self) from None
         except (SubtestFailure, pytest.skip.Exception):
             raise
         except Exception as e:
             rec = sess.new_record(self, State.ERROR, f"runner error: {e!r}")
-            sess.finish_record(rec)
+            try:
+                sess.finish_record(rec)
+            except RecordingStopped:
+                raise sess.stop_item(self) from None
             self._gc_record = rec
             raise
         self._finish(rec)
@@ -446,8 +464,10 @@ class GcSession:
         self.rules: dict[str, Rule] = {}
         self.start = time.time()
         self.end: RunEnd | None = None  # once the run has ended (sessionfinish)
-        self.write_error: str | None = None
         self.fatal: str | None = None
+        self.stopped: str | None = None  # the one line of a run that stopped (cannot record)
+        self.stop_error: JournalWriteError | None = None  # the journal line that failed
+        self._mark = 0  # the journal's size before the running test's first line
         self.run_tmp: Path | None = None  # runtmp.py: the run's temporary directory
         self.abort: str | None = None
         self.messages: list[str] = []  # run-level notes for the summary
@@ -512,7 +532,10 @@ class GcSession:
         try:
             r = take_over(self.resume_dir, self.run_json, self.run_id, self._judge)
         except ResumeError as e:
-            raise pytest.UsageError(f"gpuconform: {e}") from None
+            self.fatal = str(e)  # nothing runs; collection ends in _fatal
+            if self.control is not None:
+                self.control.fatal = self.fatal
+            return
         self.journal = r.journal
         self.records.update(r.records)
         self.resumed = r.info
@@ -549,6 +572,8 @@ class GcSession:
         items[:] = []
 
     def _select(self, items: list[pytest.Item], available: list[str]) -> None:
+        if self.fatal is not None:  # found before collection (a resume that cannot start)
+            return self._fatal(items, self.fatal)
         by_name = {it.name: it for it in items if isinstance(it, _GcItem)}
         if self.run_json is not None:
             tests = list(self.run_json["tests"])
@@ -766,10 +791,29 @@ class GcSession:
                 self.journal.result(rec.name, rec.to_json())
                 if self.abort and rec.result is State.ABORT:
                     self.journal.event("abort", test=rec.name, reason=self.abort)
-            except OSError as e:
-                self.errors.append(f"journal: cannot append: {e.strerror or e}")
+                if self.control is not None:
+                    self.control.recorded += 1
+            except JournalWriteError as e:
+                self.cannot_record(e)
+                if not interrupted:
+                    raise RecordingStopped(str(e)) from None
+                return
         if self.progress is not None:
             self.progress.end_test(rec.name, rec.result.value, rec.duration)
+
+    def cannot_record(self, e: JournalWriteError) -> None:
+        """The journal took no more: the running test's lines are cut away
+        (a resume runs it again) and the run stops after it (stop_item)."""
+        if self.stop_error is None:
+            self.stop_error = e
+            if self.journal is not None:
+                self.journal.rewind(self._mark)
+
+    def stop_item(self, item: pytest.Item) -> BaseException:
+        """What the item ends with when the run can no longer record: pytest
+        stops after it (no traceback; the one line comes at the end)."""
+        item.session.shouldstop = "gpuconform: the run stopped: its results cannot be recorded"
+        return _skip("not run: the results directory can take no more (see the last line)")
 
     def _kernel_gap(self, name: str) -> tuple[str | None, list[str]]:
         """The kernel log and taint since the previous test: (abort, notes)."""
@@ -789,6 +833,8 @@ class GcSession:
         """The item run, once or once per GPU (placement.py), journaled; an
         abort stops pytest."""
         name = item.name
+        if self.journal is not None:
+            self._mark = self.journal.size()
         if self.progress is not None:
             self.progress.start_test(name)
         if isinstance(item, BrokenBinaryItem):
@@ -838,7 +884,11 @@ class GcSession:
                 if self.stopping.is_set():
                     raise KeyboardInterrupt("gpuconform: the run was interrupted")
                 if self.journal is not None:
-                    self.journal.start(test, n, pid, token, gpu)
+                    try:
+                        self.journal.start(test, n, pid, token, gpu)
+                    except JournalWriteError as e:  # the test is killed on the way out
+                        self.cannot_record(e)
+                        raise RecordingStopped(str(e)) from None
 
             try:
                 return run_attempt(name, path, sub, number, self.exec_options,
@@ -922,8 +972,8 @@ class GcSession:
             if self.journal is not None:
                 try:
                     self.journal.event("abort", test=item.name, reason=reason)
-                except OSError:
-                    pass
+                except JournalWriteError as e:
+                    self.cannot_record(e)  # the test's record cannot follow either
 
     # ------------------------------------------------------------ reports
     @pytest.hookimpl(hookwrapper=True)  # type: ignore[misc]
@@ -993,13 +1043,16 @@ class GcSession:
             return
         if self.journal is None:  # the directory is not this run's: nothing to write there
             return
+        if self.stop_error is not None:
+            return self._stop(self.stop_error, "the run stopped after")
         self.end = end = self.run_end()
         info = self._run_info(exitstatus)
         try:
             end.write(self.results_dir, info)
         except OSError as e:
-            self.write_error = f"cannot write results to {self.results_dir}: {e}"
-            return
+            err = JournalWriteError(f"{self.results_dir}: {fault_detail(self.results_dir, e)}",
+                                    e.errno)
+            return self._stop(err, "results.json not written after")
         if self.control is not None:
             self.control.results_dir = self.results_dir
             self.control.written = True
@@ -1011,13 +1064,31 @@ class GcSession:
             try:
                 self.journal.event("end", complete=end.complete,
                                    status=end.outcome.status if end.outcome else None)
-            except OSError:
+            except JournalWriteError:
                 pass
+
+    def _stop(self, e: JournalWriteError, what: str) -> None:
+        """The one line of a run that cannot record: what is full, how far the
+        journal got, what to do (the CLI prints it last; plain pytest in the
+        terminal summary)."""
+        assert self.results_dir is not None
+        try:
+            done = len(read_journal(self.results_dir / JOURNAL_NAME).records)
+        except JournalError:
+            done = len(self.records)
+        self.stopped = (f"{e}: {what} {done} of {len(self.selected)} tests; "
+                        f"{remedy(e.errno)}, then `gpuconform resume {self.results_dir}`")
+        if self.control is not None:
+            self.control.stopped = self.stopped
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         tr = terminalreporter
         if self.fatal is not None:
             tr.write_line(f"gpuconform: {self.fatal}", red=True)
+            return
+        if self.stopped is not None:
+            if self.control is None:  # gpuconform run says it as its last line
+                tr.write_line(f"gpuconform: {self.stopped}", red=True)
             return
         if self.collect_only:
             return
@@ -1030,8 +1101,6 @@ class GcSession:
             tr.write_line(line)
         if end.written is not None:
             tr.write_line(f"results: {end.written[0]}")
-        if self.write_error is not None:
-            tr.write_line(f"gpuconform: {self.write_error}", red=True)
         for e in end.errors:
             tr.write_line(f"gpuconform: {e}", red=True)
         if end.baseline_error:

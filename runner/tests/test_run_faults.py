@@ -105,6 +105,78 @@ def mount_tmpfs(tmp_path: Path) -> Iterator[object]:
         subprocess.run(["umount", "-l", str(where)], capture_output=True)
 
 
+# ------------------------------------------------------- a disk that fills
+
+# Two floods: each record keeps 64 KiB of head and of tail of its stdout
+# (or stderr), so a 200 KiB tmpfs takes the first flood's and not the second's.
+FLOOD_SELECTION = [  # in the manifest's order, the order they run in
+    "selftest_results@pass",
+    "selftest_results@skip",
+    "selftest_flood@stdout-flood",
+    "selftest_flood@stderr-flood",
+    "selftest_dynamic@all-pass",
+    "selftest_flow@sleep-1",
+]
+
+
+def fill(fs: Path) -> Path:
+    """A file that takes every byte fs has left."""
+    filler = fs / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError as e:
+        assert e.errno == errno.ENOSPC, e
+    finally:
+        os.close(fd)
+    return filler
+
+
+def test_a_full_results_disk_stops_the_run_in_one_line_and_resume_recovers(
+        selftests: Selftests, tmp_path: Path, mount_tmpfs: object, marker_env: bytes) -> None:
+    fs = mount_tmpfs("fs", "size=200k")  # type: ignore[operator]
+    results = fs / "results"
+    tl = tmp_path / "list.txt"
+    tl.write_text("\n".join(FLOOD_SELECTION) + "\n")
+    r = gpuconform(*run_args(selftests, results, "--testlist", str(tl), "--no-report"))
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "Traceback" not in out and "INTERNALERROR" not in out and "cannot append" not in out
+    assert r.stderr.count("\n") == 1, r.stderr  # the one line, last
+    m = re.fullmatch(rf"gpuconform: {results}: no space left on device \(tmpfs {fs}, "
+                     r"(\d+) KiB free\): the run stopped after (\d+) of 6 tests; free space, "
+                     rf"then `gpuconform resume {results}`\n", r.stderr)
+    assert m, r.stderr
+    done = int(m.group(2))
+    assert 1 <= done < len(FLOOD_SELECTION)
+    # Stopped at once, what was recorded kept whole: the first tests' results,
+    # nothing of the test that could not be recorded (a resume runs it again).
+    state = read_journal(results / "journal.jsonl")
+    assert list(state.records) == FLOOD_SELECTION[:done] and state.torn is None
+    assert state.running == [] and not (results / "results.json").exists()
+    kept = dict(state.records)
+
+    # Resume on a disk still full: one line, exit 2, the journal as it was.
+    filler = fill(fs)
+    r = gpuconform("resume", str(results), "--progress", "off")
+    err = one_line_error(r)
+    assert err.startswith(f"gpuconform: {results}: no space left on device (tmpfs {fs}, "), err
+    assert err.endswith(f"free space, then `gpuconform resume {results}`"), err
+    assert read_journal(results / "journal.jsonl").records == kept
+
+    # Space again: the resume finishes the run, every earlier result kept.
+    filler.unlink()
+    subprocess.run(["mount", "-o", "remount,size=16m", str(fs)], check=True)
+    r = gpuconform("resume", str(results), "--progress", "off")
+    assert r.returncode == 0, r.stdout + r.stderr
+    tests = json.loads((results / "results.json").read_text())["tests"]
+    assert list(tests) == FLOOD_SELECTION
+    for name, rec in kept.items():
+        assert tests[name] == rec, name
+    assert all(t["result"] in ("pass", "skip") for t in tests.values()), tests
+
+
 # ------------------------------------------------- two starts at one place
 
 
