@@ -73,6 +73,7 @@ from .options import (
     InputError,
     RunOptions,
     argtype,
+    check_kernel_source,
     load_inputs,
     options_to_args,
     parse_devices,
@@ -185,10 +186,13 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--catalogue", metavar="FILE", default=str(DEFAULT_CATALOGUE),
                      help="the metric catalogue: a test recording a metric it lacks, or in "
                      "another unit, fails (default data/metrics.txt)")
-    run.add_argument("--kmsg", metavar="PATH|off", default=KMSG_PATH,
-                     help=f"kernel log to watch (default {KMSG_PATH})")
-    run.add_argument("--taint-file", metavar="PATH|off", default=TAINT_PATH,
-                     help=f"kernel taint to watch (default {TAINT_PATH})")
+    run.add_argument("--kmsg", metavar="PATH|off", default=None,
+                     help=f"kernel log to watch (default {KMSG_PATH}: a note when it cannot "
+                     "be read; a PATH given that cannot be read stops the run before it "
+                     "starts)")
+    run.add_argument("--taint-file", metavar="PATH|off", default=None,
+                     help=f"kernel taint to watch (default {TAINT_PATH}; a PATH given must "
+                     "be readable)")
     which = run.add_mutually_exclusive_group()
     which.add_argument("--baselines", metavar="DIR", action="append", default=None,
                        help="where the baseline of this machine's fingerprint is looked for "
@@ -503,11 +507,37 @@ def run_status(results_json: Path, pytest_status: int) -> tuple[int, str]:
     return out.status, out.line
 
 
-def _check_results_dir(results: Path) -> None:
-    for name in (JOURNAL_NAME, "results.json"):
-        if (results / name).exists():
-            raise CliError(f"{results} already holds a run ({name}): give another --results, "
-                           f"or continue it with: gpuconform resume {results}")
+def _check_keyword(expr: str | None) -> None:
+    """-k's expression parsed as pytest will parse it: CliError before anything
+    runs (pytest would say it only after collection)."""
+    if expr is None:
+        return
+    try:
+        from _pytest.mark.expression import Expression, ParseError
+    except ImportError:  # another pytest: it says so itself, nothing is written
+        return
+    try:
+        Expression.compile(expr)
+    except ParseError as e:
+        raise CliError(f"-k {expr!r}: not a pytest -k expression: {e}") from None
+
+
+def _check_before_run(args: argparse.Namespace, results: Path) -> None:
+    """What a run needs and can be checked before it: the results directory
+    (resultsdir.py), -k's expression, a --kmsg or --taint-file given."""
+    from .resultsdir import ResultsDirError, check_results_dir
+
+    try:
+        check_results_dir(results)
+    except ResultsDirError as e:
+        raise CliError(str(e)) from None
+    _check_keyword(args.keyword)
+    for option, path in (("--kmsg", args.kmsg), ("--taint-file", args.taint_file)):
+        if path is not None and path != "off":
+            try:
+                check_kernel_source(option, path)
+            except InputError as e:
+                raise CliError(str(e)) from None
 
 
 def _run_pytest(pytest_args: list[str], control: RunControl, results: Path) -> int:
@@ -516,6 +546,9 @@ def _run_pytest(pytest_args: list[str], control: RunControl, results: Path) -> i
     status = int(pytest.main(pytest_args, plugins=[control]))
     if control.fatal is not None:
         raise CliError(control.fatal)
+    if control.stopped is not None:  # started, then could no longer record: one line, last
+        print(f"gpuconform: {control.stopped}", file=sys.stderr)
+        return EXIT_FAILED if control.recorded else EXIT_CANNOT_START  # 2: it did nothing
     if status == 4:  # usage error: pytest printed it (ERROR: ...)
         return EXIT_CANNOT_START
     code, line = run_status(results / "results.json", status)
@@ -548,8 +581,8 @@ def _run_options(args: argparse.Namespace, *, here: bool = True) -> RunOptions:
         retries=args.retries,
         dmesg_patterns=str(Path(args.dmesg_patterns).absolute()),
         catalogue=str(Path(args.catalogue).absolute()),
-        kmsg=args.kmsg,
-        taint_file=args.taint_file,
+        kmsg=args.kmsg or KMSG_PATH,
+        taint_file=args.taint_file or TAINT_PATH,
         baselines=_absolute_paths(args.baselines),
         baseline=str(Path(args.baseline).absolute()) if args.baseline is not None else None,
         no_baseline=args.no_baseline,
@@ -589,7 +622,7 @@ def _prepare_run(args: argparse.Namespace) -> tuple[list[str], RunControl, Path]
     that can be made before the run made (CliError); nothing written yet."""
     manifest = _manifest(args)
     results = (args.results or _default_results_dir()).absolute()
-    _check_results_dir(results)
+    _check_before_run(args, results)
     opts = _run_options(args)
     # Test lists are stored resolved: resume must not depend on the cwd.
     opts.testlists = [str(Path(t).absolute()) if ("/" in t or Path(t).is_file()) and

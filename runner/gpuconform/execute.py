@@ -585,7 +585,7 @@ def run_subtest(
     binary = Path(binary)
     parser = OutputParser()
     scanner = FailureScanner()
-    with tempfile.TemporaryDirectory(prefix="gpuconform-run-", dir=options.tmp_root) as tmp:
+    with tempfile.TemporaryDirectory(prefix="gpuconform-test-", dir=options.tmp_root) as tmp:
         metrics_path = Path(tmp) / "metrics.jsonl"
         metrics_path.touch()
         extra = dict(env_extra or {})

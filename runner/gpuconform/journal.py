@@ -30,7 +30,14 @@ found by GPUCONFORM_RUN_ID.
 
 The runner holds an exclusive flock() on the journal while it runs: the
 kernel drops it when the process dies (even of SIGKILL), so resume can tell a
-dead run from a live one.
+dead run from a live one. A new run creates the journal with O_EXCL, then
+locks it, before it writes anything else in the directory: of two runs started
+into one directory at once, exactly one owns it, and the other writes nothing.
+
+A line the journal cannot take (a full disk, a quota, an I/O error) is cut
+away again and the journal takes no more (JournalWriteError, one line naming
+the file system): the runner stops, and what the journal holds stays whole
+for a resume.
 
 RESULTS/run.json (written once the selection is known, before the first test)
 holds what resume needs to go on exactly as the run would have: the manifest,
@@ -54,6 +61,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .atomic import atomic_write, fsync_dir
+from .fsfault import write_fault
 
 __all__ = [
     "JOURNAL_NAME",
@@ -61,6 +69,7 @@ __all__ = [
     "RUN_FORMAT",
     "RUN_ID_ENV",
     "JournalError",
+    "JournalWriteError",
     "Journal",
     "StartLine",
     "JournalState",
@@ -69,6 +78,7 @@ __all__ = [
     "write_run_json",
     "read_run_json",
     "is_locked",
+    "holds_a_run",
     "boot_id",
 ]
 
@@ -84,6 +94,16 @@ class JournalError(Exception):
     """A journal or run.json that cannot be used; str() is one line."""
 
 
+class JournalWriteError(JournalError):
+    """A line the journal could not take (a full disk...): str() is one line
+    naming the file system (fsfault.write_fault); errno is the OSError's. The
+    journal is left as it was before the line, and takes no line after it."""
+
+    def __init__(self, line: str, err_no: int | None) -> None:
+        super().__init__(line)
+        self.errno = err_no
+
+
 def boot_id() -> str:
     try:
         with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
@@ -92,16 +112,39 @@ def boot_id() -> str:
         return ""
 
 
-class Journal:
-    """RESULTS/journal.jsonl, open for appending."""
+def holds_a_run(path: Path) -> bool:
+    """An existing journal that is more than a start that died before its
+    first line: something written in it, or a run.json beside it."""
+    try:
+        return path.stat().st_size > 0 or (path.parent / RUN_NAME).exists()
+    except OSError:
+        return True
 
-    def __init__(self, path: Path, *, lock: bool = True) -> None:
+
+class Journal:
+    """RESULTS/journal.jsonl, open for appending, locked.
+
+    new=True (a run starting): the journal is created here, with O_EXCL, so
+    that of two runs started into one directory at the same moment exactly one
+    owns it; a journal already there is taken only when it is empty, without
+    run.json and unlocked (a start that died at once), else JournalError."""
+
+    def __init__(self, path: Path, *, lock: bool = True, new: bool = False) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        created = not self.path.exists()
+        self.broken: JournalWriteError | None = None
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+        created = False
         try:
-            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
-                              0o644)
+            if new:
+                try:
+                    self.fd = os.open(self.path, flags | os.O_EXCL, 0o644)
+                    created = True
+                except FileExistsError:
+                    self.fd = os.open(self.path, flags & ~os.O_CREAT)
+            else:
+                created = not self.path.exists()
+                self.fd = os.open(self.path, flags, 0o644)
         except OSError as e:
             raise JournalError(f"{self.path}: cannot open the journal: {e.strerror or e}") from None
         if lock:
@@ -112,19 +155,62 @@ class Journal:
                 raise JournalError(
                     f"{self.path}: another gpuconform process is using this run "
                     "(its journal is locked)") from None
+        if new and not created and holds_a_run(self.path):
+            os.close(self.fd)
+            raise JournalError(f"{self.path.parent} already holds a run ({self.path.name}): "
+                               "give another --results, or continue it with: "
+                               f"gpuconform resume {self.path.parent}")
+        self.created = created
         if created:
-            os.fsync(self.fd)
-            fsync_dir(self.path.parent)
+            try:
+                os.fsync(self.fd)
+                fsync_dir(self.path.parent)
+            except OSError as e:
+                os.close(self.fd)
+                raise JournalError(f"{self.path}: cannot create the journal: "
+                                   f"{e.strerror or e}") from None
 
     def append(self, obj: Mapping[str, Any]) -> None:
-        """One line, whole: the copies of a test append from their threads."""
+        """One line, whole, or nothing: the copies of a test append from their
+        threads. A line that cannot be written (JournalWriteError) is cut away
+        again, and the journal takes no more lines."""
         data = (json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
         with self._lock:
-            view = memoryview(data)
-            while view:
-                n = os.write(self.fd, view)
-                view = view[n:]
-            os.fsync(self.fd)
+            if self.broken is not None:
+                raise self.broken
+            before = -1
+            try:
+                before = os.fstat(self.fd).st_size
+                view = memoryview(data)
+                while view:
+                    n = os.write(self.fd, view)
+                    view = view[n:]
+                os.fsync(self.fd)
+            except OSError as e:
+                # Said as it was when the line failed (the cut frees space).
+                self.broken = JournalWriteError(write_fault(self.path.parent, e), e.errno)
+                if before >= 0:
+                    try:
+                        os.ftruncate(self.fd, before)  # frees blocks: works on a full disk
+                    except OSError:
+                        pass
+                raise self.broken from None
+
+    def size(self) -> int:
+        """Bytes in the journal now: a mark for rewind()."""
+        with self._lock:
+            return os.fstat(self.fd).st_size
+
+    def rewind(self, mark: int) -> None:
+        """Cut the journal back to mark (size()): what was written after it
+        never happened (best effort: the disk may be failing)."""
+        with self._lock:
+            try:
+                if os.fstat(self.fd).st_size > mark:
+                    os.ftruncate(self.fd, mark)
+                    os.fsync(self.fd)
+            except OSError:
+                pass
 
     def start(self, test: str, attempt: int, pid: int, token: str,
               gpu: int | None = None) -> None:
@@ -144,6 +230,17 @@ class Journal:
         if self.fd >= 0:
             os.close(self.fd)  # drops the flock
             self.fd = -1
+
+    def discard(self) -> None:
+        """Close, and remove the journal when this process created it and it
+        is still empty (a start that failed: nothing left behind)."""
+        if self.fd >= 0 and self.created:
+            try:
+                if os.fstat(self.fd).st_size == 0:
+                    os.unlink(self.path)
+            except OSError:
+                pass
+        self.close()
 
 
 def is_locked(path: Path) -> bool:

@@ -44,7 +44,8 @@ from .testlist import TestlistError, TestPattern, check_test_glob, load_testlist
 
 __all__ = [
     "DATA_DIR", "DEFAULT_PATTERNS", "DEFAULT_RETRIES", "SCRATCH_ENV", "parse_jobs",
-    "PROGRESS_MODES", "InputError", "RunOptions", "RunInputs", "argtype", "check_scratch_dir",
+    "PROGRESS_MODES", "InputError", "RunOptions", "RunInputs", "argtype", "check_kernel_source",
+    "check_scratch_dir",
     "load_inputs", "options_to_args", "seconds", "seconds_or_zero", "parse_devices", "parse_retries", "parse_timeout_override",
 ]
 
@@ -122,6 +123,25 @@ def check_scratch_dir(path: str) -> str:
     os.close(fd)
     os.unlink(probe)
     return p
+
+
+def check_kernel_source(option: str, path: str) -> None:
+    """A kernel log or taint file given by name must be readable: InputError
+    naming the option and the path otherwise. (Unreadable defaults, /dev/kmsg
+    for a user, stay a note of the run.) A FIFO is not opened: a reader's open
+    would meet its writer."""
+    try:
+        st = os.stat(path)
+        if stat.S_ISFIFO(st.st_mode):
+            if not os.access(path, os.R_OK):
+                raise PermissionError(13, os.strerror(13))
+            return
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(21, os.strerror(21))
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC))
+    except OSError as e:
+        raise InputError(f"{option} {path}: cannot be read: {e.strerror or e} (give one that "
+                         f"can, or {option} off)") from None
 
 
 def parse_jobs(text: str) -> int:
@@ -228,8 +248,8 @@ class RunOptions:
             retries=g("gc_retries"),
             dmesg_patterns=g("gc_dmesg_patterns"),
             catalogue=g("gc_catalogue"),
-            kmsg=g("gc_kmsg"),
-            taint_file=g("gc_taint_file"),
+            kmsg=g("gc_kmsg") or KMSG_PATH,
+            taint_file=g("gc_taint_file") or TAINT_PATH,
             baselines=list(g("gc_baselines")) if g("gc_baselines") is not None else None,
             baseline=g("gc_baseline"),
             no_baseline=g("gc_no_baseline"),
@@ -251,9 +271,12 @@ def options_to_args(o: RunOptions) -> list[str]:
     """The --gc-* pytest arguments that give RunOptions o."""
     a = ["--gc-timeout", repr(o.timeout), "--gc-grace", repr(o.grace),
          "--gc-list-timeout", repr(o.list_timeout), "--gc-retries", str(o.retries),
-         "--gc-dmesg-patterns", o.dmesg_patterns, "--gc-catalogue", o.catalogue,
-         "--gc-kmsg", o.kmsg,
-         "--gc-taint-file", o.taint_file]
+         "--gc-dmesg-patterns", o.dmesg_patterns, "--gc-catalogue", o.catalogue]
+    # The defaults are left out: given, a path must open (check_kernel_source).
+    if o.kmsg != KMSG_PATH:
+        a += ["--gc-kmsg", o.kmsg]
+    if o.taint_file != TAINT_PATH:
+        a += ["--gc-taint-file", o.taint_file]
     for t in o.testlists:
         a += ["--gc-testlist", t]
     for r in o.include:

@@ -28,6 +28,16 @@ At the end (runend.py): RESULTS/results.json and summary.txt, then the
 comparison with the fingerprint's timing baseline, then report.html; each step
 guarded so that a failing one never loses what is already written.
 
+The results directory is the run's from its first byte (_claim: the journal
+created with O_EXCL and locked before run.json); a run that cannot have it
+(another run's, read-only) is fatal: nothing runs, nothing is written there.
+The tests' temporary files live in the run's own directory (runtmp.py),
+removed at the end, or by the resume of a run that was killed. A journal
+line that cannot be written (a full disk) stops the run at once: the test
+that was going on is cut from the journal (a resume runs it again), nothing
+else is written, and the run's last line names the file system
+(RunControl.stopped).
+
 Resume (--gc-resume DIR, `gpuconform resume DIR`): the options and the
 selection come from DIR/run.json; the journal's records are kept; a test that
 was running (start line without a result) becomes incomplete, after the
@@ -49,7 +59,7 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -69,12 +79,15 @@ from .gang import combine, run_copies
 from .placement import DEFAULT_PLACEMENT, Slot, list_placement
 from .expectations import FLAKE, ExpectationError, Rule
 from .fmt import one_line
+from .fsfault import fault_detail, remedy
 from .journal import (
     JOURNAL_NAME,
     RUN_ID_ENV,
     Journal,
     JournalError,
+    JournalWriteError,
     boot_id,
+    read_journal,
     read_run_json,
     write_run_json,
 )
@@ -91,6 +104,7 @@ from .options import (
     InputError,
     RunOptions,
     argtype,
+    check_kernel_source,
     load_inputs,
     parse_devices,
     parse_jobs,
@@ -103,6 +117,7 @@ from .progress import Progress, on_stderr
 from .resume import ResumeError, take_over
 from .results import TestRecord, judged, render_summary
 from .runend import RunEnd, ordered_records, run_info
+from .runtmp import make_run_tmp, remove_run_tmp
 from .shard import parse_shard, shard
 from .states import State, signal_name
 from .testlist import TestlistError, TestPattern
@@ -163,10 +178,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--gc-catalogue", metavar="FILE", default=str(DEFAULT_CATALOGUE),
                 help="the metric catalogue: a metric it lacks fails its test "
                 "(default data/metrics.txt)")
-    g.addoption("--gc-kmsg", metavar="PATH|off", default=KMSG_PATH,
-                help=f"kernel log device (default {KMSG_PATH}; off: not read)")
-    g.addoption("--gc-taint-file", metavar="PATH|off", default=TAINT_PATH,
-                help=f"kernel taint file (default {TAINT_PATH}; off: not watched)")
+    g.addoption("--gc-kmsg", metavar="PATH|off", default=None,
+                help=f"kernel log device (default {KMSG_PATH}, a note when it cannot be "
+                "read; a PATH given that cannot be opened stops the run before it starts; "
+                "off: not read)")
+    g.addoption("--gc-taint-file", metavar="PATH|off", default=None,
+                help=f"kernel taint file (default {TAINT_PATH}; a PATH given must open; "
+                "off: not watched)")
     g.addoption("--gc-baselines", action="append", metavar="DIR",
                 help="where to look for the fingerprint's baseline (default data/baselines); "
                 "given, it must be there")
@@ -208,8 +226,15 @@ class RunControl:
     pytest_args: list[str] = field(default_factory=list)  # kept in run.json for resume
     selftest: bool = False
     fatal: str | None = None  # one line: why nothing ran
+    stopped: str | None = None  # one line: why the run stopped before its end (cannot record)
+    recorded: int = 0  # tests this process recorded in the journal (0: it did nothing)
     results_dir: Path | None = None
     written: bool = False
+
+
+class RecordingStopped(Exception):
+    """The journal can take no more lines (a full disk): the run stops at
+    once, the test that was going on unrecorded (a resume runs it again)."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -362,11 +387,16 @@ class _GcItem(pytest.Item):
                                   "its process group was killed")
             sess.finish_record(rec, interrupted=True)
             raise
+        except RecordingStopped:
+            raise sess.stop_item(self) from None
         except (SubtestFailure, pytest.skip.Exception):
             raise
         except Exception as e:
             rec = sess.new_record(self, State.ERROR, f"runner error: {e!r}")
-            sess.finish_record(rec)
+            try:
+                sess.finish_record(rec)
+            except RecordingStopped:
+                raise sess.stop_item(self) from None
             self._gc_record = rec
             raise
         self._finish(rec)
@@ -437,8 +467,11 @@ class GcSession:
         self.rules: dict[str, Rule] = {}
         self.start = time.time()
         self.end: RunEnd | None = None  # once the run has ended (sessionfinish)
-        self.write_error: str | None = None
         self.fatal: str | None = None
+        self.stopped: str | None = None  # the one line of a run that stopped (cannot record)
+        self.stop_error: JournalWriteError | None = None  # the journal line that failed
+        self._mark = 0  # the journal's size before the running test's first line
+        self.run_tmp: Path | None = None  # runtmp.py: the run's temporary directory
         self.abort: str | None = None
         self.messages: list[str] = []  # run-level notes for the summary
         self.errors: list[str] = []  # one-line errors printed at the end
@@ -466,6 +499,10 @@ class GcSession:
                 self.opts = RunOptions.from_config(config)
                 if config.getoption("gc_no_expectations"):
                     self.opts.expectations = []
+                for opt in ("gc_kmsg", "gc_taint_file"):  # given: it must open
+                    if config.getoption(opt) not in (None, "off"):
+                        check_kernel_source("--" + opt.replace("_", "-"),
+                                            config.getoption(opt))
             selftest = self.control.selftest if self.control else False
             self.inputs = load_inputs(self.opts, selftest=selftest)
         except (JournalError, InputError) as e:
@@ -498,7 +535,10 @@ class GcSession:
         try:
             r = take_over(self.resume_dir, self.run_json, self.run_id, self._judge)
         except ResumeError as e:
-            raise pytest.UsageError(f"gpuconform: {e}") from None
+            self.fatal = str(e)  # nothing runs; collection ends in _fatal
+            if self.control is not None:
+                self.control.fatal = self.fatal
+            return
         self.journal = r.journal
         self.records.update(r.records)
         self.resumed = r.info
@@ -521,7 +561,9 @@ class GcSession:
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
                                       items: list[pytest.Item]) -> Any:
         available = [it.name for it in items if isinstance(it, _GcItem)]
-        yield  # -k, -m and other plugins deselect first
+        outcome = yield  # -k, -m and other plugins deselect first
+        if outcome.excinfo is not None:  # a bad -k: pytest's usage error, nothing started
+            return
         self._select(items, available)
 
     def _fatal(self, items: list[pytest.Item], msg: str) -> None:
@@ -533,6 +575,8 @@ class GcSession:
         items[:] = []
 
     def _select(self, items: list[pytest.Item], available: list[str]) -> None:
+        if self.fatal is not None:  # found before collection (a resume that cannot start)
+            return self._fatal(items, self.fatal)
         by_name = {it.name: it for it in items if isinstance(it, _GcItem)}
         if self.run_json is not None:
             tests = list(self.run_json["tests"])
@@ -577,7 +621,7 @@ class GcSession:
             self.config.hook.pytest_deselected(items=dropped)
         items[:] = keep
         if not self.is_worker and not self.collect_only:
-            self._start_run(tests)
+            self._start_run(items, tests)
 
     def _plan_soaks(self, tests: list[str], by_name: dict[str, Any]) -> list[str]:
         """At level long: the soaking tests (--list-soak) moved last, in their
@@ -597,36 +641,76 @@ class GcSession:
         return [n for n in tests if n not in soaking] + soaks
 
     # --------------------------------------------------------- run start
-    def _start_run(self, tests: list[str]) -> None:
+    def _start_run(self, items: list[pytest.Item], tests: list[str]) -> None:
+        """The results directory made this run's (a new run) and the run's
+        temporary directory; then the kernel watch, baseline and progress. A
+        directory that cannot be had is fatal: nothing runs, nothing is written."""
         o = self.opts
         if self.results_dir is not None and self.run_json is None:
+            why = self._claim(tests)
+            if why is not None:
+                return self._fatal(items, f"cannot start the run in {self.results_dir}: {why}")
+        if self.run_tmp is None:
             try:
-                self.results_dir.mkdir(parents=True, exist_ok=True)
-                fsync_dir(self.results_dir.parent)  # the directory itself survives power loss
-                self.run_json = {
-                    "manifest": str(self.manifests[0]) if self.manifests else "",
-                    "run_id": self.run_id,
-                    "boot_id": boot_id(),
-                    "start": self.start,
-                    "argv": list(sys.argv),
-                    "pytest_args": list(self.control.pytest_args) if self.control else [],
-                    "selftest": bool(self.control.selftest) if self.control else False,
-                    "options": o.to_json(),
-                    "platform": self.inputs.platform,
-                    "expectation_files": [str(p) for p in self.inputs.expectation_files],
-                    "selection": list(self.selection),
-                    "shard": list(o.shard) if o.shard else None,
-                    "tests": list(tests),
-                }
-                self.journal = Journal(self.results_dir / JOURNAL_NAME)
-                write_run_json(self.results_dir, self.run_json)
-            except (OSError, JournalError) as e:
-                raise pytest.UsageError(f"gpuconform: cannot start the run in "
-                                        f"{self.results_dir}: {e}") from None
+                self.run_tmp = make_run_tmp(self.run_id)
+            except OSError as e:
+                return self._fatal(items, f"cannot make the run's temporary directory: "
+                                   f"{e.filename}: {fault_detail(Path(e.filename or '/'), e)}")
+        self.exec_options = replace(self.exec_options, tmp_root=self.run_tmp)
         self.kernel = KernelWatch(o.kmsg, o.taint_file, self.inputs.dmesg)
         self.messages.extend(self.kernel.messages)
         self._find_baseline()
         self._start_progress(tests)
+
+    def _claim(self, tests: list[str]) -> str | None:
+        """A new run's results directory made its own: created, its journal
+        created and locked first (journal.Journal(new=True): of two runs
+        started into one directory, one wins and the other writes nothing),
+        then run.json. None, or why not in one line (what this made undone)."""
+        assert self.results_dir is not None
+        d = self.results_dir
+        made = [p for p in (d, *d.parents) if not p.exists()]
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            fsync_dir(d.parent)  # the directory itself survives power loss
+        except OSError as e:
+            _remove_empty(made)
+            return f"{e.filename or d}: {fault_detail(d, e)}"
+        try:
+            journal = Journal(d / JOURNAL_NAME, new=True)
+        except JournalError as e:
+            _remove_empty(made)
+            return str(e)
+        o = self.opts
+        run_json = {
+            "manifest": str(self.manifests[0]) if self.manifests else "",
+            "run_id": self.run_id,
+            "boot_id": boot_id(),
+            "start": self.start,
+            "argv": list(sys.argv),
+            "pytest_args": list(self.control.pytest_args) if self.control else [],
+            "selftest": bool(self.control.selftest) if self.control else False,
+            "options": o.to_json(),
+            "platform": self.inputs.platform,
+            "expectation_files": [str(p) for p in self.inputs.expectation_files],
+            "selection": list(self.selection),
+            "shard": list(o.shard) if o.shard else None,
+            "tests": list(tests),
+        }
+        try:
+            self.run_tmp = make_run_tmp(self.run_id)
+            run_json["tmp_dir"] = str(self.run_tmp)
+            write_run_json(d, run_json)
+        except OSError as e:
+            journal.discard()
+            if self.run_tmp is not None:
+                remove_run_tmp(self.run_tmp, self.run_id)
+                self.run_tmp = None
+            _remove_empty(made)
+            where = Path(e.filename) if e.filename else d / "run.json"
+            return f"{where}: {fault_detail(where, e)}"
+        self.journal, self.run_json = journal, run_json
+        return None
 
     def _find_baseline(self) -> None:
         """The baseline asked for by name was loaded and checked before the run
@@ -716,10 +800,29 @@ class GcSession:
                 self.journal.result(rec.name, rec.to_json())
                 if self.abort and rec.result is State.ABORT:
                     self.journal.event("abort", test=rec.name, reason=self.abort)
-            except OSError as e:
-                self.errors.append(f"journal: cannot append: {e.strerror or e}")
+                if self.control is not None:
+                    self.control.recorded += 1
+            except JournalWriteError as e:
+                self.cannot_record(e)
+                if not interrupted:
+                    raise RecordingStopped(str(e)) from None
+                return
         if self.progress is not None:
             self.progress.end_test(rec.name, rec.result.value, rec.duration)
+
+    def cannot_record(self, e: JournalWriteError) -> None:
+        """The journal took no more: the running test's lines are cut away
+        (a resume runs it again) and the run stops after it (stop_item)."""
+        if self.stop_error is None:
+            self.stop_error = e
+            if self.journal is not None:
+                self.journal.rewind(self._mark)
+
+    def stop_item(self, item: pytest.Item) -> BaseException:
+        """What the item ends with when the run can no longer record: pytest
+        stops after it (no traceback; the one line comes at the end)."""
+        item.session.shouldstop = "gpuconform: the run stopped: its results cannot be recorded"
+        return _skip("not run: the results directory can take no more (see the last line)")
 
     def _kernel_gap(self, name: str) -> tuple[str | None, list[str]]:
         """The kernel log and taint since the previous test: (abort, notes)."""
@@ -739,6 +842,8 @@ class GcSession:
         """The item run, once or once per GPU (placement.py), journaled; an
         abort stops pytest."""
         name = item.name
+        if self.journal is not None:
+            self._mark = self.journal.size()
         if self.progress is not None:
             self.progress.start_test(name)
         if isinstance(item, BrokenBinaryItem):
@@ -790,7 +895,11 @@ class GcSession:
                 if self.stopping.is_set():
                     raise KeyboardInterrupt("gpuconform: the run was interrupted")
                 if self.journal is not None:
-                    self.journal.start(test, n, pid, token, gpu)
+                    try:
+                        self.journal.start(test, n, pid, token, gpu)
+                    except JournalWriteError as e:  # the test is killed on the way out
+                        self.cannot_record(e)
+                        raise RecordingStopped(str(e)) from None
 
             try:
                 return run_attempt(name, path, sub, number, self.exec_options,
@@ -884,8 +993,8 @@ class GcSession:
             if self.journal is not None:
                 try:
                     self.journal.event("abort", test=item.name, reason=reason)
-                except OSError:
-                    pass
+                except JournalWriteError as e:
+                    self.cannot_record(e)  # the test's record cannot follow either
 
     # ------------------------------------------------------------ reports
     @pytest.hookimpl(hookwrapper=True)  # type: ignore[misc]
@@ -953,13 +1062,18 @@ class GcSession:
             return
         if self.results_dir is None or self.is_worker or self.collect_only:
             return
+        if self.journal is None:  # the directory is not this run's: nothing to write there
+            return
+        if self.stop_error is not None:
+            return self._stop(self.stop_error, "the run stopped after")
         self.end = end = self.run_end()
         info = self._run_info(exitstatus)
         try:
             end.write(self.results_dir, info)
         except OSError as e:
-            self.write_error = f"cannot write results to {self.results_dir}: {e}"
-            return
+            err = JournalWriteError(f"{self.results_dir}: {fault_detail(self.results_dir, e)}",
+                                    e.errno)
+            return self._stop(err, "results.json not written after")
         if self.control is not None:
             self.control.results_dir = self.results_dir
             self.control.written = True
@@ -971,13 +1085,31 @@ class GcSession:
             try:
                 self.journal.event("end", complete=end.complete,
                                    status=end.outcome.status if end.outcome else None)
-            except OSError:
+            except JournalWriteError:
                 pass
+
+    def _stop(self, e: JournalWriteError, what: str) -> None:
+        """The one line of a run that cannot record: what is full, how far the
+        journal got, what to do (the CLI prints it last; plain pytest in the
+        terminal summary)."""
+        assert self.results_dir is not None
+        try:
+            done = len(read_journal(self.results_dir / JOURNAL_NAME).records)
+        except JournalError:
+            done = len(self.records)
+        self.stopped = (f"{e}: {what} {done} of {len(self.selected)} tests; "
+                        f"{remedy(e.errno)}, then `gpuconform resume {self.results_dir}`")
+        if self.control is not None:
+            self.control.stopped = self.stopped
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         tr = terminalreporter
         if self.fatal is not None:
             tr.write_line(f"gpuconform: {self.fatal}", red=True)
+            return
+        if self.stopped is not None:
+            if self.control is None:  # gpuconform run says it as its last line
+                tr.write_line(f"gpuconform: {self.stopped}", red=True)
             return
         if self.collect_only:
             return
@@ -990,8 +1122,6 @@ class GcSession:
             tr.write_line(line)
         if end.written is not None:
             tr.write_line(f"results: {end.written[0]}")
-        if self.write_error is not None:
-            tr.write_line(f"gpuconform: {self.write_error}", red=True)
         for e in end.errors:
             tr.write_line(f"gpuconform: {e}", red=True)
         if end.baseline_error:
@@ -1005,6 +1135,18 @@ class GcSession:
         if self.journal is not None:
             self.journal.close()
             self.journal = None
+        if self.run_tmp is not None:
+            remove_run_tmp(self.run_tmp, self.run_id)
+            self.run_tmp = None
+
+
+def _remove_empty(made: list[Path]) -> None:
+    """The directories a failed start made, removed (deepest first) while empty."""
+    for p in made:
+        try:
+            p.rmdir()
+        except OSError:
+            return
 
 
 def _split_name(name: str) -> tuple[str, str | None]:

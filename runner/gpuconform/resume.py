@@ -1,7 +1,9 @@
 """Resume: taking over the results directory of a run that died. Its journal's
 records are kept; the test that was running becomes incomplete, after the
 processes it left behind are killed (found by the run's id, the test's token
-and its process group)."""
+and its process group) and its temporary directory is removed (runtmp.py). A
+journal that cannot take the resume's lines (a disk still full) is a
+ResumeError naming the file system: nothing runs."""
 
 from __future__ import annotations
 
@@ -17,12 +19,15 @@ from .journal import (
     Journal,
     JournalError,
     JournalState,
+    JournalWriteError,
     StartLine,
     boot_id,
     read_journal,
     repair_journal,
 )
+from .fsfault import remedy, write_fault
 from .results import TestRecord
+from .runtmp import remove_run_tmp, run_tmp_path
 from .states import State
 
 __all__ = ["ResumeError", "Resumed", "take_over"]
@@ -54,23 +59,46 @@ def take_over(resume_dir: Path, run_json: Mapping[str, Any], run_id: str,
     except (JournalError, OSError, ResumeError) as e:
         if journal is not None:
             journal.close()
+        if isinstance(e, OSError):  # repairing a torn tail
+            raise ResumeError(f"{write_fault(path, e)}: nothing was run; {remedy(e.errno)}, "
+                              f"then `gpuconform resume {resume_dir}`") from None
         raise ResumeError(str(e)) from None
     orphans = kill_orphans([f"{RUN_ID_ENV}={run_id}"] +
                            [f"{RUN_TOKEN_ENV}={s.token}" for s in state.running if s.token],
                            [s.pgid for s in state.running if s.pgid])
+    removed = _remove_tmp(run_json, run_id)
     rebooted = bool(run_json.get("boot_id")) and run_json.get("boot_id") != boot_id()
     incomplete: list[str] = []
-    for s in state.running:
-        if s.test in incomplete:  # another copy of it (one a GPU): one record a test
-            continue
-        rec = judge(_incomplete(s, resume_dir, orphans, rebooted))
-        journal.result(s.test, rec.to_json())
-        records[s.test] = rec
-        incomplete.append(s.test)
     info = {"incomplete": incomplete, "kept": len(state.records), "torn": state.torn,
-            "orphans": [o.describe() for o in orphans], "rebooted": rebooted}
-    journal.event("resume", **info)
-    return Resumed(journal, records, info, _messages(resume_dir, state, incomplete, orphans))
+            "orphans": [o.describe() for o in orphans], "rebooted": rebooted,
+            "tmp_removed": removed}
+    try:
+        for s in state.running:
+            if s.test in incomplete:  # another copy of it (one a GPU): one record a test
+                continue
+            rec = judge(_incomplete(s, resume_dir, orphans, rebooted))
+            journal.result(s.test, rec.to_json())
+            records[s.test] = rec
+            incomplete.append(s.test)
+        journal.event("resume", **info)
+    except JournalWriteError as e:
+        journal.close()
+        raise ResumeError(f"{e}: nothing was run; {remedy(e.errno)}, then "
+                          f"`gpuconform resume {resume_dir}`") from None
+    messages = _messages(resume_dir, state, incomplete, orphans)
+    messages.extend(f"resume removed the dead run's temporary files {p}" for p in removed)
+    return Resumed(journal, records, info, messages)
+
+
+def _remove_tmp(run_json: Mapping[str, Any], run_id: str) -> list[str]:
+    """The dead run's temporary directory (runtmp.py) removed, where run.json
+    says it was and where this resume's TMPDIR puts it: the paths removed."""
+    places = [run_json.get("tmp_dir"), str(run_tmp_path(run_id))]
+    removed: list[str] = []
+    for p in dict.fromkeys(x for x in places if isinstance(x, str)):
+        if remove_run_tmp(p, run_id):
+            removed.append(p)
+    return removed
 
 
 def _kept(path: Path, state: JournalState) -> dict[str, TestRecord]:
