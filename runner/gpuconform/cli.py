@@ -613,9 +613,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
     results = args.dir.absolute()
     try:
         run = read_run_json(results)
+        locked = is_locked(results / JOURNAL_NAME)
     except JournalError as e:
         raise CliError(str(e)) from None
-    if is_locked(results / JOURNAL_NAME):
+    if locked:
         raise CliError(f"{results}: the run is still going (a live gpuconform holds "
                        f"{JOURNAL_NAME}'s lock)")
     manifest = Path(run["manifest"])

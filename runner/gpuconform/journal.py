@@ -30,7 +30,9 @@ found by GPUCONFORM_RUN_ID.
 
 The runner holds an exclusive flock() on the journal while it runs: the
 kernel drops it when the process dies (even of SIGKILL), so resume can tell a
-dead run from a live one.
+dead run from a live one. The check (is_locked) takes the same lock on a
+descriptor opened the same way, for writing: a fleet's results directory is on
+NFS, where an exclusive flock() needs the file open for writing (flock(2)).
 
 RESULTS/run.json (written once the selection is known, before the first test)
 holds what resume needs to go on exactly as the run would have: the manifest,
@@ -44,6 +46,7 @@ is an error naming the file and line: the journal is left as it is.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -107,11 +110,14 @@ class Journal:
         if lock:
             try:
                 fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
+            except OSError as e:
                 os.close(self.fd)
-                raise JournalError(
-                    f"{self.path}: another gpuconform process is using this run "
-                    "(its journal is locked)") from None
+                if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    raise JournalError(
+                        f"{self.path}: another gpuconform process is using this run "
+                        "(its journal is locked)") from None
+                raise JournalError(f"{self.path}: cannot lock the journal: flock: "
+                                   f"{e.strerror or e} (a file system without locks?)") from None
         if created:
             os.fsync(self.fd)
             fsync_dir(self.path.parent)
@@ -147,15 +153,37 @@ class Journal:
 
 
 def is_locked(path: Path) -> bool:
-    """Whether a live process holds the journal's lock."""
+    """Whether a live process holds the journal's lock.
+
+    The journal is opened for writing (never created nor truncated), as the
+    runner opens it: flock(2), NOTES, "NFS details": "Since Linux 2.6.12, NFS
+    clients support flock() locks by emulating them as fcntl(2) byte-range
+    locks on the entire file. [...] It also means that in order to place an
+    exclusive lock, the file must be opened for writing." A read-only
+    descriptor gets EBADF there, which was taken for "locked": on NFS every
+    run looked alive. Only EWOULDBLOCK means a holder; any other failure to
+    lock is a JournalError naming the file (a file system without locks, such
+    as Lustre mounted without -o flock, cannot tell a live run from a dead
+    one). A journal this user may not write is checked read-only (right on a
+    local file system; no resume could append to it anyway)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
+        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC | os.O_NOCTTY)
+    except FileNotFoundError:
         return False
+    except OSError as e:
+        if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise JournalError(f"{path}: cannot open the journal: {e.strerror or e}") from None
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOCTTY)
+        except OSError as e2:
+            raise JournalError(f"{path}: cannot open the journal: {e2.strerror or e2}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
+    except OSError as e:
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            return True
+        raise JournalError(f"{path}: cannot tell whether a run holds the journal: flock: "
+                           f"{e.strerror or e} (a file system without locks?)") from None
     finally:
         os.close(fd)
     return False
