@@ -4,11 +4,13 @@ RESULTS/journal.jsonl: one JSON object a line, appended with one write() and
 fsync'd before the runner goes on (the directory is fsync'd when the file is
 created), so what the journal says survives the runner and the machine dying:
 
-    {"event":"start","test":T,"attempt":1,"pid":P,"pgid":P,"token":K,"time":S[,"gpu":G]}
+    {"event":"start","test":T,"attempt":1,"pid":P,"pgid":P,"token":K,"time":S,"node":N[,"gpu":G]}
         written as soon as the test's process exists (pid = its process group =
-        its session), before the runner waits for it; a test run once per GPU
-        (placement.py) has a start line per copy, G its GPU's index, the copies
-        running side by side;
+        its session), before the runner waits for it; N is where it runs (the
+        Slurm node's name in a Slurm job, else this host's short name: a
+        fleet's resumed shard knows where each of its tests ran); a test run
+        once per GPU (placement.py) has a start line per copy, G its GPU's
+        index, the copies running side by side;
     {"event":"result","test":T,"record":{...}}
         the test's final record (results.py TestRecord.to_json()), after its
         last attempt; a skip by an expectation rule has no start line;
@@ -50,6 +52,7 @@ import errno
 import fcntl
 import json
 import os
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -73,6 +76,7 @@ __all__ = [
     "read_run_json",
     "is_locked",
     "boot_id",
+    "node_name",
 ]
 
 JOURNAL_NAME = "journal.jsonl"
@@ -95,11 +99,18 @@ def boot_id() -> str:
         return ""
 
 
+def node_name() -> str:
+    """Where this process runs: the Slurm node's name in a Slurm job (a node's
+    NodeName may differ from its host name), else this host's short name."""
+    return os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+
+
 class Journal:
     """RESULTS/journal.jsonl, open for appending."""
 
     def __init__(self, path: Path, *, lock: bool = True) -> None:
         self.path = Path(path)
+        self.node = node_name()
         self._lock = threading.Lock()
         created = not self.path.exists()
         try:
@@ -135,7 +146,8 @@ class Journal:
     def start(self, test: str, attempt: int, pid: int, token: str,
               gpu: int | None = None) -> None:
         line: dict[str, Any] = {"event": "start", "test": test, "attempt": attempt, "pid": pid,
-                                "pgid": pid, "token": token, "time": time.time()}
+                                "pgid": pid, "token": token, "time": time.time(),
+                                "node": self.node}
         if gpu is not None:
             line["gpu"] = gpu
         self.append(line)
@@ -199,6 +211,7 @@ class StartLine:
     time: float | None
     line: int
     gpu: int | None = None  # the copy's GPU (a test run once per GPU)
+    node: str | None = None  # where it ran (journals before the field: None)
 
 
 @dataclass
@@ -297,7 +310,7 @@ def _apply(st: JournalState, obj: dict[str, Any], lineno: int) -> None:
         assert isinstance(test, str)
         s = StartLine(test, _int(obj.get("attempt")) or 1, _int(obj.get("pid")),
                       _int(obj.get("pgid")), _str(obj.get("token")), _float(obj.get("time")),
-                      lineno, _int(obj.get("gpu")))
+                      lineno, _int(obj.get("gpu")), _str(obj.get("node")))
         st.starts.append(s)
         st.running = [r for r in st.running if (r.test, r.gpu) != (test, s.gpu)] + [s]
     elif ev == "result":
