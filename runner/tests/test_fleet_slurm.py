@@ -292,6 +292,10 @@ def test_lost_node_then_resume(cluster: SlurmCluster, selftests: Selftests,
     # the node stays down: the shard resumes on another one
     finish_after_resume(cluster, d, k, shard, reference, ("incomplete",))
     assert task_node(shard) != node
+    # its node is where its tests ran: the lost one first, then the new one if the
+    # resumed run had tests left to start
+    nodes = status(cluster, d)["shards"][k - 1]["nodes"]
+    assert nodes[0] == node and set(nodes) <= {node, task_node(shard)}, nodes
 
 
 def test_cancelled_task_then_resume(cluster: SlurmCluster, selftests: Selftests,

@@ -144,8 +144,8 @@ def test_starts_where_no_cgroup_is_mounted(tmp_path: Path) -> None:
     if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
         pytest.skip("unshare -m is not permitted here: no mount namespace to unmount "
                     "/sys/fs/cgroup in")
-    script = ('grep -q " /sys/fs/cgroup" /proc/self/mountinfo || exit 0; '
-              'umount -R /sys/fs/cgroup || exit 99')
+    script = ('if grep -q " /sys/fs/cgroup" /proc/self/mountinfo; then '
+              'umount -R /sys/fs/cgroup || exit 99; fi')
     p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
                         script + '; exec "$@"', "sh", sys.executable, "-c", NO_CGROUP,
                         str(Path(__file__).parent), str(tmp_path)],
