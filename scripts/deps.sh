@@ -11,9 +11,10 @@
 # Wanted (built and tested where they can be had, never a reason to stop): pkg-config and
 # Debian's ROCm development packages, so the AMD code is compiled even without an AMD GPU; for
 # the tests also chromium (the HTML report in a real browser), clang-14 + lld-14 (the
-# committed device kernels rebuilt and compared) and slurm-wlm + munge (the fleet tests' real
-# Slurm cluster of one host, runner/tests/slurm_cluster.py). The tests that use them skip
-# without them.
+# committed device kernels rebuilt and compared), slurm-wlm + munge (the fleet tests' real
+# Slurm cluster of one host, runner/tests/slurm_cluster.py) and nfs-kernel-server (the journal's
+# lock on a real NFS mount of this host, runner/tests/test_journal_nfs.py, where the kernel
+# serves NFS). The tests that use them skip without them.
 #
 # apt-get is tried only for what is missing. Its output goes to a log file; what this prints is
 # what was installed and, where apt-get could not help (no package registry, not Debian, neither
@@ -39,7 +40,7 @@ essentials=(
 	"jinja2|python3-jinja2|python3 -m pip install jinja2 (the HTML report's templates)"
 )
 wanted=(pkg-config libdrm-dev linux-libc-dev libhsa-runtime-dev libamdhip64-dev librocm-smi-dev)
-[ "$role" = test ] && wanted+=(chromium clang-14 lld-14 slurm-wlm munge)
+[ "$role" = test ] && wanted+=(chromium clang-14 lld-14 slurm-wlm munge nfs-kernel-server)
 
 has_meson() { command -v meson >/dev/null; }
 has_ninja() { command -v ninja >/dev/null; }
@@ -67,6 +68,7 @@ has_package() {
 	lld-14) command -v ld.lld-14 >/dev/null && return 0 ;;
 	slurm-wlm) has_commands slurmctld slurmd slurmstepd sbatch squeue sinfo scontrol scancel && return 0 ;;
 	munge) has_commands munged && return 0 ;;
+	nfs-kernel-server) has_commands exportfs rpc.nfsd rpc.mountd mount.nfs && return 0 ;;
 	esac
 	command -v dpkg-query >/dev/null &&
 		dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'

@@ -11,10 +11,12 @@
     gpuconform merge    OUT DIR...
     gpuconform doctor   [--scratch-dir DIR] [--fix] [--json]
     gpuconform fleet submit --results DIR --shards N [--partition P] [--gres G]
-                        [--gpus-per-node N] [--time T] [--sbatch-arg=OPT]... [--no-probe]
-                        [-- RUN OPTIONS...]
+                        [--gpus-per-node N] [--time T] [--sbatch-arg=OPT]... [--share-nodes]
+                        [--no-probe] [-- RUN OPTIONS...]
     gpuconform fleet status DIR [--json]
-    gpuconform fleet resume DIR [--partition P] [--time T] [--sbatch-arg=OPT]...
+    gpuconform fleet resume DIR [--partition P] [--gres G] [--gpus-per-node N] [--time T]
+                                [--sbatch-arg=OPT]...
+    gpuconform fleet wait DIR                  (the merge job's first step)
 
 `run` is pytest with the plugin and the manifest (plugin.py says what a run
 does). Exit status: 0 when nothing was unexpected (expectations.judge: no
@@ -35,8 +37,9 @@ stacks need is ok, 1 when one is missing, 2 on bad usage (--fix not as root).
 results: exit 1 when the table breaks its rule (with --build, against the
 built binaries' subtests too), 2 when the table is malformed.
 `fleet` runs the suite on Slurm (fleet.py): `submit` exits 0 once the jobs
-are submitted, 2 when nothing was (one line says why); `status` and `resume`
-exit 0, 2 when the fleet cannot be read or Slurm cannot be used.
+are submitted, 2 when nothing was (one line says why; DIR is left as it was);
+`status`, `resume` and `wait` exit 0, 2 when the fleet cannot be read or
+Slurm cannot be used.
 """
 
 from __future__ import annotations
@@ -313,6 +316,10 @@ def _sbatch_options(sp: argparse.ArgumentParser) -> None:
                     help="Slurm partition (default: the cluster's default partition)")
     sp.add_argument("--time", metavar="LIMIT", default=None,
                     help="each job's time limit, as sbatch --time takes it (e.g. 4:00:00)")
+    sp.add_argument("--gres", metavar="SPEC", default=None,
+                    help="each shard's generic resources, as sbatch --gres (e.g. gpu:8)")
+    sp.add_argument("--gpus-per-node", metavar="N", default=None,
+                    help="each shard's GPUs, as sbatch --gpus-per-node")
     sp.add_argument("--sbatch-arg", metavar="OPT", action="append", default=[],
                     help="any other sbatch option, given as one argument: "
                     "--sbatch-arg=--account=lab (repeatable)")
@@ -335,10 +342,9 @@ def _fleet_parser(sub: Any) -> None:
     fs.add_argument("--shards", metavar="N", type=int, required=True,
                     help="number of shards: array tasks, each on a node of its own")
     _sbatch_options(fs)
-    fs.add_argument("--gres", metavar="SPEC", default=None,
-                    help="each shard's generic resources, as sbatch --gres (e.g. gpu:8)")
-    fs.add_argument("--gpus-per-node", metavar="N", default=None,
-                    help="each shard's GPUs, as sbatch --gpus-per-node")
+    fs.add_argument("--share-nodes", action="store_true",
+                    help="let shards share a node (no sbatch --exclusive): by default each "
+                    "shard has its node to itself, all of its GPUs")
     fs.add_argument("--no-probe", action="store_true",
                     help="submit without the probe job that proves the nodes see DIR and the "
                     "checkout (for a busy cluster; the tmpfs check stays)")
@@ -356,9 +362,16 @@ def _fleet_parser(sub: Any) -> None:
                           description="Shards not done and no longer pending or running in "
                           "Slurm (node lost, cancelled, time limit) are submitted again as one "
                           "array; each resumes its own journal, so no finished test runs twice. "
-                          "A new merge job follows them.")
+                          "A new merge job follows them. A shard whose run still holds its "
+                          "journal's lock is never submitted again. The options go to sbatch "
+                          "over the scripts' own (--gres and --gpus-per-node to the shards).")
     rs.add_argument("dir", metavar="DIR", type=Path)
     _sbatch_options(rs)
+    wt = flsub.add_parser("wait", help="wait until no shard's run holds its journal's lock "
+                          "(the merge job's first step)")
+    wt.add_argument("dir", metavar="DIR", type=Path)
+    wt.add_argument("--poll", metavar="S", type=_positive, default=10.0,
+                    help="seconds between two looks (default 10)")
 
 
 def _manifest(args: argparse.Namespace) -> Manifest:
@@ -690,9 +703,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
     results = args.dir.absolute()
     try:
         run = read_run_json(results)
+        locked = is_locked(results / JOURNAL_NAME)
     except JournalError as e:
         raise CliError(str(e)) from None
-    if is_locked(results / JOURNAL_NAME):
+    if locked:
         raise CliError(f"{results}: the run is still going (a live gpuconform holds "
                        f"{JOURNAL_NAME}'s lock)")
     manifest = Path(run["manifest"])
@@ -840,7 +854,11 @@ def cmd_fleet(args: argparse.Namespace) -> int:
             else:
                 sys.stdout.write(fleet.render_status(st))
             return EXIT_OK
+        if args.fleet_command == "wait":
+            fleet.wait_runs(args.dir, args.poll, lambda line: print(line, flush=True))
+            return EXIT_OK
         r = fleet.resume(args.dir, partition=args.partition, time_limit=args.time,
+                         gres=args.gres, gpus_per_node=args.gpus_per_node,
                          sbatch_args=args.sbatch_arg, slurm=Slurm())
         sys.stdout.write(fleet.render_resume(r))
         return EXIT_OK
@@ -869,9 +887,30 @@ def _fleet_submit(args: argparse.Namespace) -> int:
                           run_args, partition=args.partition, gres=args.gres,
                           gpus_per_node=args.gpus_per_node, time_limit=args.time,
                           sbatch_args=args.sbatch_arg, probe=not args.no_probe,
-                          probe_timeout=args.probe_timeout, slurm=Slurm())
+                          probe_timeout=args.probe_timeout, share_nodes=args.share_nodes,
+                          tests=_selected_tests(run, manifest), slurm=Slurm())
     sys.stdout.write(fleet.render_submit(f, sub))
     return EXIT_OK
+
+
+def _selected_tests(run: argparse.Namespace, manifest: Manifest) -> list[str]:
+    """The tests `gpuconform run` with these options would select (as `list`
+    shows them), before sharding."""
+    opts = _selection_options(run)
+    try:
+        inputs = load_inputs(opts, selftest=run.selftest)
+    except InputError as e:
+        raise CliError(str(e)) from None
+    subtests, problems = list_manifest(manifest)
+    names: list[str] = []
+    for binary, listed in subtests.items():
+        names.extend(f"{binary}@{name}" for name in listed)
+        if binary in problems:
+            names.append(binary)
+    try:
+        return select_tests(names, inputs.patterns, opts.include, opts.exclude)
+    except TestlistError as e:
+        raise CliError(str(e)) from None
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

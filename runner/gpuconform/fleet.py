@@ -2,9 +2,11 @@
 
     gpuconform fleet submit --results DIR --shards N [--partition P] [--gres G]
                             [--gpus-per-node G] [--time T] [--sbatch-arg OPT]...
-                            [--no-probe] [-- RUN OPTIONS...]
+                            [--share-nodes] [--no-probe] [-- RUN OPTIONS...]
     gpuconform fleet status DIR [--json]
-    gpuconform fleet resume DIR [--partition P] [--time T] [--sbatch-arg OPT]...
+    gpuconform fleet resume DIR [--partition P] [--gres G] [--gpus-per-node G]
+                            [--time T] [--sbatch-arg OPT]...
+    gpuconform fleet wait DIR        (the merge job's first step)
 
 Nothing here talks to a node except through Slurm; there is no daemon and no
 queue of our own. A fleet is DIR, a directory every node sees at the same
@@ -20,10 +22,16 @@ path, holding:
     slurm/             the tasks' stdout and stderr
     merged/            `gpuconform merge` of the shards, and its report.html
 
-A shard is done when its journal ends with a complete run; pending or
-running while Slurm says so; otherwise incomplete (node lost, cancelled,
-time limit, failed to start), and `fleet resume` submits those shards again:
-each resumes its own journal, so no test that finished runs twice.
+A shard's state comes from its own files first, Slurm's view second: done
+when its journal ends with a complete run; running while a live run holds its
+journal's lock, whatever Slurm says (a node whose slurmd was lost: Slurm ends
+the task NODE_FAIL while its run goes on); pending or running while Slurm says
+so; otherwise incomplete (node lost, cancelled, time limit, failed to start),
+and `fleet resume` submits those shards again: each resumes its own journal,
+so no test that finished runs twice. A shard whose run holds its lock is never
+submitted again, and the merge job waits for such runs (`fleet wait`). A
+shard's node is where its tests ran (each journal start line names its node),
+not where its last task was sent.
 
 "Visible to the nodes" is checked, before anything is submitted, in two
 steps. First without Slurm: DIR and the checkout must not be on a file system
@@ -47,7 +55,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .atomic import atomic_write
 from .fleet_script import (
@@ -61,13 +69,22 @@ from .fleet_script import (
     ScriptError,
     array_ranges,
     array_script,
+    job_name,
     merge_script,
     sbatch_safe,
 )
-from .fleet_slurm import Slurm, SlurmError, TaskState
+from .fleet_slurm import ACTIVE_STATES, Slurm, SlurmError, TaskState
 from .fmt import one_line
-from .journal import JOURNAL_NAME, RUN_NAME, JournalError, read_journal, read_run_json
+from .journal import (
+    JOURNAL_NAME,
+    RUN_NAME,
+    JournalError,
+    is_locked,
+    read_journal,
+    read_run_json,
+)
 from .results import TestRecord
+from .shard import shard_of
 
 __all__ = [
     "FleetError",
@@ -86,6 +103,7 @@ __all__ = [
     "parse_task_log",
     "mount_fstype",
     "render_status",
+    "wait_runs",
 ]
 
 FLEET_JSON = "fleet.json"
@@ -132,8 +150,9 @@ class Fleet:
     launcher: Path
     shards: int
     run_args: list[str]
-    sbatch: dict[str, Any]  # partition, gres, gpus_per_node, time, args
+    sbatch: dict[str, Any]  # partition, gres, gpus_per_node, time, args, share_nodes
     submissions: list[Submission] = field(default_factory=list)
+    empty_shards: list[int] = field(default_factory=list)  # of no test, known at submit
 
     @property
     def array_script(self) -> Path:
@@ -160,6 +179,7 @@ class Fleet:
             "run_args": list(self.run_args), "sbatch": dict(self.sbatch),
             "array_script": str(self.array_script), "merge_script": str(self.merge_script),
             "submissions": [asdict(s) for s in self.submissions],
+            "empty_shards": list(self.empty_shards),
         }
 
     def write(self) -> None:
@@ -183,7 +203,8 @@ def read_fleet(directory: Path) -> Fleet:
         # The directory is where fleet.json is now (a renamed DIR still reads).
         return Fleet(Path(directory).absolute(), Path(obj["launcher"]), int(obj["shards"]),
                      [str(a) for a in obj["run_args"]], dict(obj["sbatch"]),
-                     [Submission.from_json(s) for s in obj["submissions"]])
+                     [Submission.from_json(s) for s in obj["submissions"]],
+                     [int(i) for i in obj.get("empty_shards") or []])
     except (KeyError, TypeError, ValueError) as e:
         raise FleetError(f"{path}: field {one_line(e, 80)} missing or of the wrong type") from None
 
@@ -203,10 +224,17 @@ class ShardProgress:
     ended: bool = False  # the journal's last event is "end"
     complete: bool = False  # ... of a run with every test run
     problem: str | None = None  # a run.json or journal that cannot be read
+    locked: bool = False  # a live run holds the journal's lock
+    nodes: list[str] = field(default_factory=list)  # where its tests ran, first first
 
 
 def shard_progress(shard: Path) -> ShardProgress:
     p = ShardProgress()
+    try:
+        # the runner locks the journal before it writes run.json
+        p.locked = is_locked(shard / JOURNAL_NAME)
+    except JournalError as e:
+        p.problem = str(e)
     if not (shard / RUN_NAME).exists():
         return p
     p.started = True
@@ -224,6 +252,7 @@ def shard_progress(shard: Path) -> ShardProgress:
         except (KeyError, TypeError, ValueError):
             p.unexpected.append(name)
     p.running = [s.test for s in st.running]
+    p.nodes = list(dict.fromkeys(s.node for s in st.starts if s.node))
     last = st.events[-1] if st.events else None
     p.ended = bool(last and last.get("event") == "end" and not st.running)
     p.complete = p.ended and bool(last and last.get("complete") is True)
@@ -271,25 +300,42 @@ class ShardStatus:
     def to_json(self) -> dict[str, Any]:
         p = self.progress
         return {"shard": self.index, "total": self.total, "state": self.state, "node": self.node,
-                "why": self.why, "job": self.job, "slurm": self.slurm, "tests": p.tests,
-                "done": p.done, "unexpected": list(p.unexpected), "running": list(p.running),
-                "complete": p.complete}
+                "nodes": list(p.nodes), "why": self.why, "job": self.job, "slurm": self.slurm,
+                "tests": p.tests, "done": p.done, "unexpected": list(p.unexpected),
+                "running": list(p.running), "complete": p.complete, "locked": p.locked}
+
+    @property
+    def run_outlives_task(self) -> bool:
+        """Its run holds its lock while Slurm says its task is over."""
+        return self.state == "running" and self.progress.locked and self.slurm is not None \
+            and self.slurm not in ACTIVE_STATES
 
 
 def decide(progress: ShardProgress, task: TaskState | None, log: Sequence[Mapping[str, str]],
            job: str | None, slurm_error: str | None = None) -> tuple[str, str, str]:
-    """(state, node, why) of one shard, from its journal, Slurm's view of its
-    last task (None: Slurm does not know it, or could not be asked:
-    slurm_error) and its task log. Pure."""
+    """(state, node, why) of one shard, from its own files first (journal,
+    its lock, task log), Slurm's view of its last task second (None: Slurm
+    does not know it, or could not be asked: slurm_error). The node is where
+    its tests ran (the journal's start lines), else where its last task is or
+    was. Pure."""
     starts = [e for e in log if e.get("event") == "start"]
     last = log[-1] if log else None
-    node = (task.node if task is not None and task.node else "") or (
+    node = ",".join(progress.nodes) or (task.node if task is not None and task.node else "") or (
         starts[-1].get("node", "") if starts else "")
     if progress.complete:
         return "done", node, f"complete: {progress.done} tests"
+    if progress.locked:
+        tests = f"{progress.done}/{progress.tests}" if progress.tests is not None else "no test"
+        why = f"its run holds {JOURNAL_NAME}'s lock; {tests} tests done"
+        if task is not None and not task.active:
+            why += (f"; Slurm says {task.describe()}, but the run goes on (its node's slurmd "
+                    "lost?): not submitted again while it does")
+        elif task is not None:
+            why += f"; {task.describe()}"
+        return "running", node, why
     if task is not None and task.active:
         if task.state == "PENDING":
-            return "pending", "", f"{task.describe()}"
+            return "pending", ",".join(progress.nodes), f"{task.describe()}"
         return "running", node, f"{task.describe()}"
     if task is None and slurm_error is not None:
         return "unknown", node, f"Slurm could not be asked ({slurm_error})"
@@ -481,7 +527,7 @@ def _probe(slurm: Slurm, fleet: Fleet, manifest: Path, timeout: float) -> None:
     cmd = (f"test \"$(cat {q(str(probe_file))} 2>/dev/null)\" = {token} || exit 3; "
            f"test -x {q(str(fleet.launcher))} || exit 4; test -f {q(str(manifest))} || exit 5")
     sb = fleet.sbatch
-    args = ["--job-name=gpuconform-fleet-probe", "--nodes=1", "--ntasks=1", "--no-requeue",
+    args = [f"--job-name={job_name(fleet.dir)}-probe", "--nodes=1", "--ntasks=1", "--no-requeue",
             "--chdir=/", "--output=/dev/null", "--error=/dev/null"]
     if sb.get("partition"):
         args.append(f"--partition={sb['partition']}")
@@ -511,18 +557,28 @@ def _probe(slurm: Slurm, fleet: Fleet, manifest: Path, timeout: float) -> None:
 
 
 def _submit_jobs(slurm: Slurm, fleet: Fleet, kind: str, shards: list[int],
-                 extra: Sequence[str], after: Sequence[str]) -> Submission:
+                 extra: Sequence[str], after: Sequence[str],
+                 array_extra: Sequence[str] = (), cancel: Sequence[str] = ()) -> Submission:
     """The array of these shards and a merge after it (and after the arrays
     in `after`); fleet.json written after each sbatch, so a job that was
-    submitted is never forgotten."""
+    submitted is never forgotten. extra: sbatch options of both jobs;
+    array_extra: of the array only (GPUs: the merge needs none); cancel:
+    merge jobs to cancel once the array is in (not before: a refused array
+    leaves the fleet as it was)."""
     sub = Submission(kind, time.time(), list(shards))
     fleet.submissions.append(sub)
     if shards:
-        cmd = ["sbatch", "--parsable", f"--array={array_ranges(shards)}", *extra,
+        cmd = ["sbatch", "--parsable", f"--array={array_ranges(shards)}", *extra, *array_extra,
                str(fleet.array_script)]
         sub.commands.append(cmd)
-        sub.array_job = slurm.sbatch(cmd[2:])
+        try:
+            sub.array_job = slurm.sbatch(cmd[2:])
+        except SlurmError:
+            fleet.submissions.pop()  # nothing was submitted: nothing to remember
+            raise
         fleet.write()
+    if cancel:
+        slurm.cancel(cancel)
     deps = ([sub.array_job] if sub.array_job else []) + [a for a in after if a != sub.array_job]
     cmd = ["sbatch", "--parsable"]
     if deps:
@@ -540,17 +596,24 @@ def submit(directory: Path, launcher: Path, manifest: Path, shards: int, run_arg
            *, partition: str | None = None, gres: str | None = None,
            gpus_per_node: str | None = None, time_limit: str | None = None,
            sbatch_args: Sequence[str] = (), probe: bool = True, probe_timeout: float = 300.0,
+           share_nodes: bool = False, tests: Sequence[str] | None = None,
            slurm: Slurm | None = None) -> tuple[Fleet, Submission]:
     """Check, write the scripts and fleet.json, submit the array and the merge.
     FleetError (one line) before anything is submitted when the fleet cannot
     run: Slurm's commands missing, an unknown partition, DIR or the checkout
-    not visible to the nodes, a bad option."""
+    not visible to the nodes, a bad option, more shards than tests (tests:
+    the selection, when the caller could list it). When sbatch refuses the
+    array, DIR is left as it was: what submit created there is removed."""
     slurm = slurm or Slurm()
     directory = Path(directory).absolute()
     try:
         slurm.require("sbatch", "squeue", "sinfo")
         if shards < 1:
             raise FleetError(f"--shards must be >= 1, not {shards}")
+        if tests is not None and shards > len(tests):
+            raise FleetError(f"--shards {shards} for a selection of {len(tests)} tests: a shard "
+                             "of no test would hold a node for nothing; give --shards "
+                             f"{max(len(tests), 1)} or fewer")
         if (directory / FLEET_JSON).exists() or any(
                 directory.glob(f"{SHARD_PREFIX}[0-9]*")):
             raise FleetError(f"{directory} holds a fleet already: `gpuconform fleet status "
@@ -559,7 +622,7 @@ def submit(directory: Path, launcher: Path, manifest: Path, shards: int, run_arg
         check_not_local("results directory", directory)
         check_not_local("checkout", launcher.parent)
         spec = FleetSpec(directory, launcher, shards, tuple(run_args), partition, gres,
-                         gpus_per_node, time_limit, tuple(sbatch_args))
+                         gpus_per_node, time_limit, tuple(sbatch_args), share_nodes)
         scripts = (array_script(spec), merge_script(spec))
         if partition is not None and partition not in slurm.partitions():
             known = ", ".join(slurm.partitions()) or "none"
@@ -568,8 +631,9 @@ def submit(directory: Path, launcher: Path, manifest: Path, shards: int, run_arg
         raise FleetError(str(e)) from None
     fleet = Fleet(directory, launcher, shards, list(run_args),
                   {"partition": partition, "gres": gres, "gpus_per_node": gpus_per_node,
-                   "time": time_limit, "args": list(sbatch_args)})
-    created = [p for p in (directory, directory / SLURM_LOGS) if not p.exists()]
+                   "time": time_limit, "args": list(sbatch_args), "share_nodes": share_nodes},
+                  empty_shards=_empty_shards(tests, shards))
+    created = [p for p in (directory / SLURM_LOGS, directory) if not p.exists()]
     try:
         (directory / SLURM_LOGS).mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -578,27 +642,53 @@ def submit(directory: Path, launcher: Path, manifest: Path, shards: int, run_arg
         if probe:
             _probe(slurm, fleet, manifest, probe_timeout)
     except (FleetError, SlurmError) as e:
-        for p in reversed(created):
-            try:
-                p.rmdir()
-            except OSError:
-                pass
+        _remove(created)
         raise FleetError(str(e)) from None
+    files = [fleet.array_script, fleet.merge_script, fleet.dir / FLEET_JSON]
+    created = [p for p in files if not p.exists()] + created
     try:
         for path, text in zip((fleet.array_script, fleet.merge_script), scripts):
             atomic_write(path, text)
             path.chmod(0o755)
         fleet.write()
     except OSError as e:
+        _remove(created)
         raise FleetError(f"{directory}: cannot write the fleet's files: {e.strerror or e}") from None
     try:
         sub = _submit_jobs(slurm, fleet, "submit", list(range(1, shards + 1)), [], [])
     except SlurmError as e:
-        raise FleetError(_after_partial(fleet, e)) from None
+        if not fleet.submissions:  # sbatch refused the array: no job of this fleet exists
+            _remove(created)
+            raise FleetError(f"{e} (nothing submitted; {directory} left as it was)") from None
+        raise FleetError(_after_partial(fleet, e, 0)) from None
     return fleet, sub
 
 
-def _after_partial(fleet: Fleet, e: SlurmError) -> str:
+def _remove(created: Sequence[Path]) -> None:
+    """What submit created, files first, then its directories (if empty)."""
+    for p in created:
+        try:
+            if p.is_dir():
+                p.rmdir()
+            else:
+                p.unlink()
+        except OSError:
+            pass
+
+
+def _empty_shards(tests: Sequence[str] | None, shards: int) -> list[int]:
+    """The shards no test of the selection falls in (a test's shard is a hash
+    of its name: with few tests a shard may get none)."""
+    if tests is None:
+        return []
+    full = {shard_of(t, shards) for t in tests}
+    return [i for i in range(1, shards + 1) if i not in full]
+
+
+def _after_partial(fleet: Fleet, e: SlurmError, before: int) -> str:
+    """What a failed sbatch left: before, the number of submissions until now."""
+    if len(fleet.submissions) == before:
+        return f"{e} (nothing submitted)"
     sub = fleet.submissions[-1]
     if sub.array_job:
         return (f"{e} (array job {sub.array_job} was submitted, the merge job was not: "
@@ -618,10 +708,14 @@ class ResumeResult:
 
 
 def resume(directory: Path, *, partition: str | None = None, time_limit: str | None = None,
+           gres: str | None = None, gpus_per_node: str | None = None,
            sbatch_args: Sequence[str] = (), slurm: Slurm | None = None) -> ResumeResult:
     """Submit again the shards that are incomplete (each resumes its journal)
     and a merge after them; a merge alone when every shard is done but the
-    merged results are missing or older than a shard's."""
+    merged results are missing or older than a shard's. A shard whose run
+    still holds its journal's lock is running, whatever Slurm says: never
+    submitted again. The options are submit's, given to sbatch over the
+    scripts' own (--gres and --gpus-per-node to the shards only)."""
     slurm = slurm or Slurm()
     try:
         slurm.require("sbatch", "squeue")
@@ -631,7 +725,8 @@ def resume(directory: Path, *, partition: str | None = None, time_limit: str | N
     if st.slurm_error:
         raise FleetError(f"cannot tell which shards are still running: {st.slurm_error}")
     fleet = st.fleet
-    for what, v in (("--partition", partition), ("--time", time_limit)):
+    for what, v in (("--partition", partition), ("--time", time_limit), ("--gres", gres),
+                    ("--gpus-per-node", gpus_per_node)):
         if v is not None:
             try:
                 sbatch_safe(what, v)
@@ -639,6 +734,8 @@ def resume(directory: Path, *, partition: str | None = None, time_limit: str | N
                 raise FleetError(str(e)) from None
     extra = ([f"--partition={partition}"] if partition else []) + (
         [f"--time={time_limit}"] if time_limit else []) + list(sbatch_args)
+    array_extra = ([f"--gres={gres}"] if gres else []) + (
+        [f"--gpus-per-node={gpus_per_node}"] if gpus_per_node else [])
     todo = [s.index for s in st.shards if s.state == "incomplete"]
     left = [s for s in st.shards if s.state != "incomplete"]
     newest = max((fleet.shard_dir(s.index).joinpath("results.json").stat().st_mtime
@@ -651,12 +748,12 @@ def resume(directory: Path, *, partition: str | None = None, time_limit: str | N
     if not todo and (merge_active or not (stale or st.active_arrays)):
         return ResumeResult(st, None, left, [])
     cancelled = [t.array_job for t in st.merge.jobs if t.state == "PENDING"] if todo else []
+    before = len(fleet.submissions)
     try:
-        if cancelled:
-            slurm.cancel(cancelled)
-        sub = _submit_jobs(slurm, fleet, "resume", todo, extra, st.active_arrays)
+        sub = _submit_jobs(slurm, fleet, "resume", todo, extra, st.active_arrays, array_extra,
+                           cancelled)
     except SlurmError as e:
-        raise FleetError(_after_partial(fleet, e)) from None
+        raise FleetError(_after_partial(fleet, e, before)) from None
     return ResumeResult(st, sub, left, cancelled)
 
 
@@ -667,6 +764,7 @@ def render_resume(r: ResumeResult) -> str:
         states = ", ".join(f"{s.index} {s.state}" for s in r.left)
         lines.append(f"gpuconform fleet: nothing to resume in {d} (shards: {states}); "
                      f"merged: {r.status.merge.verdict}")
+        lines += [_outlives(s) for s in r.left if s.run_outlives_task]
         return "\n".join(lines) + "\n"
     sub = r.submission
     if r.cancelled:
@@ -679,8 +777,15 @@ def render_resume(r: ResumeResult) -> str:
         lines.append(f"gpuconform fleet: no shard of {d} to submit again; no merge was queued")
     lines.append(f"merge job {sub.merge_job} -> {d / MERGED}")
     for s in r.left:
-        lines.append(f"  shard {s.index}: {s.state} ({s.why}): left as it is")
+        lines.append(_outlives(s) if s.run_outlives_task
+                     else f"  shard {s.index}: {s.state} ({s.why}): left as it is")
     return "\n".join(lines) + "\n"
+
+
+def _outlives(s: ShardStatus) -> str:
+    return (f"  shard {s.index}: not submitted again: its run on {s.node or '?'} still holds "
+            f"{JOURNAL_NAME}'s lock although Slurm says {s.job} {s.slurm} (its node's slurmd "
+            "lost?); the merge waits for it")
 
 
 def render_submit(fleet: Fleet, sub: Submission) -> str:
@@ -690,5 +795,38 @@ def render_submit(fleet: Fleet, sub: Submission) -> str:
             f"  shards:  {d}/{SHARD_PREFIX}1 .. {d}/{SHARD_PREFIX}{fleet.shards}\n"
             f"  merged:  {d / MERGED}\n"
             f"  scripts: {fleet.array_script}, {fleet.merge_script}\n"
-            f"  status:  gpuconform fleet status {shlex.quote(str(d))}\n")
+            f"  status:  gpuconform fleet status {shlex.quote(str(d))}\n"
+            + (f"  note:    shard(s) {array_ranges(fleet.empty_shards)} of {fleet.shards} get no "
+               "test (a test's shard is a hash of its name): they end at once; fewer --shards "
+               "leave fewer empty\n" if fleet.empty_shards else ""))
+
+
+# ------------------------------------------------------------------ the merge job's wait
+
+
+def wait_runs(directory: Path, poll: float = 10.0,
+              say: Callable[[str], None] = print) -> None:
+    """Return once no shard's run holds its journal's lock. Slurm's afterany
+    starts the merge job when every task is over for Slurm; a task whose
+    node's slurmd was lost is over (NODE_FAIL) while its run goes on, and a
+    merge then would miss its last results. One line each time the set of
+    shards waited for changes."""
+    fleet = read_fleet(directory)
+    shown: list[int] | None = None
+    while True:
+        held = []
+        for i in range(1, fleet.shards + 1):
+            try:
+                if is_locked(fleet.shard_dir(i) / JOURNAL_NAME):
+                    held.append(i)
+            except JournalError as e:
+                raise FleetError(str(e)) from None
+        if held != shown and (held or shown):
+            say(f"gpuconform fleet: waiting for shard(s) {array_ranges(held)} of {fleet.dir}: "
+                f"a live run holds its {JOURNAL_NAME}'s lock" if held else
+                f"gpuconform fleet: no shard's run holds its lock any more: merging")
+            shown = held
+        if not held:
+            return
+        time.sleep(poll)
 

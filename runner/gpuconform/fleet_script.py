@@ -8,13 +8,23 @@ person can read them and submit them again by hand:
                          or, when DIR/shard-I holds a run already,
                          `gpuconform resume DIR/shard-I` (its journal keeps every
                          finished test: none runs twice); a shard whose run
-                         completed does nothing. Each task appends a `start` and
-                         an `end` line (time, job, node, exit status) to
-                         DIR/shard-I/fleet-task.log: the node of a shard is
-                         known without Slurm's accounting.
-    DIR/fleet-merge.sh   `gpuconform merge DIR/merged` of the shards that have a
+                         completed does nothing. A task whose run completed
+                         exits 0 whatever its tests' results (they are in the
+                         results; Slurm's FAILED means the run did not end).
+                         Each task appends a `start` and an `end` line (time,
+                         job, node, exit status) to DIR/shard-I/fleet-task.log:
+                         the node of a shard is known without Slurm's accounting.
+                         Each task has its node to itself (sbatch --exclusive)
+                         unless the fleet was submitted with --share-nodes.
+    DIR/fleet-merge.sh   `gpuconform fleet wait DIR` (while a shard's run still
+                         holds its journal's lock: a task whose node's slurmd was
+                         lost is over for Slurm, not for its run), then
+                         `gpuconform merge DIR/merged` of the shards that have a
                          results.json, then `gpuconform report DIR/merged`;
                          submitted with --dependency=afterany:<array job>.
+
+The jobs are named after DIR (gpuconform-fleet-NAME, -NAME-merge), so two
+fleets tell apart in squeue.
 
 Slurm's #SBATCH lines cannot quote: a path or an sbatch option that holds
 white space, a quote or a backslash is refused (ScriptError) rather than
@@ -45,6 +55,7 @@ __all__ = [
     "array_ranges",
     "absolute_run_args",
     "sbatch_safe",
+    "job_name",
 ]
 
 ARRAY_SCRIPT = "fleet-array.sh"
@@ -53,7 +64,7 @@ TASK_LOG = "fleet-task.log"  # in each shard's directory
 SHARD_PREFIX = "shard-"
 MERGED = "merged"
 SLURM_LOGS = "slurm"  # the tasks' stdout and stderr
-JOB_NAME = "gpuconform-fleet"
+JOB_NAME = "gpuconform-fleet"  # + "-" + DIR's name (job_name())
 
 # Options of `gpuconform run` whose values are paths: made absolute at submit
 # time, since a task starts in DIR, not in the submitter's directory.
@@ -82,7 +93,11 @@ class FleetSpec:
     gpus_per_node: str | None = None
     time: str | None = None
     sbatch_args: tuple[str, ...] = field(default_factory=tuple)  # as the user gave them
-    job_name: str = JOB_NAME
+    share_nodes: bool = False  # True: no --exclusive (shards may share a node)
+
+    @property
+    def job_name(self) -> str:
+        return job_name(self.dir)
 
     def shard_dir(self, index: int) -> Path:
         return self.dir / f"{SHARD_PREFIX}{index}"
@@ -95,6 +110,13 @@ class FleetSpec:
                "--no-requeue",
                f"--chdir={self.dir}",
                f"--output={self.dir / SLURM_LOGS}/shard-%a-%A.out"]
+        if not self.share_nodes:
+            # One shard a node: a shard's tests own the node's GPUs and measure
+            # it (metrics, tests run one GPU at a time); without this, Slurm
+            # packs tasks that ask for no GPU, or for fewer GPUs than a node
+            # has, onto one node. --exclusive also gives the task all of the
+            # node's CPUs and GRES (sbatch(1)).
+            out.append("--exclusive")
         out += self._common()
         if self.gres:
             out.append(f"--gres={self.gres}")
@@ -117,6 +139,11 @@ class FleetSpec:
         if self.time:
             out.append(f"--time={self.time}")
         return out
+
+
+def job_name(directory: Path) -> str:
+    """The array's job name: gpuconform-fleet-NAME, NAME being DIR's last part."""
+    return f"{JOB_NAME}-{directory.name}"
 
 
 def sbatch_safe(what: str, value: str) -> str:
@@ -185,7 +212,8 @@ def array_script(spec: FleetSpec) -> str:
         f"`gpuconform run --shard I/{spec.shards} --results {d}/{SHARD_PREFIX}I`, or,",
         "when that directory holds a run already, `gpuconform resume` of it (its",
         "journal keeps every finished test: none runs twice); a shard whose run",
-        "completed does nothing. Each task notes its start and end (time, job, node,",
+        "completed does nothing; a task whose run completed exits 0 whatever its",
+        "tests' results. Each task notes its start and end (time, job, node,",
         f"exit status) in {d}/{SHARD_PREFIX}I/{TASK_LOG}.",
         "",
         "Submitted as:",
@@ -199,6 +227,9 @@ def array_script(spec: FleetSpec) -> str:
     body = _variables(spec) + f"""i=${{SLURM_ARRAY_TASK_ID:?submit this script with sbatch --array=1-$SHARDS}}
 shard=$DIR/{SHARD_PREFIX}$i
 mkdir -p "$shard" || exit 1
+completed() {{
+	[ -f "$shard/journal.jsonl" ] && tail -n 1 "$shard/journal.jsonl" | grep -q '^{{"event":"end",.*"complete":true'
+}}
 note() {{
 	printf '%s time=%s job=%s task=%s node=%s%s\\n' "$1" "$(date +%s)" "${{SLURM_JOB_ID:-}}" \\
 		"${{SLURM_ARRAY_JOB_ID:-}}_$i" "${{SLURMD_NODENAME:-$(hostname)}}" "${{2:-}}" >>"$shard/{TASK_LOG}"
@@ -207,7 +238,7 @@ note start
 # run.json is written before the first test: without it nothing ran, and an
 # empty journal left by a start cut short would stop `run`.
 [ -f "$shard/run.json" ] || [ -s "$shard/journal.jsonl" ] || rm -f "$shard/journal.jsonl"
-if [ -f "$shard/journal.jsonl" ] && tail -n 1 "$shard/journal.jsonl" | grep -q '^{{"event":"end",.*"complete":true'; then
+if completed; then
 	echo "gpuconform fleet: shard $i/$SHARDS completed before ($shard/results.json): nothing to run"
 	status=0
 elif [ -f "$shard/run.json" ]; then
@@ -216,6 +247,11 @@ elif [ -f "$shard/run.json" ]; then
 else
 	"$GPUCONFORM" run --shard "$i/$SHARDS" --results "$shard" --progress plain{' ' + run if run else ''}
 	status=$?
+fi
+# The run completed: its tests' results are in its results, not in Slurm's state.
+if [ "$status" -ne 0 ] && completed; then
+	echo "gpuconform fleet: shard $i/$SHARDS completed (exit status $status: unexpected results, see $shard/summary.txt)"
+	status=0
 fi
 note end " status=$status"
 exit "$status"
@@ -229,7 +265,9 @@ def merge_script(spec: FleetSpec) -> str:
     d = spec.dir
     head = _header([
         f"gpuconform fleet: the shards of {d} merged into {d}/{MERGED}",
-        "(`gpuconform merge`, then `gpuconform report`). Shards without a",
+        "(`gpuconform merge`, then `gpuconform report`), once no shard's run holds",
+        "its journal's lock (`gpuconform fleet wait`: a task whose node's slurmd was",
+        "lost is over for Slurm while its run goes on). Shards without a",
         "results.json (lost, cancelled, not run yet) are left out: the merge names",
         "them as missing, and `gpuconform fleet resume` runs them and merges again.",
         "",
@@ -237,7 +275,10 @@ def merge_script(spec: FleetSpec) -> str:
         f"    sbatch --dependency=afterany:ARRAY_JOB_ID {d}/{MERGE_SCRIPT}",
         "",
     ], spec.merge_directives())
-    body = _variables(spec) + f"""dirs=()
+    body = _variables(spec) + f"""# Slurm's afterany says every task is over; a run may not be (its slurmd lost).
+"$GPUCONFORM" fleet wait "$DIR" ||
+	echo "gpuconform fleet: could not wait for the shards' runs (above): merging what is there" >&2
+dirs=()
 for i in $(seq 1 "$SHARDS"); do
 	[ -f "$DIR/{SHARD_PREFIX}$i/results.json" ] && dirs+=("$DIR/{SHARD_PREFIX}$i")
 done

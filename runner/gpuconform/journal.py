@@ -4,11 +4,13 @@ RESULTS/journal.jsonl: one JSON object a line, appended with one write() and
 fsync'd before the runner goes on (the directory is fsync'd when the file is
 created), so what the journal says survives the runner and the machine dying:
 
-    {"event":"start","test":T,"attempt":1,"pid":P,"pgid":P,"token":K,"time":S[,"gpu":G]}
+    {"event":"start","test":T,"attempt":1,"pid":P,"pgid":P,"token":K,"time":S,"node":N[,"gpu":G]}
         written as soon as the test's process exists (pid = its process group =
-        its session), before the runner waits for it; a test run once per GPU
-        (placement.py) has a start line per copy, G its GPU's index, the copies
-        running side by side;
+        its session), before the runner waits for it; N is where it runs (the
+        Slurm node's name in a Slurm job, else this host's short name: a
+        fleet's resumed shard knows where each of its tests ran); a test run
+        once per GPU (placement.py) has a start line per copy, G its GPU's
+        index, the copies running side by side;
     {"event":"result","test":T,"record":{...}}
         the test's final record (results.py TestRecord.to_json()), after its
         last attempt; a skip by an expectation rule has no start line;
@@ -39,6 +41,10 @@ away again and the journal takes no more (JournalWriteError, one line naming
 the file system): the runner stops, and what the journal holds stays whole
 for a resume.
 
+The check (is_locked) takes the same lock on a
+descriptor opened the same way, for writing: a fleet's results directory is on
+NFS, where an exclusive flock() needs the file open for writing (flock(2)).
+
 RESULTS/run.json (written once the selection is known, before the first test)
 holds what resume needs to go on exactly as the run would have: the manifest,
 the options, the selection before and after sharding, the run id every test
@@ -51,9 +57,11 @@ is an error naming the file and line: the journal is left as it is.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -80,6 +88,7 @@ __all__ = [
     "is_locked",
     "holds_a_run",
     "boot_id",
+    "node_name",
 ]
 
 JOURNAL_NAME = "journal.jsonl"
@@ -121,6 +130,12 @@ def holds_a_run(path: Path) -> bool:
         return True
 
 
+def node_name() -> str:
+    """Where this process runs: the Slurm node's name in a Slurm job (a node's
+    NodeName may differ from its host name), else this host's short name."""
+    return os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+
+
 class Journal:
     """RESULTS/journal.jsonl, open for appending, locked.
 
@@ -131,6 +146,7 @@ class Journal:
 
     def __init__(self, path: Path, *, lock: bool = True, new: bool = False) -> None:
         self.path = Path(path)
+        self.node = node_name()
         self._lock = threading.Lock()
         self.broken: JournalWriteError | None = None
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
@@ -150,11 +166,14 @@ class Journal:
         if lock:
             try:
                 fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
+            except OSError as e:
                 os.close(self.fd)
-                raise JournalError(
-                    f"{self.path}: another gpuconform process is using this run "
-                    "(its journal is locked)") from None
+                if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    raise JournalError(
+                        f"{self.path}: another gpuconform process is using this run "
+                        "(its journal is locked)") from None
+                raise JournalError(f"{self.path}: cannot lock the journal: flock: "
+                                   f"{e.strerror or e} (a file system without locks?)") from None
         if new and not created and holds_a_run(self.path):
             os.close(self.fd)
             raise JournalError(f"{self.path.parent} already holds a run ({self.path.name}): "
@@ -215,7 +234,8 @@ class Journal:
     def start(self, test: str, attempt: int, pid: int, token: str,
               gpu: int | None = None) -> None:
         line: dict[str, Any] = {"event": "start", "test": test, "attempt": attempt, "pid": pid,
-                                "pgid": pid, "token": token, "time": time.time()}
+                                "pgid": pid, "token": token, "time": time.time(),
+                                "node": self.node}
         if gpu is not None:
             line["gpu"] = gpu
         self.append(line)
@@ -244,15 +264,37 @@ class Journal:
 
 
 def is_locked(path: Path) -> bool:
-    """Whether a live process holds the journal's lock."""
+    """Whether a live process holds the journal's lock.
+
+    The journal is opened for writing (never created nor truncated), as the
+    runner opens it: flock(2), NOTES, "NFS details": "Since Linux 2.6.12, NFS
+    clients support flock() locks by emulating them as fcntl(2) byte-range
+    locks on the entire file. [...] It also means that in order to place an
+    exclusive lock, the file must be opened for writing." A read-only
+    descriptor gets EBADF there, which was taken for "locked": on NFS every
+    run looked alive. Only EWOULDBLOCK means a holder; any other failure to
+    lock is a JournalError naming the file (a file system without locks, such
+    as Lustre mounted without -o flock, cannot tell a live run from a dead
+    one). A journal this user may not write is checked read-only (right on a
+    local file system; no resume could append to it anyway)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
+        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC | os.O_NOCTTY)
+    except FileNotFoundError:
         return False
+    except OSError as e:
+        if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise JournalError(f"{path}: cannot open the journal: {e.strerror or e}") from None
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOCTTY)
+        except OSError as e2:
+            raise JournalError(f"{path}: cannot open the journal: {e2.strerror or e2}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
+    except OSError as e:
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            return True
+        raise JournalError(f"{path}: cannot tell whether a run holds the journal: flock: "
+                           f"{e.strerror or e} (a file system without locks?)") from None
     finally:
         os.close(fd)
     return False
@@ -268,6 +310,7 @@ class StartLine:
     time: float | None
     line: int
     gpu: int | None = None  # the copy's GPU (a test run once per GPU)
+    node: str | None = None  # where it ran (journals before the field: None)
 
 
 @dataclass
@@ -366,7 +409,7 @@ def _apply(st: JournalState, obj: dict[str, Any], lineno: int) -> None:
         assert isinstance(test, str)
         s = StartLine(test, _int(obj.get("attempt")) or 1, _int(obj.get("pid")),
                       _int(obj.get("pgid")), _str(obj.get("token")), _float(obj.get("time")),
-                      lineno, _int(obj.get("gpu")))
+                      lineno, _int(obj.get("gpu")), _str(obj.get("node")))
         st.starts.append(s)
         st.running = [r for r in st.running if (r.test, r.gpu) != (test, s.gpu)] + [s]
     elif ev == "result":

@@ -23,7 +23,7 @@ What the cluster offers (the contract the fleet tests code against):
                          captured); check: SlurmClusterError on non-zero exit.
   cluster.nodes          ("n1", "n2", "n3"); cluster.partition == "debug" (the
                          only partition, Default=YES, MaxTime=INFINITE).
-                         Each node: CPUs=1 and Gres=gpu:1 (gres.conf File=
+                         Each node: CPUs=1 (cpus=) and Gres=gpu:1 (gres.conf File=
                          /dev/null: `--gpus-per-node=1` / `--gres=gpu:1` are
                          accepted and scheduled like on a GPU node, and such a
                          job gets CUDA_VISIBLE_DEVICES=0 in its environment,
@@ -110,11 +110,25 @@ What the cluster offers (the contract the fleet tests code against):
                          job's command ends, and root stays in /tmp).
                          Daemons are started with a clean environment (no
                          test marker), so marker_env never blames them.
-  SlurmCluster(slurmd_timeout=20, extra_conf=())   a cluster of one's own
-                         (extra_conf: more slurm.conf lines); start() brings
+  SlurmCluster(slurmd_timeout=20, extra_conf=(), cpus=1)
+                         a cluster of one's own (extra_conf: more slurm.conf
+                         lines; cpus: each node's CPUs, so that several jobs
+                         that ask for no GPU may share a node as on a real
+                         one); start() brings
                          it up (raises SlurmClusterError, having torn down what
                          it started); `with SlurmCluster() as c:` = start/stop.
                          Several can run at once (own ports, key, socket, name).
+
+Cgroups: none used, and none needed. ProctrackType=proctrack/linuxproc,
+TaskPlugin=task/none and JobAcctGatherType=jobacct_gather/none touch no
+cgroup, but slurmd 22.05 still loads a cgroup plugin at start, and by default
+("autodetect") it statfs()s /sys/fs/cgroup to choose v1 or v2: on a root where
+nothing is mounted there (a chroot, some containers) slurmd exits "No
+filesystem mounted on /sys/fs/cgroup" / "Unable to initialize cgroup plugin".
+So cgroup.conf names the plugin (CgroupPlugin=cgroup/v1), which skips the
+detection; the v1 plugin's init touches no file system, and with the plugins
+above nothing calls it again. (22.05 has no CgroupPlugin=disabled: 23.02 and
+later do.) The cluster thus starts with or without /sys/fs/cgroup.
 
 Accounting: AccountingStorageType=accounting_storage/none (no slurmdbd), so a
 plain `sacct` fails ("accounting storage is disabled"). Job completions are
@@ -234,9 +248,11 @@ class SlurmCluster:
     nodes = NODES
     partition = PARTITION
 
-    def __init__(self, slurmd_timeout: int = 20, extra_conf: Sequence[str] = ()) -> None:
+    def __init__(self, slurmd_timeout: int = 20, extra_conf: Sequence[str] = (),
+                 cpus: int = 1) -> None:
         self.slurmd_timeout = slurmd_timeout
         self.extra_conf = tuple(extra_conf)
+        self.cpus = cpus
         self.cluster_name = "gc" + uuid.uuid4().hex[:10]
         self.host = socket.gethostname().split(".")[0]
         self.root = Path("/nonexistent")
@@ -587,11 +603,13 @@ class SlurmCluster:
         ]
         for node, port in self.node_ports.items():
             lines.append(f"NodeName={node} NodeHostname={self.host} NodeAddr=127.0.0.1 "
-                         f"Port={port} CPUs=1 Gres=gpu:1 State=UNKNOWN")
+                         f"Port={port} CPUs={self.cpus} Gres=gpu:1 State=UNKNOWN")
         lines.append(f"PartitionName={self.partition} Nodes=n[1-{len(self.nodes)}] "
                      "Default=YES MaxTime=INFINITE State=UP")
         self.conf.write_text("\n".join(lines) + "\n")
         (r / "etc" / "plugstack.conf").write_text("")
+        # no cgroup detection: see the module's docstring, "Cgroups"
+        (r / "etc" / "cgroup.conf").write_text("CgroupPlugin=cgroup/v1\n")
         (r / "etc" / "gres.conf").write_text(
             f"AutoDetect=off\nNodeName=n[1-{len(self.nodes)}] Name=gpu File=/dev/null\n")
 

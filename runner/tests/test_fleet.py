@@ -12,6 +12,7 @@ import json
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,9 @@ from gpuconform.fleet import (
     mount_fstype,
     parse_task_log,
     read_fleet,
+    render_submit,
     shard_progress,
+    wait_runs,
 )
 from gpuconform.fleet_script import (
     FleetSpec,
@@ -70,9 +73,9 @@ def test_array_script_directives_and_syntax(tmp_path: Path) -> None:
     text = array_script(s)
     directives = [x[len("#SBATCH "):] for x in text.splitlines() if x.startswith("#SBATCH ")]
     assert directives == [
-        "--job-name=gpuconform-fleet", "--nodes=1", "--ntasks=1", "--no-requeue",
+        "--job-name=gpuconform-fleet-fleet", "--nodes=1", "--ntasks=1", "--no-requeue",
         f"--chdir={tmp_path}/fleet", f"--output={tmp_path}/fleet/slurm/shard-%a-%A.out",
-        "--partition=gpu", "--time=4:00:00", "--gres=gpu:8", "--gpus-per-node=8",
+        "--exclusive", "--partition=gpu", "--time=4:00:00", "--gres=gpu:8", "--gpus-per-node=8",
         "--account=lab", "--exclusive"]
     # sbatch reads #SBATCH lines only before the first command
     first_cmd = next(i for i, x in enumerate(text.splitlines())
@@ -86,7 +89,22 @@ def test_array_script_directives_and_syntax(tmp_path: Path) -> None:
     md = [x[len("#SBATCH "):] for x in m.splitlines() if x.startswith("#SBATCH ")]
     assert "--gres=gpu:8" not in md and "--gpus-per-node=8" not in md  # merging needs no GPU
     assert "--partition=gpu" in md and "--account=lab" in md and "--time=4:00:00" in md
+    assert md[0] == "--job-name=gpuconform-fleet-fleet-merge"
     subprocess.run(["bash", "-n"], input=m, text=True, check=True)
+
+
+def test_one_shard_a_node_unless_asked_otherwise(tmp_path: Path) -> None:
+    """--exclusive by default: without it, Slurm packs shards that ask for no
+    GPU (or for fewer than a node has) onto one node; --share-nodes drops it.
+    Two fleets' jobs are told apart by name."""
+    a = spec(tmp_path / "night-1", Path("/g/gpuconform"))
+    assert "#SBATCH --exclusive\n" in array_script(a)
+    assert "#SBATCH --job-name=gpuconform-fleet-night-1\n" in array_script(a)
+    assert "#SBATCH --job-name=gpuconform-fleet-night-1-merge\n" in merge_script(a)
+    assert "--exclusive" not in merge_script(a)  # the merge needs no node of its own
+    shared = spec(tmp_path / "night-2", Path("/g/gpuconform"), share_nodes=True)
+    assert "--exclusive" not in array_script(shared)
+    assert "#SBATCH --job-name=gpuconform-fleet-night-2\n" in array_script(shared)
 
 
 @pytest.mark.parametrize("field,value", [
@@ -192,6 +210,33 @@ def test_task_runs_resumes_or_leaves_its_shard(tmp_path: Path) -> None:
     assert not (d / "shard-3" / "journal.jsonl").exists()
 
 
+# A stand-in for ./gpuconform whose run ends its shard's journal (complete or not)
+# and exits 1, as a run with unexpected results does.
+ENDING_STUB = """#!/bin/sh
+shard=$(printf '%s\\n' "$@" | sed -n 's|^\\(/.*/shard-[0-9]*\\)$|\\1|p' | head -n 1)
+echo '{{"event":"start","test":"a@1"}}' >"$shard/journal.jsonl"
+echo '{{"event":"end","time":1,"complete":{complete}}}' >>"$shard/journal.jsonl"
+exit 1
+"""
+
+
+@pytest.mark.parametrize("complete,task_status", [("true", 0), ("false", 1)])
+def test_task_of_a_completed_run_exits_0(tmp_path: Path, complete: str,
+                                         task_status: int) -> None:
+    """Unexpected results are the results' business: a run that completed is
+    a task that succeeded (Slurm COMPLETED); one cut short keeps its status."""
+    launcher = tmp_path / "gpuconform"
+    launcher.write_text(ENDING_STUB.format(complete=complete))
+    launcher.chmod(0o755)
+    d = tmp_path / "fleet"
+    p = run_task(array_script(spec(d, launcher)), 2)
+    assert p.returncode == task_status, p.stdout + p.stderr
+    log = parse_task_log((d / "shard-2" / "fleet-task.log").read_text())
+    assert log[-1]["status"] == str(task_status)
+    if task_status == 0:
+        assert "completed (exit status 1: unexpected results" in p.stdout
+
+
 def test_task_without_array_id_says_how_to_submit(tmp_path: Path) -> None:
     launcher, calls = stub(tmp_path)
     p = subprocess.run(["bash", "-c", array_script(spec(tmp_path / "f", launcher))],
@@ -206,7 +251,9 @@ def test_merge_script_merges_the_shards_that_have_results(tmp_path: Path) -> Non
     d = tmp_path / "fleet"
     text = merge_script(spec(d, launcher))
     p = subprocess.run(["bash", "-c", text], text=True, capture_output=True, timeout=60)
-    assert p.returncode == 1 and "nothing to merge" in p.stderr and not calls.exists()
+    assert p.returncode == 1 and "nothing to merge" in p.stderr
+    assert calls.read_text().splitlines() == [f"fleet wait {d}"]  # first, waits for live runs
+    calls.unlink()
     for i in (1, 3):
         (d / f"shard-{i}").mkdir(parents=True)
         (d / f"shard-{i}" / "results.json").write_text("{}")
@@ -214,7 +261,7 @@ def test_merge_script_merges_the_shards_that_have_results(tmp_path: Path) -> Non
     p = subprocess.run(["bash", "-c", text], text=True, capture_output=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert calls.read_text().splitlines() == [
-        f"merge {d}/merged {d}/shard-1 {d}/shard-3", f"report {d}/merged"]
+        f"fleet wait {d}", f"merge {d}/merged {d}/shard-1 {d}/shard-3", f"report {d}/merged"]
 
 
 # ------------------------------------------------------------------ Slurm's output
@@ -360,6 +407,77 @@ def test_decide(prog: ShardProgress, task: TaskState | None, log: list[dict[str,
     assert want[2] in why and "\n" not in why
 
 
+def test_a_live_run_is_running_whatever_slurm_says() -> None:
+    """Its own journal and lock first: a task whose node's slurmd was lost is
+    NODE_FAIL for Slurm while its run goes on; the shard is running (never
+    submitted again), on the node its tests ran on."""
+    lost = TaskState("12", 2, "14", "NODE_FAIL", "n3", "NodeDown")
+    state, node, why = decide(progress(locked=True, nodes=["n3"], running=["a@3"]), lost,
+                              LOG_LOST, "12_2")
+    assert (state, node) == ("running", "n3")
+    assert why == ("its run holds journal.jsonl's lock; 2/5 tests done; Slurm says 12_2 "
+                   "NODE_FAIL (NodeDown), but the run goes on (its node's slurmd lost?): not "
+                   "submitted again while it does")
+    # Slurm could not be asked: the lock still says
+    assert decide(progress(locked=True), None, LOG_LOST, "12_2", "squeue: timeout")[0] == \
+        "running"
+    # a shard resumed on n1 after its first tests ran on n3: both, in that order
+    assert decide(progress(ended=True, complete=True, nodes=["n3", "n1"]),
+                  TaskState("20", 2, "21", "COMPLETED", "n1"), LOG_ENDED, "20_2")[:2] == \
+        ("done", "n3,n1")
+    # a resubmitted task that ran no test does not move the shard
+    assert decide(progress(nodes=["n3"]), TaskState("20", 2, "21", "FAILED", "n1", "2:0"),
+                  LOG_ENDED, "20_2")[:2] == ("incomplete", "n3")
+
+
+def test_shard_progress_reads_the_lock_and_the_nodes(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLURMD_NODENAME", "n7")
+    d = make_shard(tmp_path / "s", ["a@1", "a@2"], {"a@1": State.PASS}, running="a@2")
+    assert shard_progress(d).nodes == ["n7"] and not shard_progress(d).locked
+    j = Journal(d / "journal.jsonl")  # a live run
+    try:
+        assert shard_progress(d).locked
+    finally:
+        j.close()
+    assert not shard_progress(d).locked
+
+
+def test_wait_runs_returns_once_no_run_holds_its_lock(tmp_path: Path) -> None:
+    """The merge job's first step, against a real process holding a shard's lock."""
+    d = tmp_path / "fleet"
+    d.mkdir()
+    Fleet(d, Path("/g/gpuconform"), 2, [], {}).write()
+    (d / "shard-2").mkdir()
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from gpuconform.journal import "
+            "Journal; Journal(__import__('pathlib').Path(sys.argv[2])); print('locked', flush=True);"
+            " sys.stdin.readline()")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(Path(__file__).parents[1]),
+                               str(d / "shard-2" / "journal.jsonl")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    said: list[str] = []
+
+    def say(line: str) -> None:
+        said.append(line)
+        if len(said) == 1:  # the run ends while the merge waits
+            assert holder.stdin is not None
+            holder.stdin.close()
+            holder.wait(timeout=60)
+
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        wait_runs(d, poll=0.05, say=say)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert said == [f"gpuconform fleet: waiting for shard(s) 2 of {d}: a live run holds its "
+                    "journal.jsonl's lock",
+                    "gpuconform fleet: no shard's run holds its lock any more: merging"]
+    said.clear()
+    wait_runs(d, poll=0.05, say=said.append)  # nothing held: no word, no wait
+    assert said == []
+
+
 def test_decide_without_slurm() -> None:
     state, _, why = decide(progress(), None, LOG_LOST, "12_2", slurm_error="squeue: timeout")
     assert state == "unknown" and "squeue: timeout" in why
@@ -402,10 +520,12 @@ def test_mount_fstype() -> None:
 def test_fleet_json_round_trip(tmp_path: Path) -> None:
     f = Fleet(tmp_path, Path("/g/gpuconform"), 3, ["--selftest"], {"partition": "debug"},
               [Submission("submit", 1.0, [1, 2, 3], "12", "13", [["sbatch", "x"]]),
-               Submission("resume", 2.0, [2], "20", "21")])
+               Submission("resume", 2.0, [2], "20", "21")], [3])
     f.write()
     g = read_fleet(tmp_path)
-    assert g.to_json() == f.to_json()
+    assert g.to_json() == f.to_json() and g.empty_shards == [3]
+    assert "  note:    shard(s) 3 of 3 get no test (a test's shard is a hash of its name)" in \
+        render_submit(g, g.submissions[0])
     assert g.job_of(1) == ("12", 1) and g.job_of(2) == ("20", 2)
     (tmp_path / FLEET_JSON).write_text(json.dumps({"format": "gpuconform-fleet", "version": 1}))
     with pytest.raises(FleetError, match="missing or of the wrong type"):

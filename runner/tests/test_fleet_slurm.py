@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import uuid
@@ -187,7 +188,13 @@ def test_three_shards_merge_to_one_machines_result(cluster: SlurmCluster, selfte
                                                    reference: dict[str, str],
                                                    fleet_dir: Path) -> None:
     d = fleet_dir
-    submit(cluster, selftests, d, "--gpus-per-node", "1")
+    array = submit(cluster, selftests, d, "--gpus-per-node", "1")
+    merge = json.loads((d / "fleet.json").read_text())["submissions"][0]["merge_job"]
+    # the jobs carry the fleet's name: two fleets tell apart in squeue
+    names = dict(x.split() for x in cluster.run("squeue", "-h", "-r", "--states=all", "-o",
+                                                "%i %j").stdout.splitlines() if x.strip())
+    assert (names[f"{array}_1"], names[merge]) == (f"gpuconform-fleet-{d.name}",
+                                                   f"gpuconform-fleet-{d.name}-merge"), names
     merged = wait_merged(cluster, d)
     # exactly one result per test, each in the state one machine gave it
     assert merged["run"]["merge"]["ok"] is True, (d / "merged" / "summary.txt").read_text()
@@ -198,6 +205,10 @@ def test_three_shards_merge_to_one_machines_result(cluster: SlurmCluster, selfte
     assert all(s["node"] in cluster.nodes and s["done"] == s["tests"] for s in st["shards"])
     assert sum(s["tests"] for s in st["shards"]) == len(reference)
     assert st["merge"]["ok"] is True
+    # a run that completed is a task that succeeded, unexpected results or not:
+    # those are in the results (and the status' unexpected column)
+    assert sum(len(s["unexpected"]) for s in st["shards"]) > 0
+    assert {s["slurm"] for s in st["shards"]} == {"COMPLETED"}, st["shards"]
     # --gpus-per-node went to Slurm: each shard's tests saw the GPU it was given
     env = merged["tests"]["selftest_flow@print-env"]
     assert "env CUDA_VISIBLE_DEVICES=0" in env["out"] + env["err"]
@@ -281,6 +292,10 @@ def test_lost_node_then_resume(cluster: SlurmCluster, selftests: Selftests,
     # the node stays down: the shard resumes on another one
     finish_after_resume(cluster, d, k, shard, reference, ("incomplete",))
     assert task_node(shard) != node
+    # its node is where its tests ran: the lost one first, then the new one if the
+    # resumed run had tests left to start
+    nodes = status(cluster, d)["shards"][k - 1]["nodes"]
+    assert nodes[0] == node and set(nodes) <= {node, task_node(shard)}, nodes
 
 
 def test_cancelled_task_then_resume(cluster: SlurmCluster, selftests: Selftests,
@@ -296,6 +311,149 @@ def test_cancelled_task_then_resume(cluster: SlurmCluster, selftests: Selftests,
     # the runner, sent SIGTERM, recorded the test it was running as cut short;
     # Slurm's SIGTERM may reach that test before the runner's own kill does
     finish_after_resume(cluster, d, k, shard, reference, ("incomplete", "crash"))
+
+
+def slurm_state(cluster: SlurmCluster, job: str) -> str:
+    """squeue's state of one job or array task ("12_3"); "" once Slurm forgot it."""
+    p = cluster.run("squeue", "-h", "-r", "--states=all", "-j", job.split("_")[0], "-o", "%i %T",
+                    check=False)
+    return next((x.split()[1] for x in p.stdout.splitlines() if x.split()[:1] == [job]), "")
+
+
+def test_lost_slurmd_the_run_goes_on(cluster: SlurmCluster, selftests: Selftests,
+                                     reference: dict[str, str], fleet_dir: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only slurmd of a shard's node is killed: Slurm ends the task NODE_FAIL,
+    the job's processes go on. The shard is running (its own journal's lock
+    says so, before Slurm), resume does not submit it again, the merge job
+    (afterany: already started) waits for its run, and the merge is complete;
+    the shard's node stays the one its tests ran on."""
+    d = fleet_dir
+    array, k, shard = interrupted_fleet(cluster, selftests, d, monkeypatch)
+    node = task_node(shard)
+    cluster.kill_slurmd(node)  # only slurmd: slurmstepd, the runner, sleep-long live on
+    wait(cluster, lambda: slurm_state(cluster, f"{array}_{k}") == "NODE_FAIL",
+         f"task {array}_{k} NODE_FAIL after {node}'s slurmd was killed")
+    assert LONG in running(shard)  # the run goes on
+    s = status(cluster, d)["shards"][k - 1]
+    assert (s["state"], s["node"], s["slurm"], s.get("locked")) == ("running", node, "NODE_FAIL", True), s
+    assert "not submitted again while it does" in s["why"]
+    # the merge job started (afterany) and waits for the shard's run
+    merge = json.loads((d / "fleet.json").read_text())["submissions"][0]["merge_job"]
+    merge_log = d / "slurm" / f"merge-{merge}.out"
+    wait(cluster, lambda: merge_log.is_file() and f"waiting for shard(s) {k} of {d}"
+         in merge_log.read_text(), f"merge job {merge} waiting for shard {k}")
+    assert not (d / "merged" / "results.json").exists()
+    # resume leaves the shard alone and says why, in one line
+    p = gpuconform(cluster, "fleet", "resume", str(d))
+    assert p.returncode == 0 and p.stdout.startswith("gpuconform fleet: nothing to resume"), \
+        p.stdout + p.stderr
+    assert (f"  shard {k}: not submitted again: its run on {node} still holds journal.jsonl's "
+            f"lock although Slurm says {array}_{k} NODE_FAIL") in p.stdout, p.stdout
+    assert len(json.loads((d / "fleet.json").read_text())["submissions"]) == 1
+    # sleep-long ends (killed, each attempt: a crash), the run completes, the merge goes on
+    assert {x["node"] for x in journal(shard) if x["event"] == "start"} == {node}
+
+    def long_ended() -> bool:
+        lines = journal(shard)
+        if any(x["event"] == "result" and x["test"] == LONG for x in lines):
+            return True
+        pgid = [x["pgid"] for x in lines if x["event"] == "start" and x["test"] == LONG][-1]
+        try:  # the runner retries a crash: each attempt in turn, checked to be sleep-long
+            if b"sleep-long" in Path(f"/proc/{pgid}/cmdline").read_bytes():
+                os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
+        return False
+
+    wait(cluster, long_ended, f"{LONG} ended in shard {k}")
+    merged = wait_merged(cluster, d)
+    assert merged["run"]["merge"]["ok"] is True, (d / "merged" / "summary.txt").read_text()
+    assert sorted(merged["tests"]) == sorted(reference) and merged["totals"].get("notrun", 0) == 0
+    assert "no shard's run holds its lock any more: merging" in merge_log.read_text()
+    st = status(cluster, d)
+    assert [x["state"] for x in st["shards"]] == ["done"] * 3 and st["merge"]["ok"] is True
+    assert st["shards"][k - 1]["node"] == node
+    assert len(re.findall(r"^start ", (shard / "fleet-task.log").read_text(), re.M)) == 1
+
+
+def test_one_shard_a_node(selftests: Selftests, fleet_dir: Path, marker_env: bytes,
+                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nodes of 2 CPUs and shards that ask for no GPU: Slurm packs them two a
+    node unless each task has its node to itself (--exclusive, the default);
+    --share-nodes lets them share."""
+    for var in list(os.environ):
+        if var.startswith("GPUCONFORM_SELFTEST_") or var.endswith("_VISIBLE_DEVICES"):
+            monkeypatch.delenv(var)
+    monkeypatch.setenv("GPUCONFORM_SELFTEST_SLEEP_MS", "20")
+    monkeypatch.setenv("GPUCONFORM_SELFTEST_LONG_SLEEP_MS", "50")
+    with SlurmCluster(cpus=2) as c:
+        for extra, cpus in (((), "2"), (("--share-nodes",), "1")):
+            d = fleet_dir / ("shared" if extra else "own")
+            array = submit(c, selftests, d, *extra)
+            wait_merged(c, d)
+            # each task's CPUs and node, as Slurm allocated them
+            p = c.run("squeue", "-h", "-r", "--states=all", "-j", array, "-o", "%K %C %N")
+            alloc = {int(x.split()[0]): x.split()[1:] for x in p.stdout.splitlines()}
+            assert sorted(alloc) == [1, 2, 3], p.stdout
+            assert {a[0] for a in alloc.values()} == {cpus}, (extra, p.stdout)
+            if not extra:
+                assert sorted(a[1] for a in alloc.values()) == ["n1", "n2", "n3"], p.stdout
+            c.reset()
+
+
+def test_more_shards_than_tests(cluster: SlurmCluster, selftests: Selftests,
+                                fleet_dir: Path) -> None:
+    before = our_jobs(cluster)
+    n = len(gpuconform(cluster, "list", "--build", str(selftests.build), "--selftest")
+            .stdout.split())
+    err = one_line_error(gpuconform(
+        cluster, "fleet", "submit", "--results", str(fleet_dir), "--shards", "1500", "--",
+        *run_args(selftests)))
+    assert err == (f"gpuconform: fleet submit: --shards 1500 for a selection of {n} tests: a "
+                   f"shard of no test would hold a node for nothing; give --shards {n} or fewer")
+    assert our_jobs(cluster) == before and not fleet_dir.exists()  # not even a probe
+
+
+def test_refused_submit_leaves_the_directory_and_resume_takes_gres(
+        cluster: SlurmCluster, selftests: Selftests, fleet_dir: Path) -> None:
+    """sbatch refuses the array after the probe job (no node has 2 GPUs):
+    nothing submitted, DIR as it was, so a second submit is not refused as a
+    fleet already there. `fleet resume` takes --gres like submit."""
+    d = fleet_dir
+    d.mkdir(parents=True)
+    (d / "notes.txt").write_text("mine\n")
+    before = our_jobs(cluster)
+    err = one_line_error(gpuconform(
+        cluster, "fleet", "submit", "--results", str(d), "--shards", "3", "--gres", "gpu:2",
+        "--", *run_args(selftests)))
+    assert "Requested node configuration is not available" in err, err
+    assert err.endswith(f"(nothing submitted; {d} left as it was)"), err
+    assert sorted(x.name for x in d.iterdir()) == ["notes.txt"]
+    # the probe ran; the refused array is a record Slurm failed at once (BadConstraints)
+    new = [x.split() for x in cluster.run("squeue", "-h", "--states=all", "-o", "%i %j %T")
+           .stdout.splitlines() if x.strip() and " ".join(x.split()[:2]) not in before]
+    assert [j[1:] for j in new][0] == [f"gpuconform-fleet-{d.name}-probe", "COMPLETED"], new
+    assert not [j for j in new if j[2] in ACTIVE_STATES], new
+    # submitted again, it is not refused; one shard cancelled (started or not)
+    p = gpuconform(cluster, "fleet", "submit", "--results", str(d), "--shards", "3",
+                   "--gres", "gpu:1", "--", *run_args(selftests))
+    assert p.returncode == 0, p.stdout + p.stderr
+    first = json.loads((d / "fleet.json").read_text())["submissions"][0]
+    cluster.run("scancel", f"{first['array_job']}_3")
+    wait_merged(cluster, d)
+    assert status(cluster, d)["shards"][2]["state"] == "incomplete"
+    err = one_line_error(gpuconform(cluster, "fleet", "resume", str(d), "--gres", "gpu:2"))
+    assert "Requested node configuration is not available" in err and \
+        err.endswith("(nothing submitted)"), err
+    assert len(json.loads((d / "fleet.json").read_text())["submissions"]) == 1
+    p = gpuconform(cluster, "fleet", "resume", str(d), "--gres", "gpu:1")
+    assert p.returncode == 0 and "shards 3 of" in p.stdout, p.stdout + p.stderr
+    array_cmd, merge_cmd = json.loads((d / "fleet.json").read_text())["submissions"][1]["commands"]
+    assert "--gres=gpu:1" in array_cmd and not any("gres" in a for a in merge_cmd)
+    merged = wait_merged(cluster, d)
+    assert merged["run"]["merge"]["ok"] is True, (d / "merged" / "summary.txt").read_text()
+    assert (d / "notes.txt").read_text() == "mine\n"
 
 
 def one_line_error(p: subprocess.CompletedProcess[str]) -> str:
@@ -353,7 +511,7 @@ def test_results_dir_the_nodes_do_not_see(cluster: SlurmCluster, selftests: Self
     assert re.search(rf"the results directory {mnt / 'r'} is not visible on node n\d "
                      r"\(probe job \d+ read no token\)", err), err
     new = [x for x in our_jobs(cluster) if x not in before]
-    assert [x.split()[1] for x in new] == ["gpuconform-fleet-probe"], new
+    assert [x.split()[1] for x in new] == ["gpuconform-fleet-r-probe"], new
     assert list(private.iterdir()) == []  # what submit created there, removed
 
 

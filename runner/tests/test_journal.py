@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -141,6 +144,75 @@ def test_the_lock_tells_a_live_run_from_a_dead_one(tmp_path: Path) -> None:
         p.kill()
         p.wait()
     assert not is_locked(path)
+
+
+def nfs_flock(real: Any) -> Any:
+    """fcntl.flock as an NFS client does it (flock(2), NOTES, "NFS details": flock()
+    is emulated there as an fcntl(2) byte-range lock on the whole file, so "in order
+    to place an exclusive lock, the file must be opened for writing"): LOCK_EX on a
+    descriptor opened read-only fails with EBADF. A local file system has no such
+    rule, which is how a check that opened the journal read-only passed here."""
+    def flock(fd: int, op: int) -> None:
+        if op & fcntl.LOCK_EX and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY:
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+        real(fd, op)
+    return flock
+
+
+def hold_journal(path: Path) -> "subprocess.Popen[str]":
+    """A real process holding path's lock as a run does, until killed."""
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from gpuconform.journal import "
+            "Journal; Journal(__import__('pathlib').Path(sys.argv[2])); print('locked', flush=True);"
+            " time.sleep(300)")
+    p = subprocess.Popen([sys.executable, "-c", code, str(Path(__file__).resolve().parents[1]),
+                          str(path)], stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None and p.stdout.readline() == "locked\n"
+    return p
+
+
+def test_the_lock_check_opens_the_journal_for_writing(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """With NFS's rule, a read-only check took EBADF for "locked": a dead run
+    stayed "still going" for ever. The check opens the journal for writing, as
+    the runner does (neither creating nor truncating it), and tells a live run
+    from a dead one."""
+    monkeypatch.setattr(fcntl, "flock", nfs_flock(fcntl.flock))
+    path = tmp_path / "journal.jsonl"
+    j = Journal(path)
+    j.start("a@1", 1, 100, "tok-a")
+    j.close()
+    before = path.read_bytes()
+    assert not is_locked(path)  # dead: no holder
+    holder = hold_journal(path)
+    try:
+        assert is_locked(path)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not is_locked(path)
+    assert path.read_bytes() == before  # not truncated
+    assert not is_locked(tmp_path / "none.jsonl") and not (tmp_path / "none.jsonl").exists()
+
+
+def test_a_lock_that_fails_otherwise_is_no_live_run(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only EWOULDBLOCK means a holder: a file system without locks (Lustre
+    without -o flock: ENOSYS; NFS without a lock manager: ENOLCK) is said, in
+    one line naming the file, by the check and by the runner alike."""
+    path = tmp_path / "journal.jsonl"
+    path.write_text("")
+
+    def no_locks(fd: int, op: int) -> None:
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    with pytest.raises(JournalError) as ei:
+        is_locked(path)
+    assert str(ei.value) == (f"{path}: cannot tell whether a run holds the journal: flock: "
+                             "No locks available (a file system without locks?)")
+    with pytest.raises(JournalError) as ei:
+        Journal(path)
+    assert str(ei.value).startswith(f"{path}: cannot lock the journal: flock: No locks available")
 
 
 def test_run_json_round_trip_and_errors(tmp_path: Path) -> None:

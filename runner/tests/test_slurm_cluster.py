@@ -4,6 +4,8 @@ that leaves no process and no listening port behind."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -114,6 +116,45 @@ def test_teardown_leaves_no_process_or_port(tmp_path: Path) -> None:
     assert not root.exists()
     c.stop()  # idempotent
 
+
+
+# Run in a mount namespace of its own whose /sys/fs/cgroup is unmounted: a cluster
+# starts, runs a job on each node, and stops.
+NO_CGROUP = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from slurm_cluster import SlurmCluster
+mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+assert not [m for m in mounts if m.startswith("/sys/fs/cgroup")], mounts
+with SlurmCluster() as c:
+    p = c.run("sbatch", "--wait", "--array=1-3", f"--output={sys.argv[2]}/cg-%a.out",
+              "--wrap", "echo ran on $SLURMD_NODENAME", cwd=sys.argv[2], timeout=600)
+    print(sorted(f.read_text().strip() for f in Path(sys.argv[2]).glob("cg-*.out")))
+"""
+
+
+def test_starts_where_no_cgroup_is_mounted(tmp_path: Path) -> None:
+    """A chroot or a container may have no /sys/fs/cgroup: slurmd 22.05 then
+    exited "No filesystem mounted on /sys/fs/cgroup" unless told which cgroup
+    plugin to load (slurm_cluster.py, "Cgroups")."""
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unshare -m is not permitted here: no mount namespace to unmount "
+                    "/sys/fs/cgroup in")
+    script = ('if grep -q " /sys/fs/cgroup" /proc/self/mountinfo; then '
+              'umount -R /sys/fs/cgroup || exit 99; fi')
+    p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                        script + '; exec "$@"', "sh", sys.executable, "-c", NO_CGROUP,
+                        str(Path(__file__).parent), str(tmp_path)],
+                       capture_output=True, text=True, timeout=900)
+    if p.returncode == 99:
+        pytest.skip(f"cannot unmount /sys/fs/cgroup in a mount namespace: {p.stderr.strip()}")
+    assert p.returncode == 0, p.stdout + p.stderr
+    ran = eval(p.stdout.strip().splitlines()[-1])  # the three tasks' outputs, sorted
+    assert len(ran) == 3 and set(ran) <= {"ran on n1", "ran on n2", "ran on n3"}, p.stdout
 
 
 def test_without_slurm_the_reason_is_one_line(tmp_path: Path) -> None:
