@@ -74,6 +74,7 @@ from .options import (
     PROGRESS_MODES,
     SCRATCH_ENV,
     InputError,
+    RunInputs,
     RunOptions,
     argtype,
     check_kernel_source,
@@ -424,21 +425,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         raise CliError("list: --results goes with --contracts")
     manifest = _manifest(args)
     opts = _selection_options(args)
-    try:
-        inputs = load_inputs(opts, selftest=args.selftest)
-    except InputError as e:
-        raise CliError(str(e)) from None
-    subtests, problems = list_manifest(manifest)
-    names: list[str] = []
-    for binary, listed in subtests.items():
-        names.extend(f"{binary}@{name}" for name in listed)
-        if binary in problems:
-            names.append(binary)
+    inputs = _inputs(args, opts)
+    names, problems = _listed(manifest)
     status = _print_problems(problems)
-    try:
-        chosen = select_tests(names, inputs.patterns, opts.include, opts.exclude)
-    except TestlistError as e:
-        raise CliError(str(e)) from None
+    chosen = _select(names, inputs, opts)
     if opts.shard:
         chosen = shard(chosen, *opts.shard)
     for name in chosen:
@@ -897,16 +887,31 @@ def _selected_tests(run: argparse.Namespace, manifest: Manifest) -> list[str]:
     """The tests `gpuconform run` with these options would select (as `list`
     shows them), before sharding."""
     opts = _selection_options(run)
+    inputs = _inputs(run, opts)
+    return _select(_listed(manifest)[0], inputs, opts)
+
+
+def _inputs(args: argparse.Namespace, opts: RunOptions) -> RunInputs:
     try:
-        inputs = load_inputs(opts, selftest=run.selftest)
+        return load_inputs(opts, selftest=args.selftest)
     except InputError as e:
         raise CliError(str(e)) from None
+
+
+def _listed(manifest: Manifest) -> tuple[list[str], dict[str, Any]]:
+    """Every BINARY@SUBTEST of the manifest (a binary that could not be
+    listed by its bare name), and the listing problems by binary."""
     subtests, problems = list_manifest(manifest)
     names: list[str] = []
     for binary, listed in subtests.items():
         names.extend(f"{binary}@{name}" for name in listed)
         if binary in problems:
             names.append(binary)
+    return names, problems
+
+
+def _select(names: list[str], inputs: RunInputs, opts: RunOptions) -> list[str]:
+    """names as the options select them (test lists, --include, --exclude)."""
     try:
         return select_tests(names, inputs.patterns, opts.include, opts.exclude)
     except TestlistError as e:
