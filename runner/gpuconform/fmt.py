@@ -58,14 +58,13 @@ def one_line(text: object, limit: int = 0) -> str:
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     """Round axis values (steps of 1, 2, 2.5 or 5 times a power of ten) in
-    [lo, hi], about count of them; [lo] when the range is empty."""
-    if hi <= lo:
+    [lo, hi], about count of them; [lo] when the range is empty or narrower
+    than a float can step through at that magnitude (samples equal but for
+    their last bits: adding such a step to lo leaves lo)."""
+    if not hi > lo or lo + (hi - lo) / count == lo or hi - (hi - lo) / count == hi:
         return [lo]
     raw = (hi - lo) / count
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    ticks, t = [], math.ceil(lo / step) * step
-    while t <= hi + step * 1e-9:
-        ticks.append(0.0 if abs(t) < step * 1e-9 else t)
-        t += step
-    return ticks
+    first, last = math.ceil(lo / step), math.floor(hi / step + 1e-9)
+    return [0.0 if k == 0 else k * step for k in range(first, last + 1)]

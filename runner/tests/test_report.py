@@ -20,6 +20,7 @@ from gc_testutil import REPO_ROOT, Selftests, gate_baseline
 from gpuconform.baseline import BaselineError, load_baseline
 from gpuconform.baseline_update import update_baseline
 from gpuconform.judge import compare_run
+from gpuconform.fmt import nice_ticks
 from gpuconform.report import render_html, write_html
 
 HOSTILE = ('<script>document.title="pwned"</script></pre></td><b id="injected">x</b>'
@@ -154,6 +155,32 @@ def test_without_comparisons_plots_this_run_alone() -> None:
 def test_empty_run() -> None:
     page = render_html({"format": "gpuconform-results", "tests": {}})
     assert plots_expected(page) == 0 and "no test ran" in page and "no metrics" in page
+
+
+def test_samples_one_ulp_apart_draw_one_tick() -> None:
+    """Samples equal but for their last bit (a ratio of 1.0 and the next
+    float up, as an H200 node measured) once made the axis step smaller than
+    a float resolves: the tick loop never ended and took 108 GiB."""
+    one_up = math.nextafter(1.0, 2.0)
+    data = synthetic()
+    data["tests"]["bin@fast"]["metrics"] = [metric("fast", "ratio", [1.0, one_up, 1.0], "lower", "x")]
+    page = render_html(data)
+    assert "bin@fast" in page and plots_expected(page) == 3
+
+
+@pytest.mark.parametrize("lo, hi, want", [
+    (0.0, 10.0, [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]),
+    (-1.0, 1.0, [-1.0, -0.5, 0.0, 0.5, 1.0]),
+    (3.0, 3.0, [3.0]),
+    (1.0, math.nextafter(1.0, 2.0), [1.0]),
+])
+def test_nice_ticks(lo: float, hi: float, want: list[float]) -> None:
+    assert nice_ticks(lo, hi) == pytest.approx(want)
+
+
+def test_nice_ticks_near_float_resolution_end() -> None:
+    ticks = nice_ticks(1e17, 1e17 + 64)  # steps of 20 where floats are 16 apart
+    assert 1 <= len(ticks) <= 6
 
 
 def test_bad_results_are_one_line(tmp_path: Path) -> None:
