@@ -10,11 +10,17 @@ Build directory: $GPUCONFORM_BUILD_DIR, else build/ under the repository root.
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+if str(REPO / "runner") not in sys.path:
+    sys.path.insert(0, str(REPO / "runner"))
+from gpuconform.devices import find_gpus, node_env, pin_env  # noqa: E402
+from gpuconform.placement import list_placement  # noqa: E402
+
 BUILD = Path(os.environ.get("GPUCONFORM_BUILD_DIR", REPO / "build"))
 # igt_core's exit codes.
 EXIT_SUCCESS, EXIT_SKIP, EXIT_FAILURE = 0, 77, 98
@@ -27,12 +33,26 @@ def need_built(*paths):
                         f"or run ninja -C {BUILD})")
 
 
+def placed_env(binary, subtest):
+    """The environment the runner gives this subtest: a one-GPU placement
+    (gpu, gpu-alone) pinned to the node's first GPU, else every GPU in view.
+    A break counted across calls (the second release, the 500th init) must
+    land where it lands in a run: with four GPUs in view a per-device fixture
+    makes those calls before the check meant to catch it."""
+    gpus = find_gpus()
+    where = list_placement(binary)[0].get(subtest)
+    if gpus and where in ("gpu", "gpu-alone"):
+        return pin_env(gpus[0])
+    return node_env(gpus, gpus)
+
+
 def run_subtest(binary, subtest, timeout, shim, brk=None, preload=False, env_extra=None):
-    """binary --run-subtest subtest; the shim preloaded only when preload is true.
+    """binary --run-subtest subtest, placed as the runner places it
+    (placed_env); the shim preloaded only when preload is true.
 
     A GPUCONFORM_BREAK or LD_PRELOAD of the caller's environment never leaks in.
     """
-    env = dict(os.environ, **(env_extra or {}))
+    env = dict(os.environ, **placed_env(binary, subtest), **(env_extra or {}))
     env.pop("GPUCONFORM_BREAK", None)
     env.pop("LD_PRELOAD", None)
     if preload:
