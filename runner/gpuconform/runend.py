@@ -31,6 +31,10 @@ if TYPE_CHECKING:
 
 __all__ = ["RunEnd", "ordered_records", "run_info"]
 
+# report.html of a whole H100 run takes a few seconds and under 1 GiB; far beyond either, it is broken.
+REPORT_TIMEOUT_S = 600.0
+REPORT_MEMORY = 16 << 30
+
 
 def ordered_records(selected: Mapping[str, tuple[str, str | None]],
                     records: Mapping[str, TestRecord], aborted: str | None,
@@ -198,10 +202,13 @@ class RunEnd:
                 pass
 
     def report(self, directory: Path) -> None:
-        """report.html from the results.json written; a failure is one error line."""
+        """report.html from the results.json written, in a child bounded in time
+        and memory (REPORT_TIMEOUT_S, REPORT_MEMORY); a failure is one error line."""
         try:
+            from .bounded import run_bounded
             from .report import write_html
 
-            self.messages.append(f"report: {write_html(directory)}")
+            self.messages.append("report: " + str(run_bounded(
+                write_html, directory, timeout_s=REPORT_TIMEOUT_S, memory_bytes=REPORT_MEMORY)))
         except Exception as e:  # noqa: BLE001 - the results stay; the report is extra
             self.errors.append(f"report.html not written: {one_line(e, 300) or type(e).__name__}")

@@ -173,3 +173,19 @@ def test_report(tmp_path: Path) -> None:
     end.report(tmp_path)
     assert end.messages == ["hello", f"report: {tmp_path / 'report.html'}"]
     assert (tmp_path / "report.html").is_file()
+
+
+def test_a_report_that_hangs_costs_one_line(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report that never ends (an axis drawn forever once took 108 GiB and
+    kept a night from its verdict) is killed at its limit."""
+    import time
+
+    from gpuconform import report as report_module
+    from gpuconform import runend as runend_module
+
+    monkeypatch.setattr(report_module, "write_html", lambda d: time.sleep(3600))
+    monkeypatch.setattr(runend_module, "REPORT_TIMEOUT_S", 1.0)
+    end = end_of({"a@1": rec("a@1", State.PASS)})
+    end.report(tmp_path)
+    assert end.errors == ["report.html not written: still running after 1 s: killed"]
