@@ -10,7 +10,7 @@ From results_dir/results.json:
     mark on metrics the baseline keeps for trends only (results.json
     "comparisons": judge.GateComparison.to_json(); a run without them
     plots this run's samples alone);
-  - where tests soaked (results.json "soaks", issue 20), a "Soaks" section:
+  - where tests soaked (results.json "soaks"), a "Soaks" section:
     per soak each series (rss, fds, device, latency) against cycles with
     its fitted slope, verdict and bound, growing series first and in red
     (soakplot.py, templates/soakplot.svg.j2, shared with qualification.html);

@@ -1,7 +1,7 @@
 """A soak's series drawn small: y against cycles, the fitted slope over its
 window, the verdict; what report.html and qualification.html both show.
 
-A soak (the spec of issue 20; results.json "tests"[NAME]["soaks"], and the
+A soak (lib/soak.h; results.json "tests"[NAME]["soaks"], and the
 qualification record's "soaks", which keep the same keys) holds series:
 
     {"name": "rss", "unit": "KiB", "x": [cycles...], "y": [values...],
