@@ -1,0 +1,202 @@
+"""A run's results.json as piglit's TestrunResult JSON (the format of IGT's
+igt_runner): the conversion, checked on made-up results (names, dynamic
+subtests, error as fail, totals, runtimes, time attributes), then read back by
+Debian's piglit framework, which skips, naming piglit, where it is not
+installed."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from gpuconform.piglit import IGT_RESULTS, export_piglit
+
+def record(result: str, duration: float = 1.0, **fields: Any) -> dict[str, Any]:
+    rec: dict[str, Any] = {"result": result, "reason": "", "out": "", "err": "", "dmesg": [],
+                           "duration": duration, "dynamic": {}, "metrics": []}
+    rec.update(fields)
+    return rec
+
+
+def synthetic() -> dict[str, Any]:
+    """A run's results.json, made up: a subtest of each kind the export treats apart."""
+    return {
+        "format": "gpuconform-results", "version": 1,
+        "run": {"start": 1700000000.5, "end": 1700000100.25, "run_id": "abc123",
+                "kernel": "Linux 6.1.0-18-amd64 x86_64", "aborted": None},
+        "tests": {
+            "Kfd_Mem@Alloc-Free": record("pass", 0.5, out="Starting subtest: Alloc-Free\n",
+                                         dmesg=["[1.0] amdgpu: a", "[2.0] amdgpu: b"]),
+            "kfd_mem@double-free": record(
+                "fail", 2.0, reason="got -22, want -14", err="mem.c:40: failed\n",
+                expected=True, rule="data/expectations/x.txt:3: fail kfd_mem@double-free"),
+            "kfd_mem@map": record(
+                "fail", 1.5, reason="1 dynamic subtest failed: GPU1",
+                dynamic={"GPU0": {"result": "pass", "reason": "", "time": 0.25},
+                         "GPU1": {"result": "fail", "reason": "bad VA", "time": 0.75},
+                         "gpu2": {"result": "error", "reason": "", "time": None}}),
+            "kfd_mem@flaky": record("pass", 0.125, final="flake",
+                                    attempts=[{"result": "fail"}, {"result": "pass"}]),
+            "cuda_ctx@create": record("abort", 3.0, reason="the binary aborted (exit 112)"),
+            "cuda_ctx@spawn": record("error", 0.0, reason="cannot exec: Permission denied"),
+            "hip_broken": record("error", 0.0, reason="--list-subtests: exit status 1"),
+            "cuda_ctx@later": record("notrun", 0.0, reason="the run stopped"),
+        },
+    }
+
+
+def write_run(d: Path, data: dict[str, Any]) -> Path:
+    d.mkdir(parents=True)
+    (d / "results.json").write_text(json.dumps(data, indent=1))
+    return d
+
+
+@pytest.fixture
+def exported(tmp_path: Path) -> dict[str, Any]:
+    path, data = export_piglit(write_run(tmp_path / "night-1", synthetic()))
+    assert path == tmp_path / "night-1" / "piglit" / "results.json"
+    assert json.loads(path.read_text()) == data
+    return data
+
+
+# ------------------------------------------------------------ the conversion
+
+
+def test_the_run_itself(exported: dict[str, Any]) -> None:
+    assert exported["__type__"] == "TestrunResult" and exported["results_version"] == 10
+    assert exported["name"] == "night-1"
+    assert exported["uname"] == "Linux 6.1.0-18-amd64 x86_64"
+    assert exported["time_elapsed"] == {"__type__": "TimeAttribute", "start": 1700000000.5,
+                                        "end": 1700000100.25}
+
+
+def test_names_are_igts_lowercase_with_a_test_per_dynamic_subtest(
+        exported: dict[str, Any]) -> None:
+    assert list(exported["tests"]) == [
+        "igt@kfd_mem@alloc-free", "igt@kfd_mem@double-free",
+        "igt@kfd_mem@map", "igt@kfd_mem@map@gpu0", "igt@kfd_mem@map@gpu1",
+        "igt@kfd_mem@map@gpu2", "igt@kfd_mem@flaky",
+        "igt@cuda_ctx@create", "igt@cuda_ctx@spawn", "igt@hip_broken", "igt@cuda_ctx@later"]
+
+
+def test_each_test_as_igt_writes_it(exported: dict[str, Any]) -> None:
+    t = exported["tests"]
+    assert t["igt@kfd_mem@alloc-free"] == {
+        "out": "Starting subtest: Alloc-Free\n", "err": "",
+        "dmesg": "[1.0] amdgpu: a\n[2.0] amdgpu: b", "result": "pass",
+        "time": {"__type__": "TimeAttribute", "start": 0.0, "end": 0.5}}
+    # an expected failure is a failure: IGT's words have no xfail
+    fail = t["igt@kfd_mem@double-free"]
+    assert fail["result"] == "fail"
+    assert fail["err"] == "gpuconform recorded fail: got -22, want -14\nmem.c:40: failed\n"
+    assert "expect" not in json.dumps(fail)
+    assert t["igt@kfd_mem@flaky"]["result"] == "pass"  # the final result, not an attempt's
+    assert t["igt@cuda_ctx@create"]["result"] == "abort"  # as IGT writes it, not rewritten
+    assert t["igt@cuda_ctx@later"]["result"] == "notrun"
+
+
+def test_dynamic_subtests_have_their_own_result_and_time(exported: dict[str, Any]) -> None:
+    t = exported["tests"]
+    assert t["igt@kfd_mem@map"]["result"] == "fail"
+    assert t["igt@kfd_mem@map"]["time"]["end"] == 1.5
+    assert [(t[f"igt@kfd_mem@map@gpu{i}"]["result"], t[f"igt@kfd_mem@map@gpu{i}"]["time"]["end"])
+            for i in range(3)] == [("pass", 0.25), ("fail", 0.75), ("fail", 0.0)]
+    assert t["igt@kfd_mem@map@gpu1"]["err"] == "gpuconform recorded fail: bad VA\n"
+    assert t["igt@kfd_mem@map@gpu0"]["err"] == ""
+
+
+def test_error_is_written_as_fail_saying_so(exported: dict[str, Any]) -> None:
+    t = exported["tests"]
+    for name, why in (("igt@cuda_ctx@spawn", "cannot exec: Permission denied"),
+                      ("igt@hip_broken", "--list-subtests: exit status 1"),
+                      ("igt@kfd_mem@map@gpu2", "(no reason given)")):
+        assert t[name]["result"] == "fail"
+        first = t[name]["err"].splitlines()[0]
+        assert first.startswith("gpuconform recorded error ") and first.endswith(why), first
+        assert "written as fail" in first
+
+
+def test_totals_count_subtests_and_dynamic_subtests(exported: dict[str, Any]) -> None:
+    totals = exported["totals"]
+    assert list(totals) == ["", "root", "igt@kfd_mem", "igt@cuda_ctx", "igt@hip_broken"]
+    for counts in totals.values():
+        assert list(counts) == list(IGT_RESULTS)
+    nonzero = {k: {w: n for w, n in v.items() if n} for k, v in totals.items()}
+    assert nonzero["igt@kfd_mem"] == {"pass": 3, "fail": 4}
+    assert nonzero["igt@cuda_ctx"] == {"abort": 1, "fail": 1, "notrun": 1}
+    assert nonzero["igt@hip_broken"] == {"fail": 1}
+    assert nonzero[""] == nonzero["root"] == {"pass": 3, "fail": 6, "abort": 1, "notrun": 1}
+    assert sum(totals["root"].values()) == len(exported["tests"])
+
+
+def test_runtimes_per_binary_count_each_subtest_once(exported: dict[str, Any]) -> None:
+    def end(b: str) -> float:
+        t = exported["runtimes"][b]["time"]
+        assert (t["__type__"], t["start"]) == ("TimeAttribute", 0.0)
+        return float(t["end"])
+
+    assert set(exported["runtimes"]) == {"igt@kfd_mem", "igt@cuda_ctx", "igt@hip_broken"}
+    assert end("igt@kfd_mem") == 0.5 + 2.0 + 1.5 + 0.125  # map's dynamic time is map's
+    assert end("igt@cuda_ctx") == 3.0
+
+
+def test_a_merge_keeps_a_kernel_all_its_runs_share_and_says_a_run_stopped(
+        tmp_path: Path) -> None:
+    data = synthetic()
+    parts = [{"dir": f"s{i}", "run": {"kernel": "Linux 6.1 x86_64", "aborted": why}}
+             for i, why in enumerate([None, "GPU reset: amdgpu 0000:03:00.0"])]
+    data["run"] = {"merged_from": parts, "start": None, "end": 1700000200.0}
+    _, out = export_piglit(write_run(tmp_path / "merged", data))
+    assert out["uname"] == "Linux 6.1 x86_64"
+    assert out["time_elapsed"]["start"] == 0.0 and out["time_elapsed"]["end"] == 1700000200.0
+    assert out["tests"]["igt@runner@aborted"]["result"] == "fail"
+    assert out["tests"]["igt@runner@aborted"]["out"] == "GPU reset: amdgpu 0000:03:00.0\n"
+    assert out["totals"]["igt@runner"]["fail"] == 1 and out["totals"]["root"]["fail"] == 7
+    parts[1]["run"]["kernel"] = "Linux 6.6 x86_64"  # two kernels: none said
+    (tmp_path / "merged" / "results.json").write_text(json.dumps(data))
+    assert "uname" not in export_piglit(tmp_path / "merged")[1]
+
+
+# ----------------------------------------------------- piglit's own loader
+
+
+def piglit_framework() -> ModuleType:
+    """Debian's piglit framework package (its loader and result classes)."""
+    for d in [*sorted(Path("/usr/lib").glob("*/piglit")), Path("/usr/lib/piglit")]:
+        if (d / "framework" / "backends" / "json.py").is_file():
+            if str(d) not in sys.path:
+                sys.path.append(str(d))
+            importlib.import_module("framework.backends")
+            importlib.import_module("framework.results")
+            return importlib.import_module("framework")
+    pytest.skip("piglit is not installed (no /usr/lib/*/piglit/framework; scripts/deps.sh "
+                "test installs it: apt-get install piglit)")
+
+
+def test_piglits_loader_reads_the_export(tmp_path: Path) -> None:
+    fw = piglit_framework()
+    data = synthetic()
+    del data["tests"]["cuda_ctx@create"]  # abort: below
+    path, _ = export_piglit(write_run(tmp_path / "r", data))
+    run = fw.backends.load(str(path.parent))  # a directory, as `piglit summary` is given
+    assert run.name == "r" and run.results_version == 10
+    assert str(run.tests["igt@kfd_mem@map@gpu1"].result) == "fail"
+    assert str(run.tests["igt@hip_broken"].result) == "fail"
+    assert run.tests["igt@kfd_mem@map"].time.total == 1.5
+    assert run.totals["root"]["fail"] == 6 and run.totals["root"]["pass"] == 3
+    again = fw.results.TestrunResult.from_dict(json.loads(path.read_text()))
+    assert list(again.tests) == list(run.tests)
+
+
+def test_piglits_loader_stops_on_abort_as_on_igts_own_files(tmp_path: Path) -> None:
+    fw = piglit_framework()
+    path, data = export_piglit(write_run(tmp_path / "r", synthetic()))
+    assert data["tests"]["igt@cuda_ctx@create"]["result"] == "abort"
+    with pytest.raises(Exception, match='Unknown status "abort"'):
+        fw.backends.load(str(path))
