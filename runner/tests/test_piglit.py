@@ -2,7 +2,7 @@
 igt_runner): the conversion, checked on made-up results (names, dynamic
 subtests, error as fail, totals, runtimes, time attributes), then read back by
 Debian's piglit framework, which skips, naming piglit, where it is not
-installed."""
+installed; `gpuconform export`'s one-line errors."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from gpuconform import cli
 from gpuconform.piglit import IGT_RESULTS, export_piglit
 
 def record(result: str, duration: float = 1.0, **fields: Any) -> dict[str, Any]:
@@ -200,3 +201,63 @@ def test_piglits_loader_stops_on_abort_as_on_igts_own_files(tmp_path: Path) -> N
     assert data["tests"]["igt@cuda_ctx@create"]["result"] == "abort"
     with pytest.raises(Exception, match='Unknown status "abort"'):
         fw.backends.load(str(path))
+
+
+# ------------------------------------------------------- the command's errors
+
+
+def export(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    status = cli.main(["export", "--format", "piglit", *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def refused(r: tuple[int, str, str], named: Path) -> str:
+    status, out, err = r
+    assert (status, out) == (2, ""), r
+    assert err.count("\n") == 1 and err.startswith(f"gpuconform: {named}"), err
+    return err
+
+
+def test_export_of_a_run_and_of_its_results_file(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    d = write_run(tmp_path / "r", synthetic())
+    status, out, err = export([str(d)], capsys)
+    assert status == 0 and out == f"gpuconform: piglit results written: {d}/piglit/results.json\n"
+    assert "1 result(s) abort" in err and "piglit 0~git20220119" in err
+    o = tmp_path / "elsewhere.json"
+    assert export([str(d / "results.json"), "-o", str(o)], capsys)[0] == 0
+    assert json.loads(o.read_text())["name"] == "r"
+
+
+def test_a_bad_out_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = write_run(tmp_path / "r", synthetic())
+    rj = d / "results.json"
+    before = rj.read_bytes()
+    for o, why in ((tmp_path / "x.txt", "ending in .json"),
+                   (tmp_path / "no" / "x.json", "is not a directory"),
+                   (rj, "the run's own results.json")):
+        assert why in refused(export([str(d), "-o", str(o)], capsys), o)
+    (tmp_path / "dir.json").mkdir()
+    assert "is a directory" in refused(export([str(d), "-o", str(tmp_path / "dir.json")],
+                                              capsys), tmp_path / "dir.json")
+    (d / "piglit").write_text("a file where the default directory goes\n")
+    assert "cannot write" in refused(export([str(d)], capsys), d / "piglit")
+    assert rj.read_bytes() == before
+    assert not list(tmp_path.glob("**/.*.tmp"))
+
+
+def test_a_bad_results_file_is_one_line(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    refused(export([str(tmp_path / "none")], capsys), tmp_path / "none")
+    data = synthetic()
+    data["tests"]["kfd_mem@map"]["dynamic"]["GPU1"]["result"] = "exploded"
+    d = write_run(tmp_path / "r", data)
+    err = refused(export([str(d)], capsys), d / "results.json")
+    assert '"exploded" is not a gpuconform state' in err and "GPU1" in err
+    data = synthetic()
+    data["tests"]["kfd_mem@MAP"] = record("pass")
+    d = write_run(tmp_path / "r2", data)
+    assert "two tests have the piglit name igt@kfd_mem@map" in refused(export([str(d)], capsys),
+                                                                         d / "results.json")
+    assert not (tmp_path / "r" / "piglit").exists() and not (tmp_path / "r2" / "piglit").exists()
