@@ -1,13 +1,21 @@
-"""A run's results.json as piglit's TestrunResult JSON (the format of IGT's
-igt_runner): the conversion, checked on made-up results (names, dynamic
-subtests, error as fail, totals, runtimes, time attributes), then read back by
-Debian's piglit framework, which skips, naming piglit, where it is not
-installed; `gpuconform export`'s one-line errors."""
+"""`gpuconform export --format piglit`: a run's results.json as piglit's
+TestrunResult JSON (the format of IGT's igt_runner), read by the real piglit.
+
+The conversion is checked on made-up results (names, dynamic subtests, error
+as fail, totals, runtimes, time attributes), then read back by Debian's piglit
+framework, then, end to end, `piglit summary console` and `piglit summary html`
+over two real runs of the selftest binaries of which the second regresses.
+Where piglit is not installed (scripts/deps.sh test installs it), the tests
+that need it skip, naming it."""
 
 from __future__ import annotations
 
 import importlib
 import json
+import os
+import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -15,8 +23,15 @@ from typing import Any
 
 import pytest
 
+from gc_testutil import HANG_GUARD_S, LAUNCHER, REPO_ROOT, Selftests
 from gpuconform import cli
 from gpuconform.piglit import IGT_RESULTS, export_piglit
+
+PIGLIT = shutil.which("piglit")
+NO_PIGLIT = ("piglit is not installed (no piglit command on PATH; scripts/deps.sh test "
+             "installs it: apt-get install piglit)")
+RUN_ISOLATED = ["--no-baseline", "--kmsg", "off", "--taint-file", "off", "--progress", "off"]
+
 
 def record(result: str, duration: float = 1.0, **fields: Any) -> dict[str, Any]:
     rec: dict[str, Any] = {"result": result, "reason": "", "out": "", "err": "", "dmesg": [],
@@ -261,3 +276,98 @@ def test_a_bad_results_file_is_one_line(tmp_path: Path,
     assert "two tests have the piglit name igt@kfd_mem@map" in refused(export([str(d)], capsys),
                                                                          d / "results.json")
     assert not (tmp_path / "r" / "piglit").exists() and not (tmp_path / "r2" / "piglit").exists()
+
+
+# ----------------------------------------------- the real piglit, two real runs
+
+
+SELECTION = r"^selftest_(results@(pass|fail|skip)|flow@sleep-1|dynamic@mixed)$"
+
+
+def selftest_run(st: Selftests, d: Path, sleep_ms: str, include: str = SELECTION) -> Path:
+    """A run of the selftests, exported. selftest_flow@sleep-1 passes with
+    GPUCONFORM_SELFTEST_SLEEP_MS=0 and fails with -1 (not 0..600000)."""
+    env = {**os.environ, "GPUCONFORM_SELFTEST_SLEEP_MS": sleep_ms}
+    p = subprocess.run([str(LAUNCHER), "run", "--build", str(st.build), "--selftest",
+                        "--results", str(d), "--include", include, *RUN_ISOLATED],
+                       capture_output=True, text=True, env=env, cwd=REPO_ROOT,
+                       timeout=HANG_GUARD_S)
+    assert p.returncode == 1 and (d / "results.json").is_file(), p.stdout + p.stderr
+    e = subprocess.run([str(LAUNCHER), "export", "--format", "piglit", str(d)],
+                       capture_output=True, text=True, cwd=REPO_ROOT, timeout=HANG_GUARD_S)
+    assert e.returncode == 0, e.stdout + e.stderr
+    return d / "piglit"
+
+
+def piglit(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    if PIGLIT is None:
+        pytest.skip(NO_PIGLIT)
+    return subprocess.run([PIGLIT, "summary", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=HANG_GUARD_S)
+
+
+def summary_rows(text: str) -> dict[str, list[str]]:
+    """`piglit summary console`'s summary block: row name -> one value a run."""
+    block = text[text.index("summary:\n"):].splitlines()[1:]
+    return {k.strip(): v.split() for k, _, v in (line.partition(":") for line in block)}
+
+
+def linked_tests(page: Path) -> list[str]:
+    """The test pages a summary page of piglit's links to (RUN/TEST.html)."""
+    return re.findall(r'<a href="([^"/]+/igt@[^"]+\.html)"', page.read_text())
+
+
+@pytest.fixture(scope="module")
+def two_runs(selftests: Selftests, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    if PIGLIT is None:
+        pytest.skip(NO_PIGLIT)
+    top = tmp_path_factory.mktemp("piglit")
+    return selftest_run(selftests, top / "run1", "0"), selftest_run(selftests, top / "run2", "-1")
+
+
+def test_piglit_summary_console_counts_both_runs(two_runs: tuple[Path, Path],
+                                                 tmp_path: Path) -> None:
+    p = piglit("console", *map(str, two_runs), cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "igt/selftest_flow/sleep-1: pass fail" in p.stdout.splitlines()
+    assert "igt/selftest_dynamic/mixed/fail-1: fail fail" in p.stdout.splitlines()
+    rows = summary_rows(p.stdout)
+    assert rows["name"] == ["run1", "run2"]
+    assert (rows["pass"], rows["fail"], rows["skip"]) == (["3", "2"], ["3", "4"], ["2", "2"])
+    assert (rows["crash"], rows["incomplete"]) == (["0", "0"], ["0", "0"])
+    assert (rows["regressions"], rows["fixes"], rows["total"]) == (["0", "1"], ["0", "0"],
+                                                                   ["8", "8"])
+
+
+def test_piglit_summary_html_lists_the_regression_and_reversed_the_fix(
+        two_runs: tuple[Path, Path], tmp_path: Path) -> None:
+    link = "run2/igt@selftest_flow@sleep-1.html"
+    p = piglit("html", str(tmp_path / "fwd"), *map(str, two_runs), cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert linked_tests(tmp_path / "fwd" / "regressions.html") == [
+        "run1/igt@selftest_flow@sleep-1.html", link]
+    assert linked_tests(tmp_path / "fwd" / "fixes.html") == []
+    page = (tmp_path / "fwd" / link).read_text()
+    assert "gpuconform recorded fail" in page and "not 0..600000" in page
+    p = piglit("html", str(tmp_path / "rev"), *map(str, reversed(two_runs)), cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert linked_tests(tmp_path / "rev" / "fixes.html") == [
+        link, "run1/igt@selftest_flow@sleep-1.html"]
+    assert linked_tests(tmp_path / "rev" / "regressions.html") == []
+
+
+def test_piglit_given_the_run_directory_reads_our_results_json_and_stops(
+        two_runs: tuple[Path, Path], tmp_path: Path) -> None:
+    """Why the export has a directory of its own."""
+    p = piglit("console", str(two_runs[0].parent), cwd=tmp_path)
+    assert p.returncode != 0 and "results_version" in p.stderr, p.stdout + p.stderr
+
+
+def test_piglit_summary_stops_on_an_abort(selftests: Selftests, tmp_path: Path) -> None:
+    if PIGLIT is None:
+        pytest.skip(NO_PIGLIT)
+    out = selftest_run(selftests, tmp_path / "r", "0", r"^selftest_results@(pass|abort)$")
+    assert json.loads((out / "results.json").read_text())["tests"][
+        "igt@selftest_results@abort"]["result"] == "abort"
+    p = piglit("console", str(out), cwd=tmp_path)
+    assert p.returncode == 1 and 'Unknown status "abort"' in p.stdout + p.stderr, p
