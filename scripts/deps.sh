@@ -12,9 +12,10 @@
 # Debian's ROCm development packages, so the AMD code is compiled even without an AMD GPU; for
 # the tests also chromium (the HTML report in a real browser), clang-14 + lld-14 (the
 # committed device kernels rebuilt and compared), slurm-wlm + munge (the fleet tests' real
-# Slurm cluster of one host, runner/tests/slurm_cluster.py) and nfs-kernel-server (the journal's
+# Slurm cluster of one host, runner/tests/slurm_cluster.py), nfs-kernel-server (the journal's
 # lock on a real NFS mount of this host, runner/tests/test_journal_nfs.py, where the kernel
-# serves NFS). The tests that use them skip without them.
+# serves NFS) and piglit (`piglit summary` reads `gpuconform export --format piglit`'s file,
+# runner/tests/test_piglit.py). The tests that use them skip without them.
 #
 # apt-get is tried only for what is missing. Its output goes to a log file; what this prints is
 # what was installed and, where apt-get could not help (no package registry, not Debian, neither
@@ -40,7 +41,7 @@ essentials=(
 	"jinja2|python3-jinja2|python3 -m pip install jinja2 (the HTML report's templates)"
 )
 wanted=(pkg-config libdrm-dev linux-libc-dev libhsa-runtime-dev libamdhip64-dev librocm-smi-dev)
-[ "$role" = test ] && wanted+=(chromium clang-14 lld-14 slurm-wlm munge nfs-kernel-server)
+[ "$role" = test ] && wanted+=(chromium clang-14 lld-14 slurm-wlm munge nfs-kernel-server piglit)
 
 has_meson() { command -v meson >/dev/null; }
 has_ninja() { command -v ninja >/dev/null; }
@@ -69,6 +70,7 @@ has_package() {
 	slurm-wlm) has_commands slurmctld slurmd slurmstepd sbatch squeue sinfo scontrol scancel && return 0 ;;
 	munge) has_commands munged && return 0 ;;
 	nfs-kernel-server) has_commands exportfs rpc.nfsd rpc.mountd mount.nfs && return 0 ;;
+	piglit) command -v piglit >/dev/null && return 0 ;;
 	esac
 	command -v dpkg-query >/dev/null &&
 		dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'

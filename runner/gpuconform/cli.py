@@ -8,6 +8,7 @@
     gpuconform compare  A B
     gpuconform baseline update RESULTS... [--out FILE] [--append] [--force]
     gpuconform report   RESULTS
+    gpuconform export   --format piglit RESULTS [-o OUT]
     gpuconform merge    OUT DIR...
     gpuconform doctor   [--scratch-dir DIR] [--fix] [--json]
     gpuconform fleet submit --results DIR --shards N [--partition P] [--gres G]
@@ -36,6 +37,9 @@ stacks need is ok, 1 when one is missing, 2 on bad usage (--fix not as root).
 `list --contracts` prints the contract table (contracts.py) with a run's
 results: exit 1 when the table breaks its rule (with --build, against the
 built binaries' subtests too), 2 when the table is malformed.
+`export --format piglit` writes a run's results as piglit's TestrunResult
+JSON (piglit.py), by default to RESULTS/piglit/results.json: exit 0, 2 when
+RESULTS or OUT cannot be used (one line naming it).
 `fleet` runs the suite on Slurm (fleet.py): `submit` exits 0 once the jobs
 are submitted, 2 when nothing was (one line says why; DIR is left as it was);
 `status`, `resume` and `wait` exit 0, 2 when the fleet cannot be read or
@@ -293,6 +297,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="write RESULTS/report.html")
     rep.add_argument("results", metavar="RESULTS", type=Path)
+
+    exp = sub.add_parser("export", help="write a run's results in another tool's format",
+                         description="Write RESULTS/results.json (a run, resumed, merged or "
+                         "old) in another tool's format; results.json stays the record. "
+                         "piglit: the TestrunResult JSON of IGT's igt_runner, which `piglit "
+                         "summary console|html` reads.")
+    exp.add_argument("--format", choices=["piglit"], required=True,
+                     help="piglit: piglit's TestrunResult JSON, results_version 10")
+    exp.add_argument("results", metavar="RESULTS", type=Path,
+                     help="a results directory, or its results.json")
+    exp.add_argument("-o", "--out", metavar="OUT", type=Path, default=None,
+                     help="the file to write, named *.json (default "
+                     "RESULTS/piglit/results.json: a directory of its own, which `piglit "
+                     "summary` can be given)")
 
     mg = sub.add_parser("merge", help="merge results directories (shards, re-runs) into OUT")
     mg.add_argument("out", metavar="OUT", type=Path)
@@ -823,6 +841,19 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    inputs = [_results_input(args.results)]
+    path, data = _call(_helper("piglit", "export_piglit"), args.results, args.out,
+                       inputs=inputs)
+    aborts = data["totals"]["root"]["abort"]
+    if aborts:
+        print(f"gpuconform: export: {aborts} result(s) abort, as IGT writes them: piglit "
+              "0~git20220119 (Debian 12) knows no such result and its summary stops on it",
+              file=sys.stderr)
+    print(f"gpuconform: piglit results written: {path}")
+    return EXIT_OK
+
+
 def cmd_merge(args: argparse.Namespace) -> int:
     inputs = [_results_input(d, file_ok=d.name == "results.json") for d in args.dirs]
     report = _call(_helper("merge", "merge_results"), args.dirs, args.out, inputs=inputs)
@@ -932,6 +963,7 @@ COMMANDS = {
     "compare": cmd_compare,
     "baseline": cmd_baseline,
     "report": cmd_report,
+    "export": cmd_export,
     "merge": cmd_merge,
     "doctor": cmd_doctor,
     "fleet": cmd_fleet,

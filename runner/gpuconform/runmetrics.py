@@ -15,7 +15,7 @@ from .fingerprint import Fingerprint
 from .results import RESULTS_FORMAT
 from .jsondoc import Doc, get, number, top_object, type_name
 
-__all__ = ["RunMetric", "load_results", "run_metrics", "durations",
+__all__ = ["RunMetric", "load_results", "read_results", "run_metrics", "durations",
            "results_fingerprint"]
 
 
@@ -58,13 +58,19 @@ def load_results(path: Path) -> dict[str, Any]:
     """results.json (or a directory holding one), checked: a top-level object
     of format gpuconform-results with a "tests" object of records, each with a
     string "result", every metric well-formed. Returns the parsed object."""
+    data: dict[str, Any] = read_results(path).data
+    return data
+
+
+def read_results(path: Path) -> Doc:
+    """load_results(path) as a Doc, for a reader that checks more fields and
+    blames a bad one by its line."""
     path = Path(path)
     if path.is_dir():
         path = path / "results.json"
     doc = Doc.read(path, "results")
     _check_results(doc)
-    data: dict[str, Any] = doc.data
-    return data
+    return doc
 
 
 # The latest time a run's start or end may be: 9999-12-31T23:59:59Z (what

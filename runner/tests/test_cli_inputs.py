@@ -1,5 +1,5 @@
 """The commands that read results (report, compare, merge, baseline update,
-list --contracts) and verify, given what a user may give them by mistake: a
+export, list --contracts) and verify, given what a user may give them by mistake: a
 directory that is not a results directory, a missing path, a truncated
 results.json, one of another format, one whose fields are of the wrong kind,
 a FIFO, a file or directory they may not read. Each is one line on stderr
@@ -200,6 +200,14 @@ def test_report_of_a_file(good: Path) -> None:
     f = good / "results.json"
     msg = refused(gpuconform(["report", str(f)]), f)
     assert "not a directory" in msg
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_export(good: Path, kind: str, restore: list[Path]) -> None:
+    d, nobody = bad_input(kind, good)
+    restore.append(d)
+    refused(gpuconform(["export", "--format", "piglit", str(d)], nobody), d)
+    assert not (d / "piglit").exists()
 
 
 @pytest.mark.parametrize("kind", KINDS)
