@@ -10,7 +10,8 @@ skip, and so do these tests, naming the binary's own reason.
 
 Rounds are cut to the quick level's 20 a thread, or fewer where its 3 s budget ends
 concurrent-sessions first (GPUCONFORM_LEVEL=quick, lib/soak.h): every break that needs a
-count of calls fires within them (500 NVML calls, some 1500 rounds on four GPUs).
+count of calls fires within the one round each of its 256 threads must run (the 200th init,
+every 100th name or temperature), however few rounds the node fits in the budget.
 Build directory: $GPUCONFORM_BUILD_DIR, else build/ under the repository root.
 """
 import re
