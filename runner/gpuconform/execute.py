@@ -11,7 +11,9 @@ Each run:
     GPUCONFORM_METRICS_FILE=<temp file> for its metrics;
   * on timeout: SIGTERM to the group, a grace period, then SIGKILL;
   * afterwards, whatever is left (group members, escaped children) is
-    reported and killed.
+    reported and killed. Looking for it reads every process in /proc, unless
+    the kernel's count of created tasks (forks.py) shows that nothing but the
+    binary itself was created anywhere while it ran: then nothing is left.
 The leader is not reaped until the group is cleaned up: while it is a zombie
 its pid (= the group id) cannot be reused, so killpg() cannot hit a stranger.
 """
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from .forks import fork_count
 from .metrics import METRICS_ENV, Metric, parse_metrics
 from .protocol import FailureScanner, OutputParser, ParsedOutput, parse_list_output
 from .states import signal_name
@@ -325,8 +328,15 @@ def _await_deaths(strays: dict[int, StrayProcess], pidfds: dict[int, int | None]
             time.sleep(0.01)
 
 
-def _clean_up(leader: int, token: str, options: ExecOptions) -> list[StrayProcess]:
-    """Kill what the run left behind: its group, and escaped token carriers."""
+def _clean_up(leader: int, token: str, options: ExecOptions,
+              forks_before: int | None = None) -> list[StrayProcess]:
+    """Kill what the run left behind: its group, and escaped token carriers.
+
+    forks_before: fork_count() read just before the leader was spawned. When
+    the count is one more now, the leader was the only task created since, so
+    no other process exists that it could have made: /proc is not read."""
+    if forks_before is not None and fork_count() == forks_before + 1:
+        return []
     strays: dict[int, StrayProcess] = {}
     pidfds: dict[int, int | None] = {}
     try:
@@ -496,6 +506,7 @@ def run_command(
     with tempfile.TemporaryFile(dir=tmp_dir) as fo, tempfile.TemporaryFile(dir=tmp_dir) as fe:
         res.start = time.time()
         t0 = time.monotonic()
+        forks = fork_count()  # last before the spawn: _clean_up's proof that nothing was left
         try:
             proc = subprocess.Popen(
                 argv,
@@ -528,7 +539,7 @@ def run_command(
                     res.signals_sent.append("SIGKILL")
                     exited = _wait_leader(proc.pid, pidfd, options.kill_wait_s)
             res.duration = time.monotonic() - t0
-            res.strays = _clean_up(proc.pid, token, options)
+            res.strays = _clean_up(proc.pid, token, options, forks)
             if exited:
                 res.returncode = proc.wait()
                 reaped = True
