@@ -27,9 +27,10 @@ import subprocess
 import tempfile
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from .forks import fork_count
 from .metrics import METRICS_ENV, Metric, parse_metrics
@@ -72,6 +73,9 @@ class ExecOptions:
     env: Mapping[str, str] | None = None  # base environment; None: os.environ
     cwd: Path | None = None
     tmp_root: Path | None = None  # where the temporary output files go
+    # tmp_root is a directory only this run writes in (runtmp.py: mode 0700, made
+    # fresh): a metrics file is named there instead of made in a directory of its own
+    private_tmp: bool = False
 
 
 @dataclass
@@ -568,6 +572,28 @@ def run_command(
 # ---------------------------------------------------------------- subtests
 
 
+@contextmanager
+def _metrics_file(options: ExecOptions) -> Iterator[tuple[Path, Path | None]]:
+    """(the test's metrics file, the directory made for it or None), removed
+    on the way out. In a private tmp_root the file is only named (a fresh
+    name: the test's writers create it on their first line); elsewhere it
+    is made, empty, in a directory of its own."""
+    if options.private_tmp and options.tmp_root is not None:
+        path = Path(options.tmp_root) / f"metrics-{uuid.uuid4().hex}.jsonl"
+        try:
+            yield path, None
+        finally:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        return
+    with tempfile.TemporaryDirectory(prefix="gpuconform-test-", dir=options.tmp_root) as tmp:
+        path = Path(tmp) / "metrics.jsonl"
+        path.touch()
+        yield path, Path(tmp)
+
+
 @dataclass
 class SubtestRun:
     binary: Path
@@ -596,9 +622,7 @@ def run_subtest(
     binary = Path(binary)
     parser = OutputParser()
     scanner = FailureScanner()
-    with tempfile.TemporaryDirectory(prefix="gpuconform-test-", dir=options.tmp_root) as tmp:
-        metrics_path = Path(tmp) / "metrics.jsonl"
-        metrics_path.touch()
+    with _metrics_file(options) as (metrics_path, scratch):
         extra = dict(env_extra or {})
         extra[METRICS_ENV] = str(metrics_path)
         cmd = run_command(
@@ -607,7 +631,7 @@ def run_subtest(
             env_extra=extra,
             stdout_sink=parser.feed,
             stderr_sink=scanner.feed,
-            scratch=Path(tmp),
+            scratch=scratch,
             timeout_s=timeout_s,
             token=token,
             on_spawn=on_spawn,
@@ -627,6 +651,9 @@ def run_subtest(
                     subtest=subtest,
                     soaks=soaks,
                 )
+        except FileNotFoundError as e:
+            if scratch is not None:  # the runner made it: the test removed it
+                errors.append(f"{METRICS_ENV}: cannot read {metrics_path}: {e.strerror or e}")
         except OSError as e:
             errors.append(f"{METRICS_ENV}: cannot read {metrics_path}: {e.strerror or e}")
     return SubtestRun(
