@@ -11,7 +11,9 @@ Each run:
     GPUCONFORM_METRICS_FILE=<temp file> for its metrics;
   * on timeout: SIGTERM to the group, a grace period, then SIGKILL;
   * afterwards, whatever is left (group members, escaped children) is
-    reported and killed.
+    reported and killed. Looking for it reads every process in /proc, unless
+    the kernel's count of created tasks (forks.py) shows that nothing but the
+    binary itself was created anywhere while it ran: then nothing is left.
 The leader is not reaped until the group is cleaned up: while it is a zombie
 its pid (= the group id) cannot be reused, so killpg() cannot hit a stranger.
 """
@@ -25,10 +27,12 @@ import subprocess
 import tempfile
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
+from .forks import fork_count
 from .metrics import METRICS_ENV, Metric, parse_metrics
 from .protocol import FailureScanner, OutputParser, ParsedOutput, parse_list_output
 from .states import signal_name
@@ -69,6 +73,9 @@ class ExecOptions:
     env: Mapping[str, str] | None = None  # base environment; None: os.environ
     cwd: Path | None = None
     tmp_root: Path | None = None  # where the temporary output files go
+    # tmp_root is a directory only this run writes in (runtmp.py: mode 0700, made
+    # fresh): a metrics file is named there instead of made in a directory of its own
+    private_tmp: bool = False
 
 
 @dataclass
@@ -325,8 +332,15 @@ def _await_deaths(strays: dict[int, StrayProcess], pidfds: dict[int, int | None]
             time.sleep(0.01)
 
 
-def _clean_up(leader: int, token: str, options: ExecOptions) -> list[StrayProcess]:
-    """Kill what the run left behind: its group, and escaped token carriers."""
+def _clean_up(leader: int, token: str, options: ExecOptions,
+              forks_before: int | None = None) -> list[StrayProcess]:
+    """Kill what the run left behind: its group, and escaped token carriers.
+
+    forks_before: fork_count() read just before the leader was spawned. When
+    the count is one more now, the leader was the only task created since, so
+    no other process exists that it could have made: /proc is not read."""
+    if forks_before is not None and fork_count() == forks_before + 1:
+        return []
     strays: dict[int, StrayProcess] = {}
     pidfds: dict[int, int | None] = {}
     try:
@@ -496,6 +510,7 @@ def run_command(
     with tempfile.TemporaryFile(dir=tmp_dir) as fo, tempfile.TemporaryFile(dir=tmp_dir) as fe:
         res.start = time.time()
         t0 = time.monotonic()
+        forks = fork_count()  # last before the spawn: _clean_up's proof that nothing was left
         try:
             proc = subprocess.Popen(
                 argv,
@@ -528,7 +543,7 @@ def run_command(
                     res.signals_sent.append("SIGKILL")
                     exited = _wait_leader(proc.pid, pidfd, options.kill_wait_s)
             res.duration = time.monotonic() - t0
-            res.strays = _clean_up(proc.pid, token, options)
+            res.strays = _clean_up(proc.pid, token, options, forks)
             if exited:
                 res.returncode = proc.wait()
                 reaped = True
@@ -555,6 +570,28 @@ def run_command(
 
 
 # ---------------------------------------------------------------- subtests
+
+
+@contextmanager
+def _metrics_file(options: ExecOptions) -> Iterator[tuple[Path, Path | None]]:
+    """(the test's metrics file, the directory made for it or None), removed
+    on the way out. In a private tmp_root the file is only named (a fresh
+    name: the test's writers create it on their first line); elsewhere it
+    is made, empty, in a directory of its own."""
+    if options.private_tmp and options.tmp_root is not None:
+        path = Path(options.tmp_root) / f"metrics-{uuid.uuid4().hex}.jsonl"
+        try:
+            yield path, None
+        finally:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        return
+    with tempfile.TemporaryDirectory(prefix="gpuconform-test-", dir=options.tmp_root) as tmp:
+        path = Path(tmp) / "metrics.jsonl"
+        path.touch()
+        yield path, Path(tmp)
 
 
 @dataclass
@@ -585,9 +622,7 @@ def run_subtest(
     binary = Path(binary)
     parser = OutputParser()
     scanner = FailureScanner()
-    with tempfile.TemporaryDirectory(prefix="gpuconform-test-", dir=options.tmp_root) as tmp:
-        metrics_path = Path(tmp) / "metrics.jsonl"
-        metrics_path.touch()
+    with _metrics_file(options) as (metrics_path, scratch):
         extra = dict(env_extra or {})
         extra[METRICS_ENV] = str(metrics_path)
         cmd = run_command(
@@ -596,7 +631,7 @@ def run_subtest(
             env_extra=extra,
             stdout_sink=parser.feed,
             stderr_sink=scanner.feed,
-            scratch=Path(tmp),
+            scratch=scratch,
             timeout_s=timeout_s,
             token=token,
             on_spawn=on_spawn,
@@ -616,6 +651,9 @@ def run_subtest(
                     subtest=subtest,
                     soaks=soaks,
                 )
+        except FileNotFoundError as e:
+            if scratch is not None:  # the runner made it: the test removed it
+                errors.append(f"{METRICS_ENV}: cannot read {metrics_path}: {e.strerror or e}")
         except OSError as e:
             errors.append(f"{METRICS_ENV}: cannot read {metrics_path}: {e.strerror or e}")
     return SubtestRun(

@@ -656,7 +656,7 @@ class GcSession:
             except OSError as e:
                 return self._fatal(items, f"cannot make the run's temporary directory: "
                                    f"{e.filename}: {fault_detail(Path(e.filename or '/'), e)}")
-        self.exec_options = replace(self.exec_options, tmp_root=self.run_tmp)
+        self.exec_options = replace(self.exec_options, tmp_root=self.run_tmp, private_tmp=True)
         self.kernel = KernelWatch(o.kmsg, o.taint_file, self.inputs.dmesg)
         self.messages.extend(self.kernel.messages)
         self._find_baseline()

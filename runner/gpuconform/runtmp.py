@@ -1,10 +1,12 @@
 """The run's temporary directory: TMPDIR/gpuconform-run-RUN_ID.
 
-Every test's temporary files (its metrics file, its output files) live in a
-directory of their own inside it. The name carries the run id, which a resume
-keeps: so the resume of a runner that was killed (SIGKILL leaves whatever was
-being written) finds the dead run's directory and removes it, once the dead
-run's processes are killed; and a run removes its own when it ends.
+Every test's temporary files live in it: its output files unnamed (O_TMPFILE),
+its metrics file under a fresh name of its own (execute.py's private_tmp),
+made by the test when it records a metric. The directory's name carries the
+run id, which a resume keeps: so the resume of a runner that was killed
+(SIGKILL leaves whatever was being written) finds the dead run's directory and
+removes it, once the dead run's processes are killed; and a run removes its
+own when it ends.
 """
 
 from __future__ import annotations

@@ -256,6 +256,52 @@ def test_output_files_are_not_left_in_tmp(tmp_path: Path) -> None:
     assert os.listdir(root) == []
 
 
+@pytest.mark.parametrize("private", [False, True])
+def test_metrics_are_read_and_nothing_is_left_in_tmp_root(tmp_path: Path, private: bool) -> None:
+    good = ('{"test":"t_m","subtest":"s","dynamic":null,"name":"lat","unit":"ns",'
+            '"better":"lower","samples":[1,2,3]}')
+    s = script(tmp_path, "t_m", f"""\
+        echo "metrics=$GPUCONFORM_METRICS_FILE"
+        echo 'Starting subtest: s'
+        echo '{good}' >> "$GPUCONFORM_METRICS_FILE"
+        echo 'Subtest s: SUCCESS (0.000s)'
+        """)
+    root = tmp_path / "run-tmp"
+    root.mkdir(mode=0o700)
+    opts = ExecOptions(timeout_s=20, tmp_root=root, private_tmp=private)
+    run = run_subtest(s, "s", opts)
+    assert [m.name for m in run.metrics] == ["lat"] and not run.metric_errors
+    m = re.search(r"metrics=(\S+)", run.command.stdout.text())
+    assert m
+    where = Path(m.group(1)).parent  # named in the run's directory, or in one of its own
+    assert where == root if private else where.parent == root
+    assert os.listdir(root) == []
+    again = re.search(r"metrics=(\S+)", run_subtest(s, "s", opts).command.stdout.text())
+    assert again and again.group(1) != m.group(1)  # copies side by side never share one
+
+
+@pytest.mark.parametrize("private", [False, True])
+def test_a_test_without_metrics_has_none_and_no_error(tmp_path: Path, private: bool) -> None:
+    s = script(tmp_path, "t_none", "echo 'Starting subtest: s'\necho 'Subtest s: SUCCESS (0.0s)'\n")
+    root = tmp_path / "run-tmp"
+    root.mkdir(mode=0o700)
+    run = run_subtest(s, "s", ExecOptions(timeout_s=20, tmp_root=root, private_tmp=private))
+    assert run.metrics == [] and run.metric_errors == []
+    assert verdict_of(run).state is State.PASS
+    assert os.listdir(root) == []
+
+
+def test_a_metrics_file_the_test_removed_is_an_error_where_the_runner_made_it(
+        tmp_path: Path) -> None:
+    s = script(tmp_path, "t_rm", """\
+        rm -f "$GPUCONFORM_METRICS_FILE"
+        echo 'Starting subtest: s'
+        echo 'Subtest s: SUCCESS (0.0s)'
+        """)
+    run = run_subtest(s, "s", FAST)
+    assert len(run.metric_errors) == 1 and "cannot read" in run.metric_errors[0]
+
+
 def test_without_pidfd_the_polling_fallback_works(tmp_path: Path, marker_env: bytes,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     import gpuconform.execute as ex
