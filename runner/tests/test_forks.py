@@ -78,9 +78,8 @@ def test_one_task_made_skips_the_proc_scan(tmp_path: Path, monkeypatch: pytest.M
     assert left == [] and run.command.strays == [] and run.command.returncode == 0
 
 
-@pytest.mark.parametrize("after", [102, 100, None])
-def test_any_other_count_scans_proc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                    after: int | None) -> None:
+def _record_scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The process groups /proc is scanned for, as the scans happen."""
     scans: list[int] = []
     real = ex._find_strays
 
@@ -89,20 +88,20 @@ def test_any_other_count_scans_proc(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         return real(group, token, exclude)
 
     monkeypatch.setattr(ex, "_find_strays", scan)
+    return scans
+
+
+@pytest.mark.parametrize("after", [102, 100, None])
+def test_any_other_count_scans_proc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                    after: int | None) -> None:
+    scans = _record_scans(monkeypatch)
     _counts(monkeypatch, [100, after])  # type: ignore[list-item]
     run = ex.run_subtest(_script(tmp_path), "s", ex.ExecOptions(timeout_s=20))
     assert scans == [run.command.pid]
 
 
 def test_no_count_before_scans_proc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    scans: list[int] = []
-    real = ex._find_strays
-
-    def scan(group: int, token: str, exclude: int) -> list[tuple[int, bool]]:
-        scans.append(group)
-        return real(group, token, exclude)
-
-    monkeypatch.setattr(ex, "_find_strays", scan)
+    scans = _record_scans(monkeypatch)
     monkeypatch.setattr(ex, "fork_count", lambda: None)
     run = ex.run_subtest(_script(tmp_path), "s", ex.ExecOptions(timeout_s=20))
     assert scans == [run.command.pid]
