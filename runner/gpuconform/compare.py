@@ -1,5 +1,12 @@
 """`gpuconform compare A B`: what changed from one run to another.
 
+Its job: two given runs against each other (a driver before and after, two
+hosts), where there is no baseline of K runs to give the run-to-run spread.
+It reports and decides nothing: `gpuconform compare` exits 0 whatever it
+finds, and its verdicts are never written into a run's results.json. Whether
+a night regressed is judge.py's question, answered with gate.py's rule
+against the baseline's runs.
+
 Test states (fixed, regressed, changed, new, removed) and, per metric, A's
 samples against B's. Two single runs carry no run-to-run spread, so the rule
 is the sample-level one, and it says so: a metric is

@@ -1,6 +1,14 @@
 """A run's metrics judged against its baseline by the gate (gate.py): one
 verdict a metric, as results.json's "comparisons", the summary and the report
-show them."""
+show them.
+
+Its job: did tonight's run regress. It is the one place that decides it: a
+night is one more draw of each metric's run statistic, judged against the K
+clean runs of its fingerprint's baseline, whose run-to-run spread sets the
+limit. A "regression" here fails `gpuconform run` (results.RunOutcome,
+unless --regressions-expected). compare.py answers another question (what
+differs between two given runs, with no baseline's spread to go by) and
+decides nothing a run's status depends on."""
 
 from __future__ import annotations
 
