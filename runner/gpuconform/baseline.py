@@ -112,6 +112,13 @@ class BaselineMetric:
         return [r.g for r in self.runs]
 
 
+def _name(key: str) -> str:
+    """The NAME of a key (gate.is_maximum reads it), without the node that
+    follows it in a key of the node's scope."""
+    k = MetricKey.parse(key)
+    return k.name if k else key
+
+
 @dataclass
 class Baseline:
     fingerprint: dict[str, str]
@@ -131,8 +138,7 @@ class Baseline:
     def assessments(self) -> dict[str, Assessment]:
         if self._assessed is None:
             fam = self.family()
-            self._assessed = {k: gate.assess(m.gs, m.res, fam, self.gate,
-                                             k.rpartition(":")[2],
+            self._assessed = {k: gate.assess(m.gs, m.res, fam, self.gate, _name(k),
                                              all(r.n == 1 for r in m.runs))
                               for k, m in self.metrics.items()}
         return self._assessed

@@ -405,6 +405,18 @@ def test_trend_metrics_never_regress() -> None:
     assert "kept for trends only: MDE" in c.explain()
 
 
+def test_a_maximum_of_the_nodes_scope_is_kept_for_trends() -> None:
+    """The gate reads the metric's NAME: in a node's key it is followed by
+    the node, which must not hide that the metric is a maximum."""
+    node = "1 of 1 GPUs, 1 at once, AMD EPYC 7763 64-Core Processor"
+    b = gate_baseline({f"bin@sub:{n} [{node}]": ("ns", "lower", RUNS)
+                       for n in ("gap-max", "lat")})
+    a = b.assessments()
+    assert a[f"bin@sub:gap-max [{node}]"].trend == ("a maximum: one extreme a run, its "
+                                                     "run-to-run spread is not normal")
+    assert a[f"bin@sub:lat [{node}]"].trend is None
+
+
 def test_new_missing_insufficient_and_unselected() -> None:
     b = good()
     recs = {"bin@sub": record("pass", [metric("bin", "sub", "fresh", [1.0]),
