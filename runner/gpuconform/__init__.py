@@ -7,6 +7,7 @@ Modules, one job each, from the bottom up:
   stats        robust statistics of timing samples: median, MAD, Mann-Whitney U, shifts
   protocol     pure parsing of a binary's output (igt_core's line protocol)
   states       result states and the pure classification of one subtest run
+  metrickey    a metric's name rule and its key (BIN@SUB[@DYN]:NAME[ [NODE]]): made and read back
   metrics      validation of the metrics JSON lines a binary appends
   soak         validation of the soak lines (leak and drift series) a binary appends
   manifest     the manifest files meson writes (one binary a line)
@@ -27,8 +28,8 @@ Modules, one job each, from the bottom up:
   runmetrics   a run's results.json read back: its metrics, durations and fingerprint
   cleanrun     which run a results.json is (its run id) and whether it is clean
   baseline_update  distinct clean runs made into a baseline, or added to one
-  judge        a run's metrics judged against its baseline by the gate
-  compare      `gpuconform compare A B`: state changes and sample-level metric deltas
+  judge        a run's metrics judged against its baseline by the gate: the one regression verdict
+  compare      `gpuconform compare A B`: state changes and sample-level metric deltas, a report only
   merge        results directories merged (shards of one run, a run and its re-runs)
   report       report.html: one self-contained page of a run
   soakplot     a soak's series drawn against cycles, for report.html and the record's page

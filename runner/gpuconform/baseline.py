@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -47,51 +46,20 @@ from .atomic import atomic_write
 from .fingerprint import Fingerprint
 from .gate import Assessment, Gate, RunSummary
 from .jsondoc import Doc, DocError, get, number, top_object, type_name
+from .metrickey import MetricKey
 
 __all__ = [
     "BASELINE_FORMAT", "BASELINE_VERSION", "DEFAULT_BASELINE_DIR", "BaselineError",
     "BaselineMetric", "Baseline", "RunInfo", "load_baseline", "write_baseline", "find_baseline",
     "asked_baseline",
-    "check_fingerprint", "split_key", "metric_key", "node_of", "record_name", "METRIC_NAME_RE",
-    "parse_better",
+    "check_fingerprint", "parse_better",
 ]
 
 BASELINE_FORMAT = "gpuconform-baseline"
 BASELINE_VERSION = 2
 DEFAULT_BASELINE_DIR = Path(__file__).resolve().parents[2] / "data" / "baselines"
-METRIC_NAME_RE = re.compile(r"[A-Za-z0-9._-]+\Z")
 
 BaselineError = DocError
-
-
-_NODE_SUFFIX = re.compile(r"(.+) \[([^\[\]]+)\]\Z")
-
-
-def metric_key(test: str, name: str, node: str | None = None) -> str:
-    """"BIN@SUB[@DYN]:NAME", and " [NODE]" for a metric of the node's scope
-    (data/metrics.txt): the node it was measured on (runmetrics.node_label)."""
-    return f"{test}:{name}" + (f" [{node}]" if node else "")
-
-
-def node_of(key: str) -> str | None:
-    """The " [NODE]" of a key, else None."""
-    m = _NODE_SUFFIX.match(key)
-    return m.group(2) if m else None
-
-
-def split_key(key: str) -> tuple[str, str] | None:
-    """"BIN@SUB[@DYN]:NAME[ [NODE]]" -> ("BIN@SUB[@DYN]", "NAME"); None if
-    malformed. The node, if any, is node_of's."""
-    m = _NODE_SUFFIX.match(key)
-    test, sep, name = (m.group(1) if m else key).rpartition(":")
-    if not sep or not METRIC_NAME_RE.match(name) or "@" not in test or test.startswith("@"):
-        return None
-    return test, name
-
-
-def record_name(test: str) -> str:
-    """"BIN@SUB@DYN" -> "BIN@SUB": the results.json record a metric belongs to."""
-    return "@".join(test.split("@", 2)[:2])
 
 
 # ----------------------------------------------------------------- format
@@ -144,6 +112,13 @@ class BaselineMetric:
         return [r.g for r in self.runs]
 
 
+def _name(key: str) -> str:
+    """The NAME of a key (gate.is_maximum reads it), without the node that
+    follows it in a key of the node's scope."""
+    k = MetricKey.parse(key)
+    return k.name if k else key
+
+
 @dataclass
 class Baseline:
     fingerprint: dict[str, str]
@@ -163,8 +138,7 @@ class Baseline:
     def assessments(self) -> dict[str, Assessment]:
         if self._assessed is None:
             fam = self.family()
-            self._assessed = {k: gate.assess(m.gs, m.res, fam, self.gate,
-                                             k.rpartition(":")[2],
+            self._assessed = {k: gate.assess(m.gs, m.res, fam, self.gate, _name(k),
                                              all(r.n == 1 for r in m.runs))
                               for k, m in self.metrics.items()}
         return self._assessed
@@ -306,7 +280,7 @@ def _parse_summary(doc: Doc, v: Any, path: list[str | int], n_runs: int) -> RunS
 
 def _parse_metric(doc: Doc, key: str, entry: Any, n_runs: int) -> BaselineMetric:
     path: list[str | int] = ["metrics", key]
-    if split_key(key) is None:
+    if MetricKey.parse(key) is None:
         raise doc.error(path, "metric key is not BINARY@SUBTEST[@DYNAMIC]:NAME[ [NODE]] "
                         "(NAME of [A-Za-z0-9._-])")
     if not isinstance(entry, dict):

@@ -3,9 +3,10 @@ its unit and its scope, one fnmatch pattern over the metric's key a line:
 
     cuda_bubbles@gaps@graph-*:gap*.graph.*   ns   device   # why (optional)
 
-The key is BINARY@SUBTEST[@DYNAMIC]:NAME (metrics.Metric.key); the first line
-whose pattern matches it is its entry. A pattern names its binary literally,
-then a test glob (testlist.check_test_glob's rules) and a metric-name glob.
+The key is BINARY@SUBTEST[@DYNAMIC]:NAME (metrickey.MetricKey, without its
+node); the first line whose pattern matches it is its entry. A pattern names
+its binary literally, then a test glob (testlist.check_test_glob's rules) and
+a metric-name glob.
 SCOPE is `device` (measured on the GPU's own clock: pooled over node shapes)
 or `node` (timed on the host or paced by it: keyed by the node).
 
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from .metrickey import NAME_CHARS
 from .testlist import GLOB_CHARS, check_test_glob, read_lines
 
 __all__ = ["CatalogueError", "Entry", "Catalogue", "SCOPES", "DEFAULT_CATALOGUE",
@@ -30,7 +32,6 @@ __all__ = ["CatalogueError", "Entry", "Catalogue", "SCOPES", "DEFAULT_CATALOGUE"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CATALOGUE = REPO_ROOT / "data" / "metrics.txt"
 SCOPES = ("device", "node")
-_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
 
 class CatalogueError(Exception):
@@ -76,12 +77,12 @@ def check_name_glob(text: str) -> str | None:
                 inside = ""
             elif ch == "]":
                 return f"']' without '[' in the metric name {text!r}"
-            elif ch not in _NAME_CHARS and ch not in "*?":
+            elif ch not in NAME_CHARS and ch not in "*?":
                 return (f"character {ch!r} not allowed in the metric name {text!r} "
                         "([A-Za-z0-9._-] and the glob characters * ? [ ])")
         elif ch == "]" and inside not in ("", "!"):
             inside = None
-        elif ch in _NAME_CHARS or (ch == "!" and inside == ""):
+        elif ch in NAME_CHARS or (ch == "!" and inside == ""):
             inside += ch
         else:
             return f"{ch!r} inside '[...]' in the metric name {text!r}"

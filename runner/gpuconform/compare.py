@@ -1,5 +1,12 @@
 """`gpuconform compare A B`: what changed from one run to another.
 
+Its job: two given runs against each other (a driver before and after, two
+hosts), where there is no baseline of K runs to give the run-to-run spread.
+It reports and decides nothing: `gpuconform compare` exits 0 whatever it
+finds, and its verdicts are never written into a run's results.json. Whether
+a night regressed is judge.py's question, answered with gate.py's rule
+against the baseline's runs.
+
 Test states (fixed, regressed, changed, new, removed) and, per metric, A's
 samples against B's. Two single runs carry no run-to-run spread, so the rule
 is the sample-level one, and it says so: a metric is
@@ -33,7 +40,7 @@ from pathlib import Path
 from typing import Any, Literal, Mapping
 
 from . import fmt, stats
-from .baseline import Baseline, find_baseline, record_name, split_key
+from .baseline import Baseline, find_baseline
 from .scope import catalogue_of, labeler
 from .judge import MetricComparison
 from .runmetrics import RunMetric, load_results, results_fingerprint, run_metrics
@@ -116,13 +123,14 @@ class SampleComparison(MetricComparison):
                 "samples_run": list(self.samples_run)}
 
 
-def compare_samples(key: str, a: RunMetric | None, b: RunMetric | None,
+def compare_samples(a: RunMetric | None, b: RunMetric | None,
                     min_effect: float = 0.05, alpha: float = 0.01,
                     note: str = "") -> SampleComparison:
-    """The verdict on one metric, A's samples against B's (the module's rule)."""
-    test, name = split_key(key) or (key, "")
+    """The verdict on one metric, A's samples against B's (the module's rule).
+    It is shown by its key without its node."""
     ref = b if b is not None else a
     assert ref is not None, "compare_samples needs a metric of A or of B"
+    test, name = ref.key.test, ref.key.name
     sa = a.samples if a is not None else ()
     sb = b.samples if b is not None else ()
     c = SampleComparison(test, name, ref.unit, ref.better, "unchanged", note=note,
@@ -253,12 +261,12 @@ def diff_results(a_dir: Path, b_dir: Path, min_effect: float = 0.05, alpha: floa
     for key in sorted(set(ma) | set(mb)):
         a, b = ma.get(key), mb.get(key)
         if a is not None and b is None:
-            if record_name(a.test) not in tb:
+            if a.key.record not in tb:
                 continue  # B did not run that test at all
-            c = compare_samples(key, a, None, min_effect, alpha,
-                                note=f"B's {record_name(a.test)} did not record it")
+            c = compare_samples(a, None, min_effect, alpha,
+                                note=f"B's {a.key.record} did not record it")
         else:
-            c = compare_samples(key, a, b, min_effect, alpha)
+            c = compare_samples(a, b, min_effect, alpha)
         c.trend = trends.get(key)
         comps.append(c)
     return ResultsDiff(str(a_dir), str(b_dir), len(ta), len(tb), fixed, regressed, changed,

@@ -1,6 +1,14 @@
 """A run's metrics judged against its baseline by the gate (gate.py): one
 verdict a metric, as results.json's "comparisons", the summary and the report
-show them."""
+show them.
+
+Its job: did tonight's run regress. It is the one place that decides it: a
+night is one more draw of each metric's run statistic, judged against the K
+clean runs of its fingerprint's baseline, whose run-to-run spread sets the
+limit. A "regression" here fails `gpuconform run` (results.RunOutcome,
+unless --regressions-expected). compare.py answers another question (what
+differs between two given runs, with no baseline's spread to go by) and
+decides nothing a run's status depends on."""
 
 from __future__ import annotations
 
@@ -9,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from . import fmt, gate
-from .baseline import Baseline, BaselineMetric, metric_key, node_of, record_name, split_key
+from .baseline import Baseline, BaselineMetric
 from .gate import Assessment
+from .metrickey import MetricKey
 from .runmetrics import RunMetric, run_metrics
 
 __all__ = ["VERDICTS", "MetricComparison", "GateComparison", "compare_run"]
@@ -39,7 +48,7 @@ class MetricComparison:
 
     @property
     def key(self) -> str:
-        return metric_key(self.test, self.metric, self.node)
+        return str(MetricKey(self.test, self.metric, self.node))
 
 
 @dataclass
@@ -95,13 +104,12 @@ class GateComparison(MetricComparison):
                 "samples_run": list(self.samples_run)}
 
 
-def _judge_metric(key: str, bm: BaselineMetric, a: Assessment, rm: RunMetric) -> GateComparison:
-    test, name = split_key(key) or (key, "")
+def _judge_metric(bm: BaselineMetric, a: Assessment, rm: RunMetric) -> GateComparison:
     g = rm.statistic()
-    c = GateComparison(test, name, rm.unit, rm.better, "unchanged", trend=a.trend,
+    c = GateComparison(rm.key.test, rm.key.name, rm.unit, rm.better, "unchanged", trend=a.trend,
                        samples_base=tuple(bm.gs), samples_run=rm.samples,
                        n_run=len(rm.samples), base_runs=len(bm.runs), center=a.center, value=g,
-                       limit=a.limit, mde=a.mde, spread=a.spread, node=rm.node)
+                       limit=a.limit, mde=a.mde, spread=a.spread, node=rm.key.node)
     if (bm.unit, bm.better) != (rm.unit, rm.better):
         c.verdict = "new"
         c.note = (f"the metric changed from {bm.unit!r}, {bm.better} is better, to "
@@ -120,6 +128,15 @@ def _judge_metric(key: str, bm: BaselineMetric, a: Assessment, rm: RunMetric) ->
     return c
 
 
+def _baseline_key(text: str) -> MetricKey:
+    """A key of a baseline's metrics: load_baseline and baseline_update keep
+    only keys MetricKey.parse reads."""
+    k = MetricKey.parse(text)
+    if k is None:
+        raise ValueError(f"baseline metric key {text!r} is not BINARY@SUBTEST[@DYNAMIC]:NAME")
+    return k
+
+
 def compare_run(records: Mapping[str, Any], baseline: Baseline,
                 node: Any = None) -> list[GateComparison]:
     """Every metric of records (results.json's "tests") against baseline,
@@ -131,28 +148,27 @@ def compare_run(records: Mapping[str, Any], baseline: Baseline,
     for key, rm in run.items():
         bm = baseline.metrics.get(key)
         if bm is None:
-            test, name = split_key(key) or (key, "")
-            out.append(GateComparison(test, name, rm.unit, rm.better, "new",
+            out.append(GateComparison(rm.key.test, rm.key.name, rm.unit, rm.better, "new",
                                       samples_run=rm.samples, n_run=len(rm.samples),
-                                      value=rm.statistic(), node=rm.node))
+                                      value=rm.statistic(), node=rm.key.node))
         else:
-            out.append(_judge_metric(key, bm, assessed[key], rm))
+            out.append(_judge_metric(bm, assessed[key], rm))
     for key, bm in baseline.metrics.items():
         if key in run:
             continue
-        test, name = split_key(key) or (key, "")
-        rec = records.get(record_name(test))
+        k = _baseline_key(key)
+        rec = records.get(k.record)
         if not isinstance(rec, Mapping):
             continue  # not selected in this run: no verdict
-        theirs = node_of(key)
-        if theirs is not None and (node is None or node(metric_key(test, name), rec) != theirs):
+        theirs = k.node
+        if theirs is not None and (node is None or node(str(k.with_node(None)), rec) != theirs):
             continue  # measured on a node of another shape
         state = rec.get("result", "?")
         a = assessed[key]
         out.append(GateComparison(
-            test, name, bm.unit, bm.better, "missing", trend=a.trend, samples_base=tuple(bm.gs),
-            base_runs=len(bm.runs), center=a.center, node=theirs,
-            note=(f"{record_name(test)} ended {state} without recording it" if state != "pass"
-                  else f"{record_name(test)} passed without recording it")))
+            k.test, k.name, bm.unit, bm.better, "missing", trend=a.trend,
+            samples_base=tuple(bm.gs), base_runs=len(bm.runs), center=a.center, node=theirs,
+            note=(f"{k.record} ended {state} without recording it" if state != "pass"
+                  else f"{k.record} passed without recording it")))
     out.sort(key=lambda c: c.key)
     return out

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .atomic import atomic_write
-from .baseline import record_name
+from .metrickey import record_of
 from .fingerprint import Fingerprint
 from .results import RESULTS_FORMAT, RESULTS_VERSION, TestRecord, render_summary, results_json
 from .shard import shard_of
@@ -373,7 +373,7 @@ def _machines(inputs: list[MergeInput], merged: Mapping[str, TestRecord],
         if path and path not in g["baselines"]:
             g["baselines"].append(str(path))
         for c in i.comparisons:
-            if source.get(record_name(str(c.get("test")))) in (i.dir, None):
+            if source.get(record_of(str(c.get("test")))) in (i.dir, None):
                 comparisons.append({**c, "fingerprint": i.machine, "input": str(i.dir)})
     for name in merged:
         d = source.get(name)

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .metrickey import MetricKey, case_name, name_problem
 from .soak import check_soak, is_soak_line
 
 __all__ = ["Metric", "parse_metrics", "METRICS_ENV"]
 
 METRICS_ENV = "GPUCONFORM_METRICS_FILE"
-_NAME_RE = re.compile(r"[A-Za-z0-9._-]+\Z")
 
 Better = Literal["lower", "higher"]
 
@@ -36,10 +35,10 @@ class Metric:
     samples: tuple[float, ...]
 
     @property
-    def key(self) -> str:
-        """test@subtest[@dynamic]:name, the identity a baseline is kept under."""
-        dyn = f"@{self.dynamic}" if self.dynamic else ""
-        return f"{self.test}@{self.subtest}{dyn}:{self.name}"
+    def key(self) -> MetricKey:
+        """test@subtest[@dynamic]:name, the identity a baseline is kept under
+        (without a node: scope.py adds it to a node's metric)."""
+        return MetricKey(case_name(self.test, self.subtest, self.dynamic), self.name)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,8 +74,9 @@ def _check(obj: Any) -> tuple[Metric | None, str]:
     dyn = obj.get("dynamic")
     if dyn is not None and (not isinstance(dyn, str) or not dyn):
         return None, "'dynamic' is neither null nor a non-empty string"
-    if not _NAME_RE.match(obj["name"]):
-        return None, f"metric name {obj['name']!r} is not [A-Za-z0-9._-]+"
+    bad_name = name_problem(obj["name"])
+    if bad_name is not None:
+        return None, bad_name
     better = obj.get("better")
     if better not in ("lower", "higher"):
         return None, f"'better' is {better!r}, not \"lower\" or \"higher\""
@@ -88,18 +88,7 @@ def _check(obj: Any) -> tuple[Metric | None, str]:
             return None, f"sample {i} is not a number: {x!r}"
         if not math.isfinite(x):
             return None, f"sample {i} is not finite: {x!r}"
-    return (
-        Metric(
-            test=obj["test"],
-            subtest=obj["subtest"],
-            dynamic=dyn,
-            name=obj["name"],
-            unit=obj["unit"],
-            better=better,
-            samples=tuple(float(x) for x in samples),
-        ),
-        "",
-    )
+    return Metric.from_json(obj), ""
 
 
 def _reject_constant(token: str) -> Any:
@@ -126,7 +115,7 @@ def parse_metrics(
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
     metrics: list[Metric] = []
     errors: list[str] = []
-    seen: set[str] = set()
+    seen: set[MetricKey] = set()
     dropped = 0
 
     def err(msg: str) -> None:

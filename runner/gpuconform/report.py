@@ -61,10 +61,12 @@ except ModuleNotFoundError as e:  # the runner's results do not need it, the pag
     raise ModuleNotFoundError(f"{e} (install python3-jinja2)", name=e.name) from None
 
 from .atomic import atomic_write
-from .baseline import BaselineError, metric_key, split_key
+from .baseline import BaselineError
 from .contracts import TABLE_PATH, ContractsError, display_path, load_table, view
 from .fingerprint import Fingerprint
 from .fmt import nice_ticks
+from .metrickey import MetricKey
+from .metrics import Metric
 from .runmetrics import load_results
 from .soakplot import SoakView, soak_views
 from .stats import median, quantile
@@ -373,8 +375,7 @@ def _run_metrics(tests: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for rec in tests.values():
         for m in rec.get("metrics") or []:
-            dyn = m.get("dynamic")
-            key = f"{m['test']}@{m['subtest']}" + (f"@{dyn}" if dyn else "") + f":{m['name']}"
+            key = str(Metric.from_json(m).key)
             if key in out:
                 out[key] = {**out[key], "samples": list(out[key].get("samples") or [])
                             + list(m.get("samples") or [])}
@@ -385,8 +386,8 @@ def _run_metrics(tests: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 def _unnoded(key: str) -> str:
     """A comparison's key without its node (scope.py): one node a run."""
-    parts = split_key(key)
-    return metric_key(*parts) if parts else key
+    k = MetricKey.parse(key)
+    return str(k.with_node(None)) if k else key
 
 # ------------------------------------------------------------ dispatch gaps
 #

@@ -205,7 +205,7 @@ def _weigh_catalogue(v: Verdict, run: SubtestRun, catalogue: Catalogue) -> None:
     """v with the catalogue's word on each metric of run (verdict_of)."""
     problems: list[str] = []
     for m in run.metrics:
-        why = catalogue.problem(m.key, m.unit)
+        why = catalogue.problem(str(m.key), m.unit)
         if why is None:
             continue
         problems.append(why)

@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import gate
-from .baseline import METRIC_NAME_RE, metric_key, parse_better
+from .baseline import parse_better
 from .fingerprint import Fingerprint
 from .results import RESULTS_FORMAT
 from .jsondoc import Doc, get, number, top_object, type_name
+from .metrickey import MetricKey, name_problem
+from .metrics import Metric
 
 __all__ = ["RunMetric", "load_results", "read_results", "run_metrics", "durations",
            "results_fingerprint"]
@@ -21,19 +23,20 @@ __all__ = ["RunMetric", "load_results", "read_results", "run_metrics", "duration
 
 @dataclass(frozen=True)
 class RunMetric:
-    test: str  # BIN@SUB[@DYN]
-    name: str
+    """A metric of a run: the Metric each copy of its test recorded (one a
+    GPU, when the test ran once per GPU), together, under its key with its
+    node (a metric of the node's scope, scope.py)."""
+    key: MetricKey
     unit: str
     better: str
     samples: tuple[float, ...]  # every copy's, in GPU order
     # Each copy's samples when several copies (one a GPU) measured it, else ().
     parts: tuple[tuple[float, ...], ...] = ()
     gpus: tuple[int, ...] = ()  # the copies' GPU indexes, as parts
-    node: str | None = None  # a metric of the node's scope: the node (scope.py)
 
-    @property
-    def key(self) -> str:
-        return metric_key(self.test, self.name, self.node)
+    @classmethod
+    def of(cls, m: Metric) -> "RunMetric":
+        return cls(m.key, m.unit, m.better, m.samples)
 
     def statistic(self) -> float:
         """The run's g (gate.py): over its copies when there are several."""
@@ -130,7 +133,7 @@ def _check_results(doc: Doc) -> None:
             raise doc.error(path + ["dynamic"], f"is {type_name(dyn)}, not an object")
 
 
-def _check_metric(doc: Doc, m: Any, path: list[str | int]) -> RunMetric:
+def _check_metric(doc: Doc, m: Any, path: list[str | int]) -> Metric:
     if not isinstance(m, dict):
         raise doc.error(path, f"is {type_name(m)}, not a metric object")
     for k in ("test", "subtest", "name", "unit"):
@@ -140,15 +143,16 @@ def _check_metric(doc: Doc, m: Any, path: list[str | int]) -> RunMetric:
     dyn = m.get("dynamic")
     if dyn is not None and (not isinstance(dyn, str) or not dyn):
         raise doc.error(path + ["dynamic"], "is neither null nor a non-empty string")
-    if not METRIC_NAME_RE.match(m["name"]):
-        raise doc.error(path + ["name"], f"metric name {m['name']!r} is not [A-Za-z0-9._-]+")
-    better = parse_better(doc, m.get("better"), path + ["better"])
+    bad_name = name_problem(m["name"])
+    if bad_name is not None:
+        raise doc.error(path + ["name"], bad_name)
+    parse_better(doc, m.get("better"), path + ["better"])
     raw = get(doc, m, path, "samples", list)
     if not raw:
         raise doc.error(path + ["samples"], "empty sample set")
-    samples = tuple(number(doc, x, path + ["samples", i]) for i, x in enumerate(raw))
-    test = f"{m['test']}@{m['subtest']}" + (f"@{dyn}" if dyn else "")
-    return RunMetric(test, m["name"], m["unit"], better, samples)
+    for i, x in enumerate(raw):
+        number(doc, x, path + ["samples", i])
+    return Metric.from_json(m)
 
 
 def run_metrics(records: Mapping[str, Any], *, clean_only: bool = False,
@@ -171,18 +175,19 @@ def run_metrics(records: Mapping[str, Any], *, clean_only: bool = False,
         dyn_states = {k: (v.get("result") if isinstance(v, Mapping) else None)
                       for k, v in (rec.get("dynamic") or {}).items()}
         for i, m in enumerate(mets):
-            rm = _check_metric(doc, m, ["tests", name, "metrics", i])
+            metric = _check_metric(doc, m, ["tests", name, "metrics", i])
             if clean_only and state != "pass" and rec.get("expected") is not True:
-                dyn = m.get("dynamic")
-                if not dyn or dyn_states.get(dyn) != "pass":
+                if not metric.dynamic or dyn_states.get(metric.dynamic) != "pass":
                     continue
             gpu = m.get("gpu") if isinstance(m.get("gpu"), int) else None
+            rm = RunMetric.of(metric)
             if node is not None:
-                rm = replace(rm, node=node(rm.key, rec))
-            if rm.key in out and gpu is not None:  # another GPU's copy of the test
-                out[rm.key] = out[rm.key].joined(rm, gpu)
+                rm = replace(rm, key=rm.key.with_node(node(str(rm.key), rec)))
+            key = str(rm.key)
+            if key in out and gpu is not None:  # another GPU's copy of the test
+                out[key] = out[key].joined(rm, gpu)
             else:
-                out[rm.key] = replace(rm, gpus=(gpu,) if gpu is not None else ())
+                out[key] = replace(rm, gpus=(gpu,) if gpu is not None else ())
     return out
 
 

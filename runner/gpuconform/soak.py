@@ -22,15 +22,15 @@ for a growing series already.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
+
+from .metrickey import name_problem
 
 __all__ = ["check_soak", "is_soak_line", "LEVEL_NAMES", "STOPPED", "VERDICTS"]
 
 LEVEL_NAMES = ("quick", "standard", "long")  # lib/soak.c level_names
 VERDICTS = ("ok", "grows", "few-samples")
 STOPPED = ("cycles", "budget", "seconds", "caller")  # lib/soak.c stop_names
-_NAME_RE = re.compile(r"[A-Za-z0-9._-]+\Z")
 _FIT_KEYS = ("from", "to", "slope", "growth", "relative")
 
 
@@ -79,8 +79,9 @@ def check_soak(obj: dict[str, Any]) -> str:
     for key in ("test", "subtest", "soak", "cycle"):
         if not isinstance(obj.get(key), str) or not obj[key]:
             return f"soak: {key!r} missing or not a non-empty string"
-    if not _NAME_RE.match(obj["soak"]):
-        return f"soak name {obj['soak']!r} is not [A-Za-z0-9._-]+"
+    bad_name = name_problem(obj["soak"], "soak name")
+    if bad_name is not None:
+        return bad_name
     if obj.get("level") not in LEVEL_NAMES:
         return f"soak {obj['soak']}: level {obj.get('level')!r} is not one of {', '.join(LEVEL_NAMES)}"
     cycles = obj.get("cycles")

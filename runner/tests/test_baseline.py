@@ -18,7 +18,6 @@ from gpuconform import baseline as bl
 from gpuconform import gate
 from gpuconform import jsondoc
 from gpuconform.baseline import (
-    metric_key,
     BaselineError,
     check_fingerprint,
     find_baseline,
@@ -26,6 +25,7 @@ from gpuconform.baseline import (
     write_baseline,
 )
 from gpuconform.baseline_update import update_baseline
+from gpuconform.metrickey import MetricKey
 from gpuconform.scope import catalogue_of, labeler, node_label
 from gpuconform.judge import compare_run
 from gpuconform.fingerprint import Fingerprint
@@ -405,6 +405,18 @@ def test_trend_metrics_never_regress() -> None:
     assert "kept for trends only: MDE" in c.explain()
 
 
+def test_a_maximum_of_the_nodes_scope_is_kept_for_trends() -> None:
+    """The gate reads the metric's NAME: in a node's key it is followed by
+    the node, which must not hide that the metric is a maximum."""
+    node = "1 of 1 GPUs, 1 at once, AMD EPYC 7763 64-Core Processor"
+    b = gate_baseline({f"bin@sub:{n} [{node}]": ("ns", "lower", RUNS)
+                       for n in ("gap-max", "lat")})
+    a = b.assessments()
+    assert a[f"bin@sub:gap-max [{node}]"].trend == ("a maximum: one extreme a run, its "
+                                                     "run-to-run spread is not normal")
+    assert a[f"bin@sub:lat [{node}]"].trend is None
+
+
 def test_new_missing_insufficient_and_unselected() -> None:
     b = good()
     recs = {"bin@sub": record("pass", [metric("bin", "sub", "fresh", [1.0]),
@@ -450,8 +462,8 @@ def test_spin_through_the_runner(selftests: Selftests, tmp_path: Path) -> None:
     b = load_baseline(out)
     # spin is timed on the host: keyed by the node it ran on (data/metrics.txt, scope.py)
     fp = Fingerprint.from_json(data["fingerprint"])
-    key = metric_key("selftest_metrics@spin", "spin",
-                     node_label(fp.gpu_count(), fp.gpu_count(), 1, fp.cpu_model))
+    key = str(MetricKey("selftest_metrics@spin", "spin",
+                        node_label(fp.gpu_count(), fp.gpu_count(), 1, fp.cpu_model)))
     m = b.metrics[key]
     assert [r.n for r in m.runs] == [50, 50, 50] and b.durations["selftest_metrics@spin"] > 0
     (c,) = compare_run(data["tests"], b, labeler(data, catalogue_of(data)))

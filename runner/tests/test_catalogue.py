@@ -17,7 +17,7 @@ import pytest
 
 from gc_testutil import REPO_ROOT, Selftests
 from metric_sources import call_sites, format_glob, globs_intersect, strip_comments
-from gpuconform.baseline import metric_key, split_key
+from gpuconform.metrickey import MetricKey
 from gpuconform.catalogue import (
     DEFAULT_CATALOGUE,
     Catalogue,
@@ -211,8 +211,8 @@ def test_every_baseline_metric_is_catalogued_in_its_unit() -> None:
     for f in files:
         for key, m in json.loads(f.read_text())["metrics"].items():
             n += 1
-            parts = split_key(key)  # without the node a node-scoped metric is keyed by
-            why = c.problem(metric_key(*parts) if parts else key, m["unit"])
+            k = MetricKey.parse(key)  # without the node a node-scoped metric is keyed by
+            why = c.problem(str(k.with_node(None)) if k else key, m["unit"])
             if why is not None:
                 problems.append(f"{f.name}: {why}")
     assert n > 0
@@ -241,7 +241,7 @@ def test_selftest_metrics_are_catalogued(selftests: Selftests, tmp_path: Path,
     metrics, errors = parse_metrics(mfile.read_bytes(), source=str(mfile), test=binary, soaks=[])
     assert not errors and metrics, errors or f"{binary} recorded no metric"
     c = load_catalogue()
-    assert c.problems((m.key, m.unit) for m in metrics) == []
+    assert c.problems((str(m.key), m.unit) for m in metrics) == []
 
 
 # Names a gc_metric() call holds that are never recorded: the framework

@@ -11,6 +11,7 @@ import pytest
 
 from gc_testutil import gate_baseline
 from gpuconform.baseline import BaselineError, write_baseline
+from gpuconform.metrickey import MetricKey
 from gpuconform.runmetrics import RunMetric
 from gpuconform.compare import compare_results, compare_samples
 from test_baseline import FP, metric, record, results, write_results
@@ -19,22 +20,22 @@ BASE = [100.0 + 0.37 * i + (i % 7) * 0.9 for i in range(30)]  # 30 distinct valu
 
 
 def rm(samples: list[float], better: str = "lower") -> RunMetric:
-    return RunMetric("b@s", "lat", "ns", better, tuple(samples))
+    return RunMetric(MetricKey("b@s", "lat"), "ns", better, tuple(samples))
 
 
 def test_sample_verdicts() -> None:
-    assert compare_samples("b@s:lat", rm(BASE), rm([x * 1.2 for x in BASE])).verdict == \
+    assert compare_samples(rm(BASE), rm([x * 1.2 for x in BASE])).verdict == \
         "regression"
-    assert compare_samples("b@s:lat", rm(BASE), rm([x / 1.2 for x in BASE])).verdict == \
+    assert compare_samples(rm(BASE), rm([x / 1.2 for x in BASE])).verdict == \
         "improvement"
-    assert compare_samples("b@s:lat", rm(BASE), rm(BASE)).verdict == "unchanged"
+    assert compare_samples(rm(BASE), rm(BASE)).verdict == "unchanged"
     # significant, but the good-side quartile moved less than min_effect / 2
     tight = [1000.0 + 0.1 * i for i in range(50)]  # 0.5% wide
-    c = compare_samples("b@s:lat", rm(tight), rm([x * 1.02 for x in tight]))
+    c = compare_samples(rm(tight), rm([x * 1.02 for x in tight]))
     assert c.verdict == "unchanged" and "significant, but the 25th percentile moved by less " \
         "than 2.5%" in c.explain()
-    assert compare_samples("b@s:lat", rm([1.0] * 4), rm([2.0] * 4)).verdict == "insufficient"
-    hb = compare_samples("b@s:lat", rm(BASE, "higher"), rm([x / 1.2 for x in BASE], "higher"))
+    assert compare_samples(rm([1.0] * 4), rm([2.0] * 4)).verdict == "insufficient"
+    hb = compare_samples(rm(BASE, "higher"), rm([x / 1.2 for x in BASE], "higher"))
     assert hb.verdict == "regression"
 
 

@@ -26,7 +26,7 @@ def test_valid_lines() -> None:
     assert [m.name for m in metrics] == ["read-16MiB", "latency"]
     assert metrics[0].samples == (812.5, 799.0, 805.25)
     assert metrics[1].dynamic == "gpu0" and metrics[1].better == "lower"
-    assert metrics[1].key == "host_io@throughput@gpu0:latency"
+    assert str(metrics[1].key) == "host_io@throughput@gpu0:latency"
 
 
 def test_round_trip() -> None:

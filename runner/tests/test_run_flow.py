@@ -359,13 +359,13 @@ def test_a_kernel_log_given_that_cannot_be_read_stops_before_the_run(selftests: 
 def latency_key() -> str:
     """selftest_metrics@metrics:latency as this machine's runs key it: timed on
     the host, so by the node (data/metrics.txt, scope.py)."""
-    from gpuconform.baseline import metric_key
+    from gpuconform.metrickey import MetricKey
     from gpuconform.fingerprint import current_fingerprint
     from gpuconform.scope import node_label
 
     fp = current_fingerprint()
     n = fp.gpu_count()
-    return metric_key("selftest_metrics@metrics", "latency", node_label(n, n, 1, fp.cpu_model))
+    return str(MetricKey("selftest_metrics@metrics", "latency", node_label(n, n, 1, fp.cpu_model)))
 
 
 def write_baseline(directory: Path, latency: list[float]) -> Path:
