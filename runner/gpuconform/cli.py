@@ -89,6 +89,7 @@ from .options import (
     parse_retries,
     parse_timeout_override,
 )
+from .optvalues import non_negative_arg, positive_arg
 from .levels import LEVEL_ENV, LEVELS, parse_duration
 from .plugin import RunControl
 from .kmsg import KMSG_PATH, TAINT_PATH
@@ -119,26 +120,6 @@ class _Parser(argparse.ArgumentParser):
                   f"(see {self.prog} --help)\n")
 
 
-def _positive(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text}") from None
-    if not v > 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text}")
-    return v
-
-
-def _non_negative(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text}") from None
-    if not v >= 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be >= 0 seconds: {text}")
-    return v
-
-
 def _build_and_selection(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--build", metavar="DIR", type=Path, default=None,
                     help=f"meson build directory (default: {REPO_ROOT / 'build'})")
@@ -160,12 +141,12 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
     _build_and_selection(run)
     run.add_argument("--results", metavar="DIR", type=Path, default=None,
                      help="results directory (default: results/<UTC timestamp> in the repository)")
-    run.add_argument("--timeout", metavar="S", type=_positive, default=DEFAULT_TIMEOUT_S,
+    run.add_argument("--timeout", metavar="S", type=positive_arg, default=DEFAULT_TIMEOUT_S,
                      help=f"per-subtest timeout in seconds (default {DEFAULT_TIMEOUT_S:g})")
     run.add_argument("--timeout-override", metavar="GLOB=S", action="append", default=[],
                      type=argtype(parse_timeout_override, "GLOB=SECONDS"),
                      help="timeout of the tests matching GLOB (repeatable; the first match wins)")
-    run.add_argument("--grace", metavar="S", type=_non_negative, default=DEFAULT_GRACE_S,
+    run.add_argument("--grace", metavar="S", type=non_negative_arg, default=DEFAULT_GRACE_S,
                      help=f"SIGTERM to SIGKILL grace in seconds (default {DEFAULT_GRACE_S:g})")
     run.add_argument("-k", metavar="EXPR", dest="keyword", default=None,
                      help="pytest -k expression over BINARY@SUBTEST names")
@@ -367,7 +348,7 @@ def _fleet_parser(sub: Any) -> None:
     fs.add_argument("--no-probe", action="store_true",
                     help="submit without the probe job that proves the nodes see DIR and the "
                     "checkout (for a busy cluster; the tmpfs check stays)")
-    fs.add_argument("--probe-timeout", metavar="S", type=_positive, default=300.0,
+    fs.add_argument("--probe-timeout", metavar="S", type=positive_arg, default=300.0,
                     help="how long the probe job may wait for a node and run (default 300)")
     fs.add_argument("run_args", nargs=argparse.REMAINDER, metavar="-- RUN OPTIONS",
                     help="after --: options of `gpuconform run` for every shard (selection, "
@@ -389,7 +370,7 @@ def _fleet_parser(sub: Any) -> None:
     wt = flsub.add_parser("wait", help="wait until no shard's run holds its journal's lock "
                           "(the merge job's first step)")
     wt.add_argument("dir", metavar="DIR", type=Path)
-    wt.add_argument("--poll", metavar="S", type=_positive, default=10.0,
+    wt.add_argument("--poll", metavar="S", type=positive_arg, default=10.0,
                     help="seconds between two looks (default 10)")
 
 

@@ -7,11 +7,6 @@ anything runs."""
 from __future__ import annotations
 
 import fnmatch
-import math
-import os
-import re
-import stat
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,8 +34,19 @@ from .kmsg import (
 )
 from .devices import DevicesError, check_jobs, find_gpus, select_gpus
 from .placement import NodePlan
-from .shard import ShardError
-from .testlist import TestlistError, TestPattern, check_test_glob, load_testlist, resolve_testlist
+from .optvalues import (
+    InputError,
+    argtype,
+    check_kernel_source,
+    check_scratch_dir,
+    parse_devices,
+    parse_jobs,
+    parse_retries,
+    parse_timeout_override,
+    seconds,
+    seconds_or_zero,
+)
+from .testlist import TestlistError, TestPattern, load_testlist, resolve_testlist
 
 __all__ = [
     "DATA_DIR", "DEFAULT_PATTERNS", "DEFAULT_RETRIES", "SCRATCH_ENV", "parse_jobs",
@@ -57,128 +63,7 @@ DEFAULT_PATTERNS = DATA_DIR / "dmesg" / "patterns.txt"
 # bugs behind passes and multiply the cost of every timeout.
 DEFAULT_RETRIES = 1
 SCRATCH_ENV = "GPUCONFORM_SCRATCH_DIR"  # lib/io.h GC_SCRATCH_ENV
-_DEVICES_RE = re.compile(r"[A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*\Z")
 PROGRESS_MODES = ("auto", "tty", "plain", "off")
-
-
-class InputError(Exception):
-    """A bad option value or input file; str() is one line."""
-
-
-# ------------------------------------------------------------ option values
-
-
-def seconds(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"not a positive number of seconds: {text}")
-    return value
-
-
-def seconds_or_zero(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"not a number of seconds >= 0: {text}")
-    return value
-
-
-def parse_timeout_override(text: str) -> tuple[str, float]:
-    """'host_io@direct-*=120' -> ('host_io@direct-*', 120.0)."""
-    glob, eq, secs = text.rpartition("=")
-    if not eq or not glob:
-        raise InputError(f"--timeout-override {text[:80]!r}: expected GLOB=SECONDS")
-    problem = check_test_glob(glob)
-    if problem is not None:
-        raise InputError(f"--timeout-override {text[:80]!r}: {problem}")
-    try:
-        value = seconds(secs)
-    except ValueError:
-        raise InputError(
-            f"--timeout-override {text[:80]!r}: {secs[:40]!r} is not a positive number of seconds"
-        ) from None
-    return glob, value
-
-
-def parse_devices(text: str) -> str:
-    if not _DEVICES_RE.match(text):
-        raise InputError(f"--devices {text[:80]!r}: expected a comma-separated list of device "
-                         "indexes or UUIDs (0,1 or GPU-1234...)")
-    return text
-
-
-def check_scratch_dir(path: str) -> str:
-    """--scratch-dir's directory, absolute, once a file could be created (and
-    removed) there: InputError naming it otherwise."""
-    p = os.path.abspath(path)
-    try:
-        st = os.stat(p)
-    except OSError as e:
-        raise InputError(f"--scratch-dir {p}: {e.strerror}") from None
-    if not stat.S_ISDIR(st.st_mode):
-        raise InputError(f"--scratch-dir {p}: not a directory")
-    try:
-        fd, probe = tempfile.mkstemp(prefix="gpuconform-probe-", dir=p)
-    except OSError as e:
-        raise InputError(f"--scratch-dir {p}: not writable: {e.strerror}") from None
-    os.close(fd)
-    os.unlink(probe)
-    return p
-
-
-def check_kernel_source(option: str, path: str) -> None:
-    """A kernel log or taint file given by name must be readable: InputError
-    naming the option and the path otherwise. (Unreadable defaults, /dev/kmsg
-    for a user, stay a note of the run.) A FIFO is not opened: a reader's open
-    would meet its writer."""
-    try:
-        st = os.stat(path)
-        if stat.S_ISFIFO(st.st_mode):
-            if not os.access(path, os.R_OK):
-                raise PermissionError(13, os.strerror(13))
-            return
-        if stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryError(21, os.strerror(21))
-        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC))
-    except OSError as e:
-        raise InputError(f"{option} {path}: cannot be read: {e.strerror or e} (give one that "
-                         f"can, or {option} off)") from None
-
-
-def parse_jobs(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise InputError(f"--jobs {text[:40]!r}: not a whole number") from None
-    if n < 1:
-        raise InputError(f"--jobs {n}: must be 1 or more")
-    return n
-
-
-def parse_retries(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise InputError(f"--retries {text[:40]!r}: not a whole number") from None
-    if not 0 <= n <= 100:
-        raise InputError(f"--retries {n}: must be 0..100")
-    return n
-
-
-def argtype(fn: Any, name: str) -> Any:
-    """An InputError-raising parser as an argparse type (its message shown)."""
-    import argparse
-
-    def conv(text: str) -> Any:
-        try:
-            return fn(text)
-        except (InputError, ShardError) as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
-
-    conv.__name__ = name
-    return conv
-
-
-seconds_or_zero.__name__ = "seconds"
 
 
 # ---------------------------------------------------------------- options
