@@ -6,8 +6,9 @@ anything runs."""
 
 from __future__ import annotations
 
+import argparse
 import fnmatch
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,14 @@ from .kmsg import (
 )
 from .devices import DevicesError, check_jobs, find_gpus, select_gpus
 from .placement import NodePlan
+from .optable import (
+    DEFAULT_PATTERNS,
+    DEFAULT_RETRIES,
+    OPTIONS,
+    SCRATCH_ENV,
+    cli_values,
+    pytest_values,
+)
 from .optvalues import (
     InputError,
     argtype,
@@ -49,7 +58,7 @@ from .optvalues import (
 from .testlist import TestlistError, TestPattern, load_testlist, resolve_testlist
 
 __all__ = [
-    "DATA_DIR", "DEFAULT_PATTERNS", "DEFAULT_RETRIES", "SCRATCH_ENV", "parse_jobs",
+    "DATA_DIR", "DEFAULT_PATTERNS", "DEFAULT_RETRIES", "FIELD_ORDER", "SCRATCH_ENV", "parse_jobs",
     "PROGRESS_MODES", "InputError", "RunOptions", "RunInputs", "argtype", "check_kernel_source",
     "check_scratch_dir",
     "load_inputs", "options_to_args", "seconds", "seconds_or_zero", "parse_devices", "parse_retries", "parse_timeout_override",
@@ -57,12 +66,6 @@ __all__ = [
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = REPO_ROOT / "data"
-DEFAULT_PATTERNS = DATA_DIR / "dmesg" / "patterns.txt"
-# One retry: enough to tell a flake from a failure that repeats, for the price
-# of running only the failing tests once more; more would hide intermittent
-# bugs behind passes and multiply the cost of every timeout.
-DEFAULT_RETRIES = 1
-SCRATCH_ENV = "GPUCONFORM_SCRATCH_DIR"  # lib/io.h GC_SCRATCH_ENV
 PROGRESS_MODES = ("auto", "tty", "plain", "off")
 
 
@@ -101,48 +104,31 @@ class RunOptions:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
-        d["timeout_overrides"] = [[g, s] for g, s in self.timeout_overrides]
-        d["shard"] = list(self.shard) if self.shard else None
+        for opt in OPTIONS:
+            if opt.to_json is not None:
+                d[opt.field] = opt.to_json(getattr(self, opt.field))
         return d
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "RunOptions":
         known = {k: v for k, v in obj.items() if k in cls.__dataclass_fields__}
         o = cls(**known)
-        o.timeout_overrides = [(str(g), float(s)) for g, s in o.timeout_overrides]
-        o.shard = (int(o.shard[0]), int(o.shard[1])) if o.shard else None
+        for opt in OPTIONS:
+            if opt.from_json is not None:
+                setattr(o, opt.field, opt.from_json(getattr(o, opt.field)))
         return o
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> "RunOptions":
-        g = config.getoption
-        return cls(
-            timeout=g("gc_timeout"),
-            grace=g("gc_grace"),
-            list_timeout=g("gc_list_timeout"),
-            testlists=list(g("gc_testlist") or []),
-            include=list(g("gc_include") or []),
-            exclude=list(g("gc_exclude") or []),
-            timeout_overrides=list(g("gc_timeout_override") or []),
-            devices=g("gc_devices"),
-            jobs=g("gc_jobs"),
-            scratch_dir=g("gc_scratch_dir"),
-            shard=g("gc_shard"),
-            expectations=list(g("gc_expectations")) if g("gc_expectations") is not None else None,
-            platform=g("gc_platform"),
-            retries=g("gc_retries"),
-            dmesg_patterns=g("gc_dmesg_patterns"),
-            catalogue=g("gc_catalogue"),
-            kmsg=g("gc_kmsg") or KMSG_PATH,
-            taint_file=g("gc_taint_file") or TAINT_PATH,
-            baselines=list(g("gc_baselines")) if g("gc_baselines") is not None else None,
-            baseline=g("gc_baseline"),
-            no_baseline=g("gc_no_baseline"),
-            regressions_expected=g("gc_regressions_expected"),
-            report=not g("gc_no_report"),
-            level=g("gc_level"),
-            duration=g("gc_duration"),
-        )
+        """The --gc-* options' (not checked: check_pytest_given)."""
+        return cls(**pytest_values(config.getoption))
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, *, selection_only: bool = False
+                  ) -> "RunOptions":
+        """`gpuconform run`'s (not checked: check_cli_given), or where
+        selection_only the selection options' alone (`gpuconform list`)."""
+        return cls(**cli_values(args, selection_only=selection_only))
 
     def timeout_for(self, test: str) -> float:
         """The first --timeout-override whose GLOB matches, else --timeout."""
@@ -152,53 +138,16 @@ class RunOptions:
         return self.timeout
 
 
+# run.json's order of the options, and pytest --help's
+FIELD_ORDER = tuple(f.name for f in fields(RunOptions))
+
+
 def options_to_args(o: RunOptions) -> list[str]:
-    """The --gc-* pytest arguments that give RunOptions o."""
-    a = ["--gc-timeout", repr(o.timeout), "--gc-grace", repr(o.grace),
-         "--gc-list-timeout", repr(o.list_timeout), "--gc-retries", str(o.retries),
-         "--gc-dmesg-patterns", o.dmesg_patterns, "--gc-catalogue", o.catalogue]
-    # The defaults are left out: given, a path must open (check_kernel_source).
-    if o.kmsg != KMSG_PATH:
-        a += ["--gc-kmsg", o.kmsg]
-    if o.taint_file != TAINT_PATH:
-        a += ["--gc-taint-file", o.taint_file]
-    for t in o.testlists:
-        a += ["--gc-testlist", t]
-    for r in o.include:
-        a += ["--gc-include", r]
-    for r in o.exclude:
-        a += ["--gc-exclude", r]
-    for g, s in o.timeout_overrides:
-        a += ["--gc-timeout-override", f"{g}={s!r}"]
-    if o.devices is not None:
-        a += ["--gc-devices", o.devices]
-    if o.jobs is not None:
-        a += ["--gc-jobs", str(o.jobs)]
-    if o.scratch_dir is not None:
-        a += ["--gc-scratch-dir", o.scratch_dir]
-    if o.shard is not None:
-        a += ["--gc-shard", f"{o.shard[0]}/{o.shard[1]}"]
-    for e in o.expectations if o.expectations is not None else []:
-        a += ["--gc-expectations", e]
-    if o.expectations is not None and not o.expectations:
-        a += ["--gc-no-expectations"]
-    if o.platform is not None:
-        a += ["--gc-platform", o.platform]
-    for b in o.baselines or []:
-        a += ["--gc-baselines", b]
-    if o.baseline is not None:
-        a += ["--gc-baseline", o.baseline]
-    if o.no_baseline:
-        a.append("--gc-no-baseline")
-    if o.regressions_expected:
-        a.append("--gc-regressions-expected")
-    if not o.report:
-        a.append("--gc-no-report")
-    if o.level is not None:
-        a += ["--gc-level", o.level]
-    if o.duration is not None:
-        a += ["--gc-duration", repr(o.duration)]
-    return a
+    """The --gc-* pytest arguments that give RunOptions o (those that are
+    not their default)."""
+    default = RunOptions()
+    return [a for opt in OPTIONS
+            for a in opt.pytest_args(getattr(o, opt.field), getattr(default, opt.field))]
 
 
 @dataclass
