@@ -2,7 +2,9 @@
 `gpuconform run`'s (and `qualify`'s, and `list`'s selection) arguments, the
 plugin's --gc-* pytest options, the field's value read from either, the pytest
 arguments that give it again and its form in run.json are all made. A new run
-option is a field of RunOptions (options.py) and an entry here, nothing else.
+option is a field of RunOptions (options.py) and an entry here (one whose value
+is a path: fleet_script's _PATH_OPTIONS too, which makes it absolute for the
+shards).
 
 The entries are in `gpuconform run --help`'s order; RunOptions' fields keep
 run.json's (and pytest --help's)."""
@@ -12,7 +14,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .catalogue import DEFAULT_CATALOGUE
 from .execute import DEFAULT_GRACE_S, DEFAULT_LIST_TIMEOUT_S, DEFAULT_TIMEOUT_S
@@ -377,7 +379,7 @@ def add_cli_arguments(parser: argparse.ArgumentParser, *, selection: bool,
         target.add_argument(o.cli, **o.cli_kwargs())
 
 
-def add_pytest_options(group: Any, order: list[str],
+def add_pytest_options(group: Any, order: Sequence[str],
                        before: Mapping[str, Callable[[], Any]] | None = None) -> None:
     """The --gc-* options (group: pytest's OptionGroup) in order (field
     names), before[field]() as add_cli_arguments'."""
