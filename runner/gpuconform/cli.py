@@ -66,34 +66,26 @@ from .contracts import (
     render_text,
     view,
 )
-from .execute import DEFAULT_GRACE_S, DEFAULT_TIMEOUT_S, ExecOptions, list_subtests
+from .execute import ExecOptions, list_subtests
 from .fmt import one_line
 from .journal import JOURNAL_NAME, JournalError, is_locked, read_run_json
 from .manifest import Manifest, ManifestError, manifest_path, read_manifest
-from .catalogue import DEFAULT_CATALOGUE
+from .optable import add_cli_arguments, check_cli_given
 from .options import (
     DATA_DIR,
-    DEFAULT_PATTERNS,
-    DEFAULT_RETRIES,
     PROGRESS_MODES,
     SCRATCH_ENV,
     InputError,
     RunInputs,
     RunOptions,
-    argtype,
-    check_kernel_source,
     load_inputs,
     options_to_args,
-    parse_devices,
-    parse_jobs,
-    parse_retries,
-    parse_timeout_override,
 )
-from .levels import LEVEL_ENV, LEVELS, parse_duration
+from .optvalues import positive_arg
+from .levels import LEVELS
 from .plugin import RunControl
-from .kmsg import KMSG_PATH, TAINT_PATH
 from .results import RunNotes, TestRecord, run_outcome
-from .shard import parse_shard, shard
+from .shard import shard
 from .testlist import TestlistError, select_tests
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -119,40 +111,12 @@ class _Parser(argparse.ArgumentParser):
                   f"(see {self.prog} --help)\n")
 
 
-def _positive(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text}") from None
-    if not v > 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text}")
-    return v
-
-
-def _non_negative(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text}") from None
-    if not v >= 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be >= 0 seconds: {text}")
-    return v
-
-
 def _build_and_selection(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--build", metavar="DIR", type=Path, default=None,
                     help=f"meson build directory (default: {REPO_ROOT / 'build'})")
     sp.add_argument("--selftest", action="store_true",
                     help="use the selftest manifest (the runner's own misbehaving subjects)")
-    sp.add_argument("--testlist", metavar="NAME|FILE", action="append", default=[],
-                    help="run the tests of a test list: a name of data/testlists/NAME.txt or a "
-                    "file (repeatable: their union)")
-    sp.add_argument("--include", metavar="RE", action="append", default=[],
-                    help="keep only tests whose name matches one of these regexes")
-    sp.add_argument("--exclude", metavar="RE", action="append", default=[],
-                    help="drop the tests whose name matches RE (repeatable)")
-    sp.add_argument("--shard", metavar="I/N", type=argtype(parse_shard, "I/N"), default=None,
-                    help="run only the I-th of N shards of the selection (1-based)")
+    add_cli_arguments(sp, selection=True)
 
 
 def _run_arguments(run: argparse.ArgumentParser) -> None:
@@ -160,71 +124,17 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
     _build_and_selection(run)
     run.add_argument("--results", metavar="DIR", type=Path, default=None,
                      help="results directory (default: results/<UTC timestamp> in the repository)")
-    run.add_argument("--timeout", metavar="S", type=_positive, default=DEFAULT_TIMEOUT_S,
-                     help=f"per-subtest timeout in seconds (default {DEFAULT_TIMEOUT_S:g})")
-    run.add_argument("--timeout-override", metavar="GLOB=S", action="append", default=[],
-                     type=argtype(parse_timeout_override, "GLOB=SECONDS"),
-                     help="timeout of the tests matching GLOB (repeatable; the first match wins)")
-    run.add_argument("--grace", metavar="S", type=_non_negative, default=DEFAULT_GRACE_S,
-                     help=f"SIGTERM to SIGKILL grace in seconds (default {DEFAULT_GRACE_S:g})")
-    run.add_argument("-k", metavar="EXPR", dest="keyword", default=None,
-                     help="pytest -k expression over BINARY@SUBTEST names")
-    run.add_argument("--devices", metavar="LIST", type=argtype(parse_devices, "LIST"),
-                     default=None,
-                     help="the GPUs the run uses, by index (nvidia-smi's order) or UUID: "
-                     "0,2 or GPU-8f3c (default: every GPU of the node)")
-    run.add_argument("--jobs", metavar="N", type=argtype(parse_jobs, "N"), default=None,
-                     help="copies of a one-GPU test that run at once, each on its own GPU "
-                     "(default: one per GPU; 1: one GPU at a time)")
-    run.add_argument("--scratch-dir", metavar="DIR", default=None,
-                     help=f"directory of the tests' scratch files, exported as {SCRATCH_ENV} "
-                     f"(default: the environment's {SCRATCH_ENV}, else /var/tmp)")
-    run.add_argument("--expectations", metavar="FILE", nargs="+", action="extend", default=None,
-                     help="expectation files (default: data/expectations/*.txt for the suite, "
-                     "none for --selftest)")
-    run.add_argument("--platform", metavar="KEY", default=None,
-                     help="platform matched by platform= in expectation rules "
-                     "(default: this machine's fingerprint key)")
-    run.add_argument("--retries", metavar="N", type=argtype(parse_retries, "N"),
-                     default=DEFAULT_RETRIES,
-                     help=f"run a failing test again up to N times (default {DEFAULT_RETRIES}: "
-                     "tells a flake from a failure that repeats)")
-    run.add_argument("--dmesg-patterns", metavar="FILE", default=str(DEFAULT_PATTERNS),
-                     help="kernel log rules (default data/dmesg/patterns.txt)")
-    run.add_argument("--catalogue", metavar="FILE", default=str(DEFAULT_CATALOGUE),
-                     help="the metric catalogue: a test recording a metric it lacks, or in "
-                     "another unit, fails (default data/metrics.txt)")
-    run.add_argument("--kmsg", metavar="PATH|off", default=None,
-                     help=f"kernel log to watch (default {KMSG_PATH}: a note when it cannot "
-                     "be read; a PATH given that cannot be read stops the run before it "
-                     "starts)")
-    run.add_argument("--taint-file", metavar="PATH|off", default=None,
-                     help=f"kernel taint to watch (default {TAINT_PATH}; a PATH given must "
-                     "be readable)")
-    which = run.add_mutually_exclusive_group()
-    which.add_argument("--baselines", metavar="DIR", action="append", default=None,
-                       help="where the baseline of this machine's fingerprint is looked for "
-                       "instead of data/baselines (repeatable); one of them must hold it, "
-                       "or nothing runs (default: data/baselines, and none there is a note)")
-    which.add_argument("--baseline", metavar="FILE", default=None,
-                       help="the baseline file to compare with; it must be a baseline of this "
-                       "machine's fingerprint, or nothing runs")
-    run.add_argument("--no-baseline", action="store_true",
-                     help="no baseline comparison (whatever --baseline(s) say)")
-    run.add_argument("--regressions-expected", action="store_true",
-                     help="metric regressions are reported but do not fail the run")
-    run.add_argument("--no-report", action="store_true", help="do not write report.html")
-    run.add_argument("--progress", choices=PROGRESS_MODES, default="auto",
-                     help="progress line on stderr (default auto: redrawn on a terminal, a "
-                     "line every ~10 s otherwise)")
-    run.add_argument("--level", choices=list(LEVELS), default=None,
-                     help="qualification level: quick (under a minute: does the stack "
-                     "answer), standard (the nightly), long (the nightly, then the soaks "
-                     "sharing what is left of --duration); its test list unless --testlist "
-                     "is given; exported as " + LEVEL_ENV)
-    run.add_argument("--duration", metavar="LENGTH", default=None,
-                     type=argtype(parse_duration, "LENGTH"),
-                     help="with --level long: the run's length (8m, 1h, 90s; default 1h)")
+
+    def keyword() -> None:
+        run.add_argument("-k", metavar="EXPR", dest="keyword", default=None,
+                         help="pytest -k expression over BINARY@SUBTEST names")
+
+    def progress() -> None:
+        run.add_argument("--progress", choices=PROGRESS_MODES, default="auto",
+                         help="progress line on stderr (default auto: redrawn on a terminal, a "
+                         "line every ~10 s otherwise)")
+
+    add_cli_arguments(run, selection=False, before={"devices": keyword, "level": progress})
     run.add_argument("pytest_args", nargs="*", metavar="PYTEST_ARGS",
                      help="after --: passed to pytest as they are")
 
@@ -367,7 +277,7 @@ def _fleet_parser(sub: Any) -> None:
     fs.add_argument("--no-probe", action="store_true",
                     help="submit without the probe job that proves the nodes see DIR and the "
                     "checkout (for a busy cluster; the tmpfs check stays)")
-    fs.add_argument("--probe-timeout", metavar="S", type=_positive, default=300.0,
+    fs.add_argument("--probe-timeout", metavar="S", type=positive_arg, default=300.0,
                     help="how long the probe job may wait for a node and run (default 300)")
     fs.add_argument("run_args", nargs=argparse.REMAINDER, metavar="-- RUN OPTIONS",
                     help="after --: options of `gpuconform run` for every shard (selection, "
@@ -389,7 +299,7 @@ def _fleet_parser(sub: Any) -> None:
     wt = flsub.add_parser("wait", help="wait until no shard's run holds its journal's lock "
                           "(the merge job's first step)")
     wt.add_argument("dir", metavar="DIR", type=Path)
-    wt.add_argument("--poll", metavar="S", type=_positive, default=10.0,
+    wt.add_argument("--poll", metavar="S", type=positive_arg, default=10.0,
                     help="seconds between two looks (default 10)")
 
 
@@ -407,8 +317,7 @@ def _manifest(args: argparse.Namespace) -> Manifest:
 
 
 def _selection_options(args: argparse.Namespace) -> RunOptions:
-    return RunOptions(testlists=list(args.testlist), include=list(args.include),
-                      exclude=list(args.exclude), shard=args.shard)
+    return RunOptions.from_args(args, selection_only=True)
 
 
 def list_manifest(manifest: Manifest, options: ExecOptions | None = None
@@ -553,12 +462,10 @@ def _check_before_run(args: argparse.Namespace, results: Path) -> None:
     except ResultsDirError as e:
         raise CliError(str(e)) from None
     _check_keyword(args.keyword)
-    for option, path in (("--kmsg", args.kmsg), ("--taint-file", args.taint_file)):
-        if path is not None and path != "off":
-            try:
-                check_kernel_source(option, path)
-            except InputError as e:
-                raise CliError(str(e)) from None
+    try:
+        check_cli_given(args)
+    except InputError as e:
+        raise CliError(str(e)) from None
 
 
 def _run_pytest(pytest_args: list[str], control: RunControl, results: Path) -> int:
@@ -577,41 +484,11 @@ def _run_pytest(pytest_args: list[str], control: RunControl, results: Path) -> i
     return code
 
 
-def _absolute_paths(paths: list[str] | None) -> list[str] | None:
-    """The paths of an option made absolute; None (the option not given) stays None."""
-    return [str(Path(p).absolute()) for p in paths] if paths is not None else None
-
-
 def _run_options(args: argparse.Namespace, *, here: bool = True) -> RunOptions:
     """`run`'s options, every input file checked (CliError); here False: the
     run is for other machines (fleet submit), whose fingerprints are not
     this one's."""
-    opts = RunOptions(
-        timeout=args.timeout,
-        grace=args.grace,
-        testlists=list(args.testlist),
-        include=list(args.include),
-        exclude=list(args.exclude),
-        timeout_overrides=list(args.timeout_override),
-        devices=args.devices,
-        jobs=args.jobs,
-        scratch_dir=str(Path(args.scratch_dir).absolute()) if args.scratch_dir else None,
-        shard=args.shard,
-        expectations=_absolute_paths(args.expectations),
-        platform=args.platform,
-        retries=args.retries,
-        dmesg_patterns=str(Path(args.dmesg_patterns).absolute()),
-        catalogue=str(Path(args.catalogue).absolute()),
-        kmsg=args.kmsg or KMSG_PATH,
-        taint_file=args.taint_file or TAINT_PATH,
-        baselines=_absolute_paths(args.baselines),
-        baseline=str(Path(args.baseline).absolute()) if args.baseline is not None else None,
-        no_baseline=args.no_baseline,
-        regressions_expected=args.regressions_expected,
-        report=not args.no_report,
-        level=args.level,
-        duration=args.duration,
-    )
+    opts = RunOptions.from_args(args)
     _apply_level(opts, bool(args.include or args.keyword))
     if opts.expectations is None and args.selftest:
         opts.expectations = []

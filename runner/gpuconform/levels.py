@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from .options import InputError
+from .optvalues import InputError
 
 __all__ = ["LEVELS", "Level", "LEVEL_ENV", "SOAK_SECONDS_ENV", "SoakPlan", "parse_duration",
            "list_soaks", "LevelError"]

@@ -6,13 +6,9 @@ anything runs."""
 
 from __future__ import annotations
 
+import argparse
 import fnmatch
-import math
-import os
-import re
-import stat
-import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +35,30 @@ from .kmsg import (
 )
 from .devices import DevicesError, check_jobs, find_gpus, select_gpus
 from .placement import NodePlan
-from .shard import ShardError
-from .testlist import TestlistError, TestPattern, check_test_glob, load_testlist, resolve_testlist
+from .optable import (
+    DEFAULT_PATTERNS,
+    DEFAULT_RETRIES,
+    OPTIONS,
+    SCRATCH_ENV,
+    cli_values,
+    pytest_values,
+)
+from .optvalues import (
+    InputError,
+    argtype,
+    check_kernel_source,
+    check_scratch_dir,
+    parse_devices,
+    parse_jobs,
+    parse_retries,
+    parse_timeout_override,
+    seconds,
+    seconds_or_zero,
+)
+from .testlist import TestlistError, TestPattern, load_testlist, resolve_testlist
 
 __all__ = [
-    "DATA_DIR", "DEFAULT_PATTERNS", "DEFAULT_RETRIES", "SCRATCH_ENV", "parse_jobs",
+    "DATA_DIR", "DEFAULT_PATTERNS", "DEFAULT_RETRIES", "FIELD_ORDER", "SCRATCH_ENV", "parse_jobs",
     "PROGRESS_MODES", "InputError", "RunOptions", "RunInputs", "argtype", "check_kernel_source",
     "check_scratch_dir",
     "load_inputs", "options_to_args", "seconds", "seconds_or_zero", "parse_devices", "parse_retries", "parse_timeout_override",
@@ -51,134 +66,7 @@ __all__ = [
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = REPO_ROOT / "data"
-DEFAULT_PATTERNS = DATA_DIR / "dmesg" / "patterns.txt"
-# One retry: enough to tell a flake from a failure that repeats, for the price
-# of running only the failing tests once more; more would hide intermittent
-# bugs behind passes and multiply the cost of every timeout.
-DEFAULT_RETRIES = 1
-SCRATCH_ENV = "GPUCONFORM_SCRATCH_DIR"  # lib/io.h GC_SCRATCH_ENV
-_DEVICES_RE = re.compile(r"[A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*\Z")
 PROGRESS_MODES = ("auto", "tty", "plain", "off")
-
-
-class InputError(Exception):
-    """A bad option value or input file; str() is one line."""
-
-
-# ------------------------------------------------------------ option values
-
-
-def seconds(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"not a positive number of seconds: {text}")
-    return value
-
-
-def seconds_or_zero(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"not a number of seconds >= 0: {text}")
-    return value
-
-
-def parse_timeout_override(text: str) -> tuple[str, float]:
-    """'host_io@direct-*=120' -> ('host_io@direct-*', 120.0)."""
-    glob, eq, secs = text.rpartition("=")
-    if not eq or not glob:
-        raise InputError(f"--timeout-override {text[:80]!r}: expected GLOB=SECONDS")
-    problem = check_test_glob(glob)
-    if problem is not None:
-        raise InputError(f"--timeout-override {text[:80]!r}: {problem}")
-    try:
-        value = seconds(secs)
-    except ValueError:
-        raise InputError(
-            f"--timeout-override {text[:80]!r}: {secs[:40]!r} is not a positive number of seconds"
-        ) from None
-    return glob, value
-
-
-def parse_devices(text: str) -> str:
-    if not _DEVICES_RE.match(text):
-        raise InputError(f"--devices {text[:80]!r}: expected a comma-separated list of device "
-                         "indexes or UUIDs (0,1 or GPU-1234...)")
-    return text
-
-
-def check_scratch_dir(path: str) -> str:
-    """--scratch-dir's directory, absolute, once a file could be created (and
-    removed) there: InputError naming it otherwise."""
-    p = os.path.abspath(path)
-    try:
-        st = os.stat(p)
-    except OSError as e:
-        raise InputError(f"--scratch-dir {p}: {e.strerror}") from None
-    if not stat.S_ISDIR(st.st_mode):
-        raise InputError(f"--scratch-dir {p}: not a directory")
-    try:
-        fd, probe = tempfile.mkstemp(prefix="gpuconform-probe-", dir=p)
-    except OSError as e:
-        raise InputError(f"--scratch-dir {p}: not writable: {e.strerror}") from None
-    os.close(fd)
-    os.unlink(probe)
-    return p
-
-
-def check_kernel_source(option: str, path: str) -> None:
-    """A kernel log or taint file given by name must be readable: InputError
-    naming the option and the path otherwise. (Unreadable defaults, /dev/kmsg
-    for a user, stay a note of the run.) A FIFO is not opened: a reader's open
-    would meet its writer."""
-    try:
-        st = os.stat(path)
-        if stat.S_ISFIFO(st.st_mode):
-            if not os.access(path, os.R_OK):
-                raise PermissionError(13, os.strerror(13))
-            return
-        if stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryError(21, os.strerror(21))
-        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC))
-    except OSError as e:
-        raise InputError(f"{option} {path}: cannot be read: {e.strerror or e} (give one that "
-                         f"can, or {option} off)") from None
-
-
-def parse_jobs(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise InputError(f"--jobs {text[:40]!r}: not a whole number") from None
-    if n < 1:
-        raise InputError(f"--jobs {n}: must be 1 or more")
-    return n
-
-
-def parse_retries(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise InputError(f"--retries {text[:40]!r}: not a whole number") from None
-    if not 0 <= n <= 100:
-        raise InputError(f"--retries {n}: must be 0..100")
-    return n
-
-
-def argtype(fn: Any, name: str) -> Any:
-    """An InputError-raising parser as an argparse type (its message shown)."""
-    import argparse
-
-    def conv(text: str) -> Any:
-        try:
-            return fn(text)
-        except (InputError, ShardError) as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
-
-    conv.__name__ = name
-    return conv
-
-
-seconds_or_zero.__name__ = "seconds"
 
 
 # ---------------------------------------------------------------- options
@@ -216,48 +104,31 @@ class RunOptions:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
-        d["timeout_overrides"] = [[g, s] for g, s in self.timeout_overrides]
-        d["shard"] = list(self.shard) if self.shard else None
+        for opt in OPTIONS:
+            if opt.to_json is not None:
+                d[opt.field] = opt.to_json(getattr(self, opt.field))
         return d
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "RunOptions":
         known = {k: v for k, v in obj.items() if k in cls.__dataclass_fields__}
         o = cls(**known)
-        o.timeout_overrides = [(str(g), float(s)) for g, s in o.timeout_overrides]
-        o.shard = (int(o.shard[0]), int(o.shard[1])) if o.shard else None
+        for opt in OPTIONS:
+            if opt.from_json is not None:
+                setattr(o, opt.field, opt.from_json(getattr(o, opt.field)))
         return o
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> "RunOptions":
-        g = config.getoption
-        return cls(
-            timeout=g("gc_timeout"),
-            grace=g("gc_grace"),
-            list_timeout=g("gc_list_timeout"),
-            testlists=list(g("gc_testlist") or []),
-            include=list(g("gc_include") or []),
-            exclude=list(g("gc_exclude") or []),
-            timeout_overrides=list(g("gc_timeout_override") or []),
-            devices=g("gc_devices"),
-            jobs=g("gc_jobs"),
-            scratch_dir=g("gc_scratch_dir"),
-            shard=g("gc_shard"),
-            expectations=list(g("gc_expectations")) if g("gc_expectations") is not None else None,
-            platform=g("gc_platform"),
-            retries=g("gc_retries"),
-            dmesg_patterns=g("gc_dmesg_patterns"),
-            catalogue=g("gc_catalogue"),
-            kmsg=g("gc_kmsg") or KMSG_PATH,
-            taint_file=g("gc_taint_file") or TAINT_PATH,
-            baselines=list(g("gc_baselines")) if g("gc_baselines") is not None else None,
-            baseline=g("gc_baseline"),
-            no_baseline=g("gc_no_baseline"),
-            regressions_expected=g("gc_regressions_expected"),
-            report=not g("gc_no_report"),
-            level=g("gc_level"),
-            duration=g("gc_duration"),
-        )
+        """The --gc-* options' (not checked: check_pytest_given)."""
+        return cls(**pytest_values(config.getoption))
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, *, selection_only: bool = False
+                  ) -> "RunOptions":
+        """`gpuconform run`'s (not checked: check_cli_given), or where
+        selection_only the selection options' alone (`gpuconform list`)."""
+        return cls(**cli_values(args, selection_only=selection_only))
 
     def timeout_for(self, test: str) -> float:
         """The first --timeout-override whose GLOB matches, else --timeout."""
@@ -267,53 +138,16 @@ class RunOptions:
         return self.timeout
 
 
+# run.json's order of the options, and pytest --help's
+FIELD_ORDER = tuple(f.name for f in fields(RunOptions))
+
+
 def options_to_args(o: RunOptions) -> list[str]:
-    """The --gc-* pytest arguments that give RunOptions o."""
-    a = ["--gc-timeout", repr(o.timeout), "--gc-grace", repr(o.grace),
-         "--gc-list-timeout", repr(o.list_timeout), "--gc-retries", str(o.retries),
-         "--gc-dmesg-patterns", o.dmesg_patterns, "--gc-catalogue", o.catalogue]
-    # The defaults are left out: given, a path must open (check_kernel_source).
-    if o.kmsg != KMSG_PATH:
-        a += ["--gc-kmsg", o.kmsg]
-    if o.taint_file != TAINT_PATH:
-        a += ["--gc-taint-file", o.taint_file]
-    for t in o.testlists:
-        a += ["--gc-testlist", t]
-    for r in o.include:
-        a += ["--gc-include", r]
-    for r in o.exclude:
-        a += ["--gc-exclude", r]
-    for g, s in o.timeout_overrides:
-        a += ["--gc-timeout-override", f"{g}={s!r}"]
-    if o.devices is not None:
-        a += ["--gc-devices", o.devices]
-    if o.jobs is not None:
-        a += ["--gc-jobs", str(o.jobs)]
-    if o.scratch_dir is not None:
-        a += ["--gc-scratch-dir", o.scratch_dir]
-    if o.shard is not None:
-        a += ["--gc-shard", f"{o.shard[0]}/{o.shard[1]}"]
-    for e in o.expectations if o.expectations is not None else []:
-        a += ["--gc-expectations", e]
-    if o.expectations is not None and not o.expectations:
-        a += ["--gc-no-expectations"]
-    if o.platform is not None:
-        a += ["--gc-platform", o.platform]
-    for b in o.baselines or []:
-        a += ["--gc-baselines", b]
-    if o.baseline is not None:
-        a += ["--gc-baseline", o.baseline]
-    if o.no_baseline:
-        a.append("--gc-no-baseline")
-    if o.regressions_expected:
-        a.append("--gc-regressions-expected")
-    if not o.report:
-        a.append("--gc-no-report")
-    if o.level is not None:
-        a += ["--gc-level", o.level]
-    if o.duration is not None:
-        a += ["--gc-duration", repr(o.duration)]
-    return a
+    """The --gc-* pytest arguments that give RunOptions o (those that are
+    not their default)."""
+    default = RunOptions()
+    return [a for opt in OPTIONS
+            for a in opt.pytest_args(getattr(o, opt.field), getattr(default, opt.field))]
 
 
 @dataclass

@@ -66,14 +66,7 @@ from typing import Any, Iterator, Sequence
 import pytest
 
 from .atomic import fsync_dir
-from .execute import (
-    DEFAULT_GRACE_S,
-    DEFAULT_LIST_TIMEOUT_S,
-    DEFAULT_TIMEOUT_S,
-    ExecOptions,
-    ListRun,
-    list_subtests,
-)
+from .execute import ExecOptions, ListRun, list_subtests
 from .attempts import TestRun, run_attempt, run_test, skip_record
 from .gang import combine, run_copies
 from .placement import DEFAULT_PLACEMENT, Slot, list_placement
@@ -91,34 +84,17 @@ from .journal import (
     read_run_json,
     write_run_json,
 )
-from .kmsg import KMSG_PATH, TAINT_PATH
 from .levels import LEVEL_ENV, LEVELS, SOAK_SECONDS_ENV, SoakPlan, list_soaks
 from .kwatch import KernelWatch
 from .manifest import MANIFEST_NAMES, ManifestEntry, ManifestError, read_manifest
-from .catalogue import DEFAULT_CATALOGUE
-from .options import (
-    DEFAULT_PATTERNS,
-    DEFAULT_RETRIES,
-    PROGRESS_MODES,
-    SCRATCH_ENV,
-    InputError,
-    RunOptions,
-    argtype,
-    check_kernel_source,
-    load_inputs,
-    parse_devices,
-    parse_jobs,
-    parse_retries,
-    parse_timeout_override,
-    seconds,
-    seconds_or_zero,
-)
+from .optable import add_pytest_options, check_pytest_given
+from .options import FIELD_ORDER, PROGRESS_MODES, SCRATCH_ENV, InputError, RunOptions, load_inputs
 from .progress import Progress, on_stderr
 from .resume import ResumeError, take_over
 from .results import TestRecord, judged, render_summary
 from .runend import RunEnd, ordered_records, run_info
 from .runtmp import make_run_tmp, remove_run_tmp
-from .shard import parse_shard, shard
+from .shard import shard
 from .states import State, signal_name
 from .testlist import TestlistError, TestPattern
 
@@ -137,70 +113,19 @@ _REPORT_ATTR = "gpuconform"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """The run options (optable.py) in RunOptions' order, with the plugin's own."""
     g = parser.getgroup("gpuconform", "gpuconform test binaries")
-    g.addoption("--gc-timeout", type=seconds, default=DEFAULT_TIMEOUT_S, metavar="S",
-                help=f"per-subtest timeout in seconds (default {DEFAULT_TIMEOUT_S:g})")
-    g.addoption("--gc-grace", type=seconds_or_zero, default=DEFAULT_GRACE_S, metavar="S",
-                help="seconds between SIGTERM and SIGKILL on timeout "
-                f"(default {DEFAULT_GRACE_S:g})")
-    g.addoption("--gc-list-timeout", type=seconds, default=DEFAULT_LIST_TIMEOUT_S, metavar="S",
-                help=f"timeout of --list-subtests (default {DEFAULT_LIST_TIMEOUT_S:g})")
-    g.addoption("--gc-results", metavar="DIR", default=None,
-                help="write DIR/results.json, summary.txt, journal.jsonl, run.json, report.html")
-    g.addoption("--gc-testlist", action="append", metavar="NAME|FILE",
-                help="select the tests of a test list (repeatable: their union)")
-    g.addoption("--gc-include", action="append", metavar="RE",
-                help="keep only tests whose name matches one of these regexes")
-    g.addoption("--gc-exclude", action="append", metavar="RE", help="drop tests matching RE")
-    g.addoption("--gc-timeout-override", action="append", metavar="GLOB=S",
-                type=argtype(parse_timeout_override, "GLOB=SECONDS"),
-                help="timeout of the tests matching GLOB (the first matching one wins)")
-    g.addoption("--gc-devices", metavar="LIST", default=None,
-                type=argtype(parse_devices, "LIST"),
-                help="the GPUs the run uses, by index or UUID (default: every GPU)")
-    g.addoption("--gc-jobs", metavar="N", default=None, type=argtype(parse_jobs, "N"),
-                help="copies of a one-GPU test at once (default: one per GPU)")
-    g.addoption("--gc-scratch-dir", metavar="DIR", default=None,
-                help=f"directory of the tests' scratch files: exported as {SCRATCH_ENV}")
-    g.addoption("--gc-shard", metavar="I/N", default=None, type=argtype(parse_shard, "I/N"),
-                help="run the I-th of N shards of the selection")
-    g.addoption("--gc-expectations", action="append", metavar="FILE",
-                help="expectations file (repeatable; default data/expectations/*.txt)")
-    g.addoption("--gc-no-expectations", action="store_true",
-                help="no expectations file at all")
-    g.addoption("--gc-platform", metavar="KEY", default=None,
-                help="the platform expectation rules are matched with "
-                "(default: this machine's fingerprint key)")
-    g.addoption("--gc-retries", type=argtype(parse_retries, "N"), default=DEFAULT_RETRIES,
-                metavar="N", help=f"retries of a failing test (default {DEFAULT_RETRIES})")
-    g.addoption("--gc-dmesg-patterns", metavar="FILE", default=str(DEFAULT_PATTERNS),
-                help="kernel log rules (default data/dmesg/patterns.txt)")
-    g.addoption("--gc-catalogue", metavar="FILE", default=str(DEFAULT_CATALOGUE),
-                help="the metric catalogue: a metric it lacks fails its test "
-                "(default data/metrics.txt)")
-    g.addoption("--gc-kmsg", metavar="PATH|off", default=None,
-                help=f"kernel log device (default {KMSG_PATH}, a note when it cannot be "
-                "read; a PATH given that cannot be opened stops the run before it starts; "
-                "off: not read)")
-    g.addoption("--gc-taint-file", metavar="PATH|off", default=None,
-                help=f"kernel taint file (default {TAINT_PATH}; a PATH given must open; "
-                "off: not watched)")
-    g.addoption("--gc-baselines", action="append", metavar="DIR",
-                help="where to look for the fingerprint's baseline (default data/baselines); "
-                "given, it must be there")
-    g.addoption("--gc-baseline", metavar="FILE", default=None,
-                help="the baseline file to compare with (it must be this machine's)")
-    g.addoption("--gc-no-baseline", action="store_true", help="no baseline comparison")
-    g.addoption("--gc-regressions-expected", action="store_true",
-                help="metric regressions do not count as unexpected")
-    g.addoption("--gc-no-report", action="store_true", help="do not write report.html")
-    g.addoption("--gc-progress", choices=PROGRESS_MODES, default="off",
-                help="live progress line on stderr (default off; gpuconform run: auto)")
-    g.addoption("--gc-level", choices=list(LEVELS), default=None,
-                help="the qualification level (levels.py): exported as " + LEVEL_ENV)
-    g.addoption("--gc-duration", type=seconds, default=None, metavar="S",
-                help="--gc-level long: the run's length in seconds (default "
-                f"{LEVELS['long'].duration_s:g})")
+
+    def results() -> None:
+        g.addoption("--gc-results", metavar="DIR", default=None,
+                    help="write DIR/results.json, summary.txt, journal.jsonl, run.json, "
+                    "report.html")
+
+    def progress() -> None:
+        g.addoption("--gc-progress", choices=PROGRESS_MODES, default="off",
+                    help="live progress line on stderr (default off; gpuconform run: auto)")
+
+    add_pytest_options(g, FIELD_ORDER, before={"testlists": results, "level": progress})
     g.addoption("--gc-resume", metavar="DIR", default=None,
                 help="continue the run of DIR (its run.json and journal)")
 
@@ -497,12 +422,7 @@ class GcSession:
                 self.run_id = self.run_json["run_id"]
             else:
                 self.opts = RunOptions.from_config(config)
-                if config.getoption("gc_no_expectations"):
-                    self.opts.expectations = []
-                for opt in ("gc_kmsg", "gc_taint_file"):  # given: it must open
-                    if config.getoption(opt) not in (None, "off"):
-                        check_kernel_source("--" + opt.replace("_", "-"),
-                                            config.getoption(opt))
+                check_pytest_given(config.getoption)  # a --gc-kmsg given must open
             selftest = self.control.selftest if self.control else False
             self.inputs = load_inputs(self.opts, selftest=selftest)
         except (JournalError, InputError) as e:
