@@ -45,7 +45,7 @@ def _child(conn: Connection, fn: Callable[..., Any], args: tuple[Any, ...],
     except MemoryError:
         conn.send((False, f"ran out of its {memory_bytes >> 30} GiB of memory"))
     except BaseException as e:  # noqa: BLE001 - every failure comes back as a line
-        conn.send((False, f"{type(e).__name__}: {e}"))
+        conn.send((False, str(e) or type(e).__name__))
     finally:
         conn.close()
 

@@ -988,6 +988,8 @@ class GcSession:
             return self._stop(self.stop_error, "the run stopped after")
         self.end = end = self.run_end()
         info = self._run_info(exitstatus)
+        if self.baseline is not None:
+            end.compare(info, self.baseline)
         try:
             end.write(self.results_dir, info)
         except OSError as e:
@@ -997,8 +999,6 @@ class GcSession:
         if self.control is not None:
             self.control.results_dir = self.results_dir
             self.control.written = True
-        if self.baseline is not None:
-            end.compare(self.results_dir, info, self.baseline)
         if self.opts.report:
             end.report(self.results_dir)
         if self.journal is not None:

@@ -1,8 +1,9 @@
 """What a finished run writes: its records in selection order (notrun for the
 selected tests that never ran), results.json's "run" and its other keys, the
-run's notes, then results.json and summary.txt, the comparison with the
-baseline written into them, report.html; each step guarded so that a failing
-one never loses what is already written.
+run's notes, the comparison with the baseline, then results.json and
+summary.txt, written once, then report.html; each step guarded so that a
+failing one never loses what is already written (the comparison and the
+report run in children bounded in time and memory: bounded.py).
 
 The caller gives plain values (RunEnd) and calls the steps in order; what
 they add (comparisons, outcome, messages, errors) stays on the RunEnd for the
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = ["RunEnd", "ordered_records", "run_info"]
 
-# report.html of a whole H100 run takes a few seconds and under 1 GiB; far beyond either, it is broken.
+# report.html of a whole H100 run takes a few seconds and under 1 GiB, the comparison with the
+# baseline less; far beyond either, the step is broken.
 REPORT_TIMEOUT_S = 600.0
 REPORT_MEMORY = 16 << 30
 
@@ -179,27 +181,21 @@ class RunEnd:
                                      self._extra(notes), notes)
         return self.written
 
-    def compare(self, directory: Path, info: Mapping[str, Any], baseline: Baseline) -> None:
-        """The metrics judged against the baseline, written again with them; a
-        comparison that fails is a baseline error, said in results.json too
-        (the first write stays if this one fails)."""
+    def compare(self, info: Mapping[str, Any], baseline: Baseline) -> None:
+        """The metrics judged against the baseline, before results.json is
+        written (once, with them), in a child bounded as the report is; a
+        comparison that fails is a baseline error, said in results.json too."""
         try:
-            from .judge import compare_run
-            from .scope import catalogue_of, labeler
+            from .bounded import run_bounded
 
             tests = {n: r.to_json() for n, r in self.records.items()}
-            data = {"fingerprint": self.fingerprint, "run": info}
-            self.comparisons = list(compare_run(tests, baseline,
-                                                labeler(data, catalogue_of(data))))
-            self.write(directory, info)
-        except Exception as e:  # noqa: BLE001 - results.json without comparisons stays
+            data = {"fingerprint": self.fingerprint, "run": dict(info)}
+            self.comparisons = run_bounded(_compare, tests, data, baseline,
+                                           timeout_s=REPORT_TIMEOUT_S, memory_bytes=REPORT_MEMORY)
+        except Exception as e:  # noqa: BLE001 - results.json without comparisons
             self.comparisons = []
             self.baseline_error = (f"baseline comparison with {self.baseline_path} failed: "
                                    f"{one_line(e, 300) or type(e).__name__}")
-            try:
-                self.write(directory, info)
-            except Exception:  # noqa: BLE001
-                pass
 
     def report(self, directory: Path) -> None:
         """report.html from the results.json written, in a child bounded in time
@@ -212,3 +208,12 @@ class RunEnd:
                 write_html, directory, timeout_s=REPORT_TIMEOUT_S, memory_bytes=REPORT_MEMORY)))
         except Exception as e:  # noqa: BLE001 - the results stay; the report is extra
             self.errors.append(f"report.html not written: {one_line(e, 300) or type(e).__name__}")
+
+
+def _compare(tests: Mapping[str, Any], data: Mapping[str, Any],
+             baseline: Baseline) -> list[GateComparison]:
+    """The run's metrics judged against baseline (RunEnd.compare's child)."""
+    from .judge import compare_run
+    from .scope import catalogue_of, labeler
+
+    return list(compare_run(tests, baseline, labeler(data, catalogue_of(data))))

@@ -48,7 +48,7 @@ def test_growth_stops_at_its_limit() -> None:
 
 
 def test_an_exception_is_one_line() -> None:
-    with pytest.raises(BoundedError, match=r"^ValueError: no such thing$"):
+    with pytest.raises(BoundedError, match=r"^no such thing$"):
         run_bounded(_fail, timeout_s=30, memory_bytes=1 << 30)
 
 

@@ -124,8 +124,10 @@ def test_write_then_compare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         return [comparison("a@1", "regression")]
 
     monkeypatch.setattr(judge_module, "compare_run", compare_run)
-    end.compare(tmp_path, INFO, "the baseline")  # type: ignore[arg-type]
-    assert seen == [(["a@1", "a@2"], "the baseline")]
+    end.compare(INFO, "the baseline")  # type: ignore[arg-type]
+    assert seen == []  # judged in a child: what it saw stays there
+    assert [c.verdict for c in end.comparisons] == ["regression"]
+    end.write(tmp_path, INFO)
     data = json.loads(rj.read_text())
     assert [c["verdict"] for c in data["comparisons"]] == ["regression"]
     assert data["outcome"]["regressions"] == 1 and end.baseline_error is None
@@ -134,33 +136,32 @@ def test_write_then_compare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 def test_a_failed_comparison_is_a_baseline_error(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     end = end_of({"a@1": rec("a@1", State.PASS)}, baseline_path=Path("b.json"))
-    end.write(tmp_path, INFO)
 
     def broken(tests: dict[str, Any], baseline: Any, node: Any = None) -> list[GateComparison]:
         raise ValueError("metric m: bad\nsecond line")
 
     monkeypatch.setattr(judge_module, "compare_run", broken)
-    end.compare(tmp_path, INFO, None)  # type: ignore[arg-type]
+    end.compare(INFO, None)  # type: ignore[arg-type]
     assert end.comparisons == []
     assert end.baseline_error == "baseline comparison with b.json failed: metric m: bad second line"
+    end.write(tmp_path, INFO)
     data = json.loads((tmp_path / "results.json").read_text())
     assert data["baseline"]["error"] == end.baseline_error
     assert data["outcome"]["status"] == 1 and data["comparisons"] == []
 
 
-def test_a_comparison_that_cannot_be_written_keeps_the_first_write(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    end = end_of({"a@1": rec("a@1", State.PASS)}, baseline_path=Path("b.json"))
-    first = end.write(tmp_path, INFO)
-    before = first[0].read_text()
+def test_a_comparison_that_hangs_is_a_baseline_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from gpuconform import runend as runend_module
+
     monkeypatch.setattr(judge_module, "compare_run",
-                        lambda tests, baseline, node=None: [comparison("a@1", "new")])
-    gone = tmp_path / "file-not-dir"
-    gone.write_text("")
-    end.compare(gone, INFO, None)  # type: ignore[arg-type]
-    assert end.written == first and first[0].read_text() == before
-    assert end.comparisons == [] and (end.baseline_error or "").startswith(
-        "baseline comparison with b.json failed: ")
+                        lambda tests, baseline, node=None: time.sleep(3600))
+    monkeypatch.setattr(runend_module, "REPORT_TIMEOUT_S", 1.0)
+    end = end_of({"a@1": rec("a@1", State.PASS)}, baseline_path=Path("b.json"))
+    end.compare(INFO, None)  # type: ignore[arg-type]
+    assert end.comparisons == [] and end.baseline_error == (
+        "baseline comparison with b.json failed: still running after 1 s: killed")
 
 
 def test_report(tmp_path: Path) -> None:
