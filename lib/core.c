@@ -26,6 +26,11 @@ enum gc_result { GC_SUCCESS, GC_SKIP, GC_FAIL };
 
 #define GC_KEPT_CHECKS 32 /* failed checks listed one a line; more are counted */
 
+struct gc_deferred {
+	void (*fn)(void *arg);
+	void *arg;
+};
+
 static const char *const result_names[] = { "SUCCESS", "SKIP", "FAIL" };
 
 struct gc_filter {
@@ -64,6 +69,15 @@ struct gc_state {
 	unsigned n_checks;
 	unsigned dyn_mark;
 	char checks[GC_KEPT_CHECKS][320];
+	/*
+	 * Deferred cleanups, one stack: the fixture's [0, sub_defer_mark), the
+	 * subtest's [sub_defer_mark, ...), a dynamic's [dyn_defer_mark, n_deferred).
+	 */
+	struct gc_deferred deferred[GC_DEFER_MAX];
+	unsigned n_deferred;
+	unsigned sub_defer_mark;
+	unsigned dyn_defer_mark;
+	bool in_cleanup;
 	/* totals */
 	int counts[3];
 	bool in_child;
@@ -315,6 +329,10 @@ void gc__skip(const char *file, int line, const char *func, const char *fmt, ...
 	vsnprintf(reason, sizeof(reason), fmt, ap);
 	va_end(ap);
 	print_location(file, line, func);
+	if (gc.in_cleanup) {
+		fprintf(stderr, "FAIL: a deferred cleanup cannot skip (\"%s\")\n", reason);
+		leave(GC_FAIL);
+	}
 	fprintf(stderr, "SKIP: %s\n", reason);
 	print_skip_reason(reason);
 	leave(GC_SKIP);
@@ -349,6 +367,55 @@ void gc__abort(const char *file, int line, const char *func, const char *fmt, ..
 	if (gc.in_child)
 		_exit(GC_EXIT_ABORT);
 	exit(GC_EXIT_ABORT);
+}
+
+/* ---------------------------------------------------- deferred cleanups */
+
+/* Why the caller may not defer here, or NULL. */
+static const char *defer_refusal(void)
+{
+	if (gc.in_child)
+		return "in a gc_fork_run() child (the parent's scopes are not the child's): "
+		       "release it in the child's body";
+	if (gettid() != gc.main_tid)
+		return "from a helper thread: defer from the thread that runs the subtest";
+	if (current_target() == JUMP_NONE)
+		return "outside a subtest, dynamic subtest or fixture";
+	return NULL;
+}
+
+void gc__defer(const char *file, int line, const char *func, void (*fn)(void *arg), void *arg)
+{
+	const char *refusal = defer_refusal();
+
+	if (refusal)
+		gc__fail(file, line, func, "gc_defer() %s", refusal);
+	if (gc.n_deferred == GC_DEFER_MAX)
+		gc__fail(file, line, func, "gc_defer(): more than GC_DEFER_MAX (%d) cleanups "
+			 "deferred at once", GC_DEFER_MAX);
+	gc.deferred[gc.n_deferred++] = (struct gc_deferred){ fn, arg };
+}
+
+/*
+ * Runs the cleanups [mark, n_deferred) last first, each with jmp as the
+ * scope's jump buffer: one that fails is counted and the rest still run.
+ * The worst result among them.
+ */
+static enum gc_result run_deferred(unsigned mark, sigjmp_buf *jmp)
+{
+	volatile enum gc_result r = GC_SUCCESS;
+
+	while (gc.n_deferred > mark) {
+		struct gc_deferred d = gc.deferred[--gc.n_deferred];
+
+		gc.in_cleanup = true;
+		if (sigsetjmp(*jmp, 1) == 0)
+			d.fn(d.arg);
+		else
+			r = worse(r, gc.jump_result);
+		gc.in_cleanup = false;
+	}
+	return r;
 }
 
 /* ------------------------------------------------------ broken promises */
@@ -837,8 +904,10 @@ static bool dynamic_selected(const char *name)
 
 /* ------------------------------------------------------ dynamic subtests */
 
+/* Its cleanups run before its verdict: a failing one fails it. */
 static void end_dynamic(enum gc_result r)
 {
+	r = worse(r, run_deferred(gc.dyn_defer_mark, &gc.dynamic_jmp));
 	r = worse(r, checks_verdict(gc.dyn_mark, gc.dynamic));
 	printf("Dynamic subtest %s: %s (%.3fs)\n", gc.dynamic, result_names[r],
 	       seconds_since(gc.dynamic_start));
@@ -862,6 +931,7 @@ void gc_dynamic(const char *name, void (*fn)(void *arg), void *arg)
 	fflush(stdout);
 	gc.dynamic_start = gc_now_ns();
 	gc.dyn_mark = gc.n_checks;
+	gc.dyn_defer_mark = gc.n_deferred;
 	gc.in_dynamic = true;
 	if (sigsetjmp(gc.dynamic_jmp, 1) == 0) {
 		fn(arg);
@@ -973,21 +1043,29 @@ static void run_fixture_setup(void)
 		gc.fixture_data = fx->setup();
 	else
 		gc.fixture_result = gc.jump_result;
+	/* A setup that did not succeed is never torn down: its cleanups run now. */
+	if (gc.fixture_result != GC_SUCCESS)
+		gc.fixture_result = worse(gc.fixture_result, run_deferred(0, &gc.fixture_jmp));
 	gc.fixture_result = worse(gc.fixture_result, checks_verdict(0, "the fixture's setup"));
 	gc.jump_target = JUMP_NONE;
 }
 
+/* teardown(), then the cleanups its setup deferred (last first). */
 static void run_fixture_teardown(void)
 {
 	const struct gc_fixture *fx = gc.test->fixture;
+	enum gc_result r;
 
-	if (!gc.fixture_ran || gc.fixture_result != GC_SUCCESS || !fx || !fx->teardown)
+	if (!gc.fixture_ran || gc.fixture_result != GC_SUCCESS)
 		return;
 	gc.jump_target = JUMP_FIXTURE;
 	gc.jump_result = GC_SUCCESS;
-	if (sigsetjmp(gc.fixture_jmp, 1) == 0)
-		fx->teardown(gc.fixture_data);
-	if (worse(gc.jump_result, checks_verdict(0, "the fixture's teardown")) == GC_FAIL)
+	if (fx && fx->teardown) {
+		if (sigsetjmp(gc.fixture_jmp, 1) == 0)
+			fx->teardown(gc.fixture_data);
+	}
+	r = worse(gc.jump_result, run_deferred(0, &gc.fixture_jmp));
+	if (worse(r, checks_verdict(0, "the fixture's teardown")) == GC_FAIL)
 		gc.counts[GC_FAIL]++; /* a teardown failure fails the run */
 	gc.jump_target = JUMP_NONE;
 }
@@ -1043,11 +1121,15 @@ static void run_subtest(const struct gc_subtest *st)
 	gc.subtest_start = gc_now_ns();
 	if (!gc.fixture_ran)
 		run_fixture_setup();
+	gc.sub_defer_mark = gc.n_deferred;
 	if (!fixture_decides(&r)) {
 		r = run_hook(fx ? fx->before_each : NULL);
 		if (r == GC_SUCCESS)
 			r = run_body(st);
+		/* The cleanups run before after_each()'s leak check, and after it for its own. */
+		r = worse(r, run_deferred(gc.sub_defer_mark, &gc.subtest_jmp));
 		r = worse(r, run_hook(fx ? fx->after_each : NULL));
+		r = worse(r, run_deferred(gc.sub_defer_mark, &gc.subtest_jmp));
 	}
 	r = worse(r, checks_verdict(0, st->name));
 	fflush(stderr);

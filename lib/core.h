@@ -128,6 +128,49 @@ void gc_dynamic_f(void (*fn)(void *arg), void *arg, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /*
+ * Deferred cleanup: register the undo when you take a resource, and the
+ * framework runs it whatever happens next.
+ *
+ *     static void unmap(void *p) { gc_assert_syscall(munmap(p, 4096)); }
+ *
+ *     static void test_map(void *fx)
+ *     {
+ *         char *p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+ *
+ *         gc_assert(p != MAP_FAILED);
+ *         gc_defer(unmap, p);           // runs on pass, failed assert, skip
+ *         gc_assert_eq_int(p[0], 0);
+ *     }
+ *
+ * gc_defer(fn, arg) pushes fn(arg) onto the innermost running scope:
+ *   - a dynamic subtest: its cleanups run at its end, before its result line
+ *     ("Dynamic subtest X: FAIL" counts a failing cleanup);
+ *   - else the subtest (its body, before_each() and after_each()): they run
+ *     when the body ends, before after_each() (whose leak check then sees
+ *     them released), and those after_each() deferred right after it;
+ *   - else the fixture's setup(): they run after teardown(), at the end of
+ *     the run, or at once when setup() skips or fails (no teardown then);
+ *     in teardown() they run right after it.
+ * A scope's cleanups run last first on every exit from it: return, failed
+ * assert, gc_fail, gc_skip, and a failure in one of its cleanups. A cleanup
+ * may assert and check: a failure there fails the scope (even one that
+ * passed or skipped), printed as any failure, and the remaining cleanups
+ * still run. A cleanup cannot skip: gc_skip in one fails the scope.
+ * Not run: after gc_abort, a crash, or a failure in a helper thread (each
+ * ends the process at once).
+ * arg must outlive the scope: the body's stack frame is gone when its
+ * cleanups run (heap, static, the fixture's data, or a value cast to void *).
+ * At most GC_DEFER_MAX cleanups are deferred at once in a process (fixture,
+ * subtest and dynamic together); one more fails the scope, naming the
+ * limit, and the ones already deferred run. Refused with a failure: from a
+ * helper thread (defer from the thread that runs the subtest), in a
+ * gc_fork_run() child (release in the child's body: the child's exit runs
+ * none), and outside a subtest or fixture.
+ */
+#define GC_DEFER_MAX 64
+#define gc_defer(fn, arg) gc__defer(__FILE__, __LINE__, __func__, (fn), (arg))
+
+/*
  * Matrices: one table of cases, one body, each case a dynamic subtest.
  *
  * A matrix is declared once: the case type, the table and the body. The
@@ -450,6 +493,7 @@ void gc_metric(const char *name, const char *unit, enum gc_better better,
 	       const double *samples, size_t n);
 
 /* Implementation entry points of the macros above. */
+void gc__defer(const char *file, int line, const char *func, void (*fn)(void *arg), void *arg);
 void gc__skip(const char *file, int line, const char *func, const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 4, 5)));
 void gc__fail(const char *file, int line, const char *func, const char *fmt, ...)
