@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from .optable import path_options
 from .options import DATA_DIR
 
 __all__ = [
@@ -67,12 +68,10 @@ SLURM_LOGS = "slurm"  # the tasks' stdout and stderr
 JOB_NAME = "gpuconform-fleet"  # + "-" + DIR's name (job_name())
 
 # Options of `gpuconform run` whose values are paths: made absolute at submit
-# time, since a task starts in DIR, not in the submitter's directory.
+# time, since a task starts in DIR, not in the submitter's directory. --build
+# is the command's own; the run options' come from their table (optable.path).
 # option -> how many values (None: one or more, up to the next option)
-_PATH_OPTIONS: dict[str, int | None] = {
-    "--build": 1, "--scratch-dir": 1, "--dmesg-patterns": 1, "--catalogue": 1, "--baselines": 1,
-    "--baseline": 1, "--kmsg": 1, "--taint-file": 1, "--testlist": 1, "--expectations": None,
-}
+_PATH_OPTIONS: dict[str, int | None] = {"--build": 1, **path_options()}
 _UNSAFE = re.compile(r"[\s'\"\\]")
 
 

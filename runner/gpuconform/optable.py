@@ -3,8 +3,7 @@
 plugin's --gc-* pytest options, the field's value read from either, the pytest
 arguments that give it again and its form in run.json are all made. A new run
 option is a field of RunOptions (options.py) and an entry here (one whose value
-is a path: fleet_script's _PATH_OPTIONS too, which makes it absolute for the
-shards).
+is a path: path=True, and fleet_script makes it absolute for the shards).
 
 The entries are in `gpuconform run --help`'s order; RunOptions' fields keep
 run.json's (and pytest --help's)."""
@@ -37,7 +36,7 @@ from .shard import parse_shard
 __all__ = [
     "VALUE", "LIST", "OPTIONAL_LIST", "FLAG", "NOT_FLAG", "RunOption", "OPTIONS", "BY_FIELD",
     "add_cli_arguments", "add_pytest_options", "cli_values", "pytest_values", "check_cli_given",
-    "check_pytest_given", "DEFAULT_PATTERNS", "DEFAULT_RETRIES", "SCRATCH_ENV",
+    "check_pytest_given", "path_options", "DEFAULT_PATTERNS", "DEFAULT_RETRIES", "SCRATCH_ENV",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -146,6 +145,7 @@ class RunOption:
     to_json: Callable[[Any], Any] | None = None  # run.json's form, where not the field's
     from_json: Callable[[Any], Any] | None = None
     check: Callable[[str, Any], None] | None = None  # a given value, checked before the run
+    path: bool = False  # its values are paths: fleet_script makes them absolute for the shards
 
     @property
     def cli_dest(self) -> str:
@@ -210,7 +210,7 @@ _SELECTION = (
         "testlists", "--gc-testlist", "select the tests of a test list (repeatable: their union)",
         cli="--testlist", kind=LIST, metavar="NAME|FILE", selection=True,
         help="run the tests of a test list: a name of data/testlists/NAME.txt or a file "
-        "(repeatable: their union)"),
+        "(repeatable: their union)", path=True),
     RunOption(
         "include", "--gc-include", "keep only tests whose name matches one of these regexes",
         cli="--include", kind=LIST, metavar="RE", selection=True,
@@ -260,7 +260,7 @@ _RUN = (
         f"directory of the tests' scratch files: exported as {SCRATCH_ENV}",
         cli="--scratch-dir", metavar="DIR", from_cli=_absolute_if_given,
         help=f"directory of the tests' scratch files, exported as {SCRATCH_ENV} "
-        f"(default: the environment's {SCRATCH_ENV}, else /var/tmp)"),
+        f"(default: the environment's {SCRATCH_ENV}, else /var/tmp)", path=True),
     RunOption(
         "expectations", "--gc-expectations",
         "expectations file (repeatable; default data/expectations/*.txt)",
@@ -268,7 +268,7 @@ _RUN = (
         gc_empty=("--gc-no-expectations", "no expectations file at all"),
         from_cli=_absolute_all,
         help="expectation files (default: data/expectations/*.txt for the suite, "
-        "none for --selftest)"),
+        "none for --selftest)", path=True),
     RunOption(
         "platform", "--gc-platform",
         "the platform expectation rules are matched with (default: this machine's fingerprint "
@@ -285,13 +285,13 @@ _RUN = (
         "dmesg_patterns", "--gc-dmesg-patterns",
         "kernel log rules (default data/dmesg/patterns.txt)",
         cli="--dmesg-patterns", metavar="FILE", default=str(DEFAULT_PATTERNS),
-        from_cli=_absolute, help="kernel log rules (default data/dmesg/patterns.txt)"),
+        from_cli=_absolute, help="kernel log rules (default data/dmesg/patterns.txt)", path=True),
     RunOption(
         "catalogue", "--gc-catalogue",
         "the metric catalogue: a metric it lacks fails its test (default data/metrics.txt)",
         cli="--catalogue", metavar="FILE", default=str(DEFAULT_CATALOGUE), from_cli=_absolute,
         help="the metric catalogue: a test recording a metric it lacks, or in another unit, "
-        "fails (default data/metrics.txt)"),
+        "fails (default data/metrics.txt)", path=True),
     RunOption(
         "kmsg", "--gc-kmsg",
         f"kernel log device (default {KMSG_PATH}, a note when it cannot be read; a PATH given "
@@ -299,13 +299,13 @@ _RUN = (
         cli="--kmsg", metavar="PATH|off", from_cli=_or_kmsg, from_gc=_or_kmsg,
         check=_readable_unless_off,
         help=f"kernel log to watch (default {KMSG_PATH}: a note when it cannot be read; a PATH "
-        "given that cannot be read stops the run before it starts)"),
+        "given that cannot be read stops the run before it starts)", path=True),
     RunOption(
         "taint_file", "--gc-taint-file",
         f"kernel taint file (default {TAINT_PATH}; a PATH given must open; off: not watched)",
         cli="--taint-file", metavar="PATH|off", from_cli=_or_taint, from_gc=_or_taint,
         check=_readable_unless_off,
-        help=f"kernel taint to watch (default {TAINT_PATH}; a PATH given must be readable)"),
+        help=f"kernel taint to watch (default {TAINT_PATH}; a PATH given must be readable)", path=True),
     RunOption(
         "baselines", "--gc-baselines",
         "where to look for the fingerprint's baseline (default data/baselines); given, it must "
@@ -314,13 +314,13 @@ _RUN = (
         from_cli=_absolute_all,
         help="where the baseline of this machine's fingerprint is looked for instead of "
         "data/baselines (repeatable); one of them must hold it, or nothing runs (default: "
-        "data/baselines, and none there is a note)"),
+        "data/baselines, and none there is a note)", path=True),
     RunOption(
         "baseline", "--gc-baseline",
         "the baseline file to compare with (it must be this machine's)",
         cli="--baseline", metavar="FILE", exclusive="baseline", from_cli=_absolute,
         help="the baseline file to compare with; it must be a baseline of this machine's "
-        "fingerprint, or nothing runs"),
+        "fingerprint, or nothing runs", path=True),
     RunOption(
         "no_baseline", "--gc-no-baseline", "no baseline comparison",
         cli="--no-baseline", kind=FLAG,
@@ -353,6 +353,12 @@ _RUN = (
 
 OPTIONS: tuple[RunOption, ...] = _SELECTION + _RUN
 BY_FIELD: Mapping[str, RunOption] = {o.field: o for o in OPTIONS}
+
+
+def path_options() -> dict[str, int | None]:
+    """`gpuconform run`'s options whose values are paths -> how many values
+    each takes (None: one or more, up to the next option)."""
+    return {o.cli: None if o.cli_extend else 1 for o in OPTIONS if o.path and o.cli}
 
 
 def _before(hooks: Mapping[str, Callable[[], Any]], field: str) -> None:

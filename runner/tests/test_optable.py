@@ -173,3 +173,15 @@ def test_a_kernel_source_given_must_be_readable(flag: str, tmp_path: Any) -> Non
         check_cli_given(build_parser().parse_args(given))
     check_pytest_given(pytest_getoption([f"--gc-{flag}", "off"]))
 
+
+
+def test_path_options_are_the_table_s() -> None:
+    """fleet_script makes these absolute for the shards; the table says which
+    run options take paths (each value, or each of --expectations' list)."""
+    from gpuconform.fleet_script import _PATH_OPTIONS
+    from gpuconform.optable import path_options
+
+    assert path_options() == {
+        "--testlist": 1, "--scratch-dir": 1, "--expectations": None, "--dmesg-patterns": 1,
+        "--catalogue": 1, "--kmsg": 1, "--taint-file": 1, "--baselines": 1, "--baseline": 1}
+    assert _PATH_OPTIONS == {"--build": 1, **path_options()}
