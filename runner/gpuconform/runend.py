@@ -32,10 +32,10 @@ if TYPE_CHECKING:
 
 __all__ = ["RunEnd", "ordered_records", "run_info"]
 
-# report.html of a whole H100 run takes a few seconds and under 1 GiB, the comparison with the
-# baseline less; far beyond either, the step is broken.
-REPORT_TIMEOUT_S = 600.0
-REPORT_MEMORY = 16 << 30
+# Each bounded step of the run's end: report.html of a whole H100 run takes a few seconds
+# and under 1 GiB, the comparison with the baseline less; far beyond either, it is broken.
+STEP_TIMEOUT_S = 600.0
+STEP_MEMORY = 16 << 30
 
 
 def ordered_records(selected: Mapping[str, tuple[str, str | None]],
@@ -191,7 +191,7 @@ class RunEnd:
             tests = {n: r.to_json() for n, r in self.records.items()}
             data = {"fingerprint": self.fingerprint, "run": dict(info)}
             self.comparisons = run_bounded(_compare, tests, data, baseline,
-                                           timeout_s=REPORT_TIMEOUT_S, memory_bytes=REPORT_MEMORY)
+                                           timeout_s=STEP_TIMEOUT_S, memory_bytes=STEP_MEMORY)
         except Exception as e:  # noqa: BLE001 - results.json without comparisons
             self.comparisons = []
             self.baseline_error = (f"baseline comparison with {self.baseline_path} failed: "
@@ -199,13 +199,13 @@ class RunEnd:
 
     def report(self, directory: Path) -> None:
         """report.html from the results.json written, in a child bounded in time
-        and memory (REPORT_TIMEOUT_S, REPORT_MEMORY); a failure is one error line."""
+        and memory (STEP_TIMEOUT_S, STEP_MEMORY); a failure is one error line."""
         try:
             from .bounded import run_bounded
             from .report import write_html
 
             self.messages.append("report: " + str(run_bounded(
-                write_html, directory, timeout_s=REPORT_TIMEOUT_S, memory_bytes=REPORT_MEMORY)))
+                write_html, directory, timeout_s=STEP_TIMEOUT_S, memory_bytes=STEP_MEMORY)))
         except Exception as e:  # noqa: BLE001 - the results stay; the report is extra
             self.errors.append(f"report.html not written: {one_line(e, 300) or type(e).__name__}")
 

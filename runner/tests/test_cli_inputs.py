@@ -79,28 +79,22 @@ def _missing(good: Path, d: Path) -> Path:
 
 
 def _truncated(good: Path, d: Path) -> Path:
-    d.mkdir()
     text = (good / "results.json").read_bytes()
-    (d / "results.json").write_bytes(text[:len(text) // 2])
-    return d
+    return _results_of(text[:len(text) // 2])(good, d)
 
 
-def _empty(good: Path, d: Path) -> Path:
-    d.mkdir()
-    (d / "results.json").write_bytes(b"")
-    return d
+def _results_of(content: bytes) -> Callable[[Path, Path], Path]:
+    """A maker of a directory whose results.json holds content."""
+    def make(good: Path, d: Path) -> Path:
+        d.mkdir()
+        (d / "results.json").write_bytes(content)
+        return d
+    return make
 
 
-def _another_format(good: Path, d: Path) -> Path:
-    d.mkdir()
-    (d / "results.json").write_text('{"format": "gpuconform-qualification", "version": 1}\n')
-    return d
-
-
-def _an_array(good: Path, d: Path) -> Path:
-    d.mkdir()
-    (d / "results.json").write_text("[1, 2]\n")
-    return d
+_empty = _results_of(b"")
+_another_format = _results_of(b'{"format": "gpuconform-qualification", "version": 1}\n')
+_an_array = _results_of(b"[1, 2]\n")
 
 
 def _results_json_a_directory(good: Path, d: Path) -> Path:

@@ -642,21 +642,18 @@ def test_qualify_with_a_key_gpg_lacks_runs_nothing(selftests: Selftests, tmp_pat
     assert not out.exists()
 
 
-def test_qualify_without_gpg_runs_nothing(selftests: Selftests, tmp_path: Path) -> None:
+@pytest.mark.parametrize("key, no_gpg, why", [
+    ("K", True, "gpg is not on PATH (apt-get install gnupg)"),
+    ("", False, "an empty key id names no key"),
+], ids=["without-gpg", "empty-key"])
+def test_qualify_with_a_key_it_cannot_use_runs_nothing(selftests: Selftests, tmp_path: Path,
+                                                       key: str, no_gpg: bool, why: str) -> None:
     out = tmp_path / "r"
+    env = {**os.environ, "PATH": no_gpg_path(tmp_path / "bin")} if no_gpg else None
     r = gpuconform(["qualify", "--build", str(selftests.build), *QUICK, "--results", str(out),
-                    "--sign", "K"], {**os.environ, "PATH": no_gpg_path(tmp_path / "bin")})
-    one_error_line(r, "gpuconform: qualify --sign: cannot sign with key K: gpg is not on PATH "
-                      "(apt-get install gnupg); nothing was run")
-    assert not out.exists()
-
-
-def test_qualify_with_an_empty_key_runs_nothing(selftests: Selftests, tmp_path: Path) -> None:
-    out = tmp_path / "r"
-    r = gpuconform(["qualify", "--build", str(selftests.build), *QUICK, "--results", str(out),
-                    "--sign", ""])
-    one_error_line(r, "gpuconform: qualify --sign: cannot sign with key : an empty key id names "
-                      "no key; nothing was run")
+                    "--sign", key], env)
+    one_error_line(r, f"gpuconform: qualify --sign: cannot sign with key {key}: {why}; "
+                      "nothing was run")
     assert not out.exists()
 
 

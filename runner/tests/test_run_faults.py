@@ -26,16 +26,8 @@ import pytest
 from gc_testutil import HANG_GUARD_S, LAUNCHER, REPO_ROOT, Selftests
 
 from gpuconform.journal import read_journal
-
-
-def base_env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)  # carries conftest's marker where a test asks for it
-    for var in ("GPUCONFORM_SELFTEST_KMSG", "GPUCONFORM_SELFTEST_TAINT_FILE",
-                "GPUCONFORM_SELFTEST_FIXTURE_SKIP"):
-        env.pop(var, None)
-    env.update(GPUCONFORM_SELFTEST_SLEEP_MS="20", GPUCONFORM_SELFTEST_LONG_SLEEP_MS="20")
-    env.update(extra)
-    return env
+from test_resume import open_fifo_writer
+from test_run_flow import base_env
 
 
 def launch(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
@@ -180,26 +172,12 @@ def test_a_full_results_disk_stops_the_run_in_one_line_and_resume_recovers(
 # ------------------------------------------------- two starts at one place
 
 
-def open_reader_end(fifo: Path) -> int | None:
-    """A write end of fifo once a reader waits on it (None: none yet); the
-    FIFO is replaced at once, so the next open is a fresh read."""
-    try:
-        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-    except OSError as e:
-        if e.errno == errno.ENXIO:
-            return None
-        raise
-    os.unlink(fifo)
-    os.mkfifo(fifo)
-    return fd
-
-
 def feed_until_exit(proc: subprocess.Popen[str], fifo: Path, data: bytes) -> tuple[str, str]:
     """Answer each read of fifo with data (b"": an empty file) until proc exits."""
     deadline = time.monotonic() + HANG_GUARD_S
     while proc.poll() is None:
         assert time.monotonic() < deadline, "the runner hung"
-        fd = open_reader_end(fifo)
+        fd = open_fifo_writer(fifo)
         if fd is not None:
             try:
                 if data:
@@ -228,7 +206,7 @@ def test_a_run_losing_the_start_writes_nothing_in_the_winners_directory(
         held: list[int] = []
 
         def loser_waits() -> bool:  # on its expectations, its check of the directory done
-            fd = open_reader_end(exp_fifo)
+            fd = open_fifo_writer(exp_fifo)
             if fd is not None:
                 held.append(fd)
             return bool(held)

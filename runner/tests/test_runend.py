@@ -157,7 +157,7 @@ def test_a_comparison_that_hangs_is_a_baseline_error(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(judge_module, "compare_run",
                         lambda tests, baseline, node=None: time.sleep(3600))
-    monkeypatch.setattr(runend_module, "REPORT_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(runend_module, "STEP_TIMEOUT_S", 1.0)
     end = end_of({"a@1": rec("a@1", State.PASS)}, baseline_path=Path("b.json"))
     end.compare(INFO, None)  # type: ignore[arg-type]
     assert end.comparisons == [] and end.baseline_error == (
@@ -186,7 +186,7 @@ def test_a_report_that_hangs_costs_one_line(tmp_path: Path,
     from gpuconform import runend as runend_module
 
     monkeypatch.setattr(report_module, "write_html", lambda d: time.sleep(3600))
-    monkeypatch.setattr(runend_module, "REPORT_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(runend_module, "STEP_TIMEOUT_S", 1.0)
     end = end_of({"a@1": rec("a@1", State.PASS)})
     end.report(tmp_path)
     assert end.errors == ["report.html not written: still running after 1 s: killed"]

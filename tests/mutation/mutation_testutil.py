@@ -7,6 +7,7 @@ catch it fails. Named so as not to clash with runner/tests' gc_testutil.
 
 Build directory: $GPUCONFORM_BUILD_DIR, else build/ under the repository root.
 """
+import functools
 import os
 import re
 import subprocess
@@ -33,14 +34,25 @@ def need_built(*paths):
                         f"or run ninja -C {BUILD})")
 
 
+@functools.lru_cache(maxsize=None)
+def _placements(binary):
+    """binary's {subtest: placement}, asked once (BINARY --list-placement)."""
+    return list_placement(binary)[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _gpus():
+    return tuple(find_gpus())
+
+
 def placed_env(binary, subtest):
     """The environment the runner gives this subtest: a one-GPU placement
     (gpu, gpu-alone) pinned to the node's first GPU, else every GPU in view.
-    A break counted across calls (the second release, the 500th init) must
+    A break counted across calls (the second release, the 200th init) must
     land where it lands in a run: with four GPUs in view a per-device fixture
     makes those calls before the check meant to catch it."""
-    gpus = find_gpus()
-    where = list_placement(binary)[0].get(subtest)
+    gpus = _gpus()
+    where = _placements(binary).get(subtest)
     if gpus and where in ("gpu", "gpu-alone"):
         return pin_env(gpus[0])
     return node_env(gpus, gpus)
