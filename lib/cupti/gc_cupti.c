@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@ static struct {
 	size_t cap_k, cap_api;
 	CUptiResult (*next)(uint8_t *, size_t, CUpti_Activity **);
 	CUptiResult (*dropped)(CUcontext, uint32_t, size_t *);
+	uint64_t tag_bytes;
 } collector = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 int gc_cupti_open(struct gc_cupti *c, char *why, size_t why_len)
@@ -84,6 +86,27 @@ static bool grow(void **arr, size_t *cap, size_t n, size_t elem)
 	return true;
 }
 
+/*
+ * The head every version of CUPTI's memory-copy record shares
+ * (CUpti_ActivityMemcpy to CUpti_ActivityMemcpy6 alike: kind, copyKind,
+ * srcKind, dstKind, flags, then "bytes: The number of bytes transferred by
+ * the memory copy"), restated so that no deprecated version is named.
+ */
+struct memcpy_head {
+	CUpti_ActivityKind kind;
+	uint8_t copy_kind, src_kind, dst_kind, flags;
+	uint64_t bytes;
+};
+_Static_assert(sizeof(CUpti_ActivityKind) == 4 && offsetof(struct memcpy_head, bytes) == 8,
+	       "the head as <cupti_activity.h> lays it out");
+
+void gc_cupti_tag_bytes(uint64_t bytes)
+{
+	pthread_mutex_lock(&collector.lock);
+	collector.tag_bytes = bytes;
+	pthread_mutex_unlock(&collector.lock);
+}
+
 static void keep_record(const CUpti_Activity *rec)
 {
 	struct gc_cupti_take *t = &collector.t;
@@ -107,6 +130,13 @@ static void keep_record(const CUpti_Activity *rec)
 		}
 		t->api[t->napi++] = (struct gc_cupti_api){ a->start, a->end, a->correlationId,
 							   a->cbid };
+	} else if (rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
+		t->nruntime++;
+	} else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+		t->ncopy++;
+		t->ncopy_tagged += collector.tag_bytes &&
+				    ((const struct memcpy_head *)(const void *)rec)->bytes ==
+					    collector.tag_bytes;
 	} else {
 		t->other++;
 	}

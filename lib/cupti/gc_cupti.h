@@ -9,7 +9,8 @@
  * callback that takes no user pointer: the collector below is therefore the
  * one piece of process-wide state this helper owns (mutex-protected). Only
  * what the tests read is kept: kernels (start, end, correlation id, graph
- * node id, kind) and driver API calls (start, end, correlation id).
+ * node id, kind) and driver API calls (start, end, correlation id); runtime
+ * API calls and memory copies are counted.
  */
 #ifndef GPUCONFORM_GC_CUPTI_H
 #define GPUCONFORM_GC_CUPTI_H
@@ -69,10 +70,19 @@ struct gc_cupti_take {
 	struct gc_cupti_api *api;
 	size_t napi;
 	uint64_t dropped;
-	uint64_t other;           /* records of kinds not kept (memset, memcpy...) */
+	uint64_t nruntime;        /* runtime-API records (counted, not kept) */
+	uint64_t ncopy;           /* memory-copy records (counted, not kept) */
+	uint64_t ncopy_tagged;    /* of them, copies of gc_cupti_tag_bytes bytes */
+	uint64_t other;           /* records of kinds not kept (memset...) */
 };
 void gc_cupti_take(struct gc_cupti_take *t);
 void gc_cupti_take_free(struct gc_cupti_take *t);
+/*
+ * Copies of this many bytes are counted apart (ncopy_tagged): a test's own
+ * copies, told from the copy nodes of its graphs by a size nothing else uses.
+ * 0 (the default): none. Process-wide, as the collector is.
+ */
+void gc_cupti_tag_bytes(uint64_t bytes);
 /* Bytes of the records the collector holds now (kept until a take). */
 size_t gc_cupti_held_bytes(void);
 

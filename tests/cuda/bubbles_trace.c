@@ -12,6 +12,7 @@
  * one clock offset under which every record's [start, end] contains its
  * kernel's own stamps.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -21,9 +22,15 @@
 #include <unistd.h>
 
 #include "bubbles.h"
+#include "dl.h"
 #include "gc_cupti.h"
+#include "prof_sessions.h"
 #include "soak.h"
 #include "usage.h"
+
+#ifndef GC_CUDA_RT_DIR
+#define GC_CUDA_RT_DIR "/usr/local/cuda"
+#endif
 
 #define TRACE_LAUNCHES 100     /* launches per shape under a profiler */
 #define BRACKET_SLACK_NS 100   /* clock steps of both sides (32 ns on H100) */
@@ -792,43 +799,123 @@ void test_attach_detach(void *data)
 /* ------------------------------------------------------ profiler sessions */
 
 /*
- * One profiler session's modes: its kernel kind, with driver-API records
- * beside it (as attach-detach traces launch calls) and the graph-node clone
- * callback a tracer subscribes to (as traced-concurrent / traced-serialized).
+ * What a session enables, per configuration (lib/prof_sessions.h): the
+ * kernel kind of the session's mode (concurrent or serialized), API records
+ * beside it, the graph-node clone callback a tracer subscribes to (as
+ * traced-concurrent / traced-serialized do), or memory copies alone.
  */
 static const CUpti_ActivityKind sess_kinds[] = { CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
 						 CUPTI_ACTIVITY_KIND_KERNEL };
 static const char *const sess_modes[] = { "concurrent", "serialized" };
 _Static_assert(ARRAY_SIZE(sess_kinds) == ARRAY_SIZE(sess_modes), "a name per mode");
 
+enum { CFG_KERNEL, CFG_DRIVER, CFG_RUNTIME, CFG_CLONES, CFG_DRIVER_CLONES, CFG_MEMCPY, NCFG };
+static const struct sess_cfg {
+	bool kernel, driver, runtime, clones, copies;
+} sess_cfgs[NCFG] = {
+	[CFG_KERNEL] = { .kernel = true },
+	[CFG_DRIVER] = { .kernel = true, .driver = true },
+	[CFG_RUNTIME] = { .kernel = true, .runtime = true },
+	[CFG_CLONES] = { .kernel = true, .clones = true },
+	[CFG_DRIVER_CLONES] = { .kernel = true, .driver = true, .clones = true },
+	[CFG_MEMCPY] = { .copies = true },
+};
+static const struct gc_sess_config sess_configs[NCFG] = {
+	[CFG_KERNEL] = { "kernel", "the kernel kind alone", true, GC_LEVEL_QUICK },
+	[CFG_DRIVER] = { "kernel-driver", "the kernel kind and driver-API records", true,
+			 GC_LEVEL_LONG },
+	[CFG_RUNTIME] = { "kernel-runtime", "the kernel kind and runtime-API records", true,
+			  GC_LEVEL_LONG },
+	[CFG_CLONES] = { "kernel-clones", "the kernel kind and the graph-node clone callback",
+			 true, GC_LEVEL_LONG },
+	[CFG_DRIVER_CLONES] = { "kernel-driver-clones", "the kernel kind, driver-API records "
+				"and the graph-node clone callback", true, GC_LEVEL_STANDARD },
+	[CFG_MEMCPY] = { "memcpy", "the memory-copy kind alone", false, GC_LEVEL_LONG },
+};
+
+#define SESS_COPIES 64          /* host-to-device copies a session makes */
+#define SESS_COPY_BYTES 4093    /* their size: no graph's copy node has it */
+#define SESS_RUNTIME_CALLS 64   /* cudaStreamQuery calls a kernel-runtime session makes */
+
+/* The runtime API's one call this test makes, for kernel-runtime (libcudart at run time). */
+struct sess_rt {
+	void *lib;
+	int (*stream_query)(CUstream s); /* cudaStreamQuery: cudaStream_t is a CUstream */
+	char path[256];
+};
+
 struct sess_ctx {
 	struct bx *b;
 	struct gc_cupti c;
 	struct gc_cupti_clones w;
-	bool up;
-	/* GPUCONFORM_BUBBLES_REMOVE=detach: the kernel kind a detach left on, or INVALID */
+	bool up, finalized;
+	/* GPUCONFORM_BUBBLES_REMOVE=detach: the main kind a detach left on, or INVALID */
 	CUpti_ActivityKind left_on;
 	struct bx_deep deep;
+	struct sess_rt rt;
+	CUdeviceptr copy_dst;
+	void *copy_src;
 };
 
-/* Take what CUPTI holds now: flushed, counted into *nk / *napi, freed. */
-static void sess_drain(struct sess_ctx *x, size_t *nk, size_t *napi, int *kind)
+/* The kind a session of config c in mode m records first: its kernel kind, or memory copies. */
+static CUpti_ActivityKind sess_main_kind(unsigned m, unsigned c)
+{
+	return sess_cfgs[c].kernel ? sess_kinds[m] : CUPTI_ACTIVITY_KIND_MEMCPY;
+}
+
+/* Every kind a session of config c in mode m enables, into k: how many. */
+static size_t sess_kinds_of(unsigned m, unsigned c, CUpti_ActivityKind k[4])
+{
+	size_t n = 0;
+
+	k[n++] = sess_main_kind(m, c);
+	if (sess_cfgs[c].driver)
+		k[n++] = CUPTI_ACTIVITY_KIND_DRIVER;
+	if (sess_cfgs[c].runtime)
+		k[n++] = CUPTI_ACTIVITY_KIND_RUNTIME;
+	return n;
+}
+
+/* kernel-runtime: libcudart loaded and initialised before pristine is measured. */
+static void sess_prepare(void *ctx, unsigned c)
+{
+	static const char *const names[] = { "libcudart.so.13", "libcudart.so.12", "libcudart.so",
+					     GC_CUDA_RT_DIR "/lib64/libcudart.so" };
+	struct sess_ctx *x = ctx;
+	char why[512];
+	int r;
+
+	if (!sess_cfgs[c].runtime)
+		return;
+	x->rt.lib = gc_dlopen_first(names, ARRAY_SIZE(names), RTLD_NOW | RTLD_LOCAL, x->rt.path,
+				    sizeof(x->rt.path), why, sizeof(why));
+	if (!x->rt.lib)
+		gc_skip("kernel-runtime traces runtime-API calls, and no CUDA runtime loads: %s",
+			why);
+	*(void **)&x->rt.stream_query = dlsym(x->rt.lib, "cudaStreamQuery");
+	gc_assert_f(x->rt.stream_query, "%s: no symbol cudaStreamQuery", x->rt.path);
+	r = x->rt.stream_query(x->b->s); /* the runtime's first call initialises it */
+	gc_assert_f(r == 0 || r == 600, "cudaStreamQuery: %d (0: cudaSuccess, 600: "
+		    "cudaErrorNotReady)", r);
+	gc_info("kernel-runtime: %s loaded and initialised before pristine", x->rt.path);
+}
+
+/* Take what CUPTI holds now: flushed, freed. */
+static void sess_drain(struct sess_ctx *x)
 {
 	struct gc_cupti_take t;
 
 	gc_assert(gc_cupti_flush(&x->c) == 0);
 	gc_cupti_take(&t);
-	*nk = t.nk, *napi = t.napi;
-	*kind = t.nk ? t.k[0].kind : 0;
 	gc_cupti_take_free(&t);
 }
 
-static void sess_attach(void *ctx, unsigned m)
+static void sess_attach(void *ctx, unsigned m, unsigned c)
 {
 	struct sess_ctx *x = ctx;
-	size_t nk, napi;
+	CUpti_ActivityKind k[4];
+	size_t n = sess_kinds_of(m, c, k);
 	char why[512];
-	int kind;
 
 	if (!x->up) /* the first attach loads libcupti: pristine was measured without it */
 		bx_cupti_up(&x->c);
@@ -836,54 +923,96 @@ static void sess_attach(void *ctx, unsigned m)
 	if (x->left_on != CUPTI_ACTIVITY_KIND_INVALID) /* the knob's leftover, never with another */
 		bx_cupti_switch(&x->c, x->left_on, false);
 	x->left_on = CUPTI_ACTIVITY_KIND_INVALID;
-	if (gc_cupti_clones_watch(&x->c, &x->w, why, sizeof(why)) < 0)
+	if (sess_cfgs[c].clones && gc_cupti_clones_watch(&x->c, &x->w, why, sizeof(why)) < 0)
 		gc_warn("%s: this session subscribes no callback", why);
-	sess_drain(x, &nk, &napi, &kind);
-	bx_cupti_switch(&x->c, CUPTI_ACTIVITY_KIND_DRIVER, true);
-	bx_cupti_switch(&x->c, sess_kinds[m], true);
+	sess_drain(x);
+	gc_cupti_tag_bytes(SESS_COPY_BYTES);
+	for (size_t i = n; i-- > 0;) /* API records first, so that every launch call is seen */
+		bx_cupti_switch(&x->c, k[i], true);
 }
 
-static uint64_t sess_workload(void *ctx)
+/* The deep queue, SESS_COPIES copies and, for kernel-runtime, SESS_RUNTIME_CALLS runtime calls. */
+static uint64_t sess_workload(void *ctx, unsigned c)
 {
 	struct sess_ctx *x = ctx;
+	struct gc_cuda *cu = x->b->cu;
+	uint64_t n = bx_deep_run(&x->deep, &x->c, CUPTI_ACTIVITY_KIND_INVALID); /* traced as it is */
 
-	return bx_deep_run(&x->deep, &x->c, CUPTI_ACTIVITY_KIND_INVALID); /* traced as it is */
+	for (unsigned i = 0; i < SESS_COPIES; i++)
+		gc_cu_assert(cu, cu->cuMemcpyHtoDAsync(x->copy_dst, x->copy_src, SESS_COPY_BYTES,
+						       x->b->s));
+	gc_cu_assert(cu, cu->cuStreamSynchronize(x->b->s));
+	for (unsigned i = 0; i < SESS_RUNTIME_CALLS && sess_cfgs[c].runtime; i++) {
+		int r = x->rt.stream_query(x->b->s);
+
+		gc_assert_f(r == 0, "cudaStreamQuery on an idle stream: %d, not cudaSuccess", r);
+	}
+	return n;
+}
+
+/* The session's records against what it made; t holds them. */
+static void sess_check(const struct gc_cupti_take *t, unsigned m, unsigned c, uint64_t dispatches)
+{
+	const struct sess_cfg *k = &sess_cfgs[c];
+	const char *name = sess_configs[c].name;
+	size_t other_kind = 0;
+
+	for (size_t i = 0; i < t->nk; i++)
+		other_kind += t->k[i].kind != (int)sess_kinds[m];
+	gc_info("%s session (%s): %zu kernel records for %llu kernel dispatches, %zu driver-API "
+		"records, %llu runtime-API records, %llu memory-copy records (%llu of the %d "
+		"copies of %d bytes), %llu dropped", name, k->kernel ? sess_modes[m] : "no kernel "
+		"kind", t->nk, (unsigned long long)dispatches, t->napi,
+		(unsigned long long)t->nruntime, (unsigned long long)t->ncopy,
+		(unsigned long long)t->ncopy_tagged, SESS_COPIES, SESS_COPY_BYTES,
+		(unsigned long long)t->dropped);
+	gc_assert_f((!k->kernel || t->nk) && (!k->driver || t->napi) &&
+		    (!k->runtime || t->nruntime) && (!k->copies || t->ncopy), "the %s session "
+		    "recorded %zu kernels, %zu driver and %llu runtime calls, %llu copies: a kind it "
+		    "enabled recorded nothing, no session took place", name, t->nk, t->napi,
+		    (unsigned long long)t->nruntime, (unsigned long long)t->ncopy);
+	gc_check_f((k->kernel || !t->nk) && (k->driver || !t->napi) &&
+		   (k->runtime || !t->nruntime) && (k->copies || !t->ncopy), "the %s session "
+		   "recorded %zu kernels, %zu driver and %llu runtime calls, %llu copies: records of "
+		   "a kind it did not enable", name, t->nk, t->napi,
+		   (unsigned long long)t->nruntime, (unsigned long long)t->ncopy);
+	gc_check_f(!k->kernel || t->nk == dispatches, "%s session: %zu kernel records for %llu "
+		   "dispatches", name, t->nk, (unsigned long long)dispatches);
+	gc_check_f(other_kind == 0 || !k->kernel, "%s session: %zu kernel records of another kind "
+		   "than %d", name, other_kind, (int)sess_kinds[m]);
+	gc_check_f(!k->runtime || t->nruntime >= SESS_RUNTIME_CALLS, "%s session: %llu runtime-API "
+		   "records for %d cudaStreamQuery calls", name, (unsigned long long)t->nruntime,
+		   SESS_RUNTIME_CALLS);
+	gc_check_f(!k->copies || t->ncopy_tagged == SESS_COPIES, "%s session: %llu records of "
+		   "copies of %d bytes for the %d made", name,
+		   (unsigned long long)t->ncopy_tagged, SESS_COPY_BYTES, SESS_COPIES);
+	gc_check_f(t->dropped == 0, "%s session: CUPTI dropped %llu records", name,
+		   (unsigned long long)t->dropped);
 }
 
 /*
  * Detach: the session's kinds off (GPUCONFORM_BUBBLES_REMOVE=detach leaves
- * its kernel kind on, so that the after-measurements are seen to fail), the
- * callback unsubscribed, its records taken: one kernel record of its kind
- * per dispatch made while attached (DESIGN.md: "every dispatch appears in
- * the trace"), launch calls recorded, none dropped.
+ * its main kind on, so that the after-measurements are seen to fail), the
+ * callback unsubscribed, its records taken and checked: one kernel record of
+ * its kind per dispatch made while attached (DESIGN.md: "every dispatch
+ * appears in the trace"), API calls recorded, every copy, none dropped.
  */
-static void sess_detach(void *ctx, unsigned m, uint64_t dispatches)
+static void sess_detach(void *ctx, unsigned m, unsigned c, uint64_t dispatches)
 {
 	struct sess_ctx *x = ctx;
+	CUpti_ActivityKind k[4];
+	size_t n = sess_kinds_of(m, c, k);
 	struct gc_cupti_take t;
-	size_t other_kind = 0;
 
 	if (gc_bubbles_remove("detach"))
-		x->left_on = sess_kinds[m];
-	else
-		bx_cupti_switch(&x->c, sess_kinds[m], false);
-	bx_cupti_switch(&x->c, CUPTI_ACTIVITY_KIND_DRIVER, false);
-	gc_cupti_clones_stop(&x->w);
+		x->left_on = k[0];
+	for (size_t i = x->left_on == k[0] ? 1 : 0; i < n; i++)
+		bx_cupti_switch(&x->c, k[i], false);
+	if (sess_cfgs[c].clones)
+		gc_cupti_clones_stop(&x->w);
 	gc_assert(gc_cupti_flush(&x->c) == 0);
 	gc_cupti_take(&t);
-	for (size_t i = 0; i < t.nk; i++)
-		other_kind += t.k[i].kind != (int)sess_kinds[m];
-	gc_info("%s session: %zu kernel records for %llu kernel dispatches, %zu driver-API "
-		"records, %llu dropped", sess_modes[m], t.nk, (unsigned long long)dispatches,
-		t.napi, (unsigned long long)t.dropped);
-	gc_assert_f(t.nk > 0 && t.napi > 0, "the %s session recorded %zu kernels and %zu "
-		    "launch calls: no session took place", sess_modes[m], t.nk, t.napi);
-	gc_check_f(t.nk == dispatches, "%s session: %zu kernel records for %llu dispatches",
-		   sess_modes[m], t.nk, (unsigned long long)dispatches);
-	gc_check_f(other_kind == 0, "%s session: %zu kernel records of another kind than %d",
-		   sess_modes[m], other_kind, (int)sess_kinds[m]);
-	gc_check_f(t.dropped == 0, "%s session: CUPTI dropped %llu records", sess_modes[m],
-		   (unsigned long long)t.dropped);
+	sess_check(&t, m, c, dispatches);
 	gc_cupti_take_free(&t);
 }
 
@@ -891,16 +1020,44 @@ static void sess_detach(void *ctx, unsigned m, uint64_t dispatches)
 static uint64_t sess_stray(void *ctx)
 {
 	struct sess_ctx *x = ctx;
-	size_t nk, napi;
-	int kind;
+	struct gc_cupti_take t;
+	uint64_t n;
 
 	if (!x->up)
 		return 0;
-	sess_drain(x, &nk, &napi, &kind);
-	if (nk || napi)
-		gc_info("after the detach: %zu kernel records (kind %d) and %zu driver-API records",
-			nk, kind, napi);
-	return nk + napi;
+	gc_assert(gc_cupti_flush(&x->c) == 0);
+	gc_cupti_take(&t);
+	n = t.nk + t.napi + t.nruntime + t.ncopy + t.other;
+	if (n)
+		gc_info("after the detach: %zu kernel records, %zu driver-API, %llu runtime-API, "
+			"%llu memory-copy, %llu other records", t.nk, t.napi,
+			(unsigned long long)t.nruntime, (unsigned long long)t.ncopy,
+			(unsigned long long)t.other);
+	gc_cupti_take_free(&t);
+	return n;
+}
+
+/*
+ * cupti.h, cuptiFinalize: "Detach CUPTI from the running process. [...] It
+ * destroys and cleans up all the resources associated with CUPTI in the
+ * current process." Called, as it asks, after a synchronize and a flush.
+ */
+static void sess_finalize(void *ctx)
+{
+	struct sess_ctx *x = ctx;
+	struct gc_cuda *cu = x->b->cu;
+	CUptiResult r;
+	char eb[160];
+
+	if (x->left_on != CUPTI_ACTIVITY_KIND_INVALID)
+		bx_cupti_switch(&x->c, x->left_on, false);
+	x->left_on = CUPTI_ACTIVITY_KIND_INVALID;
+	gc_cu_assert(cu, cu->cuCtxSynchronize());
+	sess_drain(x);
+	r = x->c.cuptiFinalize();
+	gc_assert_f(r == CUPTI_SUCCESS, "cuptiFinalize: %s",
+		    gc_cupti_strerror(&x->c, r, eb, sizeof(eb)));
+	x->finalized = true;
 }
 
 /*
@@ -909,47 +1066,50 @@ static uint64_t sess_stray(void *ctx)
  * dispatch appears in the trace"; and cupti_activity.h, cuptiActivityDisable:
  * "Disable collection of a specific kind of activity record. [...] By
  * default all activity kinds are disabled for collection." A kind disabled
- * is a kind in its default state, so once every session has detached, the
+ * is a kind in its default state, so once a session has detached, the
  * process must cost what it cost before the first: the same gaps and graph
  * times, on graphs instantiated before, during and after the sessions.
  *
- * In one process: the judged cases (lib/gaps.h, profiler sessions) measured
- * before libcupti is loaded (pristine); four sessions, concurrent,
- * serialized, serialized, concurrent, each attached around the suite's
- * traced workload (stream chains, wide and long graphs, graphs instantiated
- * while traced, the deep queue) and checked for one record per dispatch;
- * after each detach, no record arrives and every case is measured again
- * against pristine and against a fresh process (this binary re-executed
- * with GPUCONFORM_BUBBLES_FRESH=1, at the end, while this one waits). A
- * residual over both by more than the clock's quantum + 3 x the spread of
- * the rounds fails, naming the session after which it appeared and the case
- * (old-, mid-, new-SHAPE or stream-chain16) that carries it; every case's
- * after / pristine is the metric residual.sessionN-MODE.STAT.CASE (x).
- * GPUCONFORM_BUBBLES_REMOVE=detach leaves each session's kernel kind on at
- * its detach (switched off at the next attach): the subtest must then fail.
+ * A matrix of plans (lib/prof_sessions.h): each configuration above in both
+ * orders of the modes (concurrent then serialized, -cs; the reverse, -sc),
+ * memcpy as two sessions of memory copies; each plan in a process of its
+ * own, judged against pristine and against this process, which never loads
+ * libcupti. After the sessions the plan's process calls cuptiFinalize and
+ * measures again: reported, not judged. The standard level runs kernel and
+ * kernel-driver-clones, quick kernel alone, long every plan.
+ * GPUCONFORM_BUBBLES_REMOVE=detach leaves each session's main kind on at its
+ * detach (switched off at the next attach): the subtest must then fail.
  */
 void test_profiler_sessions(void *data)
 {
 	static const struct gc_sess_ops ops = {
-		.modes = sess_modes, .nmodes = ARRAY_SIZE(sess_modes), .lib = "libcupti",
-		.pristine = NULL,
+		.modes = sess_modes, .nmodes = ARRAY_SIZE(sess_modes),
+		.configs = sess_configs, .nconfigs = ARRAY_SIZE(sess_configs),
+		.lib = "libcupti", .pristine = NULL, .prepare = sess_prepare,
 		.attach = sess_attach, .workload = sess_workload, .detach = sess_detach,
-		.stray = sess_stray,
+		.stray = sess_stray, .finalize = sess_finalize, .finalize_what = "cuptiFinalize",
 	};
 	struct bx *b = data;
-	struct sess_ctx *x;
+	struct sess_ctx *x = calloc(1, sizeof(*x));
 
-	if (gc_sess_fresh()) {
-		gc_sess_fresh_report(&b->dev, ops.lib);
-		return;
-	}
-	x = calloc(1, sizeof(*x));
 	gc_assert(x);
 	x->b = b;
-	bx_deep_open(b, &x->deep);
+	x->left_on = CUPTI_ACTIVITY_KIND_INVALID;
+	if (gc_sess_plan_env()) {
+		bx_deep_open(b, &x->deep);
+		gc_cu_assert(b->cu, b->cu->cuMemAlloc(&x->copy_dst, SESS_COPY_BYTES));
+		gc_cu_assert(b->cu, b->cu->cuMemAllocHost(&x->copy_src, SESS_COPY_BYTES));
+		memset(x->copy_src, 0x5a, SESS_COPY_BYTES);
+	}
 	gc_sess_run(&b->dev, &ops, x, "profiler-sessions");
-	if (x->left_on != CUPTI_ACTIVITY_KIND_INVALID)
+	if (x->left_on != CUPTI_ACTIVITY_KIND_INVALID && !x->finalized)
 		bx_cupti_switch(&x->c, x->left_on, false);
-	bx_deep_close(&x->deep);
+	if (gc_sess_plan_env()) {
+		bx_deep_close(&x->deep);
+		b->cu->cuMemFree(x->copy_dst);
+		b->cu->cuMemFreeHost(x->copy_src);
+	}
+	if (x->rt.lib)
+		dlclose(x->rt.lib);
 	free(x);
 }

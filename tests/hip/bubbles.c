@@ -11,7 +11,9 @@
  * bubbles_gaps.c gaps and launch-gap (HIP streams vs HIP graphs; its top
  * comment says how "graph" is realised on AMD and where the clock rate comes
  * from); bubbles_prof.c traced-concurrent, traced-serialized, trace-leak,
- * attach-detach and profiler-sessions (rocprofiler-sdk kernel-dispatch tracing).
+ * attach-detach and profiler-sessions (rocprofiler-sdk kernel-dispatch
+ * tracing; profiler-sessions also with HIP runtime API or memory-copy
+ * tracing, one configuration per plan's process).
  *
  * Clock: gc_stamp stamps s_memrealtime, a constant-rate counter. Its rate is
  * HSA_AMD_AGENT_INFO_TIMESTAMP_FREQUENCY ("Timestamp value increase rate, in
@@ -296,7 +298,10 @@ static void sess_deep(void *fx)
 	deep(fx, false);
 }
 
-/* profiler-sessions: see bubbles_prof.c. */
+/*
+ * profiler-sessions: see bubbles_prof.c. The fixture registered
+ * rocprofiler-sdk only where this is a plan's process (gc_sess_plan_env()).
+ */
 static void test_profiler_sessions(void *fx)
 {
 	hb_test_profiler_sessions(&((struct bub_fx *)fx)->hb, sess_deep, fx);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hip_bubbles: the HIP half (bubbles_gaps.c: HIP runtime, graphs, gaps;
- * bubbles_prof.c: rocprofiler-sdk kernel-dispatch tracing). bubbles.c keeps
- * the fixture and deep-inflight on raw AQL queues.
+ * bubbles_prof.c: rocprofiler-sdk kernel-dispatch tracing, and for
+ * profiler-sessions HIP runtime API and memory-copy tracing beside it).
+ * bubbles.c keeps the fixture and deep-inflight on raw AQL queues.
  *
  * UNVERIFIED ON HARDWARE: built against Debian 12's HIP 5.2.3 headers with no
  * AMD GPU and no rocprofiler-sdk; seen only skipping.
@@ -30,7 +31,8 @@
 	X(hipModuleGetFunction) X(hipModuleUnload) X(hipModuleLaunchKernel)                 \
 	X(hipStreamCreateWithFlags) X(hipStreamDestroy) X(hipStreamQuery)                   \
 	X(hipStreamSynchronize) X(hipMalloc) X(hipFree) X(hipMemsetD32Async)               \
-	X(hipMemcpyDtoDAsync) X(hipMemcpyDtoH) X(hipMemcpyDtoHAsync) X(hipMemGetInfo)      \
+	X(hipMemcpyDtoDAsync) X(hipMemcpyDtoH) X(hipMemcpyDtoHAsync) X(hipMemcpyHtoDAsync) \
+	X(hipMemGetInfo)                                                                    \
 	X(hipGraphCreate) X(hipGraphDestroy) X(hipGraphAddKernelNode)                       \
 	X(hipGraphAddMemsetNode) X(hipGraphAddMemcpyNode1D) X(hipGraphInstantiate)          \
 	X(hipGraphExecDestroy) X(hipGraphLaunch) X(hipGraphExecKernelNodeSetParams)
@@ -99,15 +101,21 @@ void hb_test_launch_gap(struct hb *b);
 
 /*
  * bubbles_prof.c. hb_prof_register() must run before ROCr initialises (it
- * is called from the fixture, before hsa_init); it leaves b->prof NULL and
- * the reason in b->prof_why when it does not register.
+ * is called from the fixture, before hsa_init): in a process whose first
+ * subtest is traced-concurrent, trace-leak or attach-detach, or in a plan's
+ * process of profiler-sessions (gc_sess_plan_env() set), never in
+ * profiler-sessions' own process (the plans' fresh reference). It leaves
+ * b->prof NULL and the reason in b->prof_why when it does not register.
  */
 void hb_prof_register(struct hb *b, const char *first_subtest);
 void hb_test_traced_concurrent(struct hb *b);
 void hb_test_traced_serialized(struct hb *b);
 void hb_test_trace_leak(struct hb *b);
 void hb_test_attach_detach(struct hb *b);
-/* deep(deep_ctx): the deep queue, run inside each session (bubbles.c owns its AQL queue). */
+/*
+ * deep(deep_ctx): the deep queue, run inside each session of a plan's
+ * process (bubbles.c owns its AQL queue).
+ */
 void hb_test_profiler_sessions(struct hb *b, void (*deep)(void *), void *deep_ctx);
 
 #endif

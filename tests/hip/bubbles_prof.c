@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * hip_bubbles under a profiler: rocprofiler-sdk kernel-dispatch tracing of
- * HIP graph launches (traced-concurrent, trace-leak, attach-detach,
- * profiler-sessions), and why traced-serialized skips.
+ * HIP graph launches (traced-concurrent, trace-leak, attach-detach), the
+ * same beside HIP runtime API and memory-copy tracing (profiler-sessions),
+ * and why traced-serialized skips.
  *
  * UNVERIFIED ON HARDWARE: built with no rocprofiler-sdk header or library
  * and no AMD GPU; seen only skipping. Nothing here was run against a real
@@ -14,33 +15,49 @@
  * queues do: deep-inflight in bubbles.c traces that way.)
  *
  * The ABI used, restated from ROCm/rocprofiler-sdk's public headers
- * (source/include/rocprofiler-sdk/), since Debian ships none of them:
+ * (source/include/rocprofiler-sdk/, tag rocm-6.2.2, rocprofiler-sdk 0.4.0),
+ * since Debian ships none of them:
  *  - registration.h: rocprofiler_force_configure(configure_func), "can be
  *    invoked before any ROCm runtimes (lazily) initialize"; it returns
  *    ROCPROFILER_STATUS_ERROR_CONFIGURATION_LOCKED "if rocprofiler has
- *    already been configured". The configure function returns a
+ *    already been configured". The configure function fills in the
+ *    rocprofiler_client_id_t { name, handle } it is given and returns a
  *    rocprofiler_tool_configure_result_t { size, initialize, finalize,
- *    tool_data }; initialize(finalize_func, tool_data) creates the contexts.
+ *    tool_data }; initialize(finalize_func, tool_data) creates the contexts;
+ *    finalize_func is a rocprofiler_client_finalize_t, void (*)(client id).
  *  - context.h: rocprofiler_create_context / _start_context / _stop_context.
  *  - buffer.h: rocprofiler_create_buffer(context, size, watermark, policy,
  *    callback, data, &buffer) and rocprofiler_flush_buffer(buffer); the
  *    callback gets (context, buffer, headers, num_headers, data, drop_count).
  *  - buffer_tracing.h: rocprofiler_configure_buffer_tracing_service(context,
- *    ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH, NULL, 0, buffer), and
+ *    kind, NULL, 0, buffer), once per kind; the records:
  *    rocprofiler_buffer_tracing_kernel_dispatch_record_t { size, kind,
  *    operation, correlation_id {internal, external}, thread_id,
- *    start_timestamp, end_timestamp ("in nanoseconds"), dispatch_info }.
+ *    start_timestamp, end_timestamp ("in nanoseconds"), dispatch_info } and
+ *    rocprofiler_buffer_tracing_memory_copy_record_t { size, kind,
+ *    operation, correlation_id, thread_id, start_timestamp, end_timestamp,
+ *    dst_agent_id, src_agent_id, bytes ("bytes copied") }: 80 bytes, bytes
+ *    at offset 72. HIP runtime API records are counted by their header
+ *    alone (their payload is not read).
  *  - fwd.h: enumerators (ROCPROFILER_BUFFER_CATEGORY_TRACING = 1,
- *    ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH = 11, ROCPROFILER_BUFFER_
- *    POLICY_LOSSLESS = 2), rocprofiler_record_header_t { category, kind;
- *    payload }, rocprofiler_kernel_dispatch_info_t (128 bytes: size,
- *    agent_id, queue_id, kernel_id, dispatch_id "unique id for each
- *    dispatch", segment sizes, workgroup and grid sizes, padding).
+ *    ROCPROFILER_BUFFER_POLICY_LOSSLESS = 2; rocprofiler_buffer_tracing_
+ *    kind_t counts up from NONE = 0: HIP_RUNTIME_API = 5, MEMORY_COPY = 10,
+ *    KERNEL_DISPATCH = 11), rocprofiler_record_header_t { category, kind;
+ *    payload }, rocprofiler_correlation_id_t { internal, external } (16
+ *    bytes), rocprofiler_agent_id_t { handle }, rocprofiler_kernel_
+ *    dispatch_info_t (128 bytes: size, agent_id, queue_id, kernel_id,
+ *    dispatch_id "unique id for each dispatch", segment sizes, workgroup and
+ *    grid sizes, padding).
  *  - rocprofiler.h: rocprofiler_get_timestamp ("the timestamp value that
  *    rocprofiler uses"), rocprofiler_get_status_name.
- * The enumerator 11 is checked at run time: rocprofiler_query_buffer_
- * tracing_kind_name(11) must name KERNEL_DISPATCH, else the subtest skips
- * saying the ABI moved. Each record's size field must cover our layout.
+ * ROCm/rocm-systems' projects/rocprofiler-sdk, read for comparison (fwd.h
+ * at commit 0409832, buffer_tracing.h at 00db669), keeps the three kinds'
+ * values and both records' offsets; both records grew at their end (the
+ * copy record's addresses after bytes), which the size checks below allow.
+ * Every kind used is checked at run time: rocprofiler_query_buffer_tracing_
+ * kind_name(kind) must name it (KERNEL_DISPATCH, HIP_RUNTIME_API,
+ * MEMORY_COPY), else the subtest skips saying the ABI moved. Each record's
+ * size field must cover our layout.
  *
  * Registration must come before ROCr initialises, and a registered tool
  * intercepts every HSA queue of the process even while its context is
@@ -48,6 +65,9 @@
  * profiler subtest (the runner runs one subtest per process: `BIN
  * --run-subtest NAME`); the untraced reference of traced-concurrent is then
  * measured with the tool registered and its context stopped, and says so.
+ * profiler-sessions registers only in its plans' processes (GC_SESS_PLAN_ENV
+ * set, lib/prof_sessions.h): its own process is their fresh reference and
+ * never maps librocprofiler-sdk.
  *
  * rocprofiler_configure_func_t has no user-data argument: the one pointer
  * the configure function hands back as tool_data is kept in a file-scope
@@ -73,6 +93,7 @@
 
 #include "bubbles_hip.h"
 #include "measure.h"
+#include "prof_sessions.h"
 #include "soak.h"
 #include "usage.h"
 
@@ -87,7 +108,10 @@
 #define RECORD_WAIT_NS (10ull * 1000000000ull) /* records arrive from a handler thread */
 
 #define RP_CATEGORY_TRACING 1u
+#define RP_TRACING_HIP_RUNTIME_API 5u
+#define RP_TRACING_MEMORY_COPY 10u
 #define RP_TRACING_KERNEL_DISPATCH 11u
+#define RP_MAX_KINDS 3 /* the kinds one context is configured with at most */
 #define RP_POLICY_LOSSLESS 2
 #define RP_BUFFER_BYTES (4u << 20)
 
@@ -96,7 +120,7 @@ typedef struct {
 } rp_id;
 typedef struct {
 	const char *name;
-	const uint32_t handle;
+	uint32_t handle; /* const in registration.h: same layout, but kept by copy here */
 } rp_client_id;
 typedef void (*rp_client_finalize)(rp_client_id);
 typedef struct {
@@ -130,6 +154,17 @@ struct rp_dispatch_record {
 		uint8_t reserved[56];
 	} info;
 };
+struct rp_copy_record {
+	uint64_t size;
+	int32_t kind, operation;
+	uint64_t corr_internal, corr_external;
+	uint64_t thread_id;
+	uint64_t start, end;
+	uint64_t dst_agent, src_agent;
+	uint64_t bytes;
+};
+_Static_assert(offsetof(struct rp_copy_record, bytes) == 72 &&
+	       sizeof(struct rp_copy_record) == 80, "buffer_tracing.h's memory-copy record");
 
 #define RP_FUNCS(X)                                                                         \
 	X(force_configure, "rocprofiler_force_configure", int (*)(rp_configure_fn))         \
@@ -157,6 +192,12 @@ struct hb_prof {
 	RP_FUNCS(RP_MEMBER)
 #undef RP_MEMBER
 	rp_configure_result cfg;
+	rp_client_id client;     /* as the configure function was given it (its handle) */
+	rp_client_finalize fini; /* initialize's finalize_func */
+	unsigned tool_finis;     /* calls of our finalize (cfg.finalize) */
+	uint32_t kinds[RP_MAX_KINDS + 1]; /* the context's buffer tracing kinds, 0-ended */
+	int config;              /* profiler-sessions: the plan's configuration, else -1 */
+	uint64_t copy_tag;       /* memory-copy records of this many bytes are counted apart */
 	rp_id ctx, buf;
 	bool inited;
 	char init_why[256];
@@ -164,12 +205,15 @@ struct hb_prof {
 	struct hb_rec *r;
 	size_t n, cap;
 	uint64_t dropped, short_records;
+	uint64_t api, copies, copies_tagged, other; /* records of the other kinds */
 };
 
+/* What a flush delivered: kernel records (r, n) and the other kinds' counts. */
 struct hb_take {
 	struct hb_rec *r;
 	size_t n;
 	uint64_t dropped, short_records;
+	uint64_t api, copies, copies_tagged, other;
 };
 
 static struct hb_prof *pending; /* the API's configure function has no user data */
@@ -183,6 +227,36 @@ static const char *rp_err(const struct hb_prof *p, int st)
 
 /* ------------------------------------------------------------ records */
 
+/* One kernel-dispatch record kept (under p->mu). */
+static void on_dispatch(struct hb_prof *p, const struct rp_dispatch_record *d)
+{
+	if (d->size < sizeof(*d)) {
+		p->short_records++;
+		return;
+	}
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 1u << 16;
+		struct hb_rec *r = realloc(p->r, cap * sizeof(*r));
+
+		if (!r) {
+			p->dropped++;
+			return;
+		}
+		p->r = r, p->cap = cap;
+	}
+	p->r[p->n++] = (struct hb_rec){ d->start, d->end, d->info.kernel_id, d->info.dispatch_id };
+}
+
+/* One memory-copy record counted, apart when it copied copy_tag bytes (under p->mu). */
+static void on_copy(struct hb_prof *p, const struct rp_copy_record *c)
+{
+	p->copies++;
+	if (c->size < sizeof(*c))
+		p->short_records++;
+	else
+		p->copies_tagged += p->copy_tag && c->bytes == p->copy_tag;
+}
+
 static void on_records(rp_id ctx, rp_id buf, rp_header **h, size_t n, void *data, uint64_t drops)
 {
 	struct hb_prof *p = data;
@@ -191,26 +265,16 @@ static void on_records(rp_id ctx, rp_id buf, rp_header **h, size_t n, void *data
 	pthread_mutex_lock(&p->mu);
 	p->dropped += drops;
 	for (size_t i = 0; i < n; i++) {
-		const struct rp_dispatch_record *d = h[i]->payload;
+		uint32_t kind = h[i]->category == RP_CATEGORY_TRACING ? h[i]->kind : 0;
 
-		if (h[i]->category != RP_CATEGORY_TRACING || h[i]->kind != RP_TRACING_KERNEL_DISPATCH)
-			continue;
-		if (d->size < sizeof(*d)) {
-			p->short_records++;
-			continue;
-		}
-		if (p->n == p->cap) {
-			size_t cap = p->cap ? 2 * p->cap : 1u << 16;
-			struct hb_rec *r = realloc(p->r, cap * sizeof(*r));
-
-			if (!r) {
-				p->dropped++;
-				continue;
-			}
-			p->r = r, p->cap = cap;
-		}
-		p->r[p->n++] = (struct hb_rec){ d->start, d->end, d->info.kernel_id,
-						d->info.dispatch_id };
+		if (kind == RP_TRACING_KERNEL_DISPATCH)
+			on_dispatch(p, h[i]->payload);
+		else if (kind == RP_TRACING_MEMORY_COPY)
+			on_copy(p, h[i]->payload);
+		else if (kind == RP_TRACING_HIP_RUNTIME_API)
+			p->api++;
+		else
+			p->other++;
 	}
 	pthread_mutex_unlock(&p->mu);
 }
@@ -218,16 +282,23 @@ static void on_records(rp_id ctx, rp_id buf, rp_header **h, size_t n, void *data
 static void take(struct hb_prof *p, struct hb_take *t)
 {
 	pthread_mutex_lock(&p->mu);
-	t->r = p->r, t->n = p->n, t->dropped = p->dropped, t->short_records = p->short_records;
+	*t = (struct hb_take){ p->r, p->n, p->dropped, p->short_records,
+			       p->api, p->copies, p->copies_tagged, p->other };
 	p->r = NULL, p->n = p->cap = 0, p->dropped = p->short_records = 0;
+	p->api = p->copies = p->copies_tagged = p->other = 0;
 	pthread_mutex_unlock(&p->mu);
 }
 
-/* Flush until `want` records of kernel `kid` (0: any) have arrived or RECORD_WAIT_NS passed. */
-static void collect(struct hb_prof *p, uint64_t kid, size_t want, struct hb_take *t)
+/*
+ * Flush until `want` records of kernel `kid` (0: any) and `copies` memory-copy
+ * records of copy_tag bytes have arrived, or RECORD_WAIT_NS passed.
+ */
+static void collect_copies(struct hb_prof *p, uint64_t kid, size_t want, uint64_t copies,
+			   struct hb_take *t)
 {
 	uint64_t deadline = gc_now_ns() + RECORD_WAIT_NS;
 	size_t have;
+	bool copied;
 
 	for (;;) {
 		gc_assert_f(p->flush_buffer(p->buf) == 0, "rocprofiler_flush_buffer failed");
@@ -235,12 +306,19 @@ static void collect(struct hb_prof *p, uint64_t kid, size_t want, struct hb_take
 		have = 0;
 		for (size_t i = 0; i < p->n; i++)
 			have += !kid || p->r[i].kernel_id == kid;
+		copied = p->copies_tagged >= copies;
 		pthread_mutex_unlock(&p->mu);
-		if (have >= want || gc_now_ns() > deadline)
+		if ((have >= want && copied) || gc_now_ns() > deadline)
 			break;
 		usleep(1000);
 	}
 	take(p, t);
+}
+
+/* Flush until `want` records of kernel `kid` (0: any) have arrived or RECORD_WAIT_NS passed. */
+static void collect(struct hb_prof *p, uint64_t kid, size_t want, struct hb_take *t)
+{
+	collect_copies(p, kid, want, 0, t);
 }
 
 /* Keep only kernel kid's records. */
@@ -254,23 +332,96 @@ static void keep_kernel(struct hb_take *t, uint64_t kid)
 	t->n = k;
 }
 
+/* ------------------------------------- profiler-sessions' configurations */
+
+/* rocprofiler-sdk's kernel-dispatch tracing has one mode (see traced-serialized). */
+static const char *const sess_modes[] = { "concurrent" };
+
+/*
+ * What a session enables, per configuration (lib/prof_sessions.h): buffer
+ * tracing of kernel dispatches alone, beside HIP runtime API calls, beside
+ * memory copies. A plan's process creates its configuration's context alone
+ * (see hb_prof_register).
+ */
+enum { CFG_KERNEL, CFG_HIP_API, CFG_MEMCPY, NCFG };
+static const struct gc_sess_config sess_configs[NCFG] = {
+	[CFG_KERNEL] = { "kernel", "kernel-dispatch buffer tracing alone", true, GC_LEVEL_QUICK },
+	[CFG_HIP_API] = { "kernel-hip-api", "kernel-dispatch and HIP runtime API buffer tracing",
+			  true, GC_LEVEL_STANDARD },
+	[CFG_MEMCPY] = { "kernel-memcpy", "kernel-dispatch and memory-copy buffer tracing", true,
+			 GC_LEVEL_LONG },
+};
+static const uint32_t sess_cfg_kinds[NCFG][RP_MAX_KINDS + 1] = {
+	[CFG_KERNEL] = { RP_TRACING_KERNEL_DISPATCH },
+	[CFG_HIP_API] = { RP_TRACING_KERNEL_DISPATCH, RP_TRACING_HIP_RUNTIME_API },
+	[CFG_MEMCPY] = { RP_TRACING_KERNEL_DISPATCH, RP_TRACING_MEMORY_COPY },
+};
+
+#define SESS_COPIES 64       /* host-to-device copies a session makes */
+#define SESS_COPY_BYTES 4093 /* their size: no other copy of the workload has it */
+
+/* The configuration of plan `plan` (GC_SESS_PLAN_ENV), or -1: none, or no such plan. */
+static int sess_plan_config(const char *plan)
+{
+	const struct gc_sess_ops ops = { .modes = sess_modes, .nmodes = HB_ARRAY_SIZE(sess_modes),
+					 .configs = sess_configs, .nconfigs = NCFG };
+	struct gc_sess_plan v[GC_SESS_MAX_PLANS];
+	size_t n = gc_sess_plans(&ops, v, GC_SESS_MAX_PLANS);
+
+	for (size_t i = 0; plan && i < n && i < GC_SESS_MAX_PLANS; i++)
+		if (!strcmp(v[i].name, plan))
+			return (int)v[i].config;
+	return -1;
+}
+
 /* ------------------------------------------------------- registration */
 
+/* fwd.h's name of each kind used, as rocprofiler_query_buffer_tracing_kind_name gives it. */
+static const struct {
+	uint32_t kind;
+	const char *name;
+} rp_kinds[] = {
+	{ RP_TRACING_HIP_RUNTIME_API, "HIP_RUNTIME_API" },
+	{ RP_TRACING_MEMORY_COPY, "MEMORY_COPY" },
+	{ RP_TRACING_KERNEL_DISPATCH, "KERNEL_DISPATCH" },
+};
+
+static const char *rp_kind_name(uint32_t kind)
+{
+	for (size_t i = 0; i < HB_ARRAY_SIZE(rp_kinds); i++)
+		if (rp_kinds[i].kind == kind)
+			return rp_kinds[i].name;
+	return "an unlisted kind";
+}
+
+/* Our finalize (cfg.finalize, plans' processes only): counted, for sess_finalize's check. */
+static void tool_fini(void *data)
+{
+	struct hb_prof *p = data;
+
+	__atomic_add_fetch(&p->tool_finis, 1, __ATOMIC_RELAXED);
+}
+
+/* One context, its buffer, and each of p->kinds configured into it. */
 static int tool_init(rp_client_finalize fini, void *data)
 {
 	struct hb_prof *p = data;
+	const char *what = "rocprofiler_create_context";
 	int st;
 
-	(void)fini;
+	p->fini = fini;
 	st = p->create_context(&p->ctx);
-	if (!st)
+	if (!st) {
+		what = "rocprofiler_create_buffer";
 		st = p->create_buffer(p->ctx, RP_BUFFER_BYTES, RP_BUFFER_BYTES / 2,
 				      RP_POLICY_LOSSLESS, on_records, p, &p->buf);
-	if (!st)
-		st = p->configure_buffer_tracing(p->ctx, RP_TRACING_KERNEL_DISPATCH, NULL, 0,
-						 p->buf);
+	}
+	for (size_t k = 0; !st && p->kinds[k]; k++) {
+		what = rp_kind_name(p->kinds[k]);
+		st = p->configure_buffer_tracing(p->ctx, (int)p->kinds[k], NULL, 0, p->buf);
+	}
 	if (st) {
-		snprintf(p->init_why, sizeof(p->init_why), "tool initialisation: %s",
+		snprintf(p->init_why, sizeof(p->init_why), "tool initialisation: %s: %s", what,
 			 rp_err(p, st));
 		return -1;
 	}
@@ -287,7 +438,9 @@ static rp_configure_result *tool_configure(uint32_t version, const char *runtime
 	if (!p)
 		return NULL;
 	id->name = "gpuconform";
-	p->cfg = (rp_configure_result){ sizeof(p->cfg), tool_init, NULL, p };
+	p->client = *id; /* the handle finalize_func is given back */
+	p->cfg = (rp_configure_result){ sizeof(p->cfg), tool_init,
+					p->config >= 0 ? tool_fini : NULL, p };
 	return &p->cfg;
 }
 
@@ -315,30 +468,52 @@ static bool prof_load(struct hb_prof *p, char *why, size_t len)
 	return !name;
 }
 
-/* profiler-sessions' fresh process (GC_SESS_FRESH_ENV) must never register. */
-static bool is_profiler_subtest(const char *name)
+/*
+ * Whether a process that starts with subtest `first` registers, else why
+ * not: one that starts with a profiler subtest; for profiler-sessions only a
+ * plan's process, since the subtest's own is the plans' fresh reference.
+ */
+static bool prof_wanted(const char *first, char *why, size_t len)
 {
-	return name && !gc_sess_fresh() &&
-	       (!strcmp(name, "traced-concurrent") || !strcmp(name, "trace-leak") ||
-		!strcmp(name, "attach-detach") || !strcmp(name, "profiler-sessions"));
+	if (first && !strcmp(first, "profiler-sessions")) {
+		snprintf(why, len, "profiler-sessions' own process is its plans' fresh reference: "
+			 "rocprofiler-sdk registers only in a plan's process (%s set)",
+			 GC_SESS_PLAN_ENV);
+		return gc_sess_plan_env() != NULL;
+	}
+	snprintf(why, len, "rocprofiler-sdk must register before ROCr initialises and then "
+		 "intercepts every queue of the process, so it is registered only in a process "
+		 "that starts with a profiler subtest; this one started with %s: run `hip_bubbles "
+		 "--run-subtest NAME` alone (the runner does)", first ? first : "no subtest");
+	return first && (!strcmp(first, "traced-concurrent") || !strcmp(first, "trace-leak") ||
+			 !strcmp(first, "attach-detach"));
 }
 
+/*
+ * A plan's process of profiler-sessions creates its plan's configuration
+ * alone. rocprofiler-sdk decides when a runtime registers which of its calls
+ * to wrap from every registered context, started or not: "we loop over all
+ * the *registered* contexts and see if any of them, at any point in time,
+ * might require callback or buffered API tracing" (should_wrap_functor,
+ * source/lib/rocprofiler-sdk/hip/hip.cpp, rocm-6.2.2); async_copy_init
+ * (hsa/async_copy.cpp, same tag) wraps ROCr's async copies and switches on
+ * its async-copy profiling when any registered context traces memory
+ * copies. Another configuration's context, never started, would still
+ * change this plan's pristine.
+ */
 void hb_prof_register(struct hb *b, const char *first_subtest)
 {
 	struct hb_prof *p;
 	int st;
 
-	if (!is_profiler_subtest(first_subtest)) {
-		snprintf(b->prof_why, sizeof(b->prof_why), "rocprofiler-sdk must register before "
-			 "ROCr initialises and then intercepts every queue of the process, so it is "
-			 "registered only in a process that starts with a profiler subtest; this one "
-			 "started with %s: run `hip_bubbles --run-subtest NAME` alone (the runner "
-			 "does)", first_subtest ? first_subtest : "no subtest");
+	if (!prof_wanted(first_subtest, b->prof_why, sizeof(b->prof_why)))
 		return;
-	}
 	p = calloc(1, sizeof(*p));
 	gc_assert(p);
 	pthread_mutex_init(&p->mu, NULL);
+	p->config = sess_plan_config(gc_sess_plan_env());
+	memcpy(p->kinds, sess_cfg_kinds[p->config >= 0 ? p->config : CFG_KERNEL], sizeof(p->kinds));
+	p->copy_tag = p->config >= 0 ? SESS_COPY_BYTES : 0;
 	if (!prof_load(p, b->prof_why, sizeof(b->prof_why)))
 		return; /* p and its library stay: nothing else refers to them */
 	pending = p;
@@ -352,21 +527,34 @@ void hb_prof_register(struct hb *b, const char *first_subtest)
 	b->prof = p;
 }
 
+/* Skip unless rocprofiler-sdk names `kind` as restated (bare or with its enum prefix). */
+static void kind_require(const struct hb_prof *p, uint32_t kind)
+{
+	static const char prefix[] = "ROCPROFILER_BUFFER_TRACING_";
+	const char *name = NULL, *want = rp_kind_name(kind);
+	const char *bare;
+
+	if (p->kind_name((int)kind, &name, NULL))
+		name = NULL;
+	bare = name && !strncmp(name, prefix, sizeof(prefix) - 1) ? name + sizeof(prefix) - 1 :
+								     name;
+	if (!bare || strcmp(bare, want))
+		gc_skip("%s: buffer tracing kind %u is %s, not %s: the ABI restated from "
+			"rocprofiler-sdk's fwd.h (rocm-6.2.2) no longer holds", p->soname, kind,
+			name ? name : "unnamed", want);
+}
+
 /* The profiler for this subtest, or skip / fail naming why not. */
 static struct hb_prof *prof_require(struct hb *b)
 {
 	struct hb_prof *p = b->prof;
-	const char *kind = NULL;
 
 	if (!p)
 		gc_skip("%s", b->prof_why);
+	for (size_t k = 0; p->kinds[k]; k++) /* before init: a moved ABI configured wrong kinds */
+		kind_require(p, p->kinds[k]);
 	gc_assert_f(p->inited, "rocprofiler-sdk (%s) refused to initialise our tool: %s",
 		    p->soname, p->init_why[0] ? p->init_why : "initialize was never called");
-	if (p->kind_name(RP_TRACING_KERNEL_DISPATCH, &kind, NULL) || !kind ||
-	    !strstr(kind, "KERNEL_DISPATCH"))
-		gc_skip("%s: buffer tracing kind %u is %s, not KERNEL_DISPATCH: the ABI restated "
-			"from rocprofiler-sdk's fwd.h no longer holds", p->soname,
-			RP_TRACING_KERNEL_DISPATCH, kind ? kind : "unnamed");
 	hb_require(b);
 	return p;
 }
@@ -797,25 +985,36 @@ void hb_test_attach_detach(struct hb *b)
 
 /* ------------------------------------------------------ profiler sessions */
 
-/* rocprofiler-sdk's kernel-dispatch tracing has one mode (see traced-serialized). */
-static const char *const sess_modes[] = { "concurrent" };
-
 struct sess_ctx {
 	struct hb *b;
 	struct hb_prof *p;
 	uint64_t kid;
-	bool have_kid;
+	bool have_kid, finalized;
 	bool left_on; /* GPUCONFORM_BUBBLES_REMOVE=detach: a detach left the context started */
 	void (*deep)(void *);
 	void *deep_ctx;
+	void *copy_dst; /* device memory, SESS_COPY_BYTES */
+	void *copy_src; /* pageable host memory, the same */
 };
 
-static void sess_attach(void *ctx, unsigned m)
+static bool cfg_has(unsigned c, uint32_t kind)
+{
+	for (size_t k = 0; sess_cfg_kinds[c][k]; k++)
+		if (sess_cfg_kinds[c][k] == kind)
+			return true;
+	return false;
+}
+
+/* The plan's process created configuration p->config's context alone (hb_prof_register). */
+static void sess_attach(void *ctx, unsigned m, unsigned c)
 {
 	struct sess_ctx *x = ctx;
 	struct hb_take t;
 
 	(void)m;
+	gc_assert_f((int)c == x->p->config, "attach %s: this plan's process registered %s",
+		    sess_configs[c].name,
+		    x->p->config >= 0 ? sess_configs[x->p->config].name : "no configuration");
 	if (!x->have_kid) /* one traced probe dispatch: part of the first session */
 		x->kid = stamp_kernel_id(x->b, x->p);
 	x->have_kid = true;
@@ -827,21 +1026,69 @@ static void sess_attach(void *ctx, unsigned m)
 	ctx_switch(x->p, true);
 }
 
-/* The deep queue on raw AQL queues (bubbles.c): its kernels are not gc_stamp's kernel_id. */
-static uint64_t sess_workload(void *ctx)
+/*
+ * The deep queue on raw AQL queues (bubbles.c: its kernels are not gc_stamp's
+ * kernel_id, so it adds no dispatch to count), then SESS_COPIES host-to-
+ * device copies through HIP, synchronised, in every configuration (one that
+ * does not trace copies must record none of them).
+ */
+static uint64_t sess_workload(void *ctx, unsigned c)
 {
 	struct sess_ctx *x = ctx;
+	struct hb *b = x->b;
 
+	(void)c;
 	x->deep(x->deep_ctx);
+	for (unsigned i = 0; i < SESS_COPIES; i++)
+		hb_assert(b, b->f.hipMemcpyHtoDAsync(x->copy_dst, x->copy_src, SESS_COPY_BYTES,
+						     b->s));
+	hb_assert(b, b->f.hipStreamSynchronize(b->s));
 	return 0;
 }
 
 /*
- * Detach: the context stopped (GPUCONFORM_BUBBLES_REMOVE=detach leaves it
- * started), the session's records taken: one record of gc_stamp's
- * kernel_id per HIP dispatch made while attached, none dropped.
+ * The session's records against what it made. t: gc_stamp's kernel records
+ * (all: every kernel record) and the other kinds' counts. rocprofiler-sdk
+ * records a memory copy where it wraps ROCr's async copy (hsa/async_copy.cpp,
+ * rocm-6.2.2); which path HIP takes for a small pageable copy is HIP's choice,
+ * not seen here, so a short count names it.
  */
-static void sess_detach(void *ctx, unsigned m, uint64_t dispatches)
+static void sess_check(const struct hb_take *t, size_t all, unsigned c, uint64_t dispatches)
+{
+	bool api = cfg_has(c, RP_TRACING_HIP_RUNTIME_API), copy = cfg_has(c, RP_TRACING_MEMORY_COPY);
+	const char *name = sess_configs[c].name;
+
+	gc_info("%s session: %zu kernel records (%zu of gc_stamp for %llu HIP dispatches), %llu "
+		"HIP runtime API records, %llu memory-copy records (%llu of %d bytes for the %d "
+		"copies made), %llu records of other kinds, %llu dropped", name, all, t->n,
+		(unsigned long long)dispatches, (unsigned long long)t->api,
+		(unsigned long long)t->copies, (unsigned long long)t->copies_tagged,
+		SESS_COPY_BYTES, SESS_COPIES, (unsigned long long)t->other,
+		(unsigned long long)t->dropped);
+	gc_assert_f(all > 0, "the %s session recorded no kernel dispatch: no session took place",
+		    name);
+	gc_assert_f((t->api > 0) == api && (t->copies > 0) == copy && t->other == 0,
+		    "the %s session recorded %llu HIP runtime API, %llu memory-copy and %llu other "
+		    "records: not what it enabled (%s)", name, (unsigned long long)t->api,
+		    (unsigned long long)t->copies, (unsigned long long)t->other,
+		    sess_configs[c].what);
+	gc_check_f(t->n == dispatches, "%s session: %zu gc_stamp records for %llu dispatches",
+		   name, t->n, (unsigned long long)dispatches);
+	gc_check_f(!copy || t->copies_tagged == SESS_COPIES, "%s session: %llu memory-copy records "
+		   "of %d bytes for %d hipMemcpyHtoDAsync calls (HIP may have copied them some "
+		   "other way than ROCr's async copy)", name,
+		   (unsigned long long)t->copies_tagged, SESS_COPY_BYTES, SESS_COPIES);
+	gc_check_f(t->dropped == 0 && t->short_records == 0, "%s session: %llu records dropped, "
+		   "%llu shorter than the restated layout", name, (unsigned long long)t->dropped,
+		   (unsigned long long)t->short_records);
+}
+
+/*
+ * Detach: the context stopped (GPUCONFORM_BUBBLES_REMOVE=detach leaves it
+ * started, so that the after-measurements are seen to fail), the session's
+ * records taken and checked (sess_check).
+ */
+static void sess_detach(void *ctx, unsigned m, unsigned c, uint64_t dispatches)
 {
 	struct sess_ctx *x = ctx;
 	struct hb_take t;
@@ -852,65 +1099,144 @@ static void sess_detach(void *ctx, unsigned m, uint64_t dispatches)
 		x->left_on = true;
 	else
 		ctx_switch(x->p, false);
-	collect(x->p, x->kid, dispatches, &t);
+	collect_copies(x->p, x->kid, dispatches,
+		       cfg_has(c, RP_TRACING_MEMORY_COPY) ? SESS_COPIES : 0, &t);
 	all = t.n;
 	keep_kernel(&t, x->kid);
-	gc_info("session: %zu records, %zu of gc_stamp for %llu HIP dispatches, %llu dropped",
-		all, t.n, (unsigned long long)dispatches, (unsigned long long)t.dropped);
-	gc_assert_f(all > 0, "the session recorded nothing: no session took place");
-	gc_check_f(t.n == dispatches, "session: %zu gc_stamp records for %llu dispatches", t.n,
-		   (unsigned long long)dispatches);
-	gc_check_f(t.dropped == 0 && t.short_records == 0, "session: %llu records dropped, %llu "
-		   "shorter than the restated layout", (unsigned long long)t.dropped,
-		   (unsigned long long)t.short_records);
+	sess_check(&t, all, c, dispatches);
 	free(t.r);
 }
 
+/* Records of any kind that arrived after a detach. */
 static uint64_t sess_stray(void *ctx)
 {
 	struct sess_ctx *x = ctx;
 	struct hb_take t;
-	size_t n;
+	uint64_t n;
 
 	if (!x->have_kid)
 		return 0;
 	collect(x->p, 0, 0, &t);
-	n = t.n;
+	n = t.n + t.api + t.copies + t.other;
+	if (n)
+		gc_info("after the detach: %zu kernel, %llu HIP runtime API, %llu memory-copy, %llu "
+			"other records", t.n, (unsigned long long)t.api,
+			(unsigned long long)t.copies, (unsigned long long)t.other);
 	free(t.r);
 	return n;
 }
 
 /*
- * profiler-sessions, the twin of cuda_bubbles' (its comment states the
- * contract): sessions of kernel-dispatch tracing (rocprofiler_start_context
- * .. _stop_context, context.h) in sequence, each around the traced workload
- * (stream chains, wide and long graphs, graphs instantiated while traced,
- * the AQL deep queue); after each stop no record arrives and every case
- * costs what it cost before the first start. rocprofiler-sdk must register
- * before ROCr initialises, so pristine is measured with the tool registered
- * and its context never started; the fresh process (this binary
- * re-executed, GPUCONFORM_BUBBLES_FRESH=1) never registers, and a residual
- * must exceed both references. One mode, so two sessions.
+ * registration.h (rocm-6.2.2), rocprofiler_client_finalize_t: "This function
+ * can be used to explicitly invoke the client tools
+ * ::rocprofiler_tool_finalize_t finalization function prior to the `atexit`
+ * handler which calls it." and, of the client's handle, the client can "pass
+ * it to the @ref rocprofiler_client_finalize_t function to force
+ * finalization (i.e. deactivate all of it's contexts) for the client". So
+ * this finalize is the client's, not an unload: librocprofiler-sdk stays
+ * mapped, which the after-finalize report should be read with. Called after
+ * a synchronize and a flush, as cuptiFinalize is in cuda_bubbles; our tool's
+ * finalize must have run once.
+ */
+static void sess_finalize(void *ctx)
+{
+	struct sess_ctx *x = ctx;
+	struct hb_prof *p = x->p;
+	struct hb_take t;
+
+	if (x->left_on)
+		ctx_switch(p, false);
+	x->left_on = false;
+	hb_assert(x->b, x->b->f.hipStreamSynchronize(x->b->s));
+	collect(p, 0, 0, &t);
+	free(t.r);
+	gc_assert_f(p->fini, "rocprofiler-sdk called initialize with no finalize_func");
+	p->fini(p->client);
+	x->finalized = true;
+	gc_info("rocprofiler_client_finalize_t called: the client finalized, its context "
+		"deactivated; %s stays mapped", p->soname);
+	gc_check_f(__atomic_load_n(&p->tool_finis, __ATOMIC_RELAXED) == 1, "finalize_func ran our "
+		   "tool's finalize %u times, not once", __atomic_load_n(&p->tool_finis,
+									 __ATOMIC_RELAXED));
+}
+
+/* The plan's process's cleanup: a context the knob left started, the copies' memory. */
+static void sess_release(void *arg)
+{
+	struct sess_ctx *x = arg;
+
+	if (x->left_on && !x->finalized) {
+		int st = x->p->stop_context(x->p->ctx);
+
+		gc_check_f(st == 0, "rocprofiler_stop_context: %s", rp_err(x->p, st));
+	}
+	if (x->copy_dst) {
+		hipError_t e = x->b->f.hipFree(x->copy_dst);
+
+		gc_check_f(e == hipSuccess, "hipFree: %s", hb_err(x->b, e));
+	}
+	free(x->copy_src);
+	free(x);
+}
+
+/*
+ * profiler-sessions. The bubbles contract (DESIGN.md): "the gap between them
+ * is measured per kernel, with and without a profiler tracing, and every
+ * dispatch appears in the trace"; and context.h (rocm-6.2.2), of a context:
+ * "This handle is used to activate/deactivate the services during the
+ * application runtime." A context stopped is its services deactivated, so
+ * once a session has stopped its context no record arrives and the process
+ * costs what it cost before the first start: the same gaps and graph times,
+ * on graphs instantiated before, during and after the sessions.
+ *
+ * A matrix of plans (lib/prof_sessions.h): one per configuration, each two
+ * sessions in rocprofiler-sdk's one mode (concurrent): kernel (kernel-
+ * dispatch buffer tracing alone; run at quick, standard and long),
+ * kernel-hip-api (and HIP runtime API buffer tracing; standard and long),
+ * kernel-memcpy (and memory-copy buffer tracing; long). Each session runs
+ * the traced workload (stream chains, wide and long graphs, graphs
+ * instantiated while traced, the AQL deep queue, SESS_COPIES host-to-device
+ * copies of SESS_COPY_BYTES bytes) and must record one kernel-dispatch record
+ * of gc_stamp's kernel_id per HIP dispatch, HIP runtime API records where
+ * enabled, one memory-copy record of SESS_COPY_BYTES bytes per copy where
+ * enabled, no record of a kind it did not enable, none dropped. Each plan
+ * runs in a process of its own that registers rocprofiler-sdk before ROCr
+ * initialises (it must), so its pristine is measured with the tool
+ * registered and its context created, never started; this subtest's
+ * process never registers it and is the fresh reference. After the
+ * sessions the plan's process calls rocprofiler-sdk's finalize_func (see
+ * sess_finalize) and measures again: reported, not judged.
+ * GPUCONFORM_BUBBLES_REMOVE=detach leaves the context started at each
+ * detach (stopped at the next attach): the subtest must then fail.
  */
 void hb_test_profiler_sessions(struct hb *b, void (*deep)(void *), void *deep_ctx)
 {
 	static const struct gc_sess_ops ops = {
 		.modes = sess_modes, .nmodes = HB_ARRAY_SIZE(sess_modes),
+		.configs = sess_configs, .nconfigs = NCFG,
 		.lib = "librocprofiler-sdk",
-		.pristine = "rocprofiler-sdk registered before ROCr initialised (it must be), its "
-			    "context never started; the fresh process never registered it",
+		.pristine = "rocprofiler-sdk registered before ROCr initialised (it must be), this "
+			    "plan's context created and never started; the subtest's process (fresh) "
+			    "never loaded it",
 		.attach = sess_attach, .workload = sess_workload, .detach = sess_detach,
-		.stray = sess_stray,
+		.stray = sess_stray, .finalize = sess_finalize,
+		.finalize_what = "rocprofiler_client_finalize_t",
 	};
-	struct sess_ctx x = { .b = b, .deep = deep, .deep_ctx = deep_ctx };
+	struct sess_ctx *x;
 
-	if (gc_sess_fresh()) {
+	if (!gc_sess_plan_env()) { /* the subtest's own process: it spawns and judges the plans */
 		hb_require(b);
-		gc_sess_fresh_report(&b->dev, ops.lib);
+		gc_sess_run(&b->dev, &ops, NULL, "profiler-sessions");
 		return;
 	}
-	x.p = prof_require(b);
-	gc_sess_run(&b->dev, &ops, &x, "profiler-sessions");
-	if (x.left_on)
-		ctx_switch(x.p, false);
+	x = calloc(1, sizeof(*x));
+	gc_assert(x);
+	*x = (struct sess_ctx){ .b = b, .deep = deep, .deep_ctx = deep_ctx };
+	gc_defer(sess_release, x);
+	x->p = prof_require(b);
+	hb_assert(b, b->f.hipMalloc(&x->copy_dst, SESS_COPY_BYTES));
+	x->copy_src = malloc(SESS_COPY_BYTES);
+	gc_assert(x->copy_src);
+	memset(x->copy_src, 0x5a, SESS_COPY_BYTES);
+	gc_sess_run(&b->dev, &ops, x, "profiler-sessions");
 }
