@@ -148,18 +148,28 @@ void gc_sess_print(FILE *f, const struct gc_sess_report *r)
 	char point[32];
 
 	fprintf(f, SESS_TAG " quantum %.17g\n", r->quantum);
-	fprintf(f, SESS_TAG " sessions %zu finalized %d\n", r->n, r->finalized);
+	fprintf(f, SESS_TAG " sessions %zu\n", r->n);
 	print_point(f, "pristine", &r->pristine);
 	for (size_t i = 0; i < r->n && i < GC_SESS_MAX; i++)
 		for (unsigned set = 0; set < GC_SESS_NSETS; set++) {
 			snprintf(point, sizeof(point), "s%zu-%s", i + 1, gc_sess_sets[set]);
 			print_point(f, point, &r->after[i][set]);
 		}
-	for (unsigned set = 0; set < GC_SESS_NSETS && r->finalized; set++) {
+	fputs(SESS_TAG " end\n", f);
+	fflush(f);
+	if (r->finalized)
+		gc_sess_print_fin(f, r);
+}
+
+void gc_sess_print_fin(FILE *f, const struct gc_sess_report *r)
+{
+	char point[32];
+
+	for (unsigned set = 0; set < GC_SESS_NSETS; set++) {
 		snprintf(point, sizeof(point), "fin-%s", gc_sess_sets[set]);
 		print_point(f, point, &r->fin[set]);
 	}
-	fputs(SESS_TAG " end\n", f);
+	fputs(SESS_TAG " finalized\n", f);
 	fflush(f);
 }
 
@@ -211,7 +221,7 @@ struct seen {
 	unsigned char pristine[GC_SESS_NCASES];
 	unsigned char after[GC_SESS_MAX][GC_SESS_NSETS][GC_SESS_NCASES];
 	unsigned char fin[GC_SESS_NSETS][GC_SESS_NCASES];
-	bool quantum, count, end;
+	bool quantum, count, end, finalized;
 };
 
 /* The seen-bits of point p of r in s (the same member as p's). */
@@ -230,22 +240,21 @@ static int parse_sess_line(const char *l, struct gc_sess_report *r, struct seen 
 {
 	char point[32], name[64], stat[32];
 	struct gc_sess_point *p;
-	int used = 0, c, st, fin = 0;
+	int used = 0, c, st;
 
 	if (strncmp(l, SESS_TAG " ", sizeof(SESS_TAG)))
 		return 1;
 	l += sizeof(SESS_TAG);
-	if (!strcmp(l, "end")) {
-		s->end = true;
+	if (!strcmp(l, "end") || !strcmp(l, "finalized")) {
+		*(l[0] == 'e' ? &s->end : &s->finalized) = true;
 		return 0;
 	}
 	if (sscanf(l, "quantum %n", &used) == 0 && used) {
 		s->quantum = true;
 		return parse_values(l + used, &r->quantum, 1);
 	}
-	if (sscanf(l, "sessions %zu finalized %d %n", &r->n, &fin, &used) == 2) {
-		r->finalized = fin;
-		s->count = !l[used] && r->n >= 1 && r->n <= GC_SESS_MAX && (fin == 0 || fin == 1);
+	if (sscanf(l, "sessions %zu %n", &r->n, &used) == 1) {
+		s->count = !l[used] && r->n >= 1 && r->n <= GC_SESS_MAX;
 		return s->count ? 0 : -EINVAL;
 	}
 	if (sscanf(l, "%31s %63s %31s %n", point, name, stat, &used) != 3 || !used)
@@ -308,7 +317,8 @@ int gc_sess_parse(const char *text, struct gc_sess_report *r)
 	for (size_t i = 0; i < r->n; i++)
 		if (!sets_whole(s.after[i]))
 			return -EINVAL;
-	return !r->finalized || sets_whole(s.fin) ? 0 : -EINVAL;
+	r->finalized = s.finalized;
+	return !s.finalized || sets_whole(s.fin) ? 0 : -EINVAL;
 }
 
 /* ------------------------------------------------------------ measuring */
@@ -572,15 +582,16 @@ static void plan_process(const struct gc_gap_dev *d, const struct gc_sess_ops *o
 	x->rep.n = x->plan.n;
 	for (size_t i = 0; i < x->plan.n; i++)
 		plan_session(x, i);
+	gc_sess_print(stdout, &x->rep);
 	if (ops->finalize) {
+		ops->finalize(ctx);
 		gc_info("%s: the profiler finalized (detached from the process whole)",
 			ops->finalize_what);
-		ops->finalize(ctx);
 		plan_measure(x, x->rep.fin);
 		x->rep.finalized = true;
+		gc_sess_print_fin(stdout, &x->rep);
 	}
 	graphs_free(d, &x->sets[GC_SESS_OLD]);
-	gc_sess_print(stdout, &x->rep);
 	free(x);
 }
 
@@ -859,9 +870,13 @@ static void judge_plan(const struct gc_sess_ops *ops, const struct gc_sess_plan 
 			r ? "finalizing the profiler does not restore it either" :
 			    "the detach leaves a cost that only finalizing the profiler restores");
 	} else {
-		gc_info("%s: %s%s; this profiler has no finalize", p->name,
-			total ? "the first residual appeared after " :
-				"no residual after any detach", total ? first : "");
+		gc_info("%s: %s%s; %s", p->name, total ? "the first residual appeared after " :
+			"no residual after any detach", total ? first : "",
+			ops->finalize ? "the process did not measure again after the finalize" :
+					"this profiler has no finalize");
+		gc_check_f(!ops->finalize, "after %s the plan's process did not measure again (its "
+			   "failure is above), where %s", ops->finalize_what,
+			   ops->finalize_promise ? ops->finalize_promise : "it should go on");
 	}
 }
 

@@ -149,10 +149,14 @@ struct gc_sess_plan {
  * A plan's process's report: the clock quantum it saw, pristine, the sets
  * after each of its n sessions and, when finalized, after the finalize.
  * gc_sess_print() writes it as lines "gc-sess ..." ending with "gc-sess
- * end"; gc_sess_parse() reads it back from text that may hold other lines:
- * 0, or -EINVAL unless the quantum, the count, the end line and every round
- * of every case of every point were there (the mid set may be absent: it is
- * not measured when GC_SESS_PARTS_ENV leaves mid out). Pure: unit-tested.
+ * end", then, when finalized, gc_sess_print_fin()'s: the sets after the
+ * finalize and "gc-sess finalized" (printed apart, after the rest is out: a
+ * process the finalize breaks has reported its sessions). gc_sess_parse()
+ * reads both back from text that may hold other lines: 0, or -EINVAL unless
+ * the quantum, the count, the end line and every round of every case of
+ * every point were there (the mid set may be absent: it is not measured
+ * when GC_SESS_PARTS_ENV leaves mid out); finalized only when its part is
+ * whole and ended. Pure: unit-tested.
  */
 struct gc_sess_report {
 	double quantum;
@@ -163,6 +167,7 @@ struct gc_sess_report {
 	struct gc_sess_point fin[GC_SESS_NSETS];
 };
 void gc_sess_print(FILE *f, const struct gc_sess_report *r);
+void gc_sess_print_fin(FILE *f, const struct gc_sess_report *r);
 int gc_sess_parse(const char *text, struct gc_sess_report *r);
 
 /* Whether a file whose path contains name is mapped into this process. */
@@ -200,7 +205,8 @@ struct gc_sess_ops {
 	uint64_t (*stray)(void *ctx);
 	/* NULL where the profiler has no finalize; else detach it whole (cuptiFinalize). */
 	void (*finalize)(void *ctx);
-	const char *finalize_what; /* the call, for the output ("cuptiFinalize") */
+	const char *finalize_what;    /* the call, for the output ("cuptiFinalize") */
+	const char *finalize_promise; /* what its documentation promises after it, quoted */
 };
 
 /*

@@ -26,7 +26,7 @@
 	X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord)                          \
 	X(cuptiActivityGetNumDroppedRecords) X(cuptiGetTimestamp)                       \
 	X(cuptiGetResultString) X(cuptiFinalize) X(cuptiGetGraphNodeId)                 \
-	X(cuptiSubscribe) X(cuptiUnsubscribe) X(cuptiEnableCallback)
+	X(cuptiSubscribe) X(cuptiUnsubscribe) X(cuptiEnableCallback) X(cuptiEnableDomain)
 
 struct gc_cupti {
 	void *lib;

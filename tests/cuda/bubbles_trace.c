@@ -1037,15 +1037,44 @@ static uint64_t sess_stray(void *ctx)
 	return n;
 }
 
+/* cuptiFinalize called from the exit of the first driver-API call after it is armed. */
+struct fin_site {
+	const struct gc_cupti *c;
+	bool armed, done;
+	CUptiResult r;
+	CUpti_CallbackId cbid;
+};
+
+static void CUPTIAPI fin_at_exit(void *user, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
+				 const void *data)
+{
+	struct fin_site *f = user;
+	const CUpti_CallbackData *cd = data;
+
+	if (dom != CUPTI_CB_DOMAIN_DRIVER_API || !f->armed || f->done ||
+	    cd->callbackSite != CUPTI_API_EXIT)
+		return;
+	f->done = true;
+	f->cbid = cbid;
+	f->r = f->c->cuptiFinalize();
+}
+
 /*
- * cupti.h, cuptiFinalize: "Detach CUPTI from the running process. [...] It
- * destroys and cleans up all the resources associated with CUPTI in the
- * current process." Called, as it asks, after a synchronize and a flush.
+ * cupti_activity.h (CUDA 13.0, CUPTI_API_VERSION 130001), cuptiFinalize:
+ * "This API detaches the CUPTI from the running process. It destroys and
+ * cleans up all the resources associated with CUPTI in the current process.
+ * After CUPTI detaches from the process, the process will keep on running
+ * with no CUPTI attached to it. For safe operation of the API, it is
+ * recommended this API is invoked from the exit callsite of any of the CUDA
+ * Driver or Runtime API." So it is: after a synchronize and a flush, from the
+ * driver-API callback at the exit of a cuCtxSynchronize.
  */
 static void sess_finalize(void *ctx)
 {
 	struct sess_ctx *x = ctx;
 	struct gc_cuda *cu = x->b->cu;
+	struct fin_site f = { .c = &x->c };
+	CUpti_SubscriberHandle sub;
 	CUptiResult r;
 	char eb[160];
 
@@ -1054,9 +1083,16 @@ static void sess_finalize(void *ctx)
 	x->left_on = CUPTI_ACTIVITY_KIND_INVALID;
 	gc_cu_assert(cu, cu->cuCtxSynchronize());
 	sess_drain(x);
-	r = x->c.cuptiFinalize();
-	gc_assert_f(r == CUPTI_SUCCESS, "cuptiFinalize: %s",
+	r = x->c.cuptiSubscribe(&sub, fin_at_exit, &f);
+	if (r == CUPTI_SUCCESS)
+		r = x->c.cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API);
+	gc_assert_f(r == CUPTI_SUCCESS, "cuptiSubscribe / cuptiEnableDomain(DRIVER_API): %s",
 		    gc_cupti_strerror(&x->c, r, eb, sizeof(eb)));
+	f.armed = true;
+	gc_cu_assert(cu, cu->cuCtxSynchronize());
+	gc_assert_f(f.done, "no driver-API exit callback came after cuCtxSynchronize");
+	gc_assert_f(f.r == CUPTI_SUCCESS, "cuptiFinalize (at the exit of driver-API callback id "
+		    "%u): %s", (unsigned)f.cbid, gc_cupti_strerror(&x->c, f.r, eb, sizeof(eb)));
 	x->finalized = true;
 }
 
@@ -1088,6 +1124,9 @@ void test_profiler_sessions(void *data)
 		.lib = "libcupti", .pristine = NULL, .prepare = sess_prepare,
 		.attach = sess_attach, .workload = sess_workload, .detach = sess_detach,
 		.stray = sess_stray, .finalize = sess_finalize, .finalize_what = "cuptiFinalize",
+		.finalize_promise = "cupti_activity.h, cuptiFinalize: \"After CUPTI detaches from "
+				    "the process, the process will keep on running with no CUPTI "
+				    "attached to it\"",
 	};
 	struct bx *b = data;
 	struct sess_ctx *x = calloc(1, sizeof(*x));

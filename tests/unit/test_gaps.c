@@ -678,6 +678,17 @@ static void assert_spoilt(const char *text, const char *what)
 	free(t);
 }
 
+/* text up to the first occurrence of at: parsed whole (0) into back. */
+static void text_cut(const char *text, const char *at, struct gc_sess_report *back)
+{
+	char *t = strdup(text);
+
+	gc_assert(t && strstr(t, at));
+	*strstr(t, at) = '\0';
+	gc_assert_cmpint(gc_sess_parse(t, back), ==, 0);
+	free(t);
+}
+
 /* A plan's report reads back exactly, among the framework's own lines; a part missing fails. */
 static void test_sess_report(void *fx)
 {
@@ -716,7 +727,9 @@ static void test_sess_report(void *fx)
 	assert_spoilt(buf, "gc-sess quantum");
 	assert_spoilt(buf, "gc-sess sessions");
 	assert_spoilt(buf, "gc-sess end");                       /* cut short */
-	gc_assert_cmpint(gc_sess_parse("gc-sess quantum 32\ngc-sess sessions 1 finalized 0\n"
+	text_cut(buf, "gc-sess fin-mid", back); /* the finalize's part cut short: not finalized */
+	gc_assert(!back->finalized);
+	gc_assert_cmpint(gc_sess_parse("gc-sess quantum 32\ngc-sess sessions 1\n"
 				       "gc-sess pristine chain16 gap-p50 1 2\ngc-sess end\n", back),
 			 ==, -EINVAL); /* two rounds of three */
 	gc_assert_cmpint(gc_sess_parse("gc-sess s9-old chain16 gap-p50 1 2 3\n", back), ==,
