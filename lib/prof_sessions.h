@@ -66,6 +66,13 @@
 #define GC_SESS_MAX 4             /* sessions of one plan at most: one per mode */
 #define GC_SESS_MAX_PLANS 32
 #define GC_SESS_PLAN_ENV "GPUCONFORM_BUBBLES_SESSION_PLAN"
+/*
+ * The finalize step runs only where this is set (to anything but empty):
+ * on an H100 (driver 580.159.04, CUDA 13.0) cuptiFinalize, called as its
+ * header recommends, is followed by an MMU fault (Xid 31, a write by the
+ * front end to an unmapped page) at the next launch, which ends the run.
+ */
+#define GC_SESS_FINALIZE_ENV "GPUCONFORM_BUBBLES_FINALIZE"
 
 enum { GC_SESS_P50, GC_SESS_TIME, GC_SESS_NSTAT };
 extern const char *const gc_sess_stats[GC_SESS_NSTAT]; /* "gap-p50", "graph-time" */

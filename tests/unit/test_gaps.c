@@ -878,6 +878,7 @@ static void test_sess_run(void *fx)
 		return;
 	}
 	unsetenv(GC_LEVEL_ENV);
+	setenv(GC_SESS_FINALIZE_ENV, "1", 1);
 	fake_sessions(&f);
 	gc_assert_cmpuint(gc_checks_failed(), ==, 0);
 	gc_assert_cmpuint(f.sessions, ==, 0); /* this process, the fresh one, never attached */
