@@ -27,7 +27,8 @@ from .baseline import (
 from .cleanrun import run_id, unclean
 from .fingerprint import Fingerprint, current_fingerprint
 from .gate import Gate, RunSummary
-from .catalogue import Catalogue, CatalogueError
+from .catalogue import Catalogue, CatalogueError, load_catalogue
+from .metrickey import MetricKey
 from .runmetrics import durations, load_results, results_fingerprint, run_metrics
 from .scope import catalogue_of, labeler
 
@@ -73,7 +74,8 @@ def _read_run(rj: Path, force: bool) -> tuple[Mapping[str, Any], RunInfo]:
 
 def update_baseline(results_dirs: Path | Sequence[Path], out: Path | None = None, *,
                     append: bool = False, force: bool = False,
-                    forced: Callable[[str], None] | None = None) -> Path:
+                    forced: Callable[[str], None] | None = None,
+                    left_out: Callable[[str], None] | None = None) -> Path:
     """Make or update the baseline of the clean runs in results_dirs (each a
     results directory or results.json); returns its path.
 
@@ -92,6 +94,12 @@ def update_baseline(results_dirs: Path | Sequence[Path], out: Path | None = None
     is a BaselineError. force takes runs that are not clean (only their
     tests that ended as expected, as always), each entry saying why, and
     tells forced() of each.
+
+    A metric of a catalogued binary that no line of the catalogue
+    (data/metrics.txt) names any more is left out, the runs' and the old
+    baseline's alike: the binary no longer records it (a run made before its
+    test changed), so it could only ever be reported missing. left_out() is
+    told how many and the first.
     """
     dirs = [Path(results_dirs)] if isinstance(results_dirs, (str, Path)) else \
         [Path(d) for d in results_dirs]
@@ -120,7 +128,10 @@ def update_baseline(results_dirs: Path | Sequence[Path], out: Path | None = None
             check_fingerprint(old, fp)
         except BaselineError as e:
             raise BaselineError(f"{e}; give another output file") from None
-    b = _merge(old, fp, loaded, append)
+    b, gone = _catalogued(_merge(old, fp, loaded, append), load_catalogue())
+    if gone and left_out is not None:
+        left_out(f"{len(gone)} metrics left out, no line of the catalogue names them (no "
+                 f"binary records them now), e.g. {gone[0]}")
     _check_distinct(b, old, [info for _, _, info in loaded], target)
     written = write_baseline(b, target)
     for rj, _, info in loaded:
@@ -188,6 +199,25 @@ def _merge(old: Baseline | None, fp: Fingerprint,
             metrics[key] = BaselineMetric(unit, better, tuple(new), res)
     return _pruned(Baseline(fp.to_json(), _now(), runs, metrics, times,
                             old.gate if old is not None else Gate()))
+
+
+def _catalogued(b: Baseline, cat: Catalogue) -> tuple[Baseline, list[str]]:
+    """b without the metrics of a binary cat catalogues that no entry of cat
+    names (their keys, sorted); a binary cat has no line for is kept whole."""
+    binaries = {e.binary for e in cat.entries}
+    gone = sorted(k for k in b.metrics if k.split("@", 1)[0] in binaries and
+                  cat.lookup(str(_key(k).with_node(None))) is None)
+    if not gone:
+        return b, []
+    kept = {k: m for k, m in b.metrics.items() if k not in set(gone)}
+    return _pruned(replace(b, metrics=kept)), gone
+
+
+def _key(text: str) -> MetricKey:
+    k = MetricKey.parse(text)
+    if k is None:
+        raise BaselineError(f"baseline metric key {text!r} is not BINARY@SUBTEST[@DYNAMIC]:NAME")
+    return k
 
 
 def _pruned(b: Baseline) -> Baseline:

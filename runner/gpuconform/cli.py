@@ -706,7 +706,8 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 
     inputs = [_results_input(d) for d in args.results]
     path = _call(_helper("baseline_update", "update_baseline"), args.results, args.out,
-                 append=args.append, force=args.force, forced=forced, inputs=inputs)
+                 append=args.append, force=args.force, forced=forced, left_out=forced,
+                 inputs=inputs)
     print(f"gpuconform: baseline written: {path}")
     return EXIT_OK
 

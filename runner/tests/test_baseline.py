@@ -675,3 +675,22 @@ def test_the_committed_baselines_load() -> None:
         b = load_baseline(p)
         assert p.stem == Fingerprint.from_json(b.fingerprint).key(), p
         assert len({r.devices for r in b.runs}) >= 2, f"{p}: runs of one host only"
+
+
+def test_update_leaves_out_metrics_the_catalogue_no_longer_names(tmp_path: Path) -> None:
+    """A run from before a test changed its metrics: what no catalogue line names is left
+    out, once, said; the binary's catalogued metrics and an uncatalogued binary's stay."""
+    old_name = "residual.session1-concurrent.gap-p50.old-chain16"
+    new_name = "residual.session1-concurrent.gap-p50.graphs"
+    rd = write_results(tmp_path / "r1", results({
+        "cuda_bubbles@profiler-sessions": record(
+            "pass", [metric("cuda_bubbles", "profiler-sessions", old_name, [1.0], unit="x"),
+                     metric("cuda_bubbles", "profiler-sessions", new_name, [1.1], unit="x",
+                            dyn="kernel-cs")], dynamic={"kernel-cs": "pass"}),
+        "b@ok": record("pass", [metric("b", "ok", "lat", [1.0])])},
+        fingerprint=FP.to_json(), run={"run_id": "r1"}))
+    said: list[str] = []
+    b = load_baseline(update_baseline([rd], tmp_path / "b.json", left_out=said.append))
+    assert sorted(b.metrics) == ["b@ok:lat", f"cuda_bubbles@profiler-sessions@kernel-cs:{new_name}"]
+    assert said == ["1 metrics left out, no line of the catalogue names them (no binary records "
+                    f"them now), e.g. cuda_bubbles@profiler-sessions:{old_name}"]
