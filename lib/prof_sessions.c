@@ -665,10 +665,23 @@ static char *read_back(int fd)
 	return buf;
 }
 
+/* A line of the framework's own framing: the runner reads it wherever it stands in a line. */
+static bool framing(const char *l, int n)
+{
+	static const char *const marks[] = { "gpuconform-Version", "Starting subtest: ",
+					     "Subtest ", "Starting dynamic subtest: ",
+					     "Dynamic subtest ", "Skip reason: " };
+
+	for (size_t i = 0; i < ARRAY_SIZE(marks); i++)
+		if (memmem(l, (size_t)n, marks[i], strlen(marks[i])))
+			return true;
+	return false;
+}
+
 /*
- * The plan's lines, in this subtest's output: what it printed, less its
- * report and the framework's framing (kept behind "| " so that no line
- * reads as this process's own result).
+ * The plan's lines, in this subtest's output, behind "| ": what it printed,
+ * less its report and the framework's framing (which would read as this
+ * process's own results: the runner finds them anywhere in a line).
  */
 static void relay(const char *text, char *skip_why, size_t len)
 {
@@ -679,7 +692,7 @@ static void relay(const char *text, char *skip_why, size_t len)
 		const char *nl = strchr(l, '\n');
 		int n = (int)(nl ? nl - l : (ptrdiff_t)strlen(l));
 
-		if (strncmp(l, SESS_TAG " ", sizeof(SESS_TAG)))
+		if (strncmp(l, SESS_TAG " ", sizeof(SESS_TAG)) && !framing(l, n))
 			gc_info("  | %.*s", n, l);
 		if (!strncmp(l, "Skip reason: ", 13))
 			snprintf(skip_why, len, "%.*s", n - 13, l + 13);

@@ -825,7 +825,7 @@ static void fake_sessions(void *arg)
 	struct fake *f = arg;
 
 	f->dev = (struct gc_gap_dev){ &fake_ops, f, &f->s->run };
-	gc_sess_run(&f->dev, &fake_sess, f, "sess-run");
+	gc_sess_run(&f->dev, &fake_sess, f, gc_current_subtest());
 }
 
 /* In a plan's process: its sessions took the modes its name says, and it was finalized. */
@@ -890,6 +890,24 @@ static void test_sess_run(void *fx)
 	unsetenv(GC_SESS_PARTS_ENV);
 	gc_assert_cmpuint(gc_checks_failed(), ==, 0);
 	gc_assert_cmpuint(f.builds, ==, f.destroys);
+	free(f.s);
+}
+
+/*
+ * The subtest once, as the runner runs it: runner/tests/test_prof_sessions.py
+ * reads its output with the runner's own parser (a dynamic subtest per plan,
+ * no protocol anomaly from the plans' relayed lines).
+ */
+static void test_sess_protocol(void *fx)
+{
+	struct fake f = { .s = stamps_new(GC_GAP_NS_HZ), .extra = 64 };
+
+	(void)fx;
+	setenv(GC_SESS_FINALIZE_ENV, "1", 1);
+	if (gc_sess_plan_env())
+		fake_plan(&f);
+	else
+		fake_sessions(&f);
 	free(f.s);
 }
 
@@ -1028,6 +1046,7 @@ static const struct gc_subtest subtests[] = {
 	{ "sess-report", test_sess_report, "a plan's report reads back exactly" },
 	{ "sess-cases", test_sess_cases, "the judged cases; a library mapped or not" },
 	{ "sess-run", test_sess_run, "on a fake device: clean detaches pass, a leak fails" },
+	{ "sess-protocol", test_sess_protocol, "the subtest once, its plans as dynamic subtests" },
 	{ "bracket-steady", test_bracket_steady, "records bracket their stamps under one offset" },
 	{ "bracket-step", test_bracket_step, "a clock step between two long runs is accepted" },
 	{ "bracket-outlier", test_bracket_outlier, "one mistimed record fails" },
