@@ -234,11 +234,6 @@ bool gc_hip_listed(hipError_t e, const hipError_t *listed, size_t n)
 	return false;
 }
 
-size_t gc_hip_align_up(size_t x, size_t a)
-{
-	return a ? (x + a - 1) / a * a : x;
-}
-
 hipMemAllocationProp gc_hip_vmm_prop(int dev)
 {
 	hipMemAllocationProp p;
@@ -311,7 +306,7 @@ hipError_t gc_hip_vmm_make(const struct gc_hip *hip, int dev, size_t size, bool 
 	e = gc_hip_vmm_granularity(hip, dev, &g);
 	if (e != hipSuccess)
 		return e;
-	m->size = gc_hip_align_up(size, g.minimum);
+	m->size = gc_align_up(size, g.minimum);
 	e = hip->hipMemCreate(&m->handle, m->size, &p, 0);
 	m->created = e == hipSuccess;
 	if (m->created) {

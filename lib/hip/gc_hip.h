@@ -135,8 +135,6 @@ struct gc_hip_vmm_gran {
 /* Pinned device memory on device ordinal dev, no export handle (every VMM test's props). */
 hipMemAllocationProp gc_hip_vmm_prop(int dev);
 hipError_t gc_hip_vmm_granularity(const struct gc_hip *hip, int dev, struct gc_hip_vmm_gran *g);
-/* Pure: x rounded up to a multiple of a (a == 0: x). */
-size_t gc_hip_align_up(size_t x, size_t a);
 
 /* hipMemSetAccess with one descriptor per device ordinal in devs[0..n), n <= 16. */
 hipError_t gc_hip_vmm_set_access(const struct gc_hip *hip, void *va, size_t size,
