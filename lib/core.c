@@ -508,7 +508,7 @@ static void expr_msg(struct gc_msg *m, const char *expr, int saved, const char *
 	print_errno_hint(m, saved);
 }
 
-void gc__assert_fail(const char *file, int line, const char *func, const char *expr,
+void gc__expr_assert(const char *file, int line, const char *func, const char *expr,
 		     const char *fmt, ...)
 {
 	int saved = errno;
@@ -521,7 +521,7 @@ void gc__assert_fail(const char *file, int line, const char *func, const char *e
 	assert_broken(file, line, func, &m);
 }
 
-void gc__check_fail(const char *file, int line, const char *func, const char *expr,
+void gc__expr_check(const char *file, int line, const char *func, const char *expr,
 		    const char *fmt, ...)
 {
 	int saved = errno;
@@ -570,50 +570,11 @@ static void cmp_msg_s(struct gc_msg *m, const char *a, const char *b, const char
 		vb ? vb : "(null)");
 }
 
-/* A comparison kind's two entry points: the assert's (never returns) and the check's. */
-#define CMP_ENTRIES(kind, type)                                                         \
-	void gc__cmp_fail_##kind(const char *file, int line, const char *func, const char *a, \
-				 const char *op, const char *b, type va, type vb)            \
-	{                                                                               \
-		struct gc_msg m;                                                        \
-		cmp_msg_##kind(&m, a, op, b, va, vb);                                   \
-		assert_broken(file, line, func, &m);                                    \
-	}                                                                               \
-	void gc__cmp_check_##kind(const char *file, int line, const char *func,         \
-				  const char *a, const char *op, const char *b, type va,      \
-				  type vb)                                                    \
-	{                                                                               \
-		struct gc_msg m;                                                        \
-		cmp_msg_##kind(&m, a, op, b, va, vb);                                   \
-		check_broken(file, line, func, &m);                                     \
-	}
-CMP_ENTRIES(i, intmax_t)
-CMP_ENTRIES(u, uintmax_t)
-CMP_ENTRIES(d, double)
-
 bool gc__streq(const char *a, const char *b)
 {
 	if (!a || !b)
 		return a == b;
 	return strcmp(a, b) == 0;
-}
-
-void gc__cmp_fail_s(const char *file, int line, const char *func, const char *a,
-		    const char *b, const char *va, const char *vb)
-{
-	struct gc_msg m;
-
-	cmp_msg_s(&m, a, b, va, vb);
-	assert_broken(file, line, func, &m);
-}
-
-void gc__cmp_check_s(const char *file, int line, const char *func, const char *a,
-		     const char *b, const char *va, const char *vb)
-{
-	struct gc_msg m;
-
-	cmp_msg_s(&m, a, b, va, vb);
-	check_broken(file, line, func, &m);
 }
 
 static const char *errno_text(int e)
@@ -635,23 +596,36 @@ static void errno_msg(struct gc_msg *m, const char *expr, int want, int got)
 	msg_add(m, "\n");
 }
 
-void gc__errno_fail(const char *file, int line, const char *func, const char *expr,
-		    int want, int got)
-{
-	struct gc_msg m;
-
-	errno_msg(&m, expr, want, got);
-	assert_broken(file, line, func, &m);
-}
-
-void gc__errno_check(const char *file, int line, const char *func, const char *expr,
-		     int want, int got)
-{
-	struct gc_msg m;
-
-	errno_msg(&m, expr, want, got);
-	check_broken(file, line, func, &m);
-}
+/*
+ * A predicate's two entry points, one message: gc__PRED_assert prints it and
+ * leaves (never returns), gc__PRED_check prints it, records it and returns.
+ * params is the parenthesised parameter list; msg fills struct gc_msg m from it.
+ */
+#define ENTRIES(pred, params, msg)                   \
+	void gc__##pred##_assert params               \
+	{                                             \
+		struct gc_msg m;                      \
+		msg;                                  \
+		assert_broken(file, line, func, &m);  \
+	}                                             \
+	void gc__##pred##_check params                \
+	{                                             \
+		struct gc_msg m;                      \
+		msg;                                  \
+		check_broken(file, line, func, &m);   \
+	}
+#define CMP_PARAMS(type)                                                                  \
+	(const char *file, int line, const char *func, const char *a, const char *op,      \
+	 const char *b, type va, type vb)
+ENTRIES(cmp_i, CMP_PARAMS(intmax_t), cmp_msg_i(&m, a, op, b, va, vb))
+ENTRIES(cmp_u, CMP_PARAMS(uintmax_t), cmp_msg_u(&m, a, op, b, va, vb))
+ENTRIES(cmp_d, CMP_PARAMS(double), cmp_msg_d(&m, a, op, b, va, vb))
+ENTRIES(cmp_s, (const char *file, int line, const char *func, const char *a, const char *b,
+		const char *va, const char *vb), cmp_msg_s(&m, a, b, va, vb))
+ENTRIES(errno, (const char *file, int line, const char *func, const char *expr, int want,
+		int got), errno_msg(&m, expr, want, got))
+#undef CMP_PARAMS
+#undef ENTRIES
 
 void gc__syscall_fail(const char *file, int line, const char *func, const char *expr)
 {

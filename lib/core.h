@@ -330,62 +330,65 @@ void gc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 			gc__skip(__FILE__, __LINE__, __func__, __VA_ARGS__); \
 	} while (0)
 
-#define gc_assert(expr)                                                             \
-	do {                                                                        \
-		if (!(expr))                                                        \
-			gc__assert_fail(__FILE__, __LINE__, __func__, #expr, NULL); \
-	} while (0)
-#define gc_assert_f(expr, ...)                                                            \
+/*
+ * Asserts and checks. Each predicate is written once, as GC__<PREDICATE>(how,
+ * ...), and spelled twice: gc_assert_* passes how = assert, gc_check_* how =
+ * check. On failure both print where and what on stderr:
+ *     ../tests/kfd/mem.c:212: test_x(): Failed assertion: got == 4
+ *       got = 5
+ *       4 = 4
+ * an assert then leaves the subtest (its entry point gc__*_assert never
+ * returns); a check says "Failed check:" where the assert says "Failed
+ * assertion:", records the failure and lets the body go on (see gc_check
+ * below). A message shows the operands as the public macro was given them;
+ * the eq_int / eq_uint spellings and gc_check_ok hand theirs on to another
+ * public macro, which gets them macro-expanded (gc_check_ok(f(MAP)) prints
+ * "f(1) == 0" where gc_assert_ok(f(MAP)) prints "f(MAP) == 0").
+ */
+#define GC__EXPR(how, expr, text, ...)                                                    \
 	do {                                                                              \
 		if (!(expr))                                                              \
-			gc__assert_fail(__FILE__, __LINE__, __func__, #expr, __VA_ARGS__); \
+			gc__expr_##how(__FILE__, __LINE__, __func__, text, __VA_ARGS__);  \
 	} while (0)
+/* a op b, both converted to type; kind names the entry point that prints them. */
+#define GC__CMP(how, kind, type, a, op, b, text_a, text_op, text_b)                       \
+	do {                                                                              \
+		type gc_a__ = (type)(a), gc_b__ = (type)(b);                              \
+		if (!(gc_a__ op gc_b__))                                                  \
+			gc__cmp_##kind##_##how(__FILE__, __LINE__, __func__, text_a,      \
+					       text_op, text_b, gc_a__, gc_b__);          \
+	} while (0)
+/* Two strings equal (both NULL counts as equal). */
+#define GC__EQ_STR(how, a, b, text_a, text_b)                                             \
+	do {                                                                              \
+		const char *gc_a__ = (a), *gc_b__ = (b);                                  \
+		if (!gc__streq(gc_a__, gc_b__))                                           \
+			gc__cmp_s_##how(__FILE__, __LINE__, __func__, text_a, text_b,     \
+					gc_a__, gc_b__);                                  \
+	} while (0)
+/* A call returning -errno (lib/ convention) gives exactly -err (err > 0), or 0 for err == 0. */
+#define GC__ERRNO(how, expr, err, text)                                                   \
+	do {                                                                              \
+		int gc_r__ = (int)(expr), gc_e__ = (err);                                 \
+		if (gc_r__ != -gc_e__)                                                    \
+			gc__errno_##how(__FILE__, __LINE__, __func__, text, gc_e__, gc_r__); \
+	} while (0)
+
+#define gc_assert(expr) GC__EXPR(assert, expr, #expr, NULL)
+#define gc_assert_f(expr, ...) GC__EXPR(assert, expr, #expr, __VA_ARGS__)
 
 /* Comparisons that print both operands: gc_assert_cmpint(got, ==, 4). */
-#define gc_assert_cmpint(a, op, b)                                                   \
-	do {                                                                         \
-		intmax_t gc_a__ = (intmax_t)(a), gc_b__ = (intmax_t)(b);             \
-		if (!(gc_a__ op gc_b__))                                             \
-			gc__cmp_fail_i(__FILE__, __LINE__, __func__, #a, #op, #b,   \
-				       gc_a__, gc_b__);                              \
-	} while (0)
-#define gc_assert_cmpuint(a, op, b)                                                  \
-	do {                                                                         \
-		uintmax_t gc_a__ = (uintmax_t)(a), gc_b__ = (uintmax_t)(b);          \
-		if (!(gc_a__ op gc_b__))                                             \
-			gc__cmp_fail_u(__FILE__, __LINE__, __func__, #a, #op, #b,   \
-				       gc_a__, gc_b__);                              \
-	} while (0)
-#define gc_assert_cmpdouble(a, op, b)                                                \
-	do {                                                                         \
-		double gc_a__ = (double)(a), gc_b__ = (double)(b);                   \
-		if (!(gc_a__ op gc_b__))                                             \
-			gc__cmp_fail_d(__FILE__, __LINE__, __func__, #a, #op, #b,   \
-				       gc_a__, gc_b__);                              \
-	} while (0)
+#define gc_assert_cmpint(a, op, b) GC__CMP(assert, i, intmax_t, a, op, b, #a, #op, #b)
+#define gc_assert_cmpuint(a, op, b) GC__CMP(assert, u, uintmax_t, a, op, b, #a, #op, #b)
+#define gc_assert_cmpdouble(a, op, b) GC__CMP(assert, d, double, a, op, b, #a, #op, #b)
 #define gc_assert_eq_int(a, b) gc_assert_cmpint(a, ==, b)
 #define gc_assert_eq_uint(a, b) gc_assert_cmpuint(a, ==, b)
-#define gc_assert_eq_str(a, b)                                                       \
-	do {                                                                         \
-		const char *gc_a__ = (a), *gc_b__ = (b);                             \
-		if (!gc__streq(gc_a__, gc_b__))                                      \
-			gc__cmp_fail_s(__FILE__, __LINE__, __func__, #a, #b, gc_a__, gc_b__); \
-	} while (0)
+#define gc_assert_eq_str(a, b) GC__EQ_STR(assert, a, b, #a, #b)
 
 /* A call returning -errno (lib/ convention): must be 0. Prints the errno name. */
-#define gc_assert_ok(expr)                                                           \
-	do {                                                                         \
-		int gc_r__ = (int)(expr);                                            \
-		if (gc_r__ != 0)                                                     \
-			gc__errno_fail(__FILE__, __LINE__, __func__, #expr, 0, gc_r__); \
-	} while (0)
+#define gc_assert_ok(expr) GC__ERRNO(assert, expr, 0, #expr)
 /* A call returning -errno must give exactly -err (err > 0) or 0 for err == 0. */
-#define gc_assert_errno(expr, err)                                                   \
-	do {                                                                         \
-		int gc_r__ = (int)(expr), gc_e__ = (err);                            \
-		if (gc_r__ != -gc_e__)                                               \
-			gc__errno_fail(__FILE__, __LINE__, __func__, #expr, gc_e__, gc_r__); \
-	} while (0)
+#define gc_assert_errno(expr, err) GC__ERRNO(assert, expr, err, #expr)
 /* A libc-style call (-1 + errno on failure): must not return -1. */
 #define gc_assert_syscall(expr)                                                      \
 	do {                                                                         \
@@ -394,11 +397,12 @@ void gc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 	} while (0)
 
 /*
- * Non-fatal checks: each gc_check* mirrors its gc_assert* (same message on
- * stderr, "Failed check:" where the assert says "Failed assertion:"), but
- * records the failure and lets the body go on, so one run lists every broken
- * promise of a case, not only the first. When the (dynamic) subtest ends, a
- * failed check fails it (even one that then skipped) and stderr gets
+ * Non-fatal checks: each gc_check* is its gc_assert*'s predicate with how =
+ * check (same message on stderr, "Failed check:" where the assert says
+ * "Failed assertion:"), so it records the failure and lets the body go on,
+ * and one run lists every broken promise of a case, not only the first. When
+ * the (dynamic) subtest ends, a failed check fails it (even one that then
+ * skipped) and stderr gets
  *     FAIL: 2 failed checks in NAME:
  *       file.c:12: fn(): Failed check: got == 4; got = 5; 4 = 4
  *       file.c:14: fn(): Failed check: ...
@@ -412,52 +416,16 @@ void gc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * independent promises; assert where going on makes no sense (an allocation
  * failed, a value the next lines depend on is wrong).
  */
-#define gc_check(expr)                                                              \
-	do {                                                                        \
-		if (!(expr))                                                        \
-			gc__check_fail(__FILE__, __LINE__, __func__, #expr, NULL);  \
-	} while (0)
-#define gc_check_f(expr, ...)                                                             \
-	do {                                                                              \
-		if (!(expr))                                                              \
-			gc__check_fail(__FILE__, __LINE__, __func__, #expr, __VA_ARGS__); \
-	} while (0)
-#define gc_check_cmpint(a, op, b)                                                    \
-	do {                                                                         \
-		intmax_t gc_a__ = (intmax_t)(a), gc_b__ = (intmax_t)(b);             \
-		if (!(gc_a__ op gc_b__))                                             \
-			gc__cmp_check_i(__FILE__, __LINE__, __func__, #a, #op, #b,  \
-					gc_a__, gc_b__);                             \
-	} while (0)
-#define gc_check_cmpuint(a, op, b)                                                   \
-	do {                                                                         \
-		uintmax_t gc_a__ = (uintmax_t)(a), gc_b__ = (uintmax_t)(b);          \
-		if (!(gc_a__ op gc_b__))                                             \
-			gc__cmp_check_u(__FILE__, __LINE__, __func__, #a, #op, #b,  \
-					gc_a__, gc_b__);                             \
-	} while (0)
-#define gc_check_cmpdouble(a, op, b)                                                 \
-	do {                                                                         \
-		double gc_a__ = (double)(a), gc_b__ = (double)(b);                   \
-		if (!(gc_a__ op gc_b__))                                             \
-			gc__cmp_check_d(__FILE__, __LINE__, __func__, #a, #op, #b,  \
-					gc_a__, gc_b__);                             \
-	} while (0)
+#define gc_check(expr) GC__EXPR(check, expr, #expr, NULL)
+#define gc_check_f(expr, ...) GC__EXPR(check, expr, #expr, __VA_ARGS__)
+#define gc_check_cmpint(a, op, b) GC__CMP(check, i, intmax_t, a, op, b, #a, #op, #b)
+#define gc_check_cmpuint(a, op, b) GC__CMP(check, u, uintmax_t, a, op, b, #a, #op, #b)
+#define gc_check_cmpdouble(a, op, b) GC__CMP(check, d, double, a, op, b, #a, #op, #b)
 #define gc_check_eq_int(a, b) gc_check_cmpint(a, ==, b)
 #define gc_check_eq_uint(a, b) gc_check_cmpuint(a, ==, b)
-#define gc_check_eq_str(a, b)                                                        \
-	do {                                                                         \
-		const char *gc_a__ = (a), *gc_b__ = (b);                             \
-		if (!gc__streq(gc_a__, gc_b__))                                      \
-			gc__cmp_check_s(__FILE__, __LINE__, __func__, #a, #b, gc_a__, gc_b__); \
-	} while (0)
+#define gc_check_eq_str(a, b) GC__EQ_STR(check, a, b, #a, #b)
 #define gc_check_ok(expr) gc_check_errno(expr, 0)
-#define gc_check_errno(expr, err)                                                    \
-	do {                                                                         \
-		int gc_r__ = (int)(expr), gc_e__ = (err);                            \
-		if (gc_r__ != -gc_e__)                                               \
-			gc__errno_check(__FILE__, __LINE__, __func__, #expr, gc_e__, gc_r__); \
-	} while (0)
+#define gc_check_errno(expr, err) GC__ERRNO(check, expr, err, #expr)
 /* Checks failed so far in the running (dynamic) subtest. */
 unsigned gc_checks_failed(void);
 
@@ -500,35 +468,36 @@ void gc__fail(const char *file, int line, const char *func, const char *fmt, ...
 	__attribute__((noreturn, format(printf, 4, 5)));
 void gc__abort(const char *file, int line, const char *func, const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 4, 5)));
-void gc__assert_fail(const char *file, int line, const char *func, const char *expr,
+/* Each predicate's two: the assert's (never returns) and the check's (records, returns). */
+void gc__expr_assert(const char *file, int line, const char *func, const char *expr,
 		     const char *fmt, ...) __attribute__((noreturn, format(printf, 5, 6)));
-void gc__cmp_fail_i(const char *file, int line, const char *func, const char *a,
-		    const char *op, const char *b, intmax_t va, intmax_t vb)
-	__attribute__((noreturn));
-void gc__cmp_fail_u(const char *file, int line, const char *func, const char *a,
-		    const char *op, const char *b, uintmax_t va, uintmax_t vb)
-	__attribute__((noreturn));
-void gc__cmp_fail_d(const char *file, int line, const char *func, const char *a,
-		    const char *op, const char *b, double va, double vb)
-	__attribute__((noreturn));
-void gc__cmp_fail_s(const char *file, int line, const char *func, const char *a,
-		    const char *b, const char *va, const char *vb) __attribute__((noreturn));
-void gc__errno_fail(const char *file, int line, const char *func, const char *expr,
-		    int want, int got) __attribute__((noreturn));
-void gc__syscall_fail(const char *file, int line, const char *func, const char *expr)
-	__attribute__((noreturn));
-void gc__check_fail(const char *file, int line, const char *func, const char *expr,
+void gc__expr_check(const char *file, int line, const char *func, const char *expr,
 		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-void gc__cmp_check_i(const char *file, int line, const char *func, const char *a,
+void gc__cmp_i_assert(const char *file, int line, const char *func, const char *a,
+		      const char *op, const char *b, intmax_t va, intmax_t vb)
+	__attribute__((noreturn));
+void gc__cmp_i_check(const char *file, int line, const char *func, const char *a,
 		     const char *op, const char *b, intmax_t va, intmax_t vb);
-void gc__cmp_check_u(const char *file, int line, const char *func, const char *a,
+void gc__cmp_u_assert(const char *file, int line, const char *func, const char *a,
+		      const char *op, const char *b, uintmax_t va, uintmax_t vb)
+	__attribute__((noreturn));
+void gc__cmp_u_check(const char *file, int line, const char *func, const char *a,
 		     const char *op, const char *b, uintmax_t va, uintmax_t vb);
-void gc__cmp_check_d(const char *file, int line, const char *func, const char *a,
+void gc__cmp_d_assert(const char *file, int line, const char *func, const char *a,
+		      const char *op, const char *b, double va, double vb)
+	__attribute__((noreturn));
+void gc__cmp_d_check(const char *file, int line, const char *func, const char *a,
 		     const char *op, const char *b, double va, double vb);
-void gc__cmp_check_s(const char *file, int line, const char *func, const char *a,
+void gc__cmp_s_assert(const char *file, int line, const char *func, const char *a,
+		      const char *b, const char *va, const char *vb) __attribute__((noreturn));
+void gc__cmp_s_check(const char *file, int line, const char *func, const char *a,
 		     const char *b, const char *va, const char *vb);
+void gc__errno_assert(const char *file, int line, const char *func, const char *expr,
+		      int want, int got) __attribute__((noreturn));
 void gc__errno_check(const char *file, int line, const char *func, const char *expr,
 		     int want, int got);
+void gc__syscall_fail(const char *file, int line, const char *func, const char *expr)
+	__attribute__((noreturn));
 bool gc__streq(const char *a, const char *b);
 const char *gc__case_name(char *buf, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

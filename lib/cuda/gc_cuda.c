@@ -241,11 +241,6 @@ void gc__cu_fail(const struct gc_cuda *cu, const char *file, int line, const cha
 
 /* ---------------------------------------------------------------- VMM */
 
-size_t gc_align_up(size_t x, size_t a)
-{
-	return a ? (x + a - 1) / a * a : x;
-}
-
 CUmemAllocationProp gc_vmm_prop(int dev)
 {
 	CUmemAllocationProp p;

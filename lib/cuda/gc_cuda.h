@@ -132,7 +132,6 @@ struct gc_vmm_gran {
 /* Pinned device memory on device ordinal dev (the props every VMM test uses). */
 CUmemAllocationProp gc_vmm_prop(int dev);
 CUresult gc_vmm_granularity(const struct gc_cuda *cu, int dev, struct gc_vmm_gran *g);
-size_t gc_align_up(size_t x, size_t a);
 
 /* Access descriptors: flags for each device ordinal in devs[0..n). */
 CUresult gc_vmm_set_access(const struct gc_cuda *cu, CUdeviceptr va, size_t size,

@@ -74,10 +74,40 @@ void gc__hip_call_fail(const struct gc_hip *hip, const char *file, int line, con
 
 /* ------------------------------------------------------------ loading */
 
-static int load_library(struct gc_hip *hip, char *why, size_t why_len)
+static void set_soname(struct gc_hip *hip, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	snprintf(hip->soname, sizeof(hip->soname), "%s", slash ? slash + 1 : path);
+}
+
+/*
+ * The libamdhip64 that `beside` (a library that links it) pulled in: found
+ * by dladdr of a runtime symbol beside resolves, so that the process never
+ * holds two HIP runtimes.
+ */
+static bool adopt_runtime(struct gc_hip *hip, void *beside)
+{
+	void *sym;
+	Dl_info info;
+
+	if (!beside)
+		return false;
+	sym = dlsym(beside, "hipRuntimeGetVersion");
+	if (!sym || !dladdr(sym, &info) || !info.dli_fname)
+		return false;
+	hip->lib = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+	if (hip->lib)
+		set_soname(hip, info.dli_fname);
+	return hip->lib != NULL;
+}
+
+static int load_library(struct gc_hip *hip, void *beside, char *why, size_t why_len)
 {
 	char first[256] = "";
 
+	if (adopt_runtime(hip, beside))
+		return 0;
 	hip->lib = gc_dlopen_first(gc_hip_sonames, ARRAY_SIZE(gc_hip_sonames),
 				   RTLD_NOW | RTLD_GLOBAL, hip->soname, sizeof(hip->soname),
 				   first, sizeof(first));
@@ -87,27 +117,39 @@ static int load_library(struct gc_hip *hip, char *why, size_t why_len)
 	return -ENOENT;
 }
 
-/* Every entry point by its name: the ABI of the 5.2.3 prototype we compile against. */
-static int resolve(struct gc_hip *hip, char *why, size_t why_len)
+/*
+ * Every entry point by its name (the ABI of the 5.2.3 prototype we compile
+ * against), the versions, then the first of needs[] missing, if any.
+ */
+static int resolve(struct gc_hip *hip, const enum gc_hip_entry *needs, size_t n_needs,
+		   char *why, size_t why_len)
 {
-	const char *missing = NULL;
+	static const char *const names[] = {
+#define GC_HIP_NAME(name) #name,
+		GC_HIP_API(GC_HIP_NAME)
+#undef GC_HIP_NAME
+	};
+	bool found[GC_HIP_N_ENTRIES];
 	char rt[96];
 
 #define GC_HIP_RESOLVE(name)                                                   \
 	hip->name = (__typeof__(name) *)dlsym(hip->lib, #name);                \
-	if (!hip->name && !missing)                                            \
-		missing = #name;
+	found[gc_hip_e_##name] = hip->name != NULL;
 	GC_HIP_API(GC_HIP_RESOLVE)
 #undef GC_HIP_RESOLVE
+	hip->hipGetProcAddress = (gc_hip_get_proc_address_fn *)dlsym(hip->lib, "hipGetProcAddress");
 	if (hip->hipRuntimeGetVersion && hip->hipRuntimeGetVersion(&hip->runtime_version))
 		hip->runtime_version = -1;
 	if (hip->hipDriverGetVersion && hip->hipDriverGetVersion(&hip->driver_version))
 		hip->driver_version = -1;
-	if (!missing)
-		return 0;
-	snprintf(why, why_len, "%s has no %s; %s", hip->soname,
-		 missing, gc_hip_runtime_name(hip, rt, sizeof(rt)));
-	return -ENOSYS;
+	for (size_t i = 0; i < n_needs; i++) {
+		if (found[needs[i]])
+			continue;
+		snprintf(why, why_len, "%s has no %s; %s", hip->soname, names[needs[i]],
+			 gc_hip_runtime_name(hip, rt, sizeof(rt)));
+		return -ENOSYS;
+	}
+	return 0;
 }
 
 static int runtime_failure(const struct gc_hip *hip, const char *call, hipError_t e, char *why,
@@ -161,7 +203,8 @@ static int list_devices(struct gc_hip *hip, char *why, size_t why_len)
 	return e == hipSuccess ? 0 : runtime_failure(hip, "hipSetDevice(0)", e, why, why_len);
 }
 
-int gc_hip_open(struct gc_hip **out, char *why, size_t why_len)
+int gc_hip_load(struct gc_hip **out, const enum gc_hip_entry *needs, size_t n_needs,
+		void *beside, char *why, size_t why_len)
 {
 	struct gc_hip *hip = calloc(1, sizeof(*hip));
 	int err;
@@ -170,17 +213,29 @@ int gc_hip_open(struct gc_hip **out, char *why, size_t why_len)
 	if (!hip)
 		return -ENOMEM;
 	hip->runtime_version = hip->driver_version = -1;
-	err = load_library(hip, why, why_len);
+	err = load_library(hip, beside, why, why_len);
 	if (!err)
-		err = resolve(hip, why, why_len);
-	if (!err)
-		err = list_devices(hip, why, why_len);
+		err = resolve(hip, needs, n_needs, why, why_len);
 	if (err) {
 		gc_hip_close(hip);
 		return err;
 	}
 	*out = hip;
 	return 0;
+}
+
+int gc_hip_open(struct gc_hip **out, char *why, size_t why_len)
+{
+	static const enum gc_hip_entry needs[] = { GC_HIP_TWIN_API(GC_HIP_ENTRY) };
+	int err = gc_hip_load(out, needs, ARRAY_SIZE(needs), NULL, why, why_len);
+
+	if (!err)
+		err = list_devices(*out, why, why_len);
+	if (err && *out) {
+		gc_hip_close(*out);
+		*out = NULL;
+	}
+	return err;
 }
 
 void gc_hip_close(struct gc_hip *hip)
@@ -232,11 +287,6 @@ bool gc_hip_listed(hipError_t e, const hipError_t *listed, size_t n)
 		if (listed[n] == e)
 			return true;
 	return false;
-}
-
-size_t gc_hip_align_up(size_t x, size_t a)
-{
-	return a ? (x + a - 1) / a * a : x;
 }
 
 hipMemAllocationProp gc_hip_vmm_prop(int dev)
@@ -311,7 +361,7 @@ hipError_t gc_hip_vmm_make(const struct gc_hip *hip, int dev, size_t size, bool 
 	e = gc_hip_vmm_granularity(hip, dev, &g);
 	if (e != hipSuccess)
 		return e;
-	m->size = gc_hip_align_up(size, g.minimum);
+	m->size = gc_align_up(size, g.minimum);
 	e = hip->hipMemCreate(&m->handle, m->size, &p, 0);
 	m->created = e == hipSuccess;
 	if (m->created) {

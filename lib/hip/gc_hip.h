@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * HIP runtime helpers for the HIP twins of the CUDA driver-API binaries
- * (hip_mem, hip_multigpu): libamdhip64 opened at run time, every entry point
- * resolved by name with the prototype of <hip/hip_runtime_api.h> (Debian 12's
- * HIP 5.2.3, compiled with -D__HIP_PLATFORM_AMD__), the VMM calls wrapped the
- * way lib/cuda wraps cuMem*, gpuconform's fill / check kernels launched from
- * the committed AMDGPU code objects, and the leak-checked fixture with
- * per-device and per-pair dynamic subtests ("gpu0", "gpu0-gpu1").
+ * The HIP runtime, loaded one way for every HIP binary: libamdhip64 opened at
+ * run time and every entry point gpuconform calls resolved by name, with the
+ * prototype of <hip/hip_runtime_api.h> (Debian 12's HIP 5.2.3, compiled with
+ * -D__HIP_PLATFORM_AMD__), into one table; each binary names the entries it
+ * needs (hipfile_io and hip_bubbles through gc_hip_load(), the HIP twins of
+ * the CUDA driver-API binaries through gc_hip_open()). For the twins
+ * (hip_mem, hip_multigpu) also: the devices, the VMM calls wrapped the way
+ * lib/cuda wraps cuMem*, gpuconform's fill / check kernels launched from the
+ * committed AMDGPU code objects, and the leak-checked fixture with per-device
+ * and per-pair dynamic subtests ("gpu0", "gpu0-gpu1").
  *
  * UNVERIFIED ON HARDWARE: nothing here has run on an AMD GPU; it was built
  * against the 5.2.3 headers and seen skipping (no /dev/kfd).
@@ -14,11 +17,18 @@
  *     struct gc_hip *hip = gc_hip_require();   // skips with the reason
  *     gc_hip_assert(hip, hip->hipMemGetInfo(&free_b, &total_b));
  *
+ * or, for a binary that needs other entries and handles devices itself,
+ *
+ *     static const enum gc_hip_entry needs[] = { GC_HIP_ENTRY(hipMalloc) ... };
+ *     err = gc_hip_load(&hip, needs, ARRAY_SIZE(needs), NULL, why, sizeof(why));
+ *
  * Why dlopen and not hip_dep: a linked binary would not start without
  * libamdhip64.so.5 (Debian's soname), nor on ROCm 6.x / 7.x (.so.6 / .so.7);
  * opened at run time it starts everywhere and skips with the loader's words.
  * The VMM entry points carry the version tag hip_5.1 in the 5.2.3 library
  * (nm -D): an older runtime lacks them and the skip names the first missing.
+ * A process holds one runtime: a library that links libamdhip64 itself
+ * (hipFile) is loaded first and gc_hip_load() takes the runtime it pulled in.
  *
  * Errors print as "hipErrorInvalidValue" (HIP 5.x's hipGetErrorString gives
  * the name again; a runtime with a text adds it in parentheses).
@@ -36,8 +46,8 @@
 /* libamdhip64's sonames, newest ROCm first after the unversioned developer link. */
 extern const char *const gc_hip_sonames[4];
 
-/* Every runtime entry point the HIP twins call; all required. */
-#define GC_HIP_API(X)                                                                      \
+/* What the HIP twins call: gc_hip_open() requires all of these. */
+#define GC_HIP_TWIN_API(X)                                                                 \
 	X(hipRuntimeGetVersion) X(hipDriverGetVersion) X(hipGetErrorName)                    \
 	X(hipGetErrorString) X(hipGetDeviceCount) X(hipSetDevice) X(hipDeviceGetName)        \
 	X(hipDeviceGetPCIBusId) X(hipDeviceTotalMem) X(hipDeviceSynchronize)                 \
@@ -50,6 +60,37 @@ extern const char *const gc_hip_sonames[4];
 	X(hipModuleLoadData) X(hipModuleUnload) X(hipModuleGetFunction)                      \
 	X(hipModuleLaunchKernel)
 
+/*
+ * Every runtime entry point a HIP binary calls: the table. gc_hip_load()
+ * resolves them all; those a binary does not name in its needs may be NULL.
+ */
+#define GC_HIP_API(X)                                                                      \
+	GC_HIP_TWIN_API(X)                                                                   \
+	/* host memory and streams (hipfile_io) */                                          \
+	X(hipMemcpy) X(hipHostMalloc) X(hipHostFree) X(hipStreamCreate)                      \
+	X(hipStreamSynchronize) X(hipStreamDestroy)                                          \
+	/* asynchronous work and graphs (hip_bubbles) */                                    \
+	X(hipStreamCreateWithFlags) X(hipStreamQuery) X(hipMemsetD32Async)                   \
+	X(hipMemcpyDtoDAsync) X(hipMemcpyDtoHAsync) X(hipMemcpyHtoDAsync) X(hipGraphCreate)  \
+	X(hipGraphDestroy) X(hipGraphAddKernelNode) X(hipGraphAddMemsetNode)                 \
+	X(hipGraphAddMemcpyNode1D) X(hipGraphInstantiate) X(hipGraphExecDestroy)             \
+	X(hipGraphLaunch) X(hipGraphExecKernelNodeSetParams)
+
+/* A table entry, for a binary's needs: GC_HIP_ENTRY(hipMalloc). */
+#define GC_HIP_ENTRY(name) gc_hip_e_##name,
+enum gc_hip_entry { GC_HIP_API(GC_HIP_ENTRY) GC_HIP_N_ENTRIES };
+
+/*
+ * hipGetProcAddress (hip_runtime_api.h of HIP 6.x, 7.x; Debian's 5.2.3 neither
+ * declares nor exports it): (symbol name, void **out, int HIP version, uint64_t flags with
+ * 0 the default, optional out status, an int-sized enum: 0 found, 1 symbol
+ * not found, 2 version not sufficient). In the table beside the others,
+ * never required: NULL on a runtime without it.
+ */
+typedef hipError_t gc_hip_get_proc_address_fn(const char *symbol, void **pfn, int hip_version,
+					      uint64_t flags, int *symbol_status);
+#define GC_HIP_GET_PROC_ADDRESS_DEFAULT 0
+
 struct gc_hip_device {
 	int ordinal;
 	char name[256];
@@ -59,23 +100,34 @@ struct gc_hip_device {
 
 struct gc_hip {
 	void *lib;
-	char soname[32];
+	char soname[48];
 	int runtime_version; /* hipRuntimeGetVersion: 50221153 = 5.2.21153; -1 unknown */
 	int driver_version;  /* hipDriverGetVersion; -1 unknown */
-	int n_devices;
+	int n_devices;       /* gc_hip_open() only; 0 after gc_hip_load() */
 	struct gc_hip_device *devices;
 #define GC_HIP_MEMBER(name) __typeof__(name) *name;
 	GC_HIP_API(GC_HIP_MEMBER)
 #undef GC_HIP_MEMBER
+	gc_hip_get_proc_address_fn *hipGetProcAddress;
 };
 
 /*
- * dlopen libamdhip64 (gc_hip_sonames in order), resolve the table, read the
- * versions, count and describe the devices, make device 0 current. On
- * failure a one-line reason in why[] and -ENOENT (no library: dlerror()'s
- * words), -ENOSYS (an entry point missing: its name and the runtime version),
- * -ENODEV ("no HIP device: hipGetDeviceCount: hipErrorNoDevice ..."), -EIO
- * (another runtime error, named), -ENOMEM. Never exits.
+ * Load the runtime: dlopen libamdhip64, resolve the whole table, read the
+ * versions; no device is touched. The library is the one `beside` pulled in
+ * when beside is the handle of a library that links libamdhip64 (hipFile's),
+ * else the first of gc_hip_sonames that loads. On failure *out is NULL, a
+ * one-line reason is in why[] and the result is -ENOENT (no library:
+ * dlerror()'s words), -ENOSYS (the first of needs[0..n_needs) the runtime
+ * lacks: "libamdhip64.so.5 has no hipMemCreate; HIP runtime 5.0.13601
+ * (libamdhip64.so.5)") or -ENOMEM. Never exits.
+ */
+int gc_hip_load(struct gc_hip **out, const enum gc_hip_entry *needs, size_t n_needs,
+		void *beside, char *why, size_t why_len);
+/*
+ * The HIP twins' open: gc_hip_load() needing the twins' entries, then count
+ * and describe the devices and make device 0 current. Besides
+ * gc_hip_load()'s failures, -ENODEV ("no HIP device: hipGetDeviceCount:
+ * hipErrorNoDevice ...") and -EIO (another runtime error, named).
  */
 int gc_hip_open(struct gc_hip **out, char *why, size_t why_len);
 void gc_hip_close(struct gc_hip *hip);
@@ -135,8 +187,6 @@ struct gc_hip_vmm_gran {
 /* Pinned device memory on device ordinal dev, no export handle (every VMM test's props). */
 hipMemAllocationProp gc_hip_vmm_prop(int dev);
 hipError_t gc_hip_vmm_granularity(const struct gc_hip *hip, int dev, struct gc_hip_vmm_gran *g);
-/* Pure: x rounded up to a multiple of a (a == 0: x). */
-size_t gc_hip_align_up(size_t x, size_t a);
 
 /* hipMemSetAccess with one descriptor per device ordinal in devs[0..n), n <= 16. */
 hipError_t gc_hip_vmm_set_access(const struct gc_hip *hip, void *va, size_t size,

@@ -16,88 +16,20 @@
 
 /* ------------------------------------------------------------- loading */
 
-static const char *const hip_sonames[] = { "libamdhip64.so", "libamdhip64.so.7",
-					    "libamdhip64.so.6", "libamdhip64.so.5" };
 static const char *const hipfile_sonames[] = { "libhipfile.so.0", "libhipfile.so" };
 #define HSA_SONAME "libhsa-runtime64.so.1"
 
-static void set_soname(char *out, size_t len, const char *path)
+/* The HIP runtime calls hipfile_io makes: lib/hip's table entries it needs. */
+#define GC_HIPFILE_HIP_NEEDS(X)                                                     \
+	X(hipRuntimeGetVersion) X(hipDriverGetVersion) X(hipGetDeviceCount)          \
+	X(hipSetDevice) X(hipGetErrorName) X(hipGetErrorString) X(hipMalloc)         \
+	X(hipFree) X(hipMemcpy) X(hipMemset) X(hipDeviceSynchronize) X(hipHostMalloc) \
+	X(hipHostFree) X(hipStreamCreate) X(hipStreamSynchronize) X(hipStreamDestroy)
+
+/* The runtime of h, or NULL: for the error strings, which take either. */
+static const struct gc_hip *hip_of(const struct gc_hipfile *h)
 {
-	const char *slash = strrchr(path, '/');
-
-	snprintf(out, len, "%s", slash ? slash + 1 : path);
-}
-
-/*
- * hipFile links its own libamdhip64: when it loads, take the runtime it
- * pulled in (dladdr of one of its symbols), so that the process never holds
- * two HIP runtimes.
- */
-static bool runtime_from_hipfile(struct gc_hipfile *h)
-{
-	void *sym;
-	Dl_info info;
-
-	if (!h->hf_lib)
-		return false;
-	sym = dlsym(h->hf_lib, "hipRuntimeGetVersion");
-	if (!sym || !dladdr(sym, &info) || !info.dli_fname)
-		return false;
-	h->hip_lib = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
-	if (h->hip_lib)
-		set_soname(h->hip_soname, sizeof(h->hip_soname), info.dli_fname);
-	return h->hip_lib != NULL;
-}
-
-static int load_runtime(struct gc_hipfile *h, char *why, size_t why_len)
-{
-	char first[256] = "";
-
-	if (runtime_from_hipfile(h))
-		return 0;
-	h->hip_lib = gc_dlopen_first(hip_sonames, sizeof(hip_sonames) / sizeof(hip_sonames[0]),
-				     RTLD_NOW | RTLD_GLOBAL, h->hip_soname, sizeof(h->hip_soname),
-				     first, sizeof(first));
-	if (h->hip_lib)
-		return 0;
-	snprintf(why, why_len, "%s (also tried libamdhip64.so.7, .so.6, .so.5)", first);
-	return -ENOENT;
-}
-
-static int resolve_runtime(struct gc_hipfile *h, char *why, size_t why_len)
-{
-	const char *missing = NULL;
-
-#define GC_HIP_RESOLVE(name)                                                      \
-	h->hip.name = (__typeof__(name) *)dlsym(h->hip_lib, #name);               \
-	if (!h->hip.name && !missing)                                             \
-		missing = #name;
-	GC_HIP_FUNCS(GC_HIP_RESOLVE)
-#undef GC_HIP_RESOLVE
-	h->get_proc_address = (gc_hip_get_proc_address_fn *)dlsym(h->hip_lib,
-								  "hipGetProcAddress");
-	if (!missing)
-		return 0;
-	snprintf(why, why_len, "%s has no %s", h->hip_soname, missing);
-	return -ENOSYS;
-}
-
-static void read_versions(struct gc_hipfile *h)
-{
-	if (h->hip.hipRuntimeGetVersion(&h->runtime_version) != hipSuccess)
-		h->runtime_version = -1;
-	if (h->hip.hipDriverGetVersion(&h->driver_version) != hipSuccess)
-		h->driver_version = -1;
-}
-
-/* "HIP runtime 5.2.21153 (libamdhip64.so.5)": every skip reason carries it. */
-static const char *runtime_str(const struct gc_hipfile *h, char *buf, size_t len)
-{
-	char v[32];
-
-	snprintf(buf, len, "HIP runtime %s (%s)",
-		 gc_hip_version_str(h->runtime_version, v, sizeof(v)), h->hip_soname);
-	return buf;
+	return h ? h->hip : NULL;
 }
 
 /* ------------------------------------------------ hipAmdFileRead / Write */
@@ -110,21 +42,21 @@ static void *find_hip_symbol(struct gc_hipfile *h, const char *sym, char *how, s
 	void *p = NULL;
 	int st = -1;
 
-	if (h->get_proc_address) {
-		hipError_t r = h->get_proc_address(sym, &p, h->runtime_version,
-						   GC_HIP_GET_PROC_ADDRESS_DEFAULT, &st);
+	if (h->hip->hipGetProcAddress) {
+		hipError_t r = h->hip->hipGetProcAddress(sym, &p, h->hip->runtime_version,
+							 GC_HIP_GET_PROC_ADDRESS_DEFAULT, &st);
 
 		if (r == hipSuccess && p) {
 			snprintf(how, how_len, "hipGetProcAddress");
 			return p;
 		}
 		snprintf(note, note_len, "hipGetProcAddress(\"%s\") returned %s, status %d", sym,
-			 gc_hip_strerror(h, r, e, sizeof(e)), st);
+			 gc_hip_errstr(h->hip, r, e, sizeof(e)), st);
 	} else {
 		snprintf(note, note_len, "%s exports no hipGetProcAddress, so only dlsym was tried",
-			 h->hip_soname);
+			 h->hip->soname);
 	}
-	p = dlsym(h->hip_lib, sym);
+	p = dlsym(h->hip->lib, sym);
 	if (p)
 		snprintf(how, how_len, "dlsym");
 	return p;
@@ -148,7 +80,7 @@ static void probe_hip_amd_file(struct gc_hipfile *h)
 	snprintf(b->missing, sizeof(b->missing), "%s", sym);
 	if (!b->found)
 		snprintf(b->why, sizeof(b->why), "%s not found in %.96s: %.200s, and dlsym finds "
-			 "no %s", sym, runtime_str(h, rt, sizeof(rt)), note, sym);
+			 "no %s", sym, gc_hip_runtime_name(h->hip, rt, sizeof(rt)), note, sym);
 }
 
 /* ------------------------------------------------- hsa_amd_ais_file_* */
@@ -169,7 +101,7 @@ static void probe_hsa_ais(struct gc_hipfile *h)
 	h->hsa_lib = load_hsa();
 	if (!h->hsa_lib) {
 		snprintf(b->why, sizeof(b->why), "%s (%s)", dlerror(),
-			 runtime_str(h, rt, sizeof(rt)));
+			 gc_hip_runtime_name(h->hip, rt, sizeof(rt)));
 		return;
 	}
 	h->hsa_init = (gc_hsa_void_fn *)dlsym(h->hsa_lib, "hsa_init");
@@ -185,7 +117,7 @@ static void probe_hsa_ais(struct gc_hipfile *h)
 		snprintf(b->why, sizeof(b->why), HSA_SONAME " has no %s (no AIS extension in this "
 			 "ROCr; %s)",
 			 h->ais_read ? "hsa_amd_ais_file_write" : "hsa_amd_ais_file_read",
-			 runtime_str(h, rt, sizeof(rt)));
+			 gc_hip_runtime_name(h->hip, rt, sizeof(rt)));
 }
 
 /* The AIS calls need the HSA runtime initialized (refcounted: HIP's own init stays). */
@@ -245,14 +177,15 @@ static void probe_hipfile(struct gc_hipfile *h)
 	if (!h->hf_lib) {
 		size_t n = strlen(b->why);
 
-		snprintf(b->why + n, sizeof(b->why) - n, "; %s", runtime_str(h, rt, sizeof(rt)));
+		snprintf(b->why + n, sizeof(b->why) - n, "; %s",
+			 gc_hip_runtime_name(h->hip, rt, sizeof(rt)));
 		return;
 	}
 	missing = resolve_hipfile(h);
 	if (missing) {
 		snprintf(b->missing, sizeof(b->missing), "%s", missing);
 		snprintf(b->why, sizeof(b->why), "%s has no %s (%s)", h->hf_soname, missing,
-			 runtime_str(h, rt, sizeof(rt)));
+			 gc_hip_runtime_name(h->hip, rt, sizeof(rt)));
 		return;
 	}
 	if (h->hf.get_version)
@@ -266,39 +199,37 @@ static void probe_hipfile(struct gc_hipfile *h)
 
 static int count_devices(struct gc_hipfile *h, char *why, size_t why_len)
 {
-	hipError_t r = h->hip.hipGetDeviceCount(&h->n_devices);
+	hipError_t r = h->hip->hipGetDeviceCount(&h->n_devices);
 	const char *call = "hipGetDeviceCount";
 	char rt[96], e[160];
 
 	if (r == hipSuccess && h->n_devices > 0) {
 		call = "hipSetDevice(0)";
-		r = h->hip.hipSetDevice(0);
+		r = h->hip->hipSetDevice(0);
 	}
 	if (r == hipSuccess && h->n_devices > 0)
 		return 0;
-	runtime_str(h, rt, sizeof(rt));
+	gc_hip_runtime_name(h->hip, rt, sizeof(rt));
 	if (r == hipSuccess || r == hipErrorNoDevice)
 		snprintf(why, why_len, "%s: no ROCm-capable device (%s; %s)", call,
 			 r == hipSuccess ? "count 0" : "hipErrorNoDevice", rt);
 	else
-		snprintf(why, why_len, "%s: %s; %s", call, gc_hip_strerror(h, r, e, sizeof(e)), rt);
+		snprintf(why, why_len, "%s: %s; %s", call, gc_hip_errstr(h->hip, r, e, sizeof(e)),
+			 rt);
 	return r == hipSuccess || r == hipErrorNoDevice || r == hipErrorInsufficientDriver ||
 	       r == hipErrorNotInitialized ? -ENODEV : -EIO;
 }
 
 int gc_hipfile_open(struct gc_hipfile *h, char *why, size_t why_len)
 {
+	static const enum gc_hip_entry needs[] = { GC_HIPFILE_HIP_NEEDS(GC_HIP_ENTRY) };
 	int r;
 
 	memset(h, 0, sizeof(*h));
-	h->runtime_version = h->driver_version = -1;
 	load_hipfile(h);
-	r = load_runtime(h, why, why_len);
-	if (!r)
-		r = resolve_runtime(h, why, why_len);
+	r = gc_hip_load(&h->hip, needs, ARRAY_SIZE(needs), h->hf_lib, why, why_len);
 	if (r)
 		return r;
-	read_versions(h);
 	probe_hipfile(h);
 	probe_hip_amd_file(h);
 	probe_hsa_ais(h);
@@ -313,24 +244,11 @@ void gc_hipfile_close(struct gc_hipfile *h)
 	if (h->hsa_inited)
 		h->hsa_shut_down();
 	/* The libraries stay loaded: unloading a GPU runtime mid-process is not supported. */
+	gc_hip_close(h->hip);
 	memset(h, 0, sizeof(*h));
 }
 
 /* ------------------------------------------------------------ strings */
-
-const char *gc_hip_strerror(const struct gc_hipfile *h, hipError_t e, char *buf, size_t len)
-{
-	const char *name = h && h->hip.hipGetErrorName ? h->hip.hipGetErrorName(e) : NULL;
-	const char *text = h && h->hip.hipGetErrorString ? h->hip.hipGetErrorString(e) : NULL;
-
-	if (name && text && strcmp(name, text)) /* HIP 5.x gives the name for both */
-		snprintf(buf, len, "%s (%s)", name, text);
-	else if (name)
-		snprintf(buf, len, "%s", name);
-	else
-		snprintf(buf, len, "hipError_t %d", (int)e);
-	return buf;
-}
 
 const char *gc_hsa_strerror(const struct gc_hipfile *h, gc_hsa_status s, char *buf, size_t len)
 {
@@ -383,19 +301,9 @@ const char *gc_hipfile_strerror(const struct gc_hipfile *h, gc_hipfile_err e, ch
 
 	if (e.err == GC_HIPFILE_HIP_DRIVER_ERROR)
 		snprintf(hip, sizeof(hip), ", %s",
-			 gc_hip_strerror(h, e.hip_drv_err, herr, sizeof(herr)));
+			 gc_hip_errstr(hip_of(h), e.hip_drv_err, herr, sizeof(herr)));
 	snprintf(buf, len, "%s (%d%s%s%s)", name ? name : "hipFileOpError", e.err, text ? ": " : "",
 		 text ? text : "", hip);
-	return buf;
-}
-
-const char *gc_hip_version_str(int version, char *buf, size_t len)
-{
-	if (version < 0)
-		snprintf(buf, len, "unknown");
-	else
-		snprintf(buf, len, "%d.%d.%d", version / 10000000, version / 100000 % 100,
-			 version % 100000);
 	return buf;
 }
 
@@ -590,7 +498,7 @@ static const char *raw_detail(const struct gc_hipfile *h, const struct gc_hf_req
 	char native[192], copied[32], status[32];
 
 	if (r->entry == GC_HF_HIP_AMD_FILE)
-		gc_hip_strerror(h, (hipError_t)res->ret, native, sizeof(native));
+		gc_hip_errstr(hip_of(h), (hipError_t)res->ret, native, sizeof(native));
 	else
 		gc_hsa_strerror(h, (gc_hsa_status)res->ret, native, sizeof(native));
 	if (res->copied == GC_HF_UNTOUCHED64)
@@ -714,7 +622,7 @@ int gc_hip_fill_pattern(const struct gc_hipfile *h, void *dev, size_t len, uint6
 			gc_pattern_fill_inv(stage, n, file_off + done, seed);
 		else
 			gc_pattern_fill(stage, n, file_off + done, seed);
-		*herr = h->hip.hipMemcpy((char *)dev + done, stage, n, hipMemcpyHostToDevice);
+		*herr = h->hip->hipMemcpy((char *)dev + done, stage, n, hipMemcpyHostToDevice);
 		if (*herr != hipSuccess)
 			return -EIO;
 		done += n;
@@ -744,7 +652,8 @@ int gc_hip_check_pattern(const struct gc_hipfile *h, const void *dev, size_t len
 		struct gc_mismatch m;
 		int64_t at;
 
-		*herr = h->hip.hipMemcpy(stage, (const char *)dev + done, n, hipMemcpyDeviceToHost);
+		*herr = h->hip->hipMemcpy(stage, (const char *)dev + done, n,
+					  hipMemcpyDeviceToHost);
 		if (*herr != hipSuccess)
 			return -EIO;
 		at = inv ? gc_pattern_check_inv(stage, n, file_off + done, seed, &m)
@@ -757,13 +666,4 @@ int gc_hip_check_pattern(const struct gc_hipfile *h, const void *dev, size_t len
 	if (bad)
 		mm->len = len;
 	return bad;
-}
-
-void gc__hip_fail(const struct gc_hipfile *h, const char *file, int line, const char *func,
-		  const char *expr, hipError_t got)
-{
-	char e[192];
-
-	gc__fail(file, line, func, "%s\n  returned %s", expr,
-		 gc_hip_strerror(h, got, e, sizeof(e)));
 }

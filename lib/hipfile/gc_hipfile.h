@@ -62,9 +62,10 @@
  * soname) as NEEDED, and the binary would then not start at all on a machine
  * without it, nor on ROCm 6.x / 7.x (libamdhip64.so.6 / .7): exactly the
  * runtimes that have the fastpath. Opened at run time, it starts everywhere
- * and skips with the loader's own words. hipFile is opened first: when it
- * loads, the libamdhip64 it pulled in is the one used, so that a process
- * never holds two HIP runtimes.
+ * and skips with the loader's own words. The runtime is lib/hip's (one table,
+ * one loader: gc_hip_load()). hipFile is opened first: when it loads, the
+ * libamdhip64 it pulled in is the one used, so that a process never holds two
+ * HIP runtimes.
  *
  * Which path served a request: hipAmdFile* and hsa_amd_ais_file_* have no
  * fallback, so a success is GPU-direct. hipFile can route a request either
@@ -85,27 +86,10 @@
 #include <time.h>
 
 #include "core.h"
+#include "gc_hip.h"
 #include "io.h"
 
-/* --------------------------------------------------- the HIP runtime table */
-
-/* Debian 5.2.3's prototypes (the ABI we call); all required. */
-#define GC_HIP_FUNCS(X)                                                             \
-	X(hipRuntimeGetVersion) X(hipDriverGetVersion) X(hipGetDeviceCount)          \
-	X(hipSetDevice) X(hipGetErrorName) X(hipGetErrorString) X(hipMalloc)         \
-	X(hipFree) X(hipMemcpy) X(hipMemset) X(hipDeviceSynchronize) X(hipHostMalloc) \
-	X(hipHostFree) X(hipStreamCreate) X(hipStreamSynchronize) X(hipStreamDestroy)
-
-struct gc_hip_fns {
-#define GC_HIP_MEMBER(name) __typeof__(name) *name;
-	GC_HIP_FUNCS(GC_HIP_MEMBER)
-#undef GC_HIP_MEMBER
-};
-
-/* hipGetProcAddress (HIP 6.x, 7.x); its out status is an enum, int-sized. */
-typedef hipError_t gc_hip_get_proc_address_fn(const char *symbol, void **pfn, int hip_version,
-					      uint64_t flags, int *symbol_status);
-#define GC_HIP_GET_PROC_ADDRESS_DEFAULT 0
+/* --------------------------------------------------- the entries' ABI */
 
 /* hipAmdFileHandle_t and hsa_amd_ais_file_handle_t: the same 8 bytes. */
 typedef struct {
@@ -284,13 +268,8 @@ struct gc_hf_backend {
 };
 
 struct gc_hipfile {
-	void *hip_lib;
-	char hip_soname[48];
-	int runtime_version; /* hipRuntimeGetVersion(): major * 10^7 + minor * 10^5 + patch */
-	int driver_version;  /* hipDriverGetVersion(); -1 unknown */
+	struct gc_hip *hip; /* the HIP runtime (lib/hip's table); NULL until loaded */
 	int n_devices;
-	struct gc_hip_fns hip;
-	gc_hip_get_proc_address_fn *get_proc_address; /* NULL if the runtime has none (HIP 5.x) */
 	gc_hip_amd_file_io_fn *amd_file_read, *amd_file_write;
 
 	void *hsa_lib;
@@ -308,27 +287,25 @@ struct gc_hipfile {
 };
 
 /*
- * Load libamdhip64 (libamdhip64.so, then .so.7, .so.6, .so.5), resolve the
- * runtime table, read the runtime version, find the three entries (a missing
- * one is recorded in h->backend[], never an error) and count devices.
- * 0; -ENOENT (no runtime: dlerror()'s words in why[]); -ENOSYS (a runtime
- * call missing); -ENODEV ("hipGetDeviceCount: no ROCm-capable device
- * (hipErrorNoDevice)"); -EIO (another runtime error). After -ENODEV the
- * backend records are filled and may be printed. gc_hipfile_close() always.
+ * Load hipFile (when there is one), then the HIP runtime with lib/hip's
+ * gc_hip_load() (the libamdhip64 hipFile pulled in, else libamdhip64.so,
+ * .so.7, .so.6, .so.5) needing the runtime calls hipfile_io makes; find the
+ * three entries (a missing one is recorded in h->backend[], never an error)
+ * and count devices. 0; -ENOENT (no runtime: dlerror()'s words in why[]);
+ * -ENOSYS (a runtime call missing); -ENODEV ("hipGetDeviceCount: no
+ * ROCm-capable device (hipErrorNoDevice)"); -EIO (another runtime error).
+ * After -ENODEV or -EIO h->hip is set and the backend records are filled and
+ * may be printed. gc_hipfile_close() always.
  */
 int gc_hipfile_open(struct gc_hipfile *h, char *why, size_t why_len);
 void gc_hipfile_close(struct gc_hipfile *h);
 
-/* "hipErrorNoDevice (no ROCm-capable device is detected)" or "hipError_t 42". */
-const char *gc_hip_strerror(const struct gc_hipfile *h, hipError_t e, char *buf, size_t len);
 /* "HSA_STATUS_ERROR_INVALID_ARGUMENT ..." via hsa_status_string, or "hsa_status_t 0x1001". */
 const char *gc_hsa_strerror(const struct gc_hipfile *h, gc_hsa_status s, char *buf, size_t len);
 /* "hipFileHandleNotRegistered (5027)" (+ the library's text when it has one). */
 const char *gc_hipfile_err_name(int err);
 const char *gc_hipfile_strerror(const struct gc_hipfile *h, gc_hipfile_err e, char *buf,
 				size_t len);
-/* "5.2.21153" from 50221153; "unknown" for a negative value. */
-const char *gc_hip_version_str(int version, char *buf, size_t len);
 
 /* "hipFile", "hipAmdFile", "hsa_amd_ais_file". */
 const char *gc_hf_entry_name(enum gc_hf_entry e);
@@ -442,15 +419,5 @@ int gc_hip_fill_pattern(const struct gc_hipfile *h, void *dev, size_t len, uint6
 int gc_hip_check_pattern(const struct gc_hipfile *h, const void *dev, size_t len,
 			 uint64_t file_off, uint64_t seed, bool inv, void *stage,
 			 size_t stage_len, struct gc_mismatch *mm, hipError_t *herr);
-
-/* Fail the subtest with the HIP error's name unless call returns hipSuccess. */
-#define gc_hip_assert(h, call)                                                          \
-	do {                                                                            \
-		hipError_t gc_he__ = (call);                                            \
-		if (gc_he__ != hipSuccess)                                              \
-			gc__hip_fail(h, __FILE__, __LINE__, __func__, #call, gc_he__);  \
-	} while (0)
-void gc__hip_fail(const struct gc_hipfile *h, const char *file, int line, const char *func,
-		  const char *expr, hipError_t got) __attribute__((noreturn));
 
 #endif

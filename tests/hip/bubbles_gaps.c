@@ -25,11 +25,11 @@
  * "kernellParams argument is not yet implemented in HIP. Please use extra".
  * "stream" is hipModuleLaunchKernel back to back on one non-blocking stream.
  *
- * libamdhip64 is dlopen'd (libamdhip64.so, .so.7, .so.6, .so.5), never
- * linked, for the reason lib/hipfile/gc_hipfile.h gives: the binary starts
- * without ROCm, or with a ROCm whose soname is not Debian's, and skips with
- * the loader's words. It shares the fixture's ROCr (libhsa-runtime64.so.1;
- * hsa_init is reference counted).
+ * libamdhip64 is lib/hip's runtime (gc_hip_load(): dlopen'd, libamdhip64.so,
+ * .so.7, .so.6, .so.5, never linked, for the reason lib/hip/gc_hip.h gives):
+ * the binary starts without ROCm, or with a ROCm whose soname is not
+ * Debian's, and skips with the loader's words. It shares the fixture's ROCr
+ * (libhsa-runtime64.so.1; hsa_init is reference counted).
  *
  * Clock: gc_stamp stamps s_memrealtime. HIP documents its rate as
  * hipDeviceAttributeWallClockRate ("Constant frequency of wall clock in
@@ -39,7 +39,6 @@
  * enumerator to ask for). When ROCr does not answer it, a subtest that needs
  * nanoseconds fails saying so: no rate is guessed.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,48 +50,29 @@
 
 /* ------------------------------------------------------------- loading */
 
-static const char *const hip_sonames[] = { "libamdhip64.so", "libamdhip64.so.7",
-					    "libamdhip64.so.6", "libamdhip64.so.5" };
-
-const char *hb_err(const struct hb *b, hipError_t e)
-{
-	const char *s = b->f.hipGetErrorName ? b->f.hipGetErrorName(e) : NULL;
-
-	return s ? s : "unknown hipError_t";
-}
-
 static void hb_load(struct hb *b)
 {
-	char first[256] = "";
+	static const enum gc_hip_entry needs[] = { HB_HIP_NEEDS(GC_HIP_ENTRY) };
+	char why[512];
+	int err = gc_hip_load(&b->hip, needs, ARRAY_SIZE(needs), NULL, why, sizeof(why));
 
-	for (size_t i = 0; i < HB_ARRAY_SIZE(hip_sonames) && !b->lib; i++) {
-		b->lib = dlopen(hip_sonames[i], RTLD_NOW | RTLD_GLOBAL);
-		if (b->lib)
-			snprintf(b->soname, sizeof(b->soname), "%s", hip_sonames[i]);
-		else if (!first[0])
-			snprintf(first, sizeof(first), "%s", dlerror());
-	}
-	if (!b->lib)
-		gc_skip("HIP runtime not loadable: %s (also tried libamdhip64.so.7, .so.6, .so.5)",
-			first);
-#define HB_RESOLVE(name)                                                                  \
-	b->f.name = (__typeof__(name) *)dlsym(b->lib, #name);                             \
-	if (!b->f.name)                                                                   \
-		gc_skip("%s lacks %s (HIP graphs need HIP >= 5.2)", b->soname, #name);
-	HB_HIP_FUNCS(HB_RESOLVE)
-#undef HB_RESOLVE
-	hb_assert(b, b->f.hipRuntimeGetVersion(&b->version));
+	if (err == -ENOENT)
+		gc_skip("HIP runtime not loadable: %s", why);
+	if (err == -ENOSYS)
+		gc_skip("%s; HIP graphs need HIP >= 5.2", why);
+	if (err)
+		gc_fail("HIP runtime: out of host memory");
 }
 
 static void hb_alloc(struct hb *b)
 {
-	hb_assert(b, b->f.hipSetDevice(0));
-	hb_assert(b, b->f.hipModuleLoadData(&b->mod, b->hsa->code));
-	hb_assert(b, b->f.hipModuleGetFunction(&b->stamp, b->mod, "gc_stamp"));
-	hb_assert(b, b->f.hipStreamCreateWithFlags(&b->s, hipStreamNonBlocking));
-	hb_assert(b, b->f.hipMalloc(&b->stamps, 2 * (size_t)HB_MAX_KERNELS * 8));
-	hb_assert(b, b->f.hipMalloc(&b->counts, (size_t)HB_MAX_KERNELS * 4));
-	hb_assert(b, b->f.hipMalloc(&b->scratch, 8192));
+	gc_hip_assert(b->hip, b->hip->hipSetDevice(0));
+	gc_hip_assert(b->hip, b->hip->hipModuleLoadData(&b->mod, b->hsa->code));
+	gc_hip_assert(b->hip, b->hip->hipModuleGetFunction(&b->stamp, b->mod, "gc_stamp"));
+	gc_hip_assert(b->hip, b->hip->hipStreamCreateWithFlags(&b->s, hipStreamNonBlocking));
+	gc_hip_assert(b->hip, b->hip->hipMalloc(&b->stamps, 2 * (size_t)HB_MAX_KERNELS * 8));
+	gc_hip_assert(b->hip, b->hip->hipMalloc(&b->counts, (size_t)HB_MAX_KERNELS * 4));
+	gc_hip_assert(b->hip, b->hip->hipMalloc(&b->scratch, 8192));
 	b->host.stamps = calloc(2 * (size_t)HB_MAX_KERNELS, 8);
 	b->host.counts = calloc(HB_MAX_KERNELS, 4);
 	gc_assert_f(b->host.stamps && b->host.counts, "out of host memory");
@@ -115,7 +95,8 @@ void hb_require(struct hb *b)
 		hb_load(b);
 		b->open = true;
 		hb_alloc(b);
-		gc_info("HIP runtime %d (%s) on %s", b->version, b->soname, b->hsa->gpu_name);
+		gc_info("HIP runtime %d (%s) on %s", b->hip->runtime_version, b->hip->soname,
+			b->hsa->gpu_name);
 	}
 	b->hz = b->hsa->gpu_ts_hz;
 	if (!b->hz)
@@ -130,12 +111,12 @@ void hb_require(struct hb *b)
 void hb_close(struct hb *b)
 {
 	if (b->open) {
-		b->f.hipStreamSynchronize(b->s);
-		b->f.hipFree(b->stamps);
-		b->f.hipFree(b->counts);
-		b->f.hipFree(b->scratch);
-		b->f.hipStreamDestroy(b->s);
-		b->f.hipModuleUnload(b->mod);
+		b->hip->hipStreamSynchronize(b->s);
+		b->hip->hipFree(b->stamps);
+		b->hip->hipFree(b->counts);
+		b->hip->hipFree(b->scratch);
+		b->hip->hipStreamDestroy(b->s);
+		b->hip->hipModuleUnload(b->mod);
 	}
 	free(b->host.stamps);
 	free(b->host.counts);
@@ -143,6 +124,8 @@ void hb_close(struct hb *b)
 	b->host.counts = NULL;
 	b->open = false;
 	/* The library stays mapped: the HIP runtime's threads may still be unwinding. */
+	gc_hip_close(b->hip);
+	b->hip = NULL;
 }
 
 /* ------------------------------------------------------------- graphs */
@@ -169,7 +152,7 @@ static hipGraphNode_t add_stamp(struct hb *b, hipGraph_t g, const hipGraphNode_t
 	hipKernelNodeParams p = stamp_params(b, args);
 	hipGraphNode_t n;
 
-	hb_assert(b, b->f.hipGraphAddKernelNode(&n, g, deps, ndeps, &p));
+	gc_hip_assert(b->hip, b->hip->hipGraphAddKernelNode(&n, g, deps, ndeps, &p));
 	return n;
 }
 
@@ -180,7 +163,7 @@ static hipGraphNode_t add_memset(struct hb *b, hipGraph_t g, hipGraphNode_t dep)
 
 	memset(&p, 0, sizeof(p));
 	p.dst = b->scratch, p.elementSize = 4, p.value = 0x5a5a5a5a, p.width = 1024, p.height = 1;
-	hb_assert(b, b->f.hipGraphAddMemsetNode(&n, g, &dep, 1, &p));
+	gc_hip_assert(b->hip, b->hip->hipGraphAddMemsetNode(&n, g, &dep, 1, &p));
 	return n;
 }
 
@@ -188,8 +171,9 @@ static hipGraphNode_t add_memcpy(struct hb *b, hipGraph_t g, hipGraphNode_t dep)
 {
 	hipGraphNode_t n;
 
-	hb_assert(b, b->f.hipGraphAddMemcpyNode1D(&n, g, &dep, 1, (char *)b->scratch + 4096,
-						 b->scratch, 4096, hipMemcpyDeviceToDevice));
+	gc_hip_assert(b->hip, b->hip->hipGraphAddMemcpyNode1D(&n, g, &dep, 1,
+							      (char *)b->scratch + 4096, b->scratch,
+							      4096, hipMemcpyDeviceToDevice));
 	return n;
 }
 
@@ -201,7 +185,7 @@ void hb_graph_build(struct hb *b, const struct gc_shape *sh, struct hb_graph *gr
 	gr->n = sh->kernels;
 	gr->nodes = calloc(gr->n, sizeof(*gr->nodes));
 	gc_assert(gr->nodes);
-	hb_assert(b, b->f.hipGraphCreate(&gr->g, 0));
+	gc_hip_assert(b->hip, b->hip->hipGraphCreate(&gr->g, 0));
 	if (sh->kind == GC_SHAPE_WIDE) {
 		gr->nodes[0] = add_stamp(b, gr->g, NULL, 0, 0);
 		for (unsigned i = 1; i <= sh->n; i++)
@@ -215,15 +199,15 @@ void hb_graph_build(struct hb *b, const struct gc_shape *sh, struct hb_graph *gr
 			prev = gr->nodes[i];
 		}
 	}
-	hb_assert(b, b->f.hipGraphInstantiate(&gr->x, gr->g, NULL, NULL, 0));
+	gc_hip_assert(b->hip, b->hip->hipGraphInstantiate(&gr->x, gr->g, NULL, NULL, 0));
 }
 
 void hb_graph_free(struct hb *b, struct hb_graph *gr)
 {
 	if (gr->x)
-		b->f.hipGraphExecDestroy(gr->x);
+		b->hip->hipGraphExecDestroy(gr->x);
 	if (gr->g)
-		b->f.hipGraphDestroy(gr->g);
+		b->hip->hipGraphDestroy(gr->g);
 	free(gr->nodes);
 	memset(gr, 0, sizeof(*gr));
 }
@@ -238,18 +222,18 @@ void hb_launch_stamp(struct hb *b, unsigned idx)
 			  &size, HIP_LAUNCH_PARAM_END };
 
 	gc_hsa_stamp_args(args, b->stamps, b->counts, idx, b->work_ticks);
-	hb_assert(b, b->f.hipModuleLaunchKernel(b->stamp, 1, 1, 1, GC_HSA_BLOCK, 1, 1, 0, b->s,
-						NULL, extra));
+	gc_hip_assert(b->hip, b->hip->hipModuleLaunchKernel(b->stamp, 1, 1, 1, GC_HSA_BLOCK, 1, 1,
+							    0, b->s, NULL, extra));
 }
 
 static void stream_launch(struct hb *b, const struct gc_shape *sh)
 {
 	for (unsigned i = 0; i < sh->n; i++) {
 		if (i && sh->kind == GC_SHAPE_MIXED)
-			hb_assert(b, i % 2 ? b->f.hipMemsetD32Async(b->scratch, 0x5a5a5a5a, 1024,
-								   b->s) :
-					     b->f.hipMemcpyDtoDAsync((char *)b->scratch + 4096,
-								     b->scratch, 4096, b->s));
+			gc_hip_assert(b->hip, i % 2 ?
+				b->hip->hipMemsetD32Async(b->scratch, 0x5a5a5a5a, 1024, b->s) :
+				b->hip->hipMemcpyDtoDAsync((char *)b->scratch + 4096, b->scratch,
+							   4096, b->s));
 		hb_launch_stamp(b, i);
 	}
 }
@@ -260,14 +244,15 @@ unsigned hb_done_count(struct hb *b, unsigned n)
 	unsigned done = 0;
 	hipStream_t s;
 
-	hb_assert(b, b->f.hipStreamCreateWithFlags(&s, hipStreamNonBlocking));
+	gc_hip_assert(b->hip, b->hip->hipStreamCreateWithFlags(&s, hipStreamNonBlocking));
 	memset(b->host.counts, 0, (size_t)n * 4);
-	hb_assert(b, b->f.hipMemcpyDtoHAsync(b->host.counts, b->counts, (size_t)n * 4, s));
-	for (int i = 0; i < 2000 && b->f.hipStreamQuery(s) == hipErrorNotReady; i++)
+	gc_hip_assert(b->hip,
+		      b->hip->hipMemcpyDtoHAsync(b->host.counts, b->counts, (size_t)n * 4, s));
+	for (int i = 0; i < 2000 && b->hip->hipStreamQuery(s) == hipErrorNotReady; i++)
 		usleep(1000);
 	for (unsigned i = 0; i < n; i++)
 		done += b->host.counts[i] != 0;
-	b->f.hipStreamDestroy(s);
+	b->hip->hipStreamDestroy(s);
 	return done;
 }
 
@@ -277,33 +262,33 @@ void hb_wait(struct hb *b, unsigned n, const char *what)
 	uint64_t deadline = gc_now_ns() + HB_WATCHDOG_S * 1000000000ull;
 	hipError_t r;
 
-	while ((r = b->f.hipStreamQuery(b->s)) == hipErrorNotReady) {
+	while ((r = b->hip->hipStreamQuery(b->s)) == hipErrorNotReady) {
 		if (gc_now_ns() > deadline)
 			gc_fail("hang: %u of %u kernels done %d s after %s was launched",
 				hb_done_count(b, n), n, HB_WATCHDOG_S, what);
 		usleep(100);
 	}
-	hb_assert(b, r);
+	gc_hip_assert(b->hip, r);
 }
 
 static void fetch(struct hb *b, unsigned n)
 {
 	hb_wait(b, n, "the work");
-	hb_assert(b, b->f.hipMemcpyDtoH(b->host.stamps, b->stamps, 2 * (size_t)n * 8));
-	hb_assert(b, b->f.hipMemcpyDtoH(b->host.counts, b->counts, (size_t)n * 4));
+	gc_hip_assert(b->hip, b->hip->hipMemcpyDtoH(b->host.stamps, b->stamps, 2 * (size_t)n * 8));
+	gc_hip_assert(b->hip, b->hip->hipMemcpyDtoH(b->host.counts, b->counts, (size_t)n * 4));
 }
 
 void hb_run_graph(struct hb *b, const struct gc_shape *sh, struct hb_graph *gr)
 {
-	hb_assert(b, b->f.hipMemsetD32Async(b->counts, 0, sh->kernels, b->s));
-	hb_assert(b, b->f.hipGraphLaunch(gr->x, b->s));
+	gc_hip_assert(b->hip, b->hip->hipMemsetD32Async(b->counts, 0, sh->kernels, b->s));
+	gc_hip_assert(b->hip, b->hip->hipGraphLaunch(gr->x, b->s));
 	fetch(b, sh->kernels);
 	gc_gap_expect_launch(&b->host, sh, true);
 }
 
 void hb_run_stream(struct hb *b, const struct gc_shape *sh)
 {
-	hb_assert(b, b->f.hipMemsetD32Async(b->counts, 0, sh->kernels, b->s));
+	gc_hip_assert(b->hip, b->hip->hipMemsetD32Async(b->counts, 0, sh->kernels, b->s));
 	stream_launch(b, sh);
 	fetch(b, sh->kernels);
 	gc_gap_expect_launch(&b->host, sh, false);
@@ -331,7 +316,7 @@ static void set_node_idx(struct hb *b, struct hb_graph *gr, unsigned k, unsigned
 	void *args[] = { &b->stamps, &b->counts, &i, &work };
 	hipKernelNodeParams p = stamp_params(b, args);
 
-	hb_assert(b, b->f.hipGraphExecKernelNodeSetParams(gr->x, gr->nodes[k], &p));
+	gc_hip_assert(b->hip, b->hip->hipGraphExecKernelNodeSetParams(gr->x, gr->nodes[k], &p));
 }
 
 /*
@@ -352,11 +337,11 @@ void hb_test_launch_gap(struct hb *b)
 	hb_require(b);
 	n = b->launches < HB_MAX_KERNELS / 2 ? b->launches : HB_MAX_KERNELS / 2;
 	hb_graph_build(b, sh, &gr);
-	hb_assert(b, b->f.hipMemsetD32Async(b->counts, 0, 2 * n, b->s));
+	gc_hip_assert(b->hip, b->hip->hipMemsetD32Async(b->counts, 0, 2 * n, b->s));
 	for (unsigned l = 0; l < n; l++) {
 		set_node_idx(b, &gr, 0, 2 * l);
 		set_node_idx(b, &gr, 1, 2 * l + 1);
-		hb_assert(b, b->f.hipGraphLaunch(gr.x, b->s));
+		gc_hip_assert(b->hip, b->hip->hipGraphLaunch(gr.x, b->s));
 	}
 	fetch(b, 2 * n);
 	gc_gaps_launch_gap(&b->host, n);

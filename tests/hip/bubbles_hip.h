@@ -18,6 +18,7 @@
 
 #include "core.h"
 #include "gaps.h"
+#include "gc_hip.h"
 #include "gc_hsa.h"
 
 #define HB_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -25,8 +26,11 @@
 #define HB_MAX_KERNELS 8200u     /* the largest shape: chain8192 */
 #define HB_WATCHDOG_S 60         /* a launch not done after this long is a hang */
 
-/* Debian 5.2.3's prototypes (the ABI called; unchanged in HIP 6.x headers); all required. */
-#define HB_HIP_FUNCS(X)                                                                   \
+/*
+ * The HIP runtime calls hip_bubbles makes: lib/hip's table entries it needs
+ * (Debian 5.2.3's prototypes, unchanged in HIP 6.x headers).
+ */
+#define HB_HIP_NEEDS(X)                                                                   \
 	X(hipRuntimeGetVersion) X(hipGetErrorName) X(hipSetDevice) X(hipModuleLoadData)     \
 	X(hipModuleGetFunction) X(hipModuleUnload) X(hipModuleLaunchKernel)                 \
 	X(hipStreamCreateWithFlags) X(hipStreamDestroy) X(hipStreamQuery)                   \
@@ -37,20 +41,11 @@
 	X(hipGraphAddMemsetNode) X(hipGraphAddMemcpyNode1D) X(hipGraphInstantiate)          \
 	X(hipGraphExecDestroy) X(hipGraphLaunch) X(hipGraphExecKernelNodeSetParams)
 
-struct hb_fns {
-#define HB_MEMBER(name) __typeof__(name) *name;
-	HB_HIP_FUNCS(HB_MEMBER)
-#undef HB_MEMBER
-};
-
 struct hb_prof; /* bubbles_prof.c */
 
 struct hb {
 	struct gc_hsa *hsa;  /* the fixture's ROCr: s_memrealtime rate, the code object bytes */
-	void *lib;
-	char soname[32];
-	int version;
-	struct hb_fns f;
+	struct gc_hip *hip;  /* the HIP runtime (lib/hip's table), once hb_require() loaded it */
 	bool open;
 	hipModule_t mod;
 	hipFunction_t stamp;
@@ -68,14 +63,6 @@ struct hb {
 /* Open HIP (once per process) and set up b, or skip / fail saying why. */
 void hb_require(struct hb *b);
 void hb_close(struct hb *b);
-
-const char *hb_err(const struct hb *b, hipError_t e);
-#define hb_assert(b, call)                                                               \
-	do {                                                                              \
-		hipError_t hb_e__ = (call);                                               \
-		gc_assert_f(hb_e__ == hipSuccess, "%s: %s (%d)", #call, hb_err(b, hb_e__), \
-			    (int)hb_e__);                                                 \
-	} while (0)
 
 /* A built graph: its kernel nodes in idx order. */
 struct hb_graph {

@@ -584,7 +584,7 @@ static uint64_t stamp_kernel_id(struct hb *b, struct hb_prof *p)
 	free(t.r);
 	ctx_switch(p, true);
 	hb_launch_stamp(b, 0);
-	hb_assert(b, b->f.hipStreamSynchronize(b->s));
+	gc_hip_assert(b->hip, b->hip->hipStreamSynchronize(b->s));
 	ctx_switch(p, false);
 	collect(p, 0, 1, &t);
 	gc_assert_f(t.n == 1, "one traced probe dispatch gave %zu kernel records (%llu dropped)",
@@ -757,7 +757,7 @@ static struct gc_usage usage_now(struct hb *b)
 {
 	size_t free_bytes, total;
 
-	hb_assert(b, b->f.hipMemGetInfo(&free_bytes, &total));
+	gc_hip_assert(b->hip, b->hip->hipMemGetInfo(&free_bytes, &total));
 	return gc_usage_now(free_bytes);
 }
 
@@ -828,9 +828,9 @@ static void *launcher_thread(void *arg)
 
 	while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE) && l->err == hipSuccess &&
 	       l->launches < MAX_LAUNCHES) {
-		l->err = l->b->f.hipGraphLaunch(l->gr->x, l->b->s);
+		l->err = l->b->hip->hipGraphLaunch(l->gr->x, l->b->s);
 		if (l->err == hipSuccess)
-			l->err = l->b->f.hipStreamSynchronize(l->b->s);
+			l->err = l->b->hip->hipStreamSynchronize(l->b->s);
 		l->launches++;
 	}
 	return NULL;
@@ -905,7 +905,8 @@ static long long dev_used(void *arg)
 	const struct hb *b = arg;
 	size_t free_b, total_b;
 
-	if (b->f.hipSetDevice(0) != hipSuccess || b->f.hipMemGetInfo(&free_b, &total_b) != hipSuccess)
+	if (b->hip->hipSetDevice(0) != hipSuccess ||
+	    b->hip->hipMemGetInfo(&free_b, &total_b) != hipSuccess)
 		return -EIO;
 	return (long long)(total_b - free_b);
 }
@@ -929,6 +930,7 @@ static void switch_cycles(struct hb *b, struct hb_prof *p, struct windows *w)
 static void join_launcher(struct hb *b, pthread_t th, struct launcher *l)
 {
 	struct timespec dl;
+	char err[160];
 
 	__atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
 	clock_gettime(CLOCK_REALTIME, &dl);
@@ -937,7 +939,7 @@ static void join_launcher(struct hb *b, pthread_t th, struct launcher *l)
 		    "hang: the launcher did not stop within %d s of the last detach",
 		    HB_WATCHDOG_S);
 	gc_assert_f(l->err == hipSuccess, "launch %u failed while tracing toggled: %s",
-		    l->launches, hb_err(b, l->err));
+		    l->launches, gc_hip_errstr(b->hip, l->err, err, sizeof(err)));
 }
 
 /*
@@ -1040,9 +1042,9 @@ static uint64_t sess_workload(void *ctx, unsigned c)
 	(void)c;
 	x->deep(x->deep_ctx);
 	for (unsigned i = 0; i < SESS_COPIES; i++)
-		hb_assert(b, b->f.hipMemcpyHtoDAsync(x->copy_dst, x->copy_src, SESS_COPY_BYTES,
-						     b->s));
-	hb_assert(b, b->f.hipStreamSynchronize(b->s));
+		gc_hip_assert(b->hip, b->hip->hipMemcpyHtoDAsync(x->copy_dst, x->copy_src,
+								 SESS_COPY_BYTES, b->s));
+	gc_hip_assert(b->hip, b->hip->hipStreamSynchronize(b->s));
 	return 0;
 }
 
@@ -1147,7 +1149,7 @@ static void sess_finalize(void *ctx)
 	if (x->left_on)
 		ctx_switch(p, false);
 	x->left_on = false;
-	hb_assert(x->b, x->b->f.hipStreamSynchronize(x->b->s));
+	gc_hip_assert(x->b->hip, x->b->hip->hipStreamSynchronize(x->b->s));
 	collect(p, 0, 0, &t);
 	free(t.r);
 	gc_assert_f(p->fini, "rocprofiler-sdk called initialize with no finalize_func");
@@ -1171,9 +1173,11 @@ static void sess_release(void *arg)
 		gc_check_f(st == 0, "rocprofiler_stop_context: %s", rp_err(x->p, st));
 	}
 	if (x->copy_dst) {
-		hipError_t e = x->b->f.hipFree(x->copy_dst);
+		hipError_t e = x->b->hip->hipFree(x->copy_dst);
+		char err[160];
 
-		gc_check_f(e == hipSuccess, "hipFree: %s", hb_err(x->b, e));
+		gc_check_f(e == hipSuccess, "hipFree: %s",
+			   gc_hip_errstr(x->b->hip, e, err, sizeof(err)));
 	}
 	free(x->copy_src);
 	free(x);
@@ -1234,7 +1238,7 @@ void hb_test_profiler_sessions(struct hb *b, void (*deep)(void *), void *deep_ct
 	*x = (struct sess_ctx){ .b = b, .deep = deep, .deep_ctx = deep_ctx };
 	gc_defer(sess_release, x);
 	x->p = prof_require(b);
-	hb_assert(b, b->f.hipMalloc(&x->copy_dst, SESS_COPY_BYTES));
+	gc_hip_assert(b->hip, b->hip->hipMalloc(&x->copy_dst, SESS_COPY_BYTES));
 	x->copy_src = malloc(SESS_COPY_BYTES);
 	gc_assert(x->copy_src);
 	memset(x->copy_src, 0x5a, SESS_COPY_BYTES);

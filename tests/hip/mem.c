@@ -545,7 +545,7 @@ static void mem_teardown(void *data)
 static void test_lifecycle(void *data)
 {
 	struct mem_fx *fx = data;
-	size_t size = gc_hip_align_up(GC_VMM_LIFECYCLE_SIZE, fx->gran.minimum), f0 = dev_free(fx);
+	size_t size = gc_align_up(GC_VMM_LIFECYCLE_SIZE, fx->gran.minimum), f0 = dev_free(fx);
 	hipMemGenericAllocationHandle_t h = NULL;
 	void *va = NULL;
 
@@ -849,7 +849,7 @@ static void rwm_released(struct mem_fx *fx, struct alloc *a, size_t f0)
 static void test_release_while_mapped(void *data)
 {
 	struct mem_fx *fx = data;
-	size_t size = gc_hip_align_up(GC_VMM_LIFECYCLE_SIZE, fx->gran.minimum), f0 = dev_free(fx);
+	size_t size = gc_align_up(GC_VMM_LIFECYCLE_SIZE, fx->gran.minimum), f0 = dev_free(fx);
 	struct alloc a;
 
 	alloc_rw(fx, size, &a);
@@ -962,14 +962,14 @@ static void test_oom(void *data)
 	void *p = NULL;
 
 	mem_info(fx, &f0, &total);
-	too_much = gc_hip_align_up(total + g, g);
+	too_much = gc_align_up(total + g, g);
 	gc_info("asking for %zu bytes of a device with %zu", too_much, total);
 	REFUSED_ONE_OF(fx, create(fx, too_much, &h), create_oom,
 		       "hipMemCreate(total + granularity)");
 	expect_held(fx, f0, 0, "after the refused hipMemCreate");
 	WANT(fx, dev_malloc(fx, total + MiB, &p), hipErrorOutOfMemory, "hipMalloc(total + 1 MiB)");
 	expect_held(fx, f0, 0, "after the refused hipMalloc");
-	alloc_roundtrip(fx, gc_hip_align_up(GC_VMM_LIFECYCLE_SIZE, g), seed(0), "allocation after OOM");
+	alloc_roundtrip(fx, gc_align_up(GC_VMM_LIFECYCLE_SIZE, g), seed(0), "allocation after OOM");
 }
 
 /*
@@ -1165,7 +1165,7 @@ static void test_fill_near_limit(void *data)
 	struct gc_soak *s;
 
 	r.target = r.f0 / 100 * FILL_FRACTION_PCT / g * g;
-	r.piece = gc_hip_align_up(FILL_PIECE, g);
+	r.piece = gc_align_up(FILL_PIECE, g);
 	gc_require_f(r.target >= g, "only %zu bytes of device memory free", r.f0);
 	r.cap = r.target / r.piece + 1;
 	r.a = calloc(r.cap, sizeof(*r.a));

@@ -364,7 +364,7 @@ struct filler {
 static void fill_device(const struct gc_hip *hip, int dev, size_t gran, struct filler *fl)
 {
 	hipMemAllocationProp p = gc_hip_vmm_prop(dev);
-	size_t size = gc_hip_align_up(FILL_CHUNK, gran);
+	size_t size = gc_align_up(FILL_CHUNK, gran);
 
 	fl->h = calloc(MAX_FILL_HANDLES, sizeof(*fl->h));
 	gc_assert_f(fl->h != NULL, "out of host memory");
@@ -380,7 +380,7 @@ static void fill_device(const struct gc_hip *hip, int dev, size_t gran, struct f
 							  ARRAY_SIZE(create_oom_errors))) {
 			return;
 		} else {
-			size = gc_hip_align_up(size / 2, gran);
+			size = gc_align_up(size / 2, gran);
 		}
 	}
 }

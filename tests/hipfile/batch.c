@@ -288,7 +288,7 @@ static hipStream_t async_stream(struct hf_env *e)
 	gc_hipfile_err r;
 	char b[256];
 
-	gc_hip_assert(&e->h, e->h.hip.hipStreamCreate(&s));
+	gc_hip_assert(e->h.hip, e->h.hip->hipStreamCreate(&s));
 	hf_hold(e, HF_STREAM, s);
 	if (!e->h.hf.stream_register)
 		return s;
@@ -319,7 +319,7 @@ static ssize_t async_call(struct hf_env *e, bool write, gc_hipfile_handle fh, hi
 	skip_unsupported(e, r, write ? "hipFileWriteAsync" : "hipFileReadAsync");
 	gc_assert_f(r.err == GC_HIPFILE_SUCCESS, "hipFile%sAsync: %s", write ? "Write" : "Read",
 		    gc_hipfile_strerror(&e->h, r, b, sizeof(b)));
-	gc_hip_assert(&e->h, e->h.hip.hipStreamSynchronize(s));
+	gc_hip_assert(e->h.hip, e->h.hip->hipStreamSynchronize(s));
 	return done;
 }
 
@@ -405,7 +405,7 @@ void hf_zero_async(struct hf_env *e, bool write)
 	c.boff = data - (char *)e->dev;
 	r = fn(fh, e->dev, &c.size, &c.foff, &c.boff, &done, s);
 	skip_unsupported(e, r, write ? "hipFileWriteAsync" : "hipFileReadAsync");
-	gc_hip_assert(&e->h, e->h.hip.hipStreamSynchronize(s));
+	gc_hip_assert(e->h.hip, e->h.hip->hipStreamSynchronize(s));
 	gc_info("hipFile%sAsync(size 0) = %s, bytes done %zd", write ? "Write" : "Read",
 		gc_hipfile_strerror(&e->h, r, b, sizeof(b)), done);
 	gc_assert_f(r.err != GC_HIPFILE_SUCCESS || done <= 0, "size 0 transferred %zd bytes", done);

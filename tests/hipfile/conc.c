@@ -219,7 +219,7 @@ static int race_report(struct race *r, char *stage)
 				 stage, RACE_THREADS * RACE_SLICE, &mm, &he);
 	if (c)
 		fprintf(stderr, "race: device bytes after the race: %s\n",
-			c < 0 ? gc_hip_strerror(r->h, he, b, sizeof(b))
+			c < 0 ? gc_hip_errstr(r->h->hip, he, b, sizeof(b))
 			      : gc_mismatch_str(&mm, b, sizeof(b)));
 	return bad || c ? 1 : 0;
 }
@@ -237,12 +237,12 @@ static int race_prepare(struct race *r, int fd, char *stage)
 			return 2;
 		}
 	}
-	he = r->h->hip.hipMalloc((void **)&r->dev, RACE_THREADS * RACE_SLICE);
+	he = r->h->hip->hipMalloc((void **)&r->dev, RACE_THREADS * RACE_SLICE);
 	if (he == hipSuccess &&
 	    gc_hip_fill_pattern(r->h, r->dev, RACE_THREADS * RACE_SLICE, 0, RD_SEED, true, stage,
 				RACE_THREADS * RACE_SLICE, &he) == 0)
 		return 0;
-	fprintf(stderr, "race: device buffer: %s\n", gc_hip_strerror(r->h, he, b, sizeof(b)));
+	fprintf(stderr, "race: device buffer: %s\n", gc_hip_errstr(r->h->hip, he, b, sizeof(b)));
 	return 2;
 }
 
@@ -360,7 +360,7 @@ static void *job_thread(void *p)
 {
 	struct job *j = p;
 
-	j->set_device = j->h->hip.hipSetDevice(0);
+	j->set_device = j->h->hip->hipSetDevice(0);
 	pthread_barrier_wait(j->go);
 	if (j->set_device == hipSuccess)
 		gc_hf_io(j->h, &j->req, &j->res);
@@ -383,7 +383,7 @@ static void run_jobs(struct hf_env *e, struct job *jobs, int n)
 		pthread_join(t[i], NULL);
 	pthread_barrier_destroy(&go);
 	for (int i = 0; i < n; i++) {
-		gc_hip_assert(&e->h, jobs[i].set_device);
+		gc_hip_assert(e->h.hip, jobs[i].set_device);
 		gc_assert_f(jobs[i].res.n == (int64_t)jobs[i].req.size, "job %d of %d: %s", i, n,
 			    gc_hf_res_str(&e->h, &jobs[i].req, &jobs[i].res, b, sizeof(b)));
 	}

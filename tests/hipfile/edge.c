@@ -189,8 +189,8 @@ static bool dev_zero(struct hf_env *e, const char *p, uint64_t len)
 	for (uint64_t done = 0; done < len;) {
 		size_t n = len - done < STAGE_LEN ? (size_t)(len - done) : STAGE_LEN;
 
-		gc_hip_assert(&e->h, e->h.hip.hipMemcpy(e->stage.ptr, p + done, n,
-						       hipMemcpyDeviceToHost));
+		gc_hip_assert(e->h.hip, e->h.hip->hipMemcpy(e->stage.ptr, p + done, n,
+							    hipMemcpyDeviceToHost));
 		for (size_t i = 0; i < n; i++)
 			if (h[i])
 				return false;
@@ -230,7 +230,7 @@ static void expect_eof_target(struct hf_env *e, const char *what, uint64_t size,
 	r = gc_hip_check_pattern(&e->h, d + done, size - done, (uint64_t)foff + done, RD_SEED, true,
 				 e->stage.ptr, STAGE_LEN, &mm, &he);
 	if (r < 0)
-		gc_hip_assert(&e->h, he);
+		gc_hip_assert(e->h.hip, he);
 	gc_assert_f(r == 0 || dev_zero(e, d + done, size - done), "%s: the %llu target bytes past "
 		    "the count are neither untouched nor zero (as O_DIRECT leaves them): %s", what,
 		    (unsigned long long)(size - done), gc_mismatch_str(&mm, m, sizeof(m)));

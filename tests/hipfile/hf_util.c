@@ -29,7 +29,7 @@ static const char *none_why(const struct hf_env *e, char *why, size_t len)
 
 	snprintf(why, len, "no AMD fastpath entry point in HIP runtime %s (%s): no %s, no %s, "
 		 "no %s (each one's reason is printed above)",
-		 gc_hip_version_str(e->h.runtime_version, v, sizeof(v)), e->h.hip_soname,
+		 gc_hip_version_name(e->h.hip->runtime_version, v, sizeof(v)), e->h.hip->soname,
 		 e->h.backend[GC_HF_HIPFILE].missing, e->h.backend[GC_HF_HIP_AMD_FILE].missing,
 		 e->h.backend[GC_HF_HSA_AIS].missing);
 	return why;
@@ -38,8 +38,8 @@ static const char *none_why(const struct hf_env *e, char *why, size_t len)
 static void env_free(struct hf_env *e)
 {
 	if (e->dev)
-		e->h.hip.hipFree(e->dev);
-	if (e->h.hip_lib)
+		e->h.hip->hipFree(e->dev);
+	if (e->h.hip)
 		gc_hipfile_close(&e->h);
 	gc_io_buf_free(&e->stage);
 	if (e->rd_bfd >= 0)
@@ -55,8 +55,8 @@ static void say_backends(const struct gc_hipfile *h)
 {
 	char b[512], v[32];
 
-	gc_info("%s: HIP runtime %s, hipDriverGetVersion %d, %d device(s)", h->hip_soname,
-		gc_hip_version_str(h->runtime_version, v, sizeof(v)), h->driver_version,
+	gc_info("%s: HIP runtime %s, hipDriverGetVersion %d, %d device(s)", h->hip->soname,
+		gc_hip_version_name(h->hip->runtime_version, v, sizeof(v)), h->hip->driver_version,
 		h->n_devices);
 	for (int x = 0; x < GC_HF_N_ENTRIES; x++)
 		gc_info("%s", gc_hf_backend_str(h, (enum gc_hf_entry)x, b, sizeof(b)));
@@ -67,7 +67,7 @@ static void env_runtime(struct hf_env *e)
 	char why[512];
 	int r = gc_hipfile_open(&e->h, why, sizeof(why));
 
-	if (r && e->h.hip.hipGetDeviceCount)
+	if (r && e->h.hip)
 		say_backends(&e->h); /* what this machine has, even without a GPU */
 	if (r == -ENOENT || r == -ENOSYS || r == -ENODEV) {
 		env_free(e);
@@ -167,12 +167,12 @@ static void env_files(struct hf_env *e)
 
 static void env_memory(struct hf_env *e)
 {
-	hipError_t r = e->h.hip.hipMalloc(&e->dev, DEV_LEN);
+	hipError_t r = e->h.hip->hipMalloc(&e->dev, DEV_LEN);
 	char b[160];
 	int err;
 
 	if (r != hipSuccess) {
-		gc_hip_strerror(&e->h, r, b, sizeof(b));
+		gc_hip_errstr(e->h.hip, r, b, sizeof(b));
 		e->dev = NULL;
 		env_free(e);
 		gc_fail("hipMalloc(%llu): %s", (unsigned long long)DEV_LEN, b);
@@ -401,10 +401,10 @@ static void release_one(struct hf_env *e, const struct hf_res *r)
 		close(r->u.fd);
 		break;
 	case HF_DEV:
-		e->h.hip.hipFree(r->u.p);
+		e->h.hip->hipFree(r->u.p);
 		break;
 	case HF_PINNED:
-		e->h.hip.hipHostFree(r->u.p);
+		e->h.hip->hipHostFree(r->u.p);
 		break;
 	case HF_FILE:
 		gc_fp_file_destroy(r->u.p);
@@ -423,7 +423,7 @@ static void release_one(struct hf_env *e, const struct hf_res *r)
 		e->h.hf.batch_destroy(r->u.p);
 		break;
 	case HF_STREAM:
-		(void)e->h.hip.hipStreamDestroy(r->u.p);
+		(void)e->h.hip->hipStreamDestroy(r->u.p);
 		break;
 	case HF_FSTREAM:
 		(void)e->h.hf.stream_deregister(r->u.p);
@@ -459,7 +459,7 @@ void *hf_dev_alloc(struct hf_env *e, size_t len)
 {
 	void *p = NULL;
 
-	gc_hip_assert(&e->h, e->h.hip.hipMalloc(&p, len));
+	gc_hip_assert(e->h.hip, e->h.hip->hipMalloc(&p, len));
 	hf_hold(e, HF_DEV, p);
 	return p;
 }
@@ -467,14 +467,14 @@ void *hf_dev_alloc(struct hf_env *e, size_t len)
 void hf_dev_free(struct hf_env *e, void *p)
 {
 	hf_forget(e, HF_DEV, p);
-	gc_hip_assert(&e->h, e->h.hip.hipFree(p));
+	gc_hip_assert(e->h.hip, e->h.hip->hipFree(p));
 }
 
 void *hf_pinned_alloc(struct hf_env *e, size_t len)
 {
 	void *p = NULL;
 
-	gc_hip_assert(&e->h, e->h.hip.hipHostMalloc(&p, len, 0));
+	gc_hip_assert(e->h.hip, e->h.hip->hipHostMalloc(&p, len, 0));
 	hf_hold(e, HF_PINNED, p);
 	return p;
 }
@@ -645,7 +645,7 @@ void hf_dev_fill(struct hf_env *e, void *dev, uint64_t len, uint64_t key, uint64
 	hipError_t he = hipSuccess;
 
 	if (gc_hip_fill_pattern(&e->h, dev, len, key, seed, inv, e->stage.ptr, STAGE_LEN, &he))
-		gc_hip_assert(&e->h, he);
+		gc_hip_assert(e->h.hip, he);
 }
 
 void hf_dev_expect(struct hf_env *e, const char *what, const void *dev, uint64_t len,
@@ -658,7 +658,7 @@ void hf_dev_expect(struct hf_env *e, const char *what, const void *dev, uint64_t
 				     &mm, &he);
 
 	if (r < 0)
-		gc_hip_assert(&e->h, he);
+		gc_hip_assert(e->h.hip, he);
 	gc_assert_f(r == 0, "%s: device %s", what, gc_mismatch_str(&mm, msg, sizeof(msg)));
 }
 

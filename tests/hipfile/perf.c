@@ -67,7 +67,7 @@ static int64_t do_host(const struct perf *p, uint64_t off, uint64_t len)
 
 static int64_t do_ref(const struct perf *p, uint64_t off, uint64_t len)
 {
-	const struct gc_hip_fns *hip = &p->e->h.hip;
+	const struct gc_hip *hip = p->e->h.hip;
 	char *h = p->pinned + off, *d = (char *)p->e->dev + off;
 	int64_t r;
 
@@ -86,7 +86,7 @@ static int perf_thread_init(void *ctx)
 {
 	const struct perf *p = ctx;
 
-	return p->e->h.hip.hipSetDevice(0) == hipSuccess ? 0 : -ENODEV;
+	return p->e->h.hip->hipSetDevice(0) == hipSuccess ? 0 : -ENODEV;
 }
 
 static int64_t perf_transfer(void *ctx, int path, uint64_t off, uint64_t len, char *what,

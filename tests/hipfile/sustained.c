@@ -16,7 +16,6 @@
  * alignment rules and no fallback, so a soak of them says less about a
  * steady stream. UNVERIFIED ON HARDWARE (see io.c).
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -24,13 +23,12 @@
 #include "hf_io.h"
 #include "soak.h"
 
-typedef hipError_t mem_get_info_fn(size_t *free_b, size_t *total_b);
-
 struct sustained {
 	struct hf_env *e;
 	gc_hipfile_handle fh;
 	char *src, *dst;
-	mem_get_info_fn *mem_get_info; /* hipMemGetInfo: not in gc_hipfile's table */
+	/* hipMemGetInfo: in lib/hip's table, not among hipfile_io's needs (may be NULL) */
+	__typeof__(hipMemGetInfo) *mem_get_info;
 };
 
 /* The soak's device memory in use: total - free from hipMemGetInfo on device 0. */
@@ -39,7 +37,7 @@ static long long dev_used(void *arg)
 	const struct sustained *x = arg;
 	size_t free_b, total_b;
 
-	if (x->e->h.hip.hipSetDevice(0) != hipSuccess ||
+	if (x->e->h.hip->hipSetDevice(0) != hipSuccess ||
 	    x->mem_get_info(&free_b, &total_b) != hipSuccess)
 		return -EIO;
 	return (long long)(total_b - free_b);
@@ -58,9 +56,9 @@ static void sustained_open(struct sustained *x)
 	x->dst = hf_dev_alloc(e, GC_FP_SUSTAINED_BYTES);
 	hf_buf_register_ok(e, x->src, GC_FP_SUSTAINED_BYTES);
 	hf_buf_register_ok(e, x->dst, GC_FP_SUSTAINED_BYTES);
-	*(void **)&x->mem_get_info = dlsym(e->h.hip_lib, "hipMemGetInfo");
+	x->mem_get_info = e->h.hip->hipMemGetInfo;
 	if (!x->mem_get_info)
-		gc_info("%s has no hipMemGetInfo: device memory not watched", e->h.hip_soname);
+		gc_info("%s has no hipMemGetInfo: device memory not watched", e->h.hip->soname);
 }
 
 /* One transfer of all 16 MiB, else fail naming the cycle; the path it took on cycle 0. */

@@ -25,12 +25,12 @@
 static void test_align(void *fx)
 {
 	(void)fx;
-	gc_assert_eq_uint(gc_hip_align_up(0, 4096), 0);
-	gc_assert_eq_uint(gc_hip_align_up(1, 4096), 4096);
-	gc_assert_eq_uint(gc_hip_align_up(4096, 4096), 4096);
-	gc_assert_eq_uint(gc_hip_align_up(4097, 4096), 8192);
-	gc_assert_eq_uint(gc_hip_align_up(3 * MiB, 2 * MiB), 4 * MiB);
-	gc_assert_eq_uint(gc_hip_align_up(12345, 0), 12345);
+	gc_assert_eq_uint(gc_align_up(0, 4096), 0);
+	gc_assert_eq_uint(gc_align_up(1, 4096), 4096);
+	gc_assert_eq_uint(gc_align_up(4096, 4096), 4096);
+	gc_assert_eq_uint(gc_align_up(4097, 4096), 8192);
+	gc_assert_eq_uint(gc_align_up(3 * MiB, 2 * MiB), 4 * MiB);
+	gc_assert_eq_uint(gc_align_up(12345, 0), 12345);
 }
 
 static void test_listed(void *fx)

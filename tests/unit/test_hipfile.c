@@ -144,9 +144,9 @@ static void test_names(void *fx)
 	char b[32];
 
 	(void)fx;
-	gc_assert_eq_str(gc_hip_version_str(50221153, b, sizeof(b)), "5.2.21153");
-	gc_assert_eq_str(gc_hip_version_str(60443483, b, sizeof(b)), "6.4.43483");
-	gc_assert_eq_str(gc_hip_version_str(-1, b, sizeof(b)), "unknown");
+	gc_assert_eq_str(gc_hip_version_name(50221153, b, sizeof(b)), "5.2.21153");
+	gc_assert_eq_str(gc_hip_version_name(60443483, b, sizeof(b)), "6.4.43483");
+	gc_assert_eq_str(gc_hip_version_name(-1, b, sizeof(b)), "unknown");
 	gc_assert_eq_str(gc_hipfile_err_name(0), "hipFileSuccess");
 	gc_assert_eq_str(gc_hipfile_err_name(5027), "hipFileHandleNotRegistered");
 	gc_assert_eq_str(gc_hipfile_err_name(5022), "hipFileInvalidValue");
