@@ -22,7 +22,7 @@ from .gate import Assessment
 from .metrickey import MetricKey
 from .runmetrics import RunMetric, run_metrics
 
-__all__ = ["VERDICTS", "MetricComparison", "GateComparison", "compare_run"]
+__all__ = ["VERDICTS", "MetricComparison", "GateComparison", "compare_run", "judge_run"]
 
 VERDICTS = ("regression", "improvement", "unchanged", "trend", "new", "missing",
             "insufficient")
@@ -172,3 +172,13 @@ def compare_run(records: Mapping[str, Any], baseline: Baseline,
                   else f"{k.record} passed without recording it")))
     out.sort(key=lambda c: c.key)
     return out
+
+
+def judge_run(tests: Mapping[str, Any], data: Mapping[str, Any],
+              baseline: Baseline) -> list[GateComparison]:
+    """A run's metrics (results.json's "tests"; data: its "fingerprint" and
+    "run") judged against baseline, each node-scoped metric keyed by its
+    node: the run's end calls it (runend.RunEnd.compare), in a child."""
+    from .scope import catalogue_of, labeler
+
+    return list(compare_run(tests, baseline, labeler(data, catalogue_of(data))))
