@@ -78,12 +78,11 @@ from .options import (
     InputError,
     RunInputs,
     RunOptions,
-    load_inputs,
     options_to_args,
 )
 from .optvalues import positive_arg
 from .levels import LEVELS
-from .plugin import RunControl
+from .plugin import RunControl, load_run_inputs
 from .results import RunNotes, TestRecord, run_outcome
 from .shard import shard
 from .testlist import TestlistError, select_tests
@@ -493,7 +492,7 @@ def _run_options(args: argparse.Namespace, *, here: bool = True) -> RunOptions:
     if opts.expectations is None and args.selftest:
         opts.expectations = []
     try:
-        load_inputs(opts, selftest=args.selftest, here=here)  # every input's error, before pytest
+        load_run_inputs(opts, selftest=args.selftest, here=here)  # every error, before pytest
     except InputError as e:
         raise CliError(str(e)) from None
     return opts
@@ -598,7 +597,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if not manifest.is_file():
         raise CliError(f"{results / 'run.json'}: manifest {manifest} is gone (rebuilt elsewhere?)")
     try:
-        load_inputs(RunOptions.from_json(run["options"]), selftest=bool(run.get("selftest")))
+        load_run_inputs(RunOptions.from_json(run["options"]), selftest=bool(run.get("selftest")))
     except (TypeError, ValueError) as e:
         raise CliError(f"{results / 'run.json'}: options: {e}") from None
     except InputError as e:
@@ -801,7 +800,7 @@ def _selected_tests(run: argparse.Namespace, manifest: Manifest) -> list[str]:
 
 def _inputs(args: argparse.Namespace, opts: RunOptions) -> RunInputs:
     try:
-        return load_inputs(opts, selftest=args.selftest)
+        return load_run_inputs(opts, selftest=args.selftest)[0]
     except InputError as e:
         raise CliError(str(e)) from None
 

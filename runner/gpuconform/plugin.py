@@ -88,7 +88,8 @@ from .levels import LEVEL_ENV, LEVELS, SOAK_SECONDS_ENV, SoakPlan, list_soaks
 from .kwatch import KernelWatch
 from .manifest import MANIFEST_NAMES, ManifestEntry, ManifestError, read_manifest
 from .optable import add_pytest_options, check_pytest_given
-from .options import FIELD_ORDER, PROGRESS_MODES, SCRATCH_ENV, InputError, RunOptions, load_inputs
+from .options import (FIELD_ORDER, PROGRESS_MODES, SCRATCH_ENV, InputError, RunInputs,
+                      RunOptions, load_inputs)
 from .progress import Progress, on_stderr
 from .resume import ResumeError, take_over
 from .results import TestRecord, judged, render_summary
@@ -403,6 +404,7 @@ class GcSession:
         self.journal: Journal | None = None
         self.kernel: KernelWatch | None = None
         self.progress: Progress | None = None
+        self.asked_baseline: Any = None  # --baseline / --baselines: load_run_inputs
         self.baseline: Any = None
         self.baseline_path: Path | None = None
         self.baseline_error: str | None = None
@@ -424,7 +426,7 @@ class GcSession:
                 self.opts = RunOptions.from_config(config)
                 check_pytest_given(config.getoption)  # a --gc-kmsg given must open
             selftest = self.control.selftest if self.control else False
-            self.inputs = load_inputs(self.opts, selftest=selftest)
+            self.inputs, self.asked_baseline = load_run_inputs(self.opts, selftest=selftest)
         except (JournalError, InputError) as e:
             raise pytest.UsageError(f"gpuconform: {e}") from None
         if self.inputs.fingerprint_error:
@@ -634,13 +636,13 @@ class GcSession:
 
     def _find_baseline(self) -> None:
         """The baseline asked for by name was loaded and checked before the run
-        (load_inputs: not there is an error); else data/baselines/'s of this
+        (load_run_inputs: not there is an error); else data/baselines/'s of this
         fingerprint: none is a note, a damaged one an error after the run."""
         o = self.opts
         if o.no_baseline:
             return
-        if self.inputs.baseline is not None:
-            self.baseline = self.inputs.baseline
+        if self.asked_baseline is not None:
+            self.baseline = self.asked_baseline
             self.baseline_path = self.baseline.path
             return
         try:
@@ -1081,6 +1083,33 @@ def select_tests_or_raise(available: list[str], patterns: list[TestPattern] | No
     from .testlist import select_tests
 
     return select_tests(available, patterns, o.include, o.exclude)
+
+
+def load_run_inputs(o: RunOptions, *, selftest: bool = False,
+                    here: bool = True) -> tuple[RunInputs, Any]:
+    """The run's inputs (options.load_inputs), then the timing baseline asked
+    for by name (baseline.asked_baseline; None when none was) and checked to
+    be this machine's; InputError, one line, for either. here False: the run
+    will be on other machines (fleet submit), whose fingerprints choose
+    their baselines: of those, only the paths are checked."""
+    inputs = load_inputs(o, selftest=selftest)
+    if o.no_baseline or (o.baseline is None and o.baselines is None):
+        return inputs, None
+    from .baseline import BaselineError, asked_baseline
+    from .fingerprint import Fingerprint
+
+    fp = inputs.fingerprint
+    if here and fp is None:
+        asked = f"--baseline {o.baseline}" if o.baseline is not None else \
+            f"--baselines {', '.join(o.baselines or [])}"
+        raise InputError(f"{asked}: this machine's fingerprint, which the baseline must "
+                         f"match, could not be read ({inputs.fingerprint_error})")
+    try:
+        return inputs, asked_baseline(o.baselines, o.baseline,
+                                      Fingerprint.from_json(fp) if here and fp is not None
+                                      else None)
+    except BaselineError as e:
+        raise InputError(str(e)) from None
 
 
 def write_report(directory: Path) -> Path:
