@@ -47,12 +47,13 @@ from .fingerprint import Fingerprint
 from .gate import Assessment, Gate, RunSummary
 from .jsondoc import Doc, DocError, get, number, top_object, type_name
 from .metrickey import MetricKey
+from .metrics import parse_better
 
 __all__ = [
     "BASELINE_FORMAT", "BASELINE_VERSION", "DEFAULT_BASELINE_DIR", "BaselineError",
     "BaselineMetric", "Baseline", "RunInfo", "load_baseline", "write_baseline", "find_baseline",
     "asked_baseline",
-    "check_fingerprint", "parse_better",
+    "check_fingerprint",
 ]
 
 BASELINE_FORMAT = "gpuconform-baseline"
@@ -211,12 +212,6 @@ def write_baseline(b: Baseline, path: Path) -> Path:
 
 
 # ---------------------------------------------------------------- parsing
-
-
-def parse_better(doc: Doc, v: Any, path: list[str | int]) -> str:
-    if v not in ("lower", "higher"):
-        raise doc.error(path, f"is {json.dumps(v)[:40]}, not \"lower\" or \"higher\"")
-    return str(v)
 
 
 def _count(doc: Doc, v: Any, path: list[str | int], what: str, low: int) -> int:

@@ -105,7 +105,7 @@ class GateComparison(MetricComparison):
 
 
 def _judge_metric(bm: BaselineMetric, a: Assessment, rm: RunMetric) -> GateComparison:
-    g = rm.statistic()
+    g = gate.run_statistic(rm)
     c = GateComparison(rm.key.test, rm.key.name, rm.unit, rm.better, "unchanged", trend=a.trend,
                        samples_base=tuple(bm.gs), samples_run=rm.samples,
                        n_run=len(rm.samples), base_runs=len(bm.runs), center=a.center, value=g,
@@ -150,7 +150,7 @@ def compare_run(records: Mapping[str, Any], baseline: Baseline,
         if bm is None:
             out.append(GateComparison(rm.key.test, rm.key.name, rm.unit, rm.better, "new",
                                       samples_run=rm.samples, n_run=len(rm.samples),
-                                      value=rm.statistic(), node=rm.key.node))
+                                      value=gate.run_statistic(rm), node=rm.key.node))
         else:
             out.append(_judge_metric(bm, assessed[key], rm))
     for key, bm in baseline.metrics.items():

@@ -285,11 +285,11 @@ def test_a_metric_of_several_gpus_is_one_metric_of_the_run() -> None:
     assert rm.samples == (10.0, 11.0, 30.0, 20.0, 21.0, 12.0, 13.0, 14.0, 99.0)
     assert rm.gpus == (0, 1, 2) and rm.per_copy == 2
     # each copy's good half weighs the same: (10.5 + 20 + 12.5) / 3
-    assert rm.statistic() == pytest.approx((10.5 + 20.0 + 12.5) / 3)
+    assert gate.run_statistic(rm) == pytest.approx((10.5 + 20.0 + 12.5) / 3)
     assert gate.summarize(0, rm.samples, "lower", rm.parts).g == pytest.approx(43.0 / 3, rel=1e-4)
     assert gate.summarize(0, rm.samples, "lower", rm.parts).n == 2
     one = run_metrics({"b@s": {"result": "pass", "metrics": [m(3, [5.0, 6.0])]}})["b@s:lat"]
-    assert one.gpus == (3,) and one.statistic() == 5.0 and one.per_copy == 2
+    assert one.gpus == (3,) and gate.run_statistic(one) == 5.0 and one.per_copy == 2
 
 
 # ------------------------------------- one baseline per GPU model, nodes keyed
