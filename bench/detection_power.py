@@ -50,7 +50,7 @@ sys.path.insert(0, str(REPO_ROOT / "runner"))
 from gpuconform.baseline import Baseline, find_baseline, load_baseline  # noqa: E402
 from gpuconform.baseline_update import update_baseline  # noqa: E402
 from gpuconform.judge import GateComparison, compare_run  # noqa: E402
-from gpuconform.fingerprint import current_fingerprint  # noqa: E402
+from gpuconform.core.fingerprint import current_fingerprint  # noqa: E402
 
 # One run: (slowed?) -> results.json's "tests" records.
 Runner = Callable[[bool], dict[str, Any]]

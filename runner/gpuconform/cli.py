@@ -58,7 +58,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, NoReturn, Sequence
 
-from .contracts import (
+from .core.contracts import (
     TABLE_PATH,
     ContractsError,
     check,
@@ -67,12 +67,12 @@ from .contracts import (
     render_text,
     view,
 )
-from .execute import ExecOptions, list_subtests
-from .fmt import one_line
-from .journal import JOURNAL_NAME, JournalError, is_locked, read_run_json
-from .manifest import Manifest, ManifestError, manifest_path, read_manifest
-from .optable import add_cli_arguments, check_cli_given
-from .options import (
+from .core.execute import ExecOptions, list_subtests
+from .core.fmt import one_line
+from .core.journal import JOURNAL_NAME, JournalError, is_locked, read_run_json
+from .core.manifest import Manifest, ManifestError, manifest_path, read_manifest
+from .core.optable import add_cli_arguments, check_cli_given
+from .core.options import (
     DATA_DIR,
     PROGRESS_MODES,
     SCRATCH_ENV,
@@ -81,13 +81,13 @@ from .options import (
     RunOptions,
     options_to_args,
 )
-from .optvalues import positive_arg
-from .levels import LEVELS
+from .core.optvalues import positive_arg
+from .core.levels import LEVELS
 from .plugin import RunControl, load_run_inputs
-from .results import RunNotes, TestRecord, run_outcome
-from .runmetrics import load_results
-from .shard import shard
-from .testlist import TestlistError, select_tests
+from .core.results import RunNotes, TestRecord, run_outcome
+from .core.runmetrics import load_results
+from .core.shard import shard
+from .core.testlist import TestlistError, select_tests
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXIT_OK = 0
@@ -456,7 +456,7 @@ def _check_keyword(expr: str | None) -> None:
 def _check_before_run(args: argparse.Namespace, results: Path) -> None:
     """What a run needs and can be checked before it: the results directory
     (resultsdir.py), -k's expression, a --kmsg or --taint-file given."""
-    from .resultsdir import ResultsDirError, check_results_dir
+    from .core.resultsdir import ResultsDirError, check_results_dir
 
     try:
         check_results_dir(results)

@@ -16,11 +16,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from . import fmt, gate
+from . import gate
+from .core import fmt
 from .baseline import Baseline, BaselineMetric
 from .gate import Assessment
-from .metrickey import MetricKey
-from .runmetrics import RunMetric, run_metrics
+from .core.metrickey import MetricKey
+from .core.runmetrics import RunMetric, run_metrics
 
 __all__ = ["VERDICTS", "MetricComparison", "GateComparison", "compare_run", "judge_run"]
 

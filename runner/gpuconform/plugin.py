@@ -65,15 +65,15 @@ from typing import Any, Iterator, Sequence
 
 import pytest
 
-from .atomic import fsync_dir
-from .execute import ExecOptions, ListRun, list_subtests
-from .attempts import TestRun, run_attempt, run_test, skip_record
-from .gang import combine, run_copies
-from .placement import DEFAULT_PLACEMENT, Slot, list_placement
-from .expectations import FLAKE, ExpectationError, Rule
-from .fmt import one_line
-from .fsfault import fault_detail, remedy
-from .journal import (
+from .core.atomic import fsync_dir
+from .core.execute import ExecOptions, ListRun, list_subtests
+from .core.attempts import TestRun, run_attempt, run_test, skip_record
+from .core.gang import combine, run_copies
+from .core.placement import DEFAULT_PLACEMENT, Slot, list_placement
+from .core.expectations import FLAKE, ExpectationError, Rule
+from .core.fmt import one_line
+from .core.fsfault import fault_detail, remedy
+from .core.journal import (
     JOURNAL_NAME,
     RUN_ID_ENV,
     Journal,
@@ -84,20 +84,20 @@ from .journal import (
     read_run_json,
     write_run_json,
 )
-from .levels import LEVEL_ENV, LEVELS, SOAK_SECONDS_ENV, SoakPlan, list_soaks
-from .kwatch import KernelWatch
-from .manifest import MANIFEST_NAMES, ManifestEntry, ManifestError, read_manifest
-from .optable import add_pytest_options, check_pytest_given
-from .options import (FIELD_ORDER, PROGRESS_MODES, SCRATCH_ENV, InputError, RunInputs,
-                      RunOptions, load_inputs)
-from .progress import Progress, on_stderr
-from .resume import ResumeError, take_over
-from .results import TestRecord, judged, render_summary
-from .runend import RunEnd, ordered_records, run_info
-from .runtmp import make_run_tmp, remove_run_tmp
-from .shard import shard
-from .states import State, signal_name
-from .testlist import TestlistError, TestPattern
+from .core.levels import LEVEL_ENV, LEVELS, SOAK_SECONDS_ENV, SoakPlan, list_soaks
+from .core.kwatch import KernelWatch
+from .core.manifest import MANIFEST_NAMES, ManifestEntry, ManifestError, read_manifest
+from .core.optable import add_pytest_options, check_pytest_given
+from .core.options import (FIELD_ORDER, PROGRESS_MODES, SCRATCH_ENV, InputError, RunInputs,
+                           RunOptions, load_inputs)
+from .core.progress import Progress, on_stderr
+from .core.resume import ResumeError, take_over
+from .core.results import TestRecord, judged, render_summary
+from .core.runend import RunEnd, ordered_records, run_info
+from .core.runtmp import make_run_tmp, remove_run_tmp
+from .core.shard import shard
+from .core.states import State, signal_name
+from .core.testlist import TestlistError, TestPattern
 
 __all__ = [
     "ManifestFile",
@@ -647,7 +647,7 @@ class GcSession:
             return
         try:
             from .baseline import check_fingerprint, find_baseline, load_baseline
-            from .fingerprint import Fingerprint
+            from .core.fingerprint import Fingerprint
 
             if self.inputs.fingerprint is None:
                 raise RuntimeError(self.inputs.fingerprint_error or "no fingerprint")
@@ -1080,7 +1080,7 @@ def _split_name(name: str) -> tuple[str, str | None]:
 
 def select_tests_or_raise(available: list[str], patterns: list[TestPattern] | None,
                           o: RunOptions) -> list[str]:
-    from .testlist import select_tests
+    from .core.testlist import select_tests
 
     return select_tests(available, patterns, o.include, o.exclude)
 
@@ -1096,7 +1096,7 @@ def load_run_inputs(o: RunOptions, *, selftest: bool = False,
     if o.no_baseline or (o.baseline is None and o.baselines is None):
         return inputs, None
     from .baseline import BaselineError, asked_baseline
-    from .fingerprint import Fingerprint
+    from .core.fingerprint import Fingerprint
 
     fp = inputs.fingerprint
     if here and fp is None:

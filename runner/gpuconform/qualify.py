@@ -46,16 +46,16 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import __version__
-from .atomic import atomic_write
-from .contracts import TABLE_PATH, ContractsError, load_table
-from .fmt import one_line
-from .jsondoc import Doc, DocError, type_name
-from .page import Badge, environment
-from .runmetrics import load_results, results_fingerprint
+from .core.atomic import atomic_write
+from .core.contracts import TABLE_PATH, ContractsError, load_table
+from .core.fmt import one_line
+from .core.jsondoc import Doc, DocError, type_name
+from .core.page import Badge, environment
+from .core.runmetrics import load_results, results_fingerprint
 from .seal import (RECORD_FORMAT, RECORD_VERSION, SIGNATURE_SUFFIX, SUITE_NAME, RecordError,
                    canonical, content_hash, record_text, seal, sign_text, verify_record)
-from .soakplot import SoakView, soak_test_name, soak_view
-from .states import State
+from .core.soakplot import SoakView, soak_test_name, soak_view
+from .core.states import State
 
 __all__ = [
     "RecordError",

@@ -11,8 +11,8 @@ import pytest
 
 from gc_testutil import gate_baseline
 from gpuconform.baseline import BaselineError, write_baseline
-from gpuconform.metrickey import MetricKey
-from gpuconform.runmetrics import RunMetric
+from gpuconform.core.metrickey import MetricKey
+from gpuconform.core.runmetrics import RunMetric
 from gpuconform.compare import compare_results, compare_samples
 from test_baseline import FP, metric, record, results, write_results
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gc_testutil import Selftests, fake_gpus
-from gpuconform.devices import (
+from gpuconform.core.devices import (
     DevicesError,
     check_jobs,
     find_gpus,
@@ -22,9 +22,9 @@ from gpuconform.devices import (
     pin_env,
     select_gpus,
 )
-from gpuconform.gang import combine
-from gpuconform.results import DynamicRecord, TestRecord
-from gpuconform.states import State
+from gpuconform.core.gang import combine
+from gpuconform.core.results import DynamicRecord, TestRecord
+from gpuconform.core.states import State
 from test_run_flow import base_env, one_line_error, run
 
 PLACEMENT = r"^selftest_placement@"
@@ -273,7 +273,7 @@ def test_a_gpu_that_disappears_leaves_the_others_running(selftests: Selftests,
 
 def test_a_metric_of_several_gpus_is_one_metric_of_the_run() -> None:
     from gpuconform import gate
-    from gpuconform.runmetrics import run_metrics
+    from gpuconform.core.runmetrics import run_metrics
 
     def m(gpu: int, samples: list[float]) -> dict[str, object]:
         return {"test": "b", "subtest": "s", "name": "lat", "unit": "ns", "better": "lower",
@@ -312,9 +312,9 @@ def _results(gpus: int, jobs: int, metrics: dict[str, list[list[float]]]) -> dic
 
 def test_node_metrics_are_keyed_by_the_node_device_metrics_pooled(tmp_path: Path) -> None:
     from gc_testutil import gate_baseline
-    from gpuconform.catalogue import load_catalogue
+    from gpuconform.core.catalogue import load_catalogue
     from gpuconform.judge import compare_run
-    from gpuconform.runmetrics import run_metrics
+    from gpuconform.core.runmetrics import run_metrics
     from gpuconform.scope import labeler
 
     cat = tmp_path / "metrics.txt"
@@ -349,7 +349,7 @@ def test_the_report_shows_each_results_gpus(selftests: Selftests, tmp_path: Path
 
 
 def test_a_kernel_line_naming_one_gpu_of_several_loses_it(tmp_path: Path) -> None:
-    from gpuconform.placement import NodePlan
+    from gpuconform.core.placement import NodePlan
 
     fake_gpus(tmp_path, 3)
     g = find_gpus(tmp_path)

@@ -19,7 +19,7 @@ import pytest
 from gc_testutil import CliRun, Selftests, run_launcher
 from gpuconform import __version__
 from gpuconform import qualify
-from gpuconform.fingerprint import Fingerprint
+from gpuconform.core.fingerprint import Fingerprint
 from gpuconform.qualify import (RecordError, build_record, content_hash, record_text,
                                 verify_record, write_record)
 

@@ -20,7 +20,7 @@ from gc_testutil import REPO_ROOT, Selftests, gate_baseline
 from gpuconform.baseline import BaselineError, load_baseline
 from gpuconform.baseline_update import update_baseline
 from gpuconform.judge import compare_run
-from gpuconform.fmt import nice_ticks
+from gpuconform.core.fmt import nice_ticks
 from gpuconform.report import render_html, write_html
 
 HOSTILE = ('<script>document.title="pwned"</script></pre></td><b id="injected">x</b>'

@@ -359,8 +359,8 @@ def test_a_kernel_log_given_that_cannot_be_read_stops_before_the_run(selftests: 
 def latency_key() -> str:
     """selftest_metrics@metrics:latency as this machine's runs key it: timed on
     the host, so by the node (data/metrics.txt, scope.py)."""
-    from gpuconform.metrickey import MetricKey
-    from gpuconform.fingerprint import current_fingerprint
+    from gpuconform.core.metrickey import MetricKey
+    from gpuconform.core.fingerprint import current_fingerprint
     from gpuconform.scope import node_label
 
     fp = current_fingerprint()
@@ -373,7 +373,7 @@ def write_baseline(directory: Path, latency: list[float]) -> Path:
     selftest_metrics@metrics:latency, latency scaled by 1.000-1.004."""
     from gc_testutil import gate_baseline
     from gpuconform.baseline import write_baseline as wb
-    from gpuconform.fingerprint import current_fingerprint
+    from gpuconform.core.fingerprint import current_fingerprint
 
     fp = current_fingerprint()
     runs = [[x * (1 + i / 1000) for x in latency] for i in range(5)]
@@ -490,7 +490,7 @@ def test_a_baseline_asked_for_and_not_there_stops_before_the_run(selftests: Self
     machine's baseline; --baseline naming nothing or a directory: one line,
     exit 2, nothing written. Before: the run went on, compared nothing, and
     exited 0 with a note (a nightly with a typo green for ever)."""
-    from gpuconform.fingerprint import current_fingerprint
+    from gpuconform.core.fingerprint import current_fingerprint
 
     key = current_fingerprint().key()
     other = tmp_path / "other"

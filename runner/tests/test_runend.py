@@ -12,11 +12,11 @@ from typing import Any, Mapping
 import pytest
 
 from gpuconform.judge import GateComparison
-from gpuconform.options import RunOptions
+from gpuconform.core.options import RunOptions
 from gpuconform.plugin import write_report
-from gpuconform.results import TestRecord
-from gpuconform.runend import RunEnd, ordered_records, run_info
-from gpuconform.states import State
+from gpuconform.core.results import TestRecord
+from gpuconform.core.runend import RunEnd, ordered_records, run_info
+from gpuconform.core.states import State
 
 
 def rec(name: str, state: State, expected: bool | None = True) -> TestRecord:
@@ -152,7 +152,7 @@ def test_a_failed_comparison_is_a_baseline_error(tmp_path: Path) -> None:
 def test_a_comparison_that_hangs_is_a_baseline_error(monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
-    from gpuconform import runend as runend_module
+    from gpuconform.core import runend as runend_module
 
     monkeypatch.setattr(runend_module, "STEP_TIMEOUT_S", 1.0)
     end = end_of({"a@1": rec("a@1", State.PASS)}, baseline_path=Path("b.json"))
@@ -179,7 +179,7 @@ def test_a_report_that_hangs_costs_one_line(tmp_path: Path,
     kept a night from its verdict) is killed at its limit."""
     import time
 
-    from gpuconform import runend as runend_module
+    from gpuconform.core import runend as runend_module
 
     monkeypatch.setattr(runend_module, "STEP_TIMEOUT_S", 1.0)
     end = end_of({"a@1": rec("a@1", State.PASS)})

@@ -64,7 +64,7 @@ __all__ = [
     "load_inputs", "options_to_args", "seconds", "seconds_or_zero", "parse_devices", "parse_retries", "parse_timeout_override",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 DATA_DIR = REPO_ROOT / "data"
 PROGRESS_MODES = ("auto", "tty", "plain", "off")
 
