@@ -47,10 +47,10 @@ from typing import Any, Callable
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "runner"))
 
-from gpuconform.baseline import Baseline, find_baseline, load_baseline  # noqa: E402
-from gpuconform.baseline_update import update_baseline  # noqa: E402
-from gpuconform.judge import GateComparison, compare_run  # noqa: E402
 from gpuconform.core.fingerprint import current_fingerprint  # noqa: E402
+from gpuconform.perf.baseline import Baseline, find_baseline, load_baseline  # noqa: E402
+from gpuconform.perf.baseline_update import update_baseline  # noqa: E402
+from gpuconform.perf.judge import GateComparison, compare_run  # noqa: E402
 
 # One run: (slowed?) -> results.json's "tests" records.
 Runner = Callable[[bool], dict[str, Any]]

@@ -703,7 +703,7 @@ def _results_input(arg: Path, *, file_ok: bool = True) -> Path:
 def cmd_compare(args: argparse.Namespace) -> int:
     inputs = [_results_input(args.a), _results_input(args.b)]
     with _needs("compare.compare_results"):
-        from .compare import compare_results
+        from .perf.compare import compare_results
     text = _call(compare_results, args.a, args.b, inputs=inputs)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return EXIT_OK
@@ -715,7 +715,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 
     inputs = [_results_input(d) for d in args.results]
     with _needs("baseline_update.update_baseline"):
-        from .baseline_update import update_baseline
+        from .perf.baseline_update import update_baseline
     path = _call(update_baseline, args.results, args.out,
                  append=args.append, force=args.force, forced=forced, inputs=inputs)
     print(f"gpuconform: baseline written: {path}")

@@ -646,7 +646,7 @@ class GcSession:
             self.baseline_path = self.baseline.path
             return
         try:
-            from .baseline import check_fingerprint, find_baseline, load_baseline
+            from .perf.baseline import check_fingerprint, find_baseline, load_baseline
             from .core.fingerprint import Fingerprint
 
             if self.inputs.fingerprint is None:
@@ -991,7 +991,7 @@ class GcSession:
         self.end = end = self.run_end()
         info = self._run_info(exitstatus)
         if self.baseline is not None:
-            from .judge import judge_run
+            from .perf.judge import judge_run
 
             end.compare(info, self.baseline, judge_run)
         try:
@@ -1095,7 +1095,7 @@ def load_run_inputs(o: RunOptions, *, selftest: bool = False,
     inputs = load_inputs(o, selftest=selftest)
     if o.no_baseline or (o.baseline is None and o.baselines is None):
         return inputs, None
-    from .baseline import BaselineError, asked_baseline
+    from .perf.baseline import BaselineError, asked_baseline
     from .core.fingerprint import Fingerprint
 
     fp = inputs.fingerprint

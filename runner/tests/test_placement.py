@@ -272,7 +272,7 @@ def test_a_gpu_that_disappears_leaves_the_others_running(selftests: Selftests,
 
 
 def test_a_metric_of_several_gpus_is_one_metric_of_the_run() -> None:
-    from gpuconform import gate
+    from gpuconform.perf import gate
     from gpuconform.core.runmetrics import run_metrics
 
     def m(gpu: int, samples: list[float]) -> dict[str, object]:
@@ -313,9 +313,9 @@ def _results(gpus: int, jobs: int, metrics: dict[str, list[list[float]]]) -> dic
 def test_node_metrics_are_keyed_by_the_node_device_metrics_pooled(tmp_path: Path) -> None:
     from gc_testutil import gate_baseline
     from gpuconform.core.catalogue import load_catalogue
-    from gpuconform.judge import compare_run
+    from gpuconform.perf.judge import compare_run
     from gpuconform.core.runmetrics import run_metrics
-    from gpuconform.scope import labeler
+    from gpuconform.perf.scope import labeler
 
     cat = tmp_path / "metrics.txt"
     cat.write_text("b@host:lat ns node  # timed on the host\nb@gpu:lat ns device\n")

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from gc_testutil import REPO_ROOT, Selftests, gate_baseline
-from gpuconform.baseline import BaselineError, load_baseline
-from gpuconform.baseline_update import update_baseline
-from gpuconform.judge import compare_run
+from gpuconform.perf.baseline import BaselineError, load_baseline
+from gpuconform.perf.baseline_update import update_baseline
+from gpuconform.perf.judge import compare_run
 from gpuconform.core.fmt import nice_ticks
 from gpuconform.report import render_html, write_html
 

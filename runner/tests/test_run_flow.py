@@ -361,7 +361,7 @@ def latency_key() -> str:
     the host, so by the node (data/metrics.txt, scope.py)."""
     from gpuconform.core.metrickey import MetricKey
     from gpuconform.core.fingerprint import current_fingerprint
-    from gpuconform.scope import node_label
+    from gpuconform.perf.scope import node_label
 
     fp = current_fingerprint()
     n = fp.gpu_count()
@@ -372,7 +372,7 @@ def write_baseline(directory: Path, latency: list[float]) -> Path:
     """A baseline of this machine's fingerprint: 5 clean runs of
     selftest_metrics@metrics:latency, latency scaled by 1.000-1.004."""
     from gc_testutil import gate_baseline
-    from gpuconform.baseline import write_baseline as wb
+    from gpuconform.perf.baseline import write_baseline as wb
     from gpuconform.core.fingerprint import current_fingerprint
 
     fp = current_fingerprint()
@@ -448,7 +448,7 @@ def test_a_bad_baseline_found_by_fingerprint_is_one_line_after_the_run(
     """The baseline the run found itself (data/baselines/, none asked for)
     damaged: the run keeps every result, exits 1, and says which file and
     line in one line. (In this process: data/baselines/ is the checkout's.)"""
-    from gpuconform import baseline as bl
+    from gpuconform.perf import baseline as bl
     from gpuconform import cli as gc_cli
 
     bdir = tmp_path / "baselines"

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 import pytest
 
-from gpuconform.judge import GateComparison
+from gpuconform.perf.judge import GateComparison
 from gpuconform.core.options import RunOptions
 from gpuconform.plugin import write_report
 from gpuconform.core.results import TestRecord

@@ -42,12 +42,12 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from . import gate
-from .core.atomic import atomic_write
-from .core.fingerprint import Fingerprint
+from ..core.atomic import atomic_write
+from ..core.fingerprint import Fingerprint
 from .gate import Assessment, Gate, RunSummary
-from .core.jsondoc import Doc, DocError, get, number, top_object, type_name
-from .core.metrickey import MetricKey
-from .core.metrics import parse_better
+from ..core.jsondoc import Doc, DocError, get, number, top_object, type_name
+from ..core.metrickey import MetricKey
+from ..core.metrics import parse_better
 
 __all__ = [
     "BASELINE_FORMAT", "BASELINE_VERSION", "DEFAULT_BASELINE_DIR", "BaselineError",
@@ -58,7 +58,7 @@ __all__ = [
 
 BASELINE_FORMAT = "gpuconform-baseline"
 BASELINE_VERSION = 2
-DEFAULT_BASELINE_DIR = Path(__file__).resolve().parents[2] / "data" / "baselines"
+DEFAULT_BASELINE_DIR = Path(__file__).resolve().parents[3] / "data" / "baselines"
 
 BaselineError = DocError
 

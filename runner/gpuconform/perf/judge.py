@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from . import gate
-from .core import fmt
+from ..core import fmt
 from .baseline import Baseline, BaselineMetric
 from .gate import Assessment
-from .core.metrickey import MetricKey
-from .core.runmetrics import RunMetric, run_metrics
+from ..core.metrickey import MetricKey
+from ..core.runmetrics import RunMetric, run_metrics
 
 __all__ = ["VERDICTS", "MetricComparison", "GateComparison", "compare_run", "judge_run"]
 

@@ -25,10 +25,10 @@ from .baseline import (
     write_baseline,
 )
 from .cleanrun import run_id, unclean
-from .core.fingerprint import Fingerprint, current_fingerprint
+from ..core.fingerprint import Fingerprint, current_fingerprint
 from .gate import Gate, RunSummary
-from .core.catalogue import Catalogue, CatalogueError
-from .core.runmetrics import durations, load_results, results_fingerprint, run_metrics
+from ..core.catalogue import Catalogue, CatalogueError
+from ..core.runmetrics import durations, load_results, results_fingerprint, run_metrics
 from .scope import catalogue_of, labeler
 
 __all__ = ["update_baseline"]

@@ -69,10 +69,10 @@ from functools import lru_cache
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from .core.stats import quantile
+from ..core.stats import quantile
 
 if TYPE_CHECKING:
-    from .core.runmetrics import RunMetric
+    from ..core.runmetrics import RunMetric
 
 __all__ = ["Gate", "RunSummary", "Assessment", "good_half_mean", "statistic", "run_statistic",
            "summarize", "resolution", "is_maximum", "assess", "shift", "judge", "MIN_RUNS",
