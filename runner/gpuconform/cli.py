@@ -725,7 +725,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     inputs = [_results_input(args.results, file_ok=False)]
     with _needs("report.write_html"):
-        from .report import write_html
+        from .report.report import write_html
     path = _call(write_html, args.results, inputs=inputs)
     print(f"gpuconform: report written: {path}")
     return EXIT_OK

@@ -1116,6 +1116,6 @@ def write_report(directory: Path) -> Path:
     """report.html of the run in directory (the report product), the run's
     last step (runend.RunEnd.report runs it in a child): imported there, so
     that a machine without jinja2 still ends its run, with one error line."""
-    from .report import write_html
+    from .report.report import write_html
 
     return write_html(directory)

@@ -26,7 +26,7 @@ from gpuconform.core.contracts import (
     view,
 )
 from gpuconform.core.manifest import SUITE_MANIFEST, read_manifest
-from gpuconform.report import render_html
+from gpuconform.report.report import render_html
 
 GOOD = """\
 # a comment line

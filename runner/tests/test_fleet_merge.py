@@ -13,7 +13,7 @@ from typing import Any
 from gpuconform.cli import run_status
 from gpuconform.core.fingerprint import Fingerprint
 from gpuconform.merge import merge_results
-from gpuconform.report import render_html
+from gpuconform.report.report import render_html
 from gpuconform.core.results import TestRecord, write_results
 from gpuconform.core.shard import shard
 from gpuconform.core.states import State

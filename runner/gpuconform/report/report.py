@@ -51,18 +51,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from .core.atomic import atomic_write
-from .core.contracts import TABLE_PATH, ContractsError, display_path, load_table, view
-from .core.fingerprint import Fingerprint
-from .core.fmt import nice_ticks
-from .core.jsondoc import DocError
-from .core.metrickey import MetricKey
-from .core.metrics import Metric
-from .core.page import Badge, environment
-from .core.runmetrics import load_results
-from .core.soakplot import SoakView, soak_views
-from .core.stats import median, quantile
-from .core.states import State
+from ..core.atomic import atomic_write
+from ..core.contracts import TABLE_PATH, ContractsError, display_path, load_table, view
+from ..core.fingerprint import Fingerprint
+from ..core.fmt import nice_ticks
+from ..core.jsondoc import DocError
+from ..core.metrickey import MetricKey
+from ..core.metrics import Metric
+from ..core.page import Badge, environment
+from ..core.runmetrics import load_results
+from ..core.soakplot import SoakView, soak_views
+from ..core.stats import median, quantile
+from ..core.states import State
 
 __all__ = ["write_html", "render_html", "REPORT_NAME"]
 
