@@ -748,15 +748,15 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_merge(args: argparse.Namespace) -> int:
     inputs = [_results_input(d, file_ok=d.name == "results.json") for d in args.dirs]
     with _needs("merge.merge_results"):
-        from .merge import merge_results
+        from .fleet.merge import merge_results
     report = _call(merge_results, args.dirs, args.out, inputs=inputs)
     sys.stdout.write(report.render())
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
 def cmd_fleet(args: argparse.Namespace) -> int:
-    from . import fleet
-    from .fleet_slurm import Slurm
+    from .fleet import fleet
+    from .fleet.fleet_slurm import Slurm
 
     try:
         if args.fleet_command == "submit":
@@ -781,9 +781,9 @@ def cmd_fleet(args: argparse.Namespace) -> int:
 
 
 def _fleet_submit(args: argparse.Namespace) -> int:
-    from . import fleet
-    from .fleet_script import absolute_run_args
-    from .fleet_slurm import Slurm
+    from .fleet import fleet
+    from .fleet.fleet_script import absolute_run_args
+    from .fleet.fleet_slurm import Slurm
 
     run_args = list(args.run_args)
     if run_args[:1] == ["--"]:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from gpuconform import cli
-from gpuconform.fleet import (
+from gpuconform.fleet.fleet import (
     FLEET_JSON,
     Fleet,
     FleetError,
@@ -34,7 +34,7 @@ from gpuconform.fleet import (
     shard_progress,
     wait_runs,
 )
-from gpuconform.fleet_script import (
+from gpuconform.fleet.fleet_script import (
     FleetSpec,
     ScriptError,
     absolute_run_args,
@@ -42,7 +42,7 @@ from gpuconform.fleet_script import (
     array_script,
     merge_script,
 )
-from gpuconform.fleet_slurm import (
+from gpuconform.fleet.fleet_slurm import (
     Slurm,
     SlurmError,
     TaskState,

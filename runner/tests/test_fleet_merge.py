@@ -12,7 +12,7 @@ from typing import Any
 
 from gpuconform.cli import run_status
 from gpuconform.core.fingerprint import Fingerprint
-from gpuconform.merge import merge_results
+from gpuconform.fleet.merge import merge_results
 from gpuconform.report.report import render_html
 from gpuconform.core.results import TestRecord, write_results
 from gpuconform.core.shard import shard

@@ -27,8 +27,8 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from gc_testutil import HANG_GUARD_S, LAUNCHER, REPO_ROOT, Selftests
-from gpuconform.fleet import LOCAL_FS, mount_fstype
-from gpuconform.fleet_slurm import ACTIVE_STATES
+from gpuconform.fleet.fleet import LOCAL_FS, mount_fstype
+from gpuconform.fleet.fleet_slurm import ACTIVE_STATES
 from gpuconform.core.manifest import SUITE_MANIFEST
 from gpuconform.core.shard import shard_of
 from slurm_cluster import SlurmCluster

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gpuconform.cli import run_status
-from gpuconform.merge import MergeError, merge_results, read_input
+from gpuconform.fleet.merge import MergeError, merge_results, read_input
 from gpuconform.core.results import TestRecord, write_results
 from gpuconform.core.shard import shard
 from gpuconform.core.states import State

@@ -178,7 +178,7 @@ def test_a_kernel_source_given_must_be_readable(flag: str, tmp_path: Any) -> Non
 def test_path_options_are_the_table_s() -> None:
     """fleet_script makes these absolute for the shards; the table says which
     run options take paths (each value, or each of --expectations' list)."""
-    from gpuconform.fleet_script import _PATH_OPTIONS
+    from gpuconform.fleet.fleet_script import _PATH_OPTIONS
     from gpuconform.core.optable import path_options
 
     assert path_options() == {
