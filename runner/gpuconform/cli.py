@@ -557,7 +557,7 @@ def cmd_qualify(args: argparse.Namespace) -> int:
     if args.sign is not None:
         try:
             with _needs("seal.check_signing_key"):
-                from .seal import check_signing_key
+                from .qualify.seal import check_signing_key
             _call(check_signing_key, args.sign)
         except CliError as e:
             raise CliError(f"qualify --sign: {e}; nothing was run") from None
@@ -569,8 +569,8 @@ def cmd_qualify(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return status if status != EXIT_OK else EXIT_CANNOT_START
     with _needs("qualify.build_record"):
-        from .qualify import build_record, write_record
-        from .seal import check_record
+        from .qualify.qualify import build_record, write_record
+        from .qualify.seal import check_record
     record = _call(build_record, args.results)
     paths = _call(write_record, args.results, record, sign=args.sign)
     # the hash shown is the written file's, checked as `gpuconform verify` checks it
@@ -585,7 +585,7 @@ def cmd_qualify(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     _readable_file(args.record)
     with _needs("seal.verify_record"):
-        from .seal import verify_record  # no jinja2 needed
+        from .qualify.seal import verify_record  # no jinja2 needed
     line = _call(verify_record, args.record, inputs=[args.record])
     print(f"gpuconform: {line}")
     return EXIT_OK

@@ -45,17 +45,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import __version__
-from .core.atomic import atomic_write
-from .core.contracts import TABLE_PATH, ContractsError, load_table
-from .core.fmt import one_line
-from .core.jsondoc import Doc, DocError, type_name
-from .core.page import Badge, environment
-from .core.runmetrics import load_results, results_fingerprint
+from .. import __version__
+from ..core.atomic import atomic_write
+from ..core.contracts import TABLE_PATH, ContractsError, load_table
+from ..core.fmt import one_line
+from ..core.jsondoc import Doc, DocError, type_name
+from ..core.page import Badge, environment
+from ..core.runmetrics import load_results, results_fingerprint
 from .seal import (RECORD_FORMAT, RECORD_VERSION, SIGNATURE_SUFFIX, SUITE_NAME, RecordError,
                    canonical, content_hash, record_text, seal, sign_text, verify_record)
-from .core.soakplot import SoakView, soak_test_name, soak_view
-from .core.states import State
+from ..core.soakplot import SoakView, soak_test_name, soak_view
+from ..core.states import State
 
 __all__ = [
     "RecordError",
