@@ -844,7 +844,7 @@ def _select(names: list[str], inputs: RunInputs, opts: RunOptions) -> list[str]:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     with _needs("doctor.run_doctor"):
-        from .doctor import run_doctor
+        from .doctor.doctor import run_doctor
     return int(_call(run_doctor, args.scratch_dir, fix=args.fix, as_json=args.json))
 
 
