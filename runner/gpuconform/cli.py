@@ -734,7 +734,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     inputs = [_results_input(args.results)]
     with _needs("piglit.export_piglit"):
-        from .piglit import export_piglit
+        from .export.piglit import export_piglit
     path, data = _call(export_piglit, args.results, args.out, inputs=inputs)
     aborts = data["totals"]["root"]["abort"]
     if aborts:
