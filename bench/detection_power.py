@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark (not a test): does the regression gate (runner/gpuconform/gate.py)
+"""Benchmark (not a test): does the regression gate (runner/gpuconform/perf/gate.py)
 catch a slowdown made on purpose, and stay quiet on clean runs?
 
     bench/detection_power.py cpu [--build DIR] [--runs 20] [--slowdown 0.05]
