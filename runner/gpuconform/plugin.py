@@ -24,9 +24,12 @@ the journal; the item passes, skips (skips, and skip rules: never run),
 xfails (an expected failure) or fails (anything unexpected). An abort stops
 pytest after the item (session.shouldstop): the rest become notrun.
 
-At the end (runend.py): RESULTS/results.json and summary.txt, then the
+At the end (core/runend.py): RESULTS/results.json and summary.txt, then the
 comparison with the fingerprint's timing baseline, then report.html; each step
-guarded so that a failing one never loses what is already written.
+guarded so that a failing one never loses what is already written. The two
+products a run ends with are this module's to hand in (perf's judge_run, the
+report's write_html through write_report): it sits on top of the run core
+beside cli.py, and the core imports neither product.
 
 The results directory is the run's from its first byte (_claim: the journal
 created with O_EXCL and locked before run.json); a run that cannot have it
