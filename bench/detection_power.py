@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark (not a test): does the regression gate (runner/gpuconform/gate.py)
+"""Benchmark (not a test): does the regression gate (runner/gpuconform/perf/gate.py)
 catch a slowdown made on purpose, and stay quiet on clean runs?
 
     bench/detection_power.py cpu [--build DIR] [--runs 20] [--slowdown 0.05]
@@ -47,10 +47,10 @@ from typing import Any, Callable
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "runner"))
 
-from gpuconform.baseline import Baseline, find_baseline, load_baseline  # noqa: E402
-from gpuconform.baseline_update import update_baseline  # noqa: E402
-from gpuconform.judge import GateComparison, compare_run  # noqa: E402
-from gpuconform.fingerprint import current_fingerprint  # noqa: E402
+from gpuconform.core.fingerprint import current_fingerprint  # noqa: E402
+from gpuconform.perf.baseline import Baseline, find_baseline, load_baseline  # noqa: E402
+from gpuconform.perf.baseline_update import update_baseline  # noqa: E402
+from gpuconform.perf.judge import GateComparison, compare_run  # noqa: E402
 
 # One run: (slowed?) -> results.json's "tests" records.
 Runner = Callable[[bool], dict[str, Any]]

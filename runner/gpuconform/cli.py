@@ -53,11 +53,12 @@ import json
 import os
 import stat
 import sys
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, NoReturn, Sequence
+from typing import Any, Iterator, NoReturn, Sequence
 
-from .contracts import (
+from .core.contracts import (
     TABLE_PATH,
     ContractsError,
     check,
@@ -66,27 +67,27 @@ from .contracts import (
     render_text,
     view,
 )
-from .execute import ExecOptions, list_subtests
-from .fmt import one_line
-from .journal import JOURNAL_NAME, JournalError, is_locked, read_run_json
-from .manifest import Manifest, ManifestError, manifest_path, read_manifest
-from .optable import add_cli_arguments, check_cli_given
-from .options import (
+from .core.execute import ExecOptions, list_subtests
+from .core.fmt import one_line
+from .core.journal import JOURNAL_NAME, JournalError, is_locked, read_run_json
+from .core.manifest import Manifest, ManifestError, manifest_path, read_manifest
+from .core.optable import add_cli_arguments, check_cli_given
+from .core.options import (
     DATA_DIR,
     PROGRESS_MODES,
     SCRATCH_ENV,
     InputError,
     RunInputs,
     RunOptions,
-    load_inputs,
     options_to_args,
 )
-from .optvalues import positive_arg
-from .levels import LEVELS
-from .plugin import RunControl
-from .results import RunNotes, TestRecord, run_outcome
-from .shard import shard
-from .testlist import TestlistError, select_tests
+from .core.optvalues import positive_arg
+from .core.levels import LEVELS
+from .plugin import RunControl, load_run_inputs
+from .core.results import RunNotes, TestRecord, run_outcome
+from .core.runmetrics import load_results
+from .core.shard import shard
+from .core.testlist import TestlistError, select_tests
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXIT_OK = 0
@@ -390,7 +391,7 @@ def cmd_list_contracts(args: argparse.Namespace) -> int:
     results = args.results or newest_results(REPO_ROOT / "results")
     states: dict[str, str] | None = None
     if results is not None:
-        data = _call(_helper("runmetrics", "load_results"), _results_input(results))
+        data = _call(load_results, _results_input(results))
         states = {name: str(rec["result"]) for name, rec in data["tests"].items()}
     header = (f"# {display_path(table.path)}: {len(table.rows)} contract subtests; results: "
               f"{results if results is not None else 'none (no results/*/results.json)'}"
@@ -455,7 +456,7 @@ def _check_keyword(expr: str | None) -> None:
 def _check_before_run(args: argparse.Namespace, results: Path) -> None:
     """What a run needs and can be checked before it: the results directory
     (resultsdir.py), -k's expression, a --kmsg or --taint-file given."""
-    from .resultsdir import ResultsDirError, check_results_dir
+    from .core.resultsdir import ResultsDirError, check_results_dir
 
     try:
         check_results_dir(results)
@@ -493,7 +494,7 @@ def _run_options(args: argparse.Namespace, *, here: bool = True) -> RunOptions:
     if opts.expectations is None and args.selftest:
         opts.expectations = []
     try:
-        load_inputs(opts, selftest=args.selftest, here=here)  # every input's error, before pytest
+        load_run_inputs(opts, selftest=args.selftest, here=here)  # every error, before pytest
     except InputError as e:
         raise CliError(str(e)) from None
     return opts
@@ -555,7 +556,9 @@ def cmd_qualify(args: argparse.Namespace) -> int:
     prepared = _prepare_run(args)
     if args.sign is not None:
         try:
-            _call(_helper("seal", "check_signing_key"), args.sign)
+            with _needs("seal.check_signing_key"):
+                from .qualify.seal import check_signing_key
+            _call(check_signing_key, args.sign)
         except CliError as e:
             raise CliError(f"qualify --sign: {e}; nothing was run") from None
     status = _run_pytest(*prepared)
@@ -565,10 +568,13 @@ def cmd_qualify(args: argparse.Namespace) -> int:
         print(f"gpuconform: qualify: no results.json in {args.results}: no record written",
               file=sys.stderr)
         return status if status != EXIT_OK else EXIT_CANNOT_START
-    record = _call(_helper("qualify", "build_record"), args.results)
-    paths = _call(_helper("qualify", "write_record"), args.results, record, sign=args.sign)
+    with _needs("qualify.build_record"):
+        from .qualify.qualify import build_record, write_record
+        from .qualify.seal import check_record
+    record = _call(build_record, args.results)
+    paths = _call(write_record, args.results, record, sign=args.sign)
     # the hash shown is the written file's, checked as `gpuconform verify` checks it
-    verified = _call(_helper("seal", "check_record"), paths[0])
+    verified = _call(check_record, paths[0])
     print(f"gpuconform: qualification record: {paths[0]} (sha256 {verified.digest}), "
           f"{verified.signed}")
     for p in paths[1:]:
@@ -578,8 +584,9 @@ def cmd_qualify(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     _readable_file(args.record)
-    line = _call(_helper("seal", "verify_record"), args.record,  # no jinja2 needed
-                 inputs=[args.record])
+    with _needs("seal.verify_record"):
+        from .qualify.seal import verify_record  # no jinja2 needed
+    line = _call(verify_record, args.record, inputs=[args.record])
     print(f"gpuconform: {line}")
     return EXIT_OK
 
@@ -598,7 +605,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if not manifest.is_file():
         raise CliError(f"{results / 'run.json'}: manifest {manifest} is gone (rebuilt elsewhere?)")
     try:
-        load_inputs(RunOptions.from_json(run["options"]), selftest=bool(run.get("selftest")))
+        load_run_inputs(RunOptions.from_json(run["options"]), selftest=bool(run.get("selftest")))
     except (TypeError, ValueError) as e:
         raise CliError(f"{results / 'run.json'}: options: {e}") from None
     except InputError as e:
@@ -619,15 +626,15 @@ def _one_line(e: BaseException) -> str:
     return one_line(e) or type(e).__name__
 
 
-def _helper(module: str, name: str) -> Any:
-    """A function of a sibling module; CliError when it cannot be imported."""
-    import importlib
-
+@contextmanager
+def _needs(what: str) -> Iterator[None]:
+    """Around a command's import of what it runs (a product, imported when
+    the command runs): an ImportError (jinja2 not installed) is a CliError
+    saying what is not available and why."""
     try:
-        mod = importlib.import_module(f"gpuconform.{module}")
-        return getattr(mod, name)
-    except (ImportError, AttributeError) as e:
-        raise CliError(f"{module}.{name} is not available: {_one_line(e)}") from None
+        yield
+    except ImportError as e:
+        raise CliError(f"{what} is not available: {_one_line(e)}") from None
 
 
 def _call(fn: Any, *a: Any, inputs: Sequence[Path] = (), **kw: Any) -> Any:
@@ -689,13 +696,15 @@ def _results_input(arg: Path, *, file_ok: bool = True) -> Path:
     else:
         path = arg
     _readable_file(path, "results")
-    _call(_helper("runmetrics", "load_results"), path)
+    _call(load_results, path)
     return path
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     inputs = [_results_input(args.a), _results_input(args.b)]
-    text = _call(_helper("compare", "compare_results"), args.a, args.b, inputs=inputs)
+    with _needs("compare.compare_results"):
+        from .perf.compare import compare_results
+    text = _call(compare_results, args.a, args.b, inputs=inputs)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return EXIT_OK
 
@@ -705,7 +714,9 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         print(f"gpuconform: baseline update: {line}", file=sys.stderr)
 
     inputs = [_results_input(d) for d in args.results]
-    path = _call(_helper("baseline_update", "update_baseline"), args.results, args.out,
+    with _needs("baseline_update.update_baseline"):
+        from .perf.baseline_update import update_baseline
+    path = _call(update_baseline, args.results, args.out,
                  append=args.append, force=args.force, forced=forced, left_out=forced,
                  inputs=inputs)
     print(f"gpuconform: baseline written: {path}")
@@ -714,15 +725,18 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     inputs = [_results_input(args.results, file_ok=False)]
-    path = _call(_helper("report", "write_html"), args.results, inputs=inputs)
+    with _needs("report.write_html"):
+        from .report.report import write_html
+    path = _call(write_html, args.results, inputs=inputs)
     print(f"gpuconform: report written: {path}")
     return EXIT_OK
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     inputs = [_results_input(args.results)]
-    path, data = _call(_helper("piglit", "export_piglit"), args.results, args.out,
-                       inputs=inputs)
+    with _needs("piglit.export_piglit"):
+        from .export.piglit import export_piglit
+    path, data = _call(export_piglit, args.results, args.out, inputs=inputs)
     aborts = data["totals"]["root"]["abort"]
     if aborts:
         print(f"gpuconform: export: {aborts} result(s) abort, as IGT writes them: piglit "
@@ -734,14 +748,16 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     inputs = [_results_input(d, file_ok=d.name == "results.json") for d in args.dirs]
-    report = _call(_helper("merge", "merge_results"), args.dirs, args.out, inputs=inputs)
+    with _needs("merge.merge_results"):
+        from .fleet.merge import merge_results
+    report = _call(merge_results, args.dirs, args.out, inputs=inputs)
     sys.stdout.write(report.render())
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
 def cmd_fleet(args: argparse.Namespace) -> int:
-    from . import fleet
-    from .fleet_slurm import Slurm
+    from .fleet import fleet
+    from .fleet.fleet_slurm import Slurm
 
     try:
         if args.fleet_command == "submit":
@@ -766,9 +782,9 @@ def cmd_fleet(args: argparse.Namespace) -> int:
 
 
 def _fleet_submit(args: argparse.Namespace) -> int:
-    from . import fleet
-    from .fleet_script import absolute_run_args
-    from .fleet_slurm import Slurm
+    from .fleet import fleet
+    from .fleet.fleet_script import absolute_run_args
+    from .fleet.fleet_slurm import Slurm
 
     run_args = list(args.run_args)
     if run_args[:1] == ["--"]:
@@ -802,7 +818,7 @@ def _selected_tests(run: argparse.Namespace, manifest: Manifest) -> list[str]:
 
 def _inputs(args: argparse.Namespace, opts: RunOptions) -> RunInputs:
     try:
-        return load_inputs(opts, selftest=args.selftest)
+        return load_run_inputs(opts, selftest=args.selftest)[0]
     except InputError as e:
         raise CliError(str(e)) from None
 
@@ -828,8 +844,9 @@ def _select(names: list[str], inputs: RunInputs, opts: RunOptions) -> list[str]:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    return int(_call(_helper("doctor", "run_doctor"), args.scratch_dir, fix=args.fix,
-                     as_json=args.json))
+    with _needs("doctor.run_doctor"):
+        from .doctor.doctor import run_doctor
+    return int(_call(run_doctor, args.scratch_dir, fix=args.fix, as_json=args.json))
 
 
 COMMANDS = {

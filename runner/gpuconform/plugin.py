@@ -24,9 +24,12 @@ the journal; the item passes, skips (skips, and skip rules: never run),
 xfails (an expected failure) or fails (anything unexpected). An abort stops
 pytest after the item (session.shouldstop): the rest become notrun.
 
-At the end (runend.py): RESULTS/results.json and summary.txt, then the
+At the end (core/runend.py): RESULTS/results.json and summary.txt, then the
 comparison with the fingerprint's timing baseline, then report.html; each step
-guarded so that a failing one never loses what is already written.
+guarded so that a failing one never loses what is already written. The two
+products a run ends with are this module's to hand in (perf's judge_run, the
+report's write_html through write_report): it sits on top of the run core
+beside cli.py, and the core imports neither product.
 
 The results directory is the run's from its first byte (_claim: the journal
 created with O_EXCL and locked before run.json); a run that cannot have it
@@ -65,15 +68,15 @@ from typing import Any, Iterator, Sequence
 
 import pytest
 
-from .atomic import fsync_dir
-from .execute import ExecOptions, ListRun, list_subtests
-from .attempts import TestRun, run_attempt, run_test, skip_record
-from .gang import combine, run_copies
-from .placement import DEFAULT_PLACEMENT, Slot, list_placement
-from .expectations import FLAKE, ExpectationError, Rule
-from .fmt import one_line
-from .fsfault import fault_detail, remedy
-from .journal import (
+from .core.atomic import fsync_dir
+from .core.execute import ExecOptions, ListRun, list_subtests
+from .core.attempts import TestRun, run_attempt, run_test, skip_record
+from .core.gang import combine, run_copies
+from .core.placement import DEFAULT_PLACEMENT, Slot, list_placement
+from .core.expectations import FLAKE, ExpectationError, Rule
+from .core.fmt import one_line
+from .core.fsfault import fault_detail, remedy
+from .core.journal import (
     JOURNAL_NAME,
     RUN_ID_ENV,
     Journal,
@@ -84,19 +87,20 @@ from .journal import (
     read_run_json,
     write_run_json,
 )
-from .levels import LEVEL_ENV, LEVELS, SOAK_SECONDS_ENV, SoakPlan, list_soaks
-from .kwatch import KernelWatch
-from .manifest import MANIFEST_NAMES, ManifestEntry, ManifestError, read_manifest
-from .optable import add_pytest_options, check_pytest_given
-from .options import FIELD_ORDER, PROGRESS_MODES, SCRATCH_ENV, InputError, RunOptions, load_inputs
-from .progress import Progress, on_stderr
-from .resume import ResumeError, take_over
-from .results import TestRecord, judged, render_summary
-from .runend import RunEnd, ordered_records, run_info
-from .runtmp import make_run_tmp, remove_run_tmp
-from .shard import shard
-from .states import State, signal_name
-from .testlist import TestlistError, TestPattern
+from .core.levels import LEVEL_ENV, LEVELS, SOAK_SECONDS_ENV, SoakPlan, list_soaks
+from .core.kwatch import KernelWatch
+from .core.manifest import MANIFEST_NAMES, ManifestEntry, ManifestError, read_manifest
+from .core.optable import add_pytest_options, check_pytest_given
+from .core.options import (FIELD_ORDER, PROGRESS_MODES, SCRATCH_ENV, InputError, RunInputs,
+                           RunOptions, load_inputs)
+from .core.progress import Progress, on_stderr
+from .core.resume import ResumeError, take_over
+from .core.results import TestRecord, judged, render_summary
+from .core.runend import RunEnd, ordered_records, run_info
+from .core.runtmp import make_run_tmp, remove_run_tmp
+from .core.shard import shard
+from .core.states import State, signal_name
+from .core.testlist import TestlistError, TestPattern
 
 __all__ = [
     "ManifestFile",
@@ -403,6 +407,7 @@ class GcSession:
         self.journal: Journal | None = None
         self.kernel: KernelWatch | None = None
         self.progress: Progress | None = None
+        self.asked_baseline: Any = None  # --baseline / --baselines: load_run_inputs
         self.baseline: Any = None
         self.baseline_path: Path | None = None
         self.baseline_error: str | None = None
@@ -424,7 +429,7 @@ class GcSession:
                 self.opts = RunOptions.from_config(config)
                 check_pytest_given(config.getoption)  # a --gc-kmsg given must open
             selftest = self.control.selftest if self.control else False
-            self.inputs = load_inputs(self.opts, selftest=selftest)
+            self.inputs, self.asked_baseline = load_run_inputs(self.opts, selftest=selftest)
         except (JournalError, InputError) as e:
             raise pytest.UsageError(f"gpuconform: {e}") from None
         if self.inputs.fingerprint_error:
@@ -634,18 +639,18 @@ class GcSession:
 
     def _find_baseline(self) -> None:
         """The baseline asked for by name was loaded and checked before the run
-        (load_inputs: not there is an error); else data/baselines/'s of this
+        (load_run_inputs: not there is an error); else data/baselines/'s of this
         fingerprint: none is a note, a damaged one an error after the run."""
         o = self.opts
         if o.no_baseline:
             return
-        if self.inputs.baseline is not None:
-            self.baseline = self.inputs.baseline
+        if self.asked_baseline is not None:
+            self.baseline = self.asked_baseline
             self.baseline_path = self.baseline.path
             return
         try:
-            from .baseline import check_fingerprint, find_baseline, load_baseline
-            from .fingerprint import Fingerprint
+            from .perf.baseline import check_fingerprint, find_baseline, load_baseline
+            from .core.fingerprint import Fingerprint
 
             if self.inputs.fingerprint is None:
                 raise RuntimeError(self.inputs.fingerprint_error or "no fingerprint")
@@ -989,7 +994,9 @@ class GcSession:
         self.end = end = self.run_end()
         info = self._run_info(exitstatus)
         if self.baseline is not None:
-            end.compare(info, self.baseline)
+            from .perf.judge import judge_run
+
+            end.compare(info, self.baseline, judge_run)
         try:
             end.write(self.results_dir, info)
         except OSError as e:
@@ -1000,7 +1007,7 @@ class GcSession:
             self.control.results_dir = self.results_dir
             self.control.written = True
         if self.opts.report:
-            end.report(self.results_dir)
+            end.report(self.results_dir, write_report)
         if self.journal is not None:
             try:
                 self.journal.event("end", complete=end.complete,
@@ -1076,6 +1083,42 @@ def _split_name(name: str) -> tuple[str, str | None]:
 
 def select_tests_or_raise(available: list[str], patterns: list[TestPattern] | None,
                           o: RunOptions) -> list[str]:
-    from .testlist import select_tests
+    from .core.testlist import select_tests
 
     return select_tests(available, patterns, o.include, o.exclude)
+
+
+def load_run_inputs(o: RunOptions, *, selftest: bool = False,
+                    here: bool = True) -> tuple[RunInputs, Any]:
+    """The run's inputs (options.load_inputs), then the timing baseline asked
+    for by name (baseline.asked_baseline; None when none was) and checked to
+    be this machine's; InputError, one line, for either. here False: the run
+    will be on other machines (fleet submit), whose fingerprints choose
+    their baselines: of those, only the paths are checked."""
+    inputs = load_inputs(o, selftest=selftest)
+    if o.no_baseline or (o.baseline is None and o.baselines is None):
+        return inputs, None
+    from .perf.baseline import BaselineError, asked_baseline
+    from .core.fingerprint import Fingerprint
+
+    fp = inputs.fingerprint
+    if here and fp is None:
+        asked = f"--baseline {o.baseline}" if o.baseline is not None else \
+            f"--baselines {', '.join(o.baselines or [])}"
+        raise InputError(f"{asked}: this machine's fingerprint, which the baseline must "
+                         f"match, could not be read ({inputs.fingerprint_error})")
+    try:
+        return inputs, asked_baseline(o.baselines, o.baseline,
+                                      Fingerprint.from_json(fp) if here and fp is not None
+                                      else None)
+    except BaselineError as e:
+        raise InputError(str(e)) from None
+
+
+def write_report(directory: Path) -> Path:
+    """report.html of the run in directory (the report product), the run's
+    last step (runend.RunEnd.report runs it in a child): imported there, so
+    that a machine without jinja2 still ends its run, with one error line."""
+    from .report.report import write_html
+
+    return write_html(directory)

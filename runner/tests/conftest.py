@@ -22,7 +22,7 @@ if _HERE not in sys.path:
 os.environ["GPUCONFORM_PYTHON"] = sys.executable
 
 from gc_testutil import MARKER_ENV, Selftests, build_dir, processes_with  # noqa: E402
-from gpuconform.manifest import SELFTEST_MANIFEST, read_manifest  # noqa: E402
+from gpuconform.core.manifest import SELFTEST_MANIFEST, read_manifest  # noqa: E402
 from slurm_cluster import SlurmCluster, SlurmClusterError, unavailable_reason  # noqa: E402
 
 

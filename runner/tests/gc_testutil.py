@@ -95,8 +95,8 @@ def gate_baseline(metrics: dict[str, tuple[str, str, list[list[float]]]],
                   durations: dict[str, float] | None = None) -> Any:
     """A baseline.Baseline of made-up clean runs: per metric key (unit,
     better, one sample list per run), summarized as `baseline update` does."""
-    from gpuconform import gate
-    from gpuconform.baseline import Baseline, BaselineMetric, RunInfo
+    from gpuconform.perf import gate
+    from gpuconform.perf.baseline import Baseline, BaselineMetric, RunInfo
 
     n = max(len(rs) for _, _, rs in metrics.values())
     runs = [RunInfo(f"results/run{i}", "2026-01-01T00:00:00Z", f"host{i % 2}", (f"GPU-{i % 2}",))

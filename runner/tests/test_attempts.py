@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from gc_testutil import Selftests
-from gpuconform.attempts import TestRun, run_attempt, run_test, skip_record
-from gpuconform.execute import ExecOptions
-from gpuconform.expectations import Rule, parse_rule
-from gpuconform.results import TestRecord
-from gpuconform.states import State
+from gpuconform.core.attempts import TestRun, run_attempt, run_test, skip_record
+from gpuconform.core.execute import ExecOptions
+from gpuconform.core.expectations import Rule, parse_rule
+from gpuconform.core.results import TestRecord
+from gpuconform.core.states import State
 
 NAME = "bin@sub"
 

@@ -14,21 +14,21 @@ from typing import Any, Callable
 import pytest
 
 from gc_testutil import HANG_GUARD_S, REPO_ROOT, CliRun, Selftests, gate_baseline, run_launcher
-from gpuconform import baseline as bl
-from gpuconform import gate
-from gpuconform import jsondoc
-from gpuconform.baseline import (
+from gpuconform.perf import baseline as bl
+from gpuconform.perf import gate
+from gpuconform.core import jsondoc
+from gpuconform.perf.baseline import (
     BaselineError,
     check_fingerprint,
     find_baseline,
     load_baseline,
     write_baseline,
 )
-from gpuconform.baseline_update import update_baseline
-from gpuconform.metrickey import MetricKey
-from gpuconform.scope import catalogue_of, labeler, node_label
-from gpuconform.judge import compare_run
-from gpuconform.fingerprint import Fingerprint
+from gpuconform.perf.baseline_update import update_baseline
+from gpuconform.core.metrickey import MetricKey
+from gpuconform.perf.scope import catalogue_of, labeler, node_label
+from gpuconform.perf.judge import compare_run
+from gpuconform.core.fingerprint import Fingerprint
 
 FP = Fingerprint("1x NVIDIA H100 80GB HBM3", "nvidia 550.54.15", "cuda 12.4", "6.1", "x86_64",
                  "AMD EPYC 7763", "6.1.0-18-amd64")
@@ -335,7 +335,7 @@ def test_update_refuses_another_machines_file(tmp_path: Path) -> None:
 
 
 def test_update_without_stored_fingerprint_uses_this_machine(tmp_path: Path) -> None:
-    from gpuconform.fingerprint import current_fingerprint
+    from gpuconform.core.fingerprint import current_fingerprint
     rec = record("pass", [metric("b", "x", "t", [1])])
     rd = write_results(tmp_path / "r", results({"b@x": rec}, run={"run_id": "x"}))
     out = update_baseline(rd, tmp_path / "b.json")
@@ -657,7 +657,7 @@ def test_a_baseline_without_run_ids_still_loads_and_knows_its_runs(tmp_path: Pat
      "aborted: node lost; an incomplete merge (2 gaps, 1 missing shard)"),
 ])
 def test_what_makes_a_run_unclean(tmp_path: Path, extra: dict[str, Any], why: str) -> None:
-    from gpuconform.cleanrun import unclean
+    from gpuconform.perf.cleanrun import unclean
 
     data = results({"b@ok": record("pass", expected=True),
                     "b@flaky": {**record("pass", expected=False), "final": "flake"},

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from gpuconform.bounded import BoundedError, run_bounded
+from gpuconform.core.bounded import BoundedError, run_bounded
 
 
 def _add(a: int, b: int) -> int:

@@ -17,14 +17,14 @@ import pytest
 
 from gc_testutil import REPO_ROOT, Selftests
 from metric_sources import call_sites, format_glob, globs_intersect, strip_comments
-from gpuconform.metrickey import MetricKey
-from gpuconform.catalogue import (
+from gpuconform.core.metrickey import MetricKey
+from gpuconform.core.catalogue import (
     DEFAULT_CATALOGUE,
     Catalogue,
     CatalogueError,
     load_catalogue,
 )
-from gpuconform.metrics import METRICS_ENV, parse_metrics
+from gpuconform.core.metrics import METRICS_ENV, parse_metrics
 
 GOOD = """\
 # a header comment

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from gc_testutil import gate_baseline
-from gpuconform.baseline import BaselineError, write_baseline
-from gpuconform.metrickey import MetricKey
-from gpuconform.runmetrics import RunMetric
-from gpuconform.compare import compare_results, compare_samples
+from gpuconform.perf.baseline import BaselineError, write_baseline
+from gpuconform.core.metrickey import MetricKey
+from gpuconform.core.runmetrics import RunMetric
+from gpuconform.perf.compare import compare_results, compare_samples
 from test_baseline import FP, metric, record, results, write_results
 
 BASE = [100.0 + 0.37 * i + (i % 7) * 0.9 for i in range(30)]  # 30 distinct values, ~17% wide

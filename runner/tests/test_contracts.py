@@ -14,7 +14,7 @@ import pytest
 
 from gc_testutil import build_dir
 from gpuconform import cli
-from gpuconform.contracts import (
+from gpuconform.core.contracts import (
     NOT_RUN,
     TABLE_PATH,
     ContractsError,
@@ -25,8 +25,8 @@ from gpuconform.contracts import (
     vendor_of,
     view,
 )
-from gpuconform.manifest import SUITE_MANIFEST, read_manifest
-from gpuconform.report import render_html
+from gpuconform.core.manifest import SUITE_MANIFEST, read_manifest
+from gpuconform.report.report import render_html
 
 GOOD = """\
 # a comment line

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from gc_testutil import run_launcher
-from gpuconform import cli, doctor
-from gpuconform.doctor import (
+from gpuconform import cli
+from gpuconform.doctor import doctor
+from gpuconform.doctor.doctor import (
     AMD,
     MISSING,
     NOTE,

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from gc_testutil import Selftests
-from gpuconform.catalogue import load_catalogue
-from gpuconform.execute import ExecOptions, list_subtests, run_command, run_subtest
-from gpuconform.protocol import parse_output
-from gpuconform.results import verdict_of
-from gpuconform.states import State, classify
+from gpuconform.core.catalogue import load_catalogue
+from gpuconform.core.execute import ExecOptions, list_subtests, run_command, run_subtest
+from gpuconform.core.protocol import parse_output
+from gpuconform.core.results import verdict_of
+from gpuconform.core.states import State, classify
 
 FAST = ExecOptions(timeout_s=20, grace_s=1, list_timeout_s=20)
 
@@ -304,7 +304,7 @@ def test_a_metrics_file_the_test_removed_is_an_error_where_the_runner_made_it(
 
 def test_without_pidfd_the_polling_fallback_works(tmp_path: Path, marker_env: bytes,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    import gpuconform.execute as ex
+    import gpuconform.core.execute as ex
 
     monkeypatch.setattr(ex, "_pidfd_open", lambda pid: None)  # as on a kernel before 5.3
     ready = tmp_path / "ready"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gc_testutil import REPO_ROOT
-from gpuconform.expectations import (
+from gpuconform.core.expectations import (
     FLAKE,
     RETRY_STATES,
     ExpectationError,
@@ -20,7 +20,7 @@ from gpuconform.expectations import (
     load_expectations,
     should_retry,
 )
-from gpuconform.states import State
+from gpuconform.core.states import State
 
 DATA = REPO_ROOT / "data"
 

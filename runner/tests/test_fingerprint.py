@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuconform.fingerprint import (
+from gpuconform.core.fingerprint import (
     Fingerprint,
     cuda_driver_version,
     current_fingerprint,
@@ -180,7 +180,7 @@ def test_this_machine() -> None:
 def test_device_ids_nvidia_and_amd(tmp_path: Path) -> None:
     """Device identities for a run's record: NVIDIA GPU UUIDs, AMD KFD unique ids
     of GPU nodes (CPU nodes have no SIMDs); none on a machine without GPUs."""
-    from gpuconform.fingerprint import device_ids
+    from gpuconform.core.fingerprint import device_ids
 
     assert device_ids(tmp_path) == []
     g = tmp_path / "proc/driver/nvidia/gpus/0000:01:00.0"

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from gpuconform import cli
-from gpuconform.fleet import (
+from gpuconform.fleet.fleet import (
     FLEET_JSON,
     Fleet,
     FleetError,
@@ -34,7 +34,7 @@ from gpuconform.fleet import (
     shard_progress,
     wait_runs,
 )
-from gpuconform.fleet_script import (
+from gpuconform.fleet.fleet_script import (
     FleetSpec,
     ScriptError,
     absolute_run_args,
@@ -42,7 +42,7 @@ from gpuconform.fleet_script import (
     array_script,
     merge_script,
 )
-from gpuconform.fleet_slurm import (
+from gpuconform.fleet.fleet_slurm import (
     Slurm,
     SlurmError,
     TaskState,
@@ -52,9 +52,9 @@ from gpuconform.fleet_slurm import (
     parse_sacct,
     parse_squeue,
 )
-from gpuconform.journal import Journal, write_run_json
-from gpuconform.results import TestRecord
-from gpuconform.states import State
+from gpuconform.core.journal import Journal, write_run_json
+from gpuconform.core.results import TestRecord
+from gpuconform.core.states import State
 
 from gc_testutil import Selftests
 
@@ -449,8 +449,9 @@ def test_wait_runs_returns_once_no_run_holds_its_lock(tmp_path: Path) -> None:
     d.mkdir()
     Fleet(d, Path("/g/gpuconform"), 2, [], {}).write()
     (d / "shard-2").mkdir()
-    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from gpuconform.journal import "
-            "Journal; Journal(__import__('pathlib').Path(sys.argv[2])); print('locked', flush=True);"
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); "
+            "from gpuconform.core.journal import Journal; "
+            "Journal(__import__('pathlib').Path(sys.argv[2])); print('locked', flush=True);"
             " sys.stdin.readline()")
     holder = subprocess.Popen([sys.executable, "-c", code, str(Path(__file__).parents[1]),
                                str(d / "shard-2" / "journal.jsonl")],

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from gpuconform.cli import run_status
-from gpuconform.fingerprint import Fingerprint
-from gpuconform.merge import merge_results
-from gpuconform.report import render_html
-from gpuconform.results import TestRecord, write_results
-from gpuconform.shard import shard
-from gpuconform.states import State
+from gpuconform.core.fingerprint import Fingerprint
+from gpuconform.fleet.merge import merge_results
+from gpuconform.report.report import render_html
+from gpuconform.core.results import TestRecord, write_results
+from gpuconform.core.shard import shard
+from gpuconform.core.states import State
 
 SELECTION = [f"bin_{b}@sub-{s}" for b in range(2) for s in range(6)]
 H100 = Fingerprint("1x NVIDIA H100 80GB HBM3", "nvidia 550.54.15", "cuda 12.4", "6.1", "x86_64",

@@ -27,10 +27,10 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from gc_testutil import HANG_GUARD_S, LAUNCHER, REPO_ROOT, Selftests
-from gpuconform.fleet import LOCAL_FS, mount_fstype
-from gpuconform.fleet_slurm import ACTIVE_STATES
-from gpuconform.manifest import SUITE_MANIFEST
-from gpuconform.shard import shard_of
+from gpuconform.fleet.fleet import LOCAL_FS, mount_fstype
+from gpuconform.fleet.fleet_slurm import ACTIVE_STATES
+from gpuconform.core.manifest import SUITE_MANIFEST
+from gpuconform.core.shard import shard_of
 from slurm_cluster import SlurmCluster
 
 WAIT_S = 600  # for a fleet to end, a node to be noticed lost: a hang guard

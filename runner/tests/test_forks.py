@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import gpuconform.execute as ex
-from gpuconform.forks import fork_count, parse_fork_count
+import gpuconform.core.execute as ex
+from gpuconform.core.forks import fork_count, parse_fork_count
 
 STAT = (b"cpu  1 2 3 4 5 6 7 0 0 0\ncpu0 1 2 3 4 5 6 7 0 0 0\nintr 99 1 2 3\n"
         b"ctxt 12345\nbtime 1700000000\nprocesses 4242\nprocs_running 1\n"

@@ -10,8 +10,8 @@ import random
 import pytest
 from scipy.stats import t as student_t
 
-from gpuconform import gate
-from gpuconform.gate import Gate, assess, good_half_mean, judge, resolution, summarize
+from gpuconform.perf import gate
+from gpuconform.perf.gate import Gate, assess, good_half_mean, judge, resolution, summarize
 
 G = Gate()
 

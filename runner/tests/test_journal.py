@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from gc_testutil import processes_with
-from gpuconform.execute import kill_orphans
-from gpuconform.journal import (
+from gpuconform.core.execute import kill_orphans
+from gpuconform.core.journal import (
     RUN_ID_ENV,
     Journal,
     JournalError,
@@ -131,8 +131,9 @@ def test_the_lock_tells_a_live_run_from_a_dead_one(tmp_path: Path) -> None:
     j.close()
     assert not is_locked(path)
     # A process killed with SIGKILL drops it too.
-    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from gpuconform.journal import "
-            "Journal; Journal(__import__('pathlib').Path(sys.argv[2])); print('locked', flush=True);"
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); "
+            "from gpuconform.core.journal import Journal; "
+            "Journal(__import__('pathlib').Path(sys.argv[2])); print('locked', flush=True);"
             " time.sleep(300)")
     runner_dir = str(Path(__file__).resolve().parents[1])
     p = subprocess.Popen([sys.executable, "-c", code, runner_dir, str(path)],
@@ -161,8 +162,9 @@ def nfs_flock(real: Any) -> Any:
 
 def hold_journal(path: Path) -> "subprocess.Popen[str]":
     """A real process holding path's lock as a run does, until killed."""
-    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from gpuconform.journal import "
-            "Journal; Journal(__import__('pathlib').Path(sys.argv[2])); print('locked', flush=True);"
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); "
+            "from gpuconform.core.journal import Journal; "
+            "Journal(__import__('pathlib').Path(sys.argv[2])); print('locked', flush=True);"
             " time.sleep(300)")
     p = subprocess.Popen([sys.executable, "-c", code, str(Path(__file__).resolve().parents[1]),
                           str(path)], stdout=subprocess.PIPE, text=True)

@@ -24,7 +24,7 @@ from typing import Iterator
 
 import pytest
 
-from gpuconform.journal import is_locked
+from gpuconform.core.journal import is_locked
 
 _SBIN = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
 GUARD_S = 120  # a hang guard for each step
@@ -124,8 +124,9 @@ def nfs_dir(tmp_path: Path) -> Iterator[Path]:
 
 def test_the_lock_tells_a_live_run_from_a_dead_one_over_nfs(nfs_dir: Path) -> None:
     path = nfs_dir / "journal.jsonl"
-    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from gpuconform.journal import "
-            "Journal; Journal(__import__('pathlib').Path(sys.argv[2])); print('locked', flush=True);"
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); "
+            "from gpuconform.core.journal import Journal; "
+            "Journal(__import__('pathlib').Path(sys.argv[2])); print('locked', flush=True);"
             " time.sleep(300)")
     holder = subprocess.Popen([sys.executable, "-c", code, str(Path(__file__).resolve().parents[1]),
                                str(path)], stdout=subprocess.PIPE, text=True)

@@ -10,7 +10,7 @@ from typing import Iterator
 import pytest
 
 from gc_testutil import REPO_ROOT
-from gpuconform.kmsg import (
+from gpuconform.core.kmsg import (
     DmesgPatternError,
     KmsgCapture,
     KmsgReader,
@@ -22,7 +22,7 @@ from gpuconform.kmsg import (
     parse_patterns,
     parse_record,
 )
-from gpuconform.states import State, apply_dmesg
+from gpuconform.core.states import State, apply_dmesg
 
 DEFAULT = REPO_ROOT / "data" / "dmesg" / "patterns.txt"
 
@@ -248,8 +248,8 @@ def test_real_kmsg_window(real_kmsg: KmsgReader) -> None:
 def test_kernel_watch_weighs_taint_into_the_record(tmp_path: Path) -> None:
     """kwatch.KernelWatch with the log off and a taint file: a new P is a note,
     a new W between tests aborts before the next one, after a test it ends ABORT."""
-    from gpuconform.kwatch import KernelWatch
-    from gpuconform.results import TestRecord
+    from gpuconform.core.kwatch import KernelWatch
+    from gpuconform.core.results import TestRecord
 
     f = tmp_path / "tainted"
     f.write_text("0\n")

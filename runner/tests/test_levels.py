@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from gc_testutil import Selftests
-from gpuconform.levels import SOAK_FLOOR_S, SOAK_OVERHEAD_S, LevelError, SoakPlan, parse_duration
+from gpuconform.core.levels import (SOAK_FLOOR_S, SOAK_OVERHEAD_S, LevelError, SoakPlan,
+                                    parse_duration)
 from test_run_flow import one_line_error, run
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuconform.manifest import (
+from gpuconform.core.manifest import (
     SELFTEST_MANIFEST,
     SUITE_MANIFEST,
     ManifestError,

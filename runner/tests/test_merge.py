@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from gpuconform.cli import run_status
-from gpuconform.merge import MergeError, merge_results, read_input
-from gpuconform.results import TestRecord, write_results
-from gpuconform.shard import shard
-from gpuconform.states import State
+from gpuconform.fleet.merge import MergeError, merge_results, read_input
+from gpuconform.core.results import TestRecord, write_results
+from gpuconform.core.shard import shard
+from gpuconform.core.states import State
 
 SELECTION = [f"bin_{b}@sub-{s}" for b in range(3) for s in range(10)]
 

@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 from gc_testutil import REPO_ROOT, Selftests
-from gpuconform.baseline import load_baseline, write_baseline
-from gpuconform.metrics import Metric
-from gpuconform.runmetrics import load_results, run_metrics
-from gpuconform.scope import catalogue_of, labeler
+from gpuconform.perf.baseline import load_baseline, write_baseline
+from gpuconform.core.metrics import Metric
+from gpuconform.core.runmetrics import load_results, run_metrics
+from gpuconform.perf.scope import catalogue_of, labeler
 from test_baseline import gpuconform
 
 BASELINES = sorted((REPO_ROOT / "data" / "baselines").glob("*.json"))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuconform.metrickey import NAME_CHARS, MetricKey, name_problem, record_of, case_name
+from gpuconform.core.metrickey import NAME_CHARS, MetricKey, name_problem, record_of, case_name
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BASELINES = sorted((REPO_ROOT / "data" / "baselines").glob("*.json"))

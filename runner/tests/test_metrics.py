@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gpuconform.metrics import Metric, parse_metrics
+from gpuconform.core.metrics import Metric, parse_metrics
 
 
 def line(**over: Any) -> str:

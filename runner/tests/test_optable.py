@@ -15,13 +15,13 @@ from _pytest.config.argparsing import Parser
 
 from gpuconform import plugin
 from gpuconform.cli import build_parser
-from gpuconform.optable import (
+from gpuconform.core.optable import (
     BY_FIELD,
     OPTIONS,
     check_cli_given,
     check_pytest_given,
 )
-from gpuconform.options import FIELD_ORDER, InputError, RunOptions, options_to_args
+from gpuconform.core.options import FIELD_ORDER, InputError, RunOptions, options_to_args
 
 # field -> (`gpuconform run` arguments giving it, the field's value then):
 # one sample per option of the command line, none its default.
@@ -178,8 +178,8 @@ def test_a_kernel_source_given_must_be_readable(flag: str, tmp_path: Any) -> Non
 def test_path_options_are_the_table_s() -> None:
     """fleet_script makes these absolute for the shards; the table says which
     run options take paths (each value, or each of --expectations' list)."""
-    from gpuconform.fleet_script import _PATH_OPTIONS
-    from gpuconform.optable import path_options
+    from gpuconform.fleet.fleet_script import _PATH_OPTIONS
+    from gpuconform.core.optable import path_options
 
     assert path_options() == {
         "--testlist": 1, "--scratch-dir": 1, "--expectations": None, "--dmesg-patterns": 1,

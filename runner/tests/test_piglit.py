@@ -25,7 +25,7 @@ import pytest
 
 from gc_testutil import HANG_GUARD_S, LAUNCHER, REPO_ROOT, Selftests
 from gpuconform import cli
-from gpuconform.piglit import IGT_RESULTS, export_piglit
+from gpuconform.export.piglit import IGT_RESULTS, export_piglit
 
 PIGLIT = shutil.which("piglit")
 NO_PIGLIT = ("piglit is not installed (no piglit command on PATH; scripts/deps.sh test "

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gc_testutil import Selftests, fake_gpus
-from gpuconform.devices import (
+from gpuconform.core.devices import (
     DevicesError,
     check_jobs,
     find_gpus,
@@ -22,9 +22,9 @@ from gpuconform.devices import (
     pin_env,
     select_gpus,
 )
-from gpuconform.gang import combine
-from gpuconform.results import DynamicRecord, TestRecord
-from gpuconform.states import State
+from gpuconform.core.gang import combine
+from gpuconform.core.results import DynamicRecord, TestRecord
+from gpuconform.core.states import State
 from test_run_flow import base_env, one_line_error, run
 
 PLACEMENT = r"^selftest_placement@"
@@ -272,8 +272,8 @@ def test_a_gpu_that_disappears_leaves_the_others_running(selftests: Selftests,
 
 
 def test_a_metric_of_several_gpus_is_one_metric_of_the_run() -> None:
-    from gpuconform import gate
-    from gpuconform.runmetrics import run_metrics
+    from gpuconform.perf import gate
+    from gpuconform.core.runmetrics import run_metrics
 
     def m(gpu: int, samples: list[float]) -> dict[str, object]:
         return {"test": "b", "subtest": "s", "name": "lat", "unit": "ns", "better": "lower",
@@ -285,11 +285,11 @@ def test_a_metric_of_several_gpus_is_one_metric_of_the_run() -> None:
     assert rm.samples == (10.0, 11.0, 30.0, 20.0, 21.0, 12.0, 13.0, 14.0, 99.0)
     assert rm.gpus == (0, 1, 2) and rm.per_copy == 2
     # each copy's good half weighs the same: (10.5 + 20 + 12.5) / 3
-    assert rm.statistic() == pytest.approx((10.5 + 20.0 + 12.5) / 3)
+    assert gate.run_statistic(rm) == pytest.approx((10.5 + 20.0 + 12.5) / 3)
     assert gate.summarize(0, rm.samples, "lower", rm.parts).g == pytest.approx(43.0 / 3, rel=1e-4)
     assert gate.summarize(0, rm.samples, "lower", rm.parts).n == 2
     one = run_metrics({"b@s": {"result": "pass", "metrics": [m(3, [5.0, 6.0])]}})["b@s:lat"]
-    assert one.gpus == (3,) and one.statistic() == 5.0 and one.per_copy == 2
+    assert one.gpus == (3,) and gate.run_statistic(one) == 5.0 and one.per_copy == 2
 
 
 # ------------------------------------- one baseline per GPU model, nodes keyed
@@ -312,10 +312,10 @@ def _results(gpus: int, jobs: int, metrics: dict[str, list[list[float]]]) -> dic
 
 def test_node_metrics_are_keyed_by_the_node_device_metrics_pooled(tmp_path: Path) -> None:
     from gc_testutil import gate_baseline
-    from gpuconform.catalogue import load_catalogue
-    from gpuconform.judge import compare_run
-    from gpuconform.runmetrics import run_metrics
-    from gpuconform.scope import labeler
+    from gpuconform.core.catalogue import load_catalogue
+    from gpuconform.perf.judge import compare_run
+    from gpuconform.core.runmetrics import run_metrics
+    from gpuconform.perf.scope import labeler
 
     cat = tmp_path / "metrics.txt"
     cat.write_text("b@host:lat ns node  # timed on the host\nb@gpu:lat ns device\n")
@@ -349,7 +349,7 @@ def test_the_report_shows_each_results_gpus(selftests: Selftests, tmp_path: Path
 
 
 def test_a_kernel_line_naming_one_gpu_of_several_loses_it(tmp_path: Path) -> None:
-    from gpuconform.placement import NodePlan
+    from gpuconform.core.placement import NodePlan
 
     fake_gpus(tmp_path, 3)
     g = find_gpus(tmp_path)

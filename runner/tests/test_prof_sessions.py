@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 
 from gc_testutil import HANG_GUARD_S, Selftests
-from gpuconform.protocol import parse_output
+from gpuconform.core.protocol import parse_output
 
 
 def test_each_plan_is_one_dynamic_subtest_and_the_relay_adds_no_protocol_line(

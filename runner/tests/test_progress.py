@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from gpuconform.progress import Progress, estimate_remaining, format_duration, format_line
+from gpuconform.core.progress import Progress, estimate_remaining, format_duration, format_line
 
 
 @pytest.mark.parametrize("s, text", [(0, "0s"), (59.4, "59s"), (60, "1m00s"), (200, "3m20s"),
@@ -109,7 +109,7 @@ def test_a_broken_stream_never_raises() -> None:
 def test_on_stderr_modes() -> None:
     """progress.on_stderr: off, and auto under -v, give no line; plain gives a started
     line on its own stream, which release() closes."""
-    from gpuconform.progress import on_stderr
+    from gpuconform.core.progress import on_stderr
 
     def at_start() -> bool:
         return True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuconform.protocol import (
+from gpuconform.core.protocol import (
     LineResult,
     OutputParser,
     is_valid_name,

@@ -18,10 +18,10 @@ import pytest
 
 from gc_testutil import CliRun, Selftests, run_launcher
 from gpuconform import __version__
-from gpuconform import qualify
-from gpuconform.fingerprint import Fingerprint
-from gpuconform.qualify import (RecordError, build_record, content_hash, record_text,
-                                verify_record, write_record)
+from gpuconform.core.fingerprint import Fingerprint
+from gpuconform.qualify import qualify
+from gpuconform.qualify.qualify import (RecordError, build_record, content_hash, record_text,
+                                        verify_record, write_record)
 
 HOSTILE = '<b id="injected">x</b> & "quotes" \u00e9 \U0001f600'
 FP = {"gpu_model": "1x NVIDIA H100 80GB HBM3", "driver": "nvidia 580.159.04",

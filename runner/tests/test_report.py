@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from gc_testutil import REPO_ROOT, Selftests, gate_baseline
-from gpuconform.baseline import BaselineError, load_baseline
-from gpuconform.baseline_update import update_baseline
-from gpuconform.judge import compare_run
-from gpuconform.fmt import nice_ticks
-from gpuconform.report import render_html, write_html
+from gpuconform.perf.baseline import BaselineError, load_baseline
+from gpuconform.perf.baseline_update import update_baseline
+from gpuconform.perf.judge import compare_run
+from gpuconform.core.fmt import nice_ticks
+from gpuconform.report.report import render_html, write_html
 
 HOSTILE = ('<script>document.title="pwned"</script></pre></td><b id="injected">x</b>'
            '\x1b[31mred\x1b[0m \x00 nul \udcff surrogate &amp; <!-- -->')

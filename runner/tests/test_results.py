@@ -7,7 +7,7 @@ import stat
 from pathlib import Path
 
 from gpuconform.plugin import format_failure
-from gpuconform.results import (
+from gpuconform.core.results import (
     RunNotes,
     run_outcome,
     DynamicRecord,
@@ -17,7 +17,7 @@ from gpuconform.results import (
     totals,
     write_results,
 )
-from gpuconform.states import State
+from gpuconform.core.states import State
 
 
 def rec(name: str, state: State, reason: str = "", **kw: object) -> TestRecord:
@@ -188,8 +188,8 @@ def test_summary_lists_metrics_without_a_baseline_entry_by_test() -> None:
 
 def test_attempts_make_one_record() -> None:
     """The flake rule on a test's attempts (results.record_of_attempts)."""
-    from gpuconform.expectations import parse_rule
-    from gpuconform.results import record_of_attempts
+    from gpuconform.core.expectations import parse_rule
+    from gpuconform.core.results import record_of_attempts
 
     flaky = record_of_attempts([rec("b@s", State.FAIL, "first"), rec("b@s", State.PASS)], None,
                                ["kernel log note"])

@@ -25,7 +25,7 @@ import pytest
 
 from gc_testutil import HANG_GUARD_S, LAUNCHER, REPO_ROOT, Selftests
 
-from gpuconform.journal import read_journal
+from gpuconform.core.journal import read_journal
 from test_resume import open_fifo_writer
 from test_run_flow import base_env
 

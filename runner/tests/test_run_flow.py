@@ -359,9 +359,9 @@ def test_a_kernel_log_given_that_cannot_be_read_stops_before_the_run(selftests: 
 def latency_key() -> str:
     """selftest_metrics@metrics:latency as this machine's runs key it: timed on
     the host, so by the node (data/metrics.txt, scope.py)."""
-    from gpuconform.metrickey import MetricKey
-    from gpuconform.fingerprint import current_fingerprint
-    from gpuconform.scope import node_label
+    from gpuconform.core.metrickey import MetricKey
+    from gpuconform.core.fingerprint import current_fingerprint
+    from gpuconform.perf.scope import node_label
 
     fp = current_fingerprint()
     n = fp.gpu_count()
@@ -372,8 +372,8 @@ def write_baseline(directory: Path, latency: list[float]) -> Path:
     """A baseline of this machine's fingerprint: 5 clean runs of
     selftest_metrics@metrics:latency, latency scaled by 1.000-1.004."""
     from gc_testutil import gate_baseline
-    from gpuconform.baseline import write_baseline as wb
-    from gpuconform.fingerprint import current_fingerprint
+    from gpuconform.perf.baseline import write_baseline as wb
+    from gpuconform.core.fingerprint import current_fingerprint
 
     fp = current_fingerprint()
     runs = [[x * (1 + i / 1000) for x in latency] for i in range(5)]
@@ -448,7 +448,7 @@ def test_a_bad_baseline_found_by_fingerprint_is_one_line_after_the_run(
     """The baseline the run found itself (data/baselines/, none asked for)
     damaged: the run keeps every result, exits 1, and says which file and
     line in one line. (In this process: data/baselines/ is the checkout's.)"""
-    from gpuconform import baseline as bl
+    from gpuconform.perf import baseline as bl
     from gpuconform import cli as gc_cli
 
     bdir = tmp_path / "baselines"
@@ -490,7 +490,7 @@ def test_a_baseline_asked_for_and_not_there_stops_before_the_run(selftests: Self
     machine's baseline; --baseline naming nothing or a directory: one line,
     exit 2, nothing written. Before: the run went on, compared nothing, and
     exited 0 with a note (a nightly with a typo green for ever)."""
-    from gpuconform.fingerprint import current_fingerprint
+    from gpuconform.core.fingerprint import current_fingerprint
 
     key = current_fingerprint().key()
     other = tmp_path / "other"

@@ -7,16 +7,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import pytest
 
-from gpuconform import judge as judge_module
-from gpuconform.judge import GateComparison
-from gpuconform.options import RunOptions
-from gpuconform.results import TestRecord
-from gpuconform.runend import RunEnd, ordered_records, run_info
-from gpuconform.states import State
+from gpuconform.perf.judge import GateComparison
+from gpuconform.core.options import RunOptions
+from gpuconform.plugin import write_report
+from gpuconform.core.results import TestRecord
+from gpuconform.core.runend import RunEnd, ordered_records, run_info
+from gpuconform.core.states import State
 
 
 def rec(name: str, state: State, expected: bool | None = True) -> TestRecord:
@@ -104,7 +104,7 @@ def test_notes_list_the_metrics_without_a_baseline_entry() -> None:
     assert end_of({}).notes().unbaselined == []
 
 
-def test_write_then_compare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_write_then_compare(tmp_path: Path) -> None:
     end = end_of({"a@1": rec("a@1", State.PASS), "a@2": rec("a@2", State.NOTRUN, False)},
                  baseline_path=Path("b.json"), shard=[1, 2])
     assert not end.complete
@@ -119,12 +119,12 @@ def test_write_then_compare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
     seen: list[Any] = []
 
-    def compare_run(tests: dict[str, Any], baseline: Any, node: Any = None) -> list[GateComparison]:
-        seen.append((sorted(tests), baseline))
+    def judge(tests: Mapping[str, Any], data: Mapping[str, Any],
+              baseline: Any) -> list[GateComparison]:
+        seen.append((sorted(tests), data, baseline))
         return [comparison("a@1", "regression")]
 
-    monkeypatch.setattr(judge_module, "compare_run", compare_run)
-    end.compare(INFO, "the baseline")  # type: ignore[arg-type]
+    end.compare(INFO, "the baseline", judge)
     assert seen == []  # judged in a child: what it saw stays there
     assert [c.verdict for c in end.comparisons] == ["regression"]
     end.write(tmp_path, INFO)
@@ -133,15 +133,14 @@ def test_write_then_compare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert data["outcome"]["regressions"] == 1 and end.baseline_error is None
 
 
-def test_a_failed_comparison_is_a_baseline_error(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_comparison_is_a_baseline_error(tmp_path: Path) -> None:
     end = end_of({"a@1": rec("a@1", State.PASS)}, baseline_path=Path("b.json"))
 
-    def broken(tests: dict[str, Any], baseline: Any, node: Any = None) -> list[GateComparison]:
+    def broken(tests: Mapping[str, Any], data: Mapping[str, Any],
+               baseline: Any) -> list[GateComparison]:
         raise ValueError("metric m: bad\nsecond line")
 
-    monkeypatch.setattr(judge_module, "compare_run", broken)
-    end.compare(INFO, None)  # type: ignore[arg-type]
+    end.compare(INFO, None, broken)
     assert end.comparisons == []
     assert end.baseline_error == "baseline comparison with b.json failed: metric m: bad second line"
     end.write(tmp_path, INFO)
@@ -153,25 +152,23 @@ def test_a_failed_comparison_is_a_baseline_error(tmp_path: Path,
 def test_a_comparison_that_hangs_is_a_baseline_error(monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
-    from gpuconform import runend as runend_module
+    from gpuconform.core import runend as runend_module
 
-    monkeypatch.setattr(judge_module, "compare_run",
-                        lambda tests, baseline, node=None: time.sleep(3600))
     monkeypatch.setattr(runend_module, "STEP_TIMEOUT_S", 1.0)
     end = end_of({"a@1": rec("a@1", State.PASS)}, baseline_path=Path("b.json"))
-    end.compare(INFO, None)  # type: ignore[arg-type]
+    end.compare(INFO, None, lambda tests, data, baseline: time.sleep(3600))  # type: ignore
     assert end.comparisons == [] and end.baseline_error == (
         "baseline comparison with b.json failed: still running after 1 s: killed")
 
 
 def test_report(tmp_path: Path) -> None:
     end = end_of({"a@1": rec("a@1", State.PASS)})
-    end.report(tmp_path / "nothing-written")
+    end.report(tmp_path / "nothing-written", write_report)
     assert end.messages == ["hello"] and len(end.errors) == 1
     assert end.errors[0].startswith("report.html not written: ")
     pytest.importorskip("jinja2")
     end.write(tmp_path, INFO)
-    end.report(tmp_path)
+    end.report(tmp_path, write_report)
     assert end.messages == ["hello", f"report: {tmp_path / 'report.html'}"]
     assert (tmp_path / "report.html").is_file()
 
@@ -182,11 +179,9 @@ def test_a_report_that_hangs_costs_one_line(tmp_path: Path,
     kept a night from its verdict) is killed at its limit."""
     import time
 
-    from gpuconform import report as report_module
-    from gpuconform import runend as runend_module
+    from gpuconform.core import runend as runend_module
 
-    monkeypatch.setattr(report_module, "write_html", lambda d: time.sleep(3600))
     monkeypatch.setattr(runend_module, "STEP_TIMEOUT_S", 1.0)
     end = end_of({"a@1": rec("a@1", State.PASS)})
-    end.report(tmp_path)
+    end.report(tmp_path, lambda d: time.sleep(3600))  # type: ignore[arg-type,return-value]
     assert end.errors == ["report.html not written: still running after 1 s: killed"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gc_testutil import CliRun, run_launcher
-from gpuconform.options import InputError, check_scratch_dir
+from gpuconform.core.options import InputError, check_scratch_dir
 
 SCRIPT = """#!/bin/sh
 case "$1" in

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from gc_testutil import RUNNER_DIR
-from gpuconform.shard import ShardError, parse_shard, shard, shard_arg, shard_of
+from gpuconform.core.shard import ShardError, parse_shard, shard, shard_arg, shard_of
 
 TESTS = [f"bin_{b}@sub-{s}" for b in range(12) for s in range(40)] + [
     "host_io@direct-read", "kfd_multigpu@map-partial@gpu1-gpu2", "kfd_mem"]
@@ -67,7 +67,7 @@ def test_the_function_is_pinned() -> None:
 
 
 def test_stable_across_processes_and_hash_seeds() -> None:
-    code = ("import json, sys; from gpuconform.shard import shard; "
+    code = ("import json, sys; from gpuconform.core.shard import shard; "
             "print(json.dumps([shard(json.loads(sys.argv[1]), i, 5) for i in range(1, 6)]))")
     outs = []
     for seed in ("1", "2", "random"):

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from gpuconform import soakplot
-from gpuconform.soakplot import fitted_line, series_view, soak_view, soak_views
+from gpuconform.core import soakplot
+from gpuconform.core.soakplot import fitted_line, series_view, soak_view, soak_views
 
 
 def series(name: str = "rss", unit: str = "KiB", slope: float | None = 0.5,

@@ -6,8 +6,8 @@ import signal
 
 import pytest
 
-from gpuconform.protocol import parse_output
-from gpuconform.states import FAILURE_STATES, State, Verdict, classify, signal_name, worst
+from gpuconform.core.protocol import parse_output
+from gpuconform.core.states import FAILURE_STATES, State, Verdict, classify, signal_name, worst
 
 SEGV = -int(signal.SIGSEGV)
 ABRT = -int(signal.SIGABRT)

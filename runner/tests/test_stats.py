@@ -18,7 +18,7 @@ import random
 
 import pytest
 
-from gpuconform import stats
+from gpuconform.core import stats
 
 
 # ------------------------------------------------------ location and spread

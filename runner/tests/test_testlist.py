@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from gc_testutil import REPO_ROOT, build_dir
-from gpuconform.execute import ExecOptions, list_subtests
-from gpuconform.manifest import SUITE_MANIFEST, read_manifest
-from gpuconform.testlist import (
+from gpuconform.core.execute import ExecOptions, list_subtests
+from gpuconform.core.manifest import SUITE_MANIFEST, read_manifest
+from gpuconform.core.testlist import (
     TestlistError,
     TestPattern,
     check_test_glob,

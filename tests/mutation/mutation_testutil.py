@@ -19,8 +19,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO / "runner") not in sys.path:
     sys.path.insert(0, str(REPO / "runner"))
-from gpuconform.devices import find_gpus, node_env, pin_env  # noqa: E402
-from gpuconform.placement import list_placement  # noqa: E402
+from gpuconform.core.devices import find_gpus, node_env, pin_env  # noqa: E402
+from gpuconform.core.placement import list_placement  # noqa: E402
 
 BUILD = Path(os.environ.get("GPUCONFORM_BUILD_DIR", REPO / "build"))
 # igt_core's exit codes.

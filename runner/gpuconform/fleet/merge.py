@@ -46,12 +46,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .atomic import atomic_write
-from .metrickey import record_of
-from .fingerprint import Fingerprint
-from .results import RESULTS_FORMAT, RESULTS_VERSION, TestRecord, render_summary, results_json
-from .shard import shard_of
-from .states import State
+from ..core.atomic import atomic_write
+from ..core.metrickey import record_of
+from ..core.fingerprint import Fingerprint
+from ..core.results import RESULTS_FORMAT, RESULTS_VERSION, TestRecord, render_summary, results_json
+from ..core.shard import shard_of
+from ..core.states import State
 
 __all__ = [
     "MergeError",

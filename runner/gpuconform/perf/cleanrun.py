@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .fmt import one_line
-from .states import FAILURE_STATES
+from ..core.fmt import one_line
+from ..core.states import FAILURE_STATES
 
 __all__ = ["run_id", "unclean"]
 

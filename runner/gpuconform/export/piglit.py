@@ -27,10 +27,10 @@ import json
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from .atomic import atomic_write
-from .jsondoc import Doc
-from .runmetrics import read_results
-from .states import State
+from ..core.atomic import atomic_write
+from ..core.jsondoc import Doc
+from ..core.runmetrics import read_results
+from ..core.states import State
 
 __all__ = ["ExportError", "IGT_RESULTS", "RESULTS_VERSION", "export_piglit", "out_path",
            "piglit_name", "piglit_result", "testrun"]

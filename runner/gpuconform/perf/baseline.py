@@ -42,22 +42,23 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from . import gate
-from .atomic import atomic_write
-from .fingerprint import Fingerprint
+from ..core.atomic import atomic_write
+from ..core.fingerprint import Fingerprint
 from .gate import Assessment, Gate, RunSummary
-from .jsondoc import Doc, DocError, get, number, top_object, type_name
-from .metrickey import MetricKey
+from ..core.jsondoc import Doc, DocError, get, number, top_object, type_name
+from ..core.metrickey import MetricKey
+from ..core.metrics import parse_better
 
 __all__ = [
     "BASELINE_FORMAT", "BASELINE_VERSION", "DEFAULT_BASELINE_DIR", "BaselineError",
     "BaselineMetric", "Baseline", "RunInfo", "load_baseline", "write_baseline", "find_baseline",
     "asked_baseline",
-    "check_fingerprint", "parse_better",
+    "check_fingerprint",
 ]
 
 BASELINE_FORMAT = "gpuconform-baseline"
 BASELINE_VERSION = 2
-DEFAULT_BASELINE_DIR = Path(__file__).resolve().parents[2] / "data" / "baselines"
+DEFAULT_BASELINE_DIR = Path(__file__).resolve().parents[3] / "data" / "baselines"
 
 BaselineError = DocError
 
@@ -211,12 +212,6 @@ def write_baseline(b: Baseline, path: Path) -> Path:
 
 
 # ---------------------------------------------------------------- parsing
-
-
-def parse_better(doc: Doc, v: Any, path: list[str | int]) -> str:
-    if v not in ("lower", "higher"):
-        raise doc.error(path, f"is {json.dumps(v)[:40]}, not \"lower\" or \"higher\"")
-    return str(v)
 
 
 def _count(doc: Doc, v: Any, path: list[str | int], what: str, low: int) -> int:

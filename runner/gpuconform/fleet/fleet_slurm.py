@@ -24,7 +24,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from .fmt import one_line
+from ..core.fmt import one_line
 
 __all__ = [
     "SlurmError",

@@ -29,7 +29,7 @@ from .testlist import GLOB_CHARS, check_test_glob, read_lines
 __all__ = ["CatalogueError", "Entry", "Catalogue", "SCOPES", "DEFAULT_CATALOGUE",
            "load_catalogue", "parse_entry", "check_name_glob"]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_CATALOGUE = REPO_ROOT / "data" / "metrics.txt"
 SCOPES = ("device", "node")
 

@@ -39,7 +39,7 @@ __all__ = [
     "check_pytest_given", "path_options", "DEFAULT_PATTERNS", "DEFAULT_RETRIES", "SCRATCH_ENV",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_PATTERNS = REPO_ROOT / "data" / "dmesg" / "patterns.txt"
 # One retry: enough to tell a flake from a failure that repeats, for the price
 # of running only the failing tests once more; more would hide intermittent

@@ -45,17 +45,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import __version__
-from .atomic import atomic_write
-from .contracts import TABLE_PATH, ContractsError, load_table
-from .fmt import one_line
-from .jsondoc import Doc, DocError, type_name
-from .report import Badge, environment
-from .runmetrics import load_results, results_fingerprint
+from .. import __version__
+from ..core.atomic import atomic_write
+from ..core.contracts import TABLE_PATH, ContractsError, load_table
+from ..core.fmt import one_line
+from ..core.jsondoc import Doc, DocError, type_name
+from ..core.page import Badge, environment
+from ..core.runmetrics import load_results, results_fingerprint
 from .seal import (RECORD_FORMAT, RECORD_VERSION, SIGNATURE_SUFFIX, SUITE_NAME, RecordError,
                    canonical, content_hash, record_text, seal, sign_text, verify_record)
-from .soakplot import SoakView, soak_test_name, soak_view
-from .states import State
+from ..core.soakplot import SoakView, soak_test_name, soak_view
+from ..core.states import State
 
 __all__ = [
     "RecordError",
@@ -77,6 +77,7 @@ __all__ = [
 
 RECORD_NAME = "qualification.json"
 HTML_NAME = "qualification.html"
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 VERDICTS = ("pass", "fail", "skip", "expected-failure", "other-unexpected")
 HOST_AREA, OTHER_AREA = "host", "other"
 REASON_CHARS = 500  # a reason or judgement kept in the record: on one line, cut
@@ -495,5 +496,5 @@ def _record_page(record: Mapping[str, Any]) -> _RecordPage:
 def render_record_html(record: Mapping[str, Any]) -> str:
     """qualification.html of a record: one self-contained page, no script,
     nothing fetched; every value escaped as in report.html."""
-    return environment().get_template("qualification.html.j2").render(
+    return environment(TEMPLATES).get_template("qualification.html.j2").render(
         page=_record_page(record))

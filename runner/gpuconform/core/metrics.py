@@ -14,10 +14,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .jsondoc import Doc
 from .metrickey import MetricKey, case_name, name_problem
 from .soak import check_soak, is_soak_line
 
-__all__ = ["Metric", "parse_metrics", "METRICS_ENV"]
+__all__ = ["Metric", "parse_metrics", "parse_better", "METRICS_ENV"]
 
 METRICS_ENV = "GPUCONFORM_METRICS_FILE"
 
@@ -63,6 +64,14 @@ class Metric:
             samples=tuple(float(x) for x in obj["samples"]),
         )
 
+
+
+def parse_better(doc: Doc, v: Any, path: list[str | int]) -> str:
+    """A metric's direction in a JSON file (results.json, a baseline): "lower"
+    or "higher", else doc's one-line error at path."""
+    if v not in ("lower", "higher"):
+        raise doc.error(path, f"is {json.dumps(v)[:40]}, not \"lower\" or \"higher\"")
+    return str(v)
 
 def _check(obj: Any) -> tuple[Metric | None, str]:
     if not isinstance(obj, dict):

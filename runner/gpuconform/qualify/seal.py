@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from . import __version__
-from .jsondoc import type_name
+from .. import __version__
+from ..core.jsondoc import type_name
 
 __all__ = ["RecordError", "RECORD_FORMAT", "RECORD_VERSION", "SUITE_NAME", "SIGNATURE_SUFFIX",
            "Verified", "canonical", "check_record", "check_signing_key", "content_hash",

@@ -39,11 +39,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-from . import fmt, stats
+from ..core import fmt, stats
 from .baseline import Baseline, find_baseline
 from .scope import catalogue_of, labeler
 from .judge import MetricComparison
-from .runmetrics import RunMetric, load_results, results_fingerprint, run_metrics
+from ..core.runmetrics import RunMetric, load_results, results_fingerprint, run_metrics
 
 __all__ = ["SampleComparison", "ResultsDiff", "compare_samples", "diff_results",
            "compare_results", "DECISION_FRACTION", "FAILURE_STATES"]

@@ -20,8 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .catalogue import DEFAULT_CATALOGUE, Catalogue, load_catalogue
-from .fingerprint import Fingerprint
+from ..core.catalogue import DEFAULT_CATALOGUE, Catalogue, load_catalogue
+from ..core.fingerprint import Fingerprint
 
 __all__ = ["NodeLabel", "node_label", "labeler", "catalogue_of"]
 

@@ -63,7 +63,7 @@ __all__ = [
     "render_text",
 ]
 
-TABLE_PATH = Path(__file__).resolve().parents[2] / "data" / "contracts.txt"
+TABLE_PATH = Path(__file__).resolve().parents[3] / "data" / "contracts.txt"
 VENDORS = ("amd", "nvidia", "host")
 TWIN_VENDORS = ("amd", "nvidia")  # every row needs entries or a reason for each
 # A binary's vendor, by its name's prefix: the AMD and NVIDIA ones are the

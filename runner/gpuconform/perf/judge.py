@@ -16,13 +16,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from . import fmt, gate
+from . import gate
+from ..core import fmt
 from .baseline import Baseline, BaselineMetric
 from .gate import Assessment
-from .metrickey import MetricKey
-from .runmetrics import RunMetric, run_metrics
+from ..core.metrickey import MetricKey
+from ..core.runmetrics import RunMetric, run_metrics
 
-__all__ = ["VERDICTS", "MetricComparison", "GateComparison", "compare_run"]
+__all__ = ["VERDICTS", "MetricComparison", "GateComparison", "compare_run", "judge_run"]
 
 VERDICTS = ("regression", "improvement", "unchanged", "trend", "new", "missing",
             "insufficient")
@@ -105,7 +106,7 @@ class GateComparison(MetricComparison):
 
 
 def _judge_metric(bm: BaselineMetric, a: Assessment, rm: RunMetric) -> GateComparison:
-    g = rm.statistic()
+    g = gate.run_statistic(rm)
     c = GateComparison(rm.key.test, rm.key.name, rm.unit, rm.better, "unchanged", trend=a.trend,
                        samples_base=tuple(bm.gs), samples_run=rm.samples,
                        n_run=len(rm.samples), base_runs=len(bm.runs), center=a.center, value=g,
@@ -150,7 +151,7 @@ def compare_run(records: Mapping[str, Any], baseline: Baseline,
         if bm is None:
             out.append(GateComparison(rm.key.test, rm.key.name, rm.unit, rm.better, "new",
                                       samples_run=rm.samples, n_run=len(rm.samples),
-                                      value=rm.statistic(), node=rm.key.node))
+                                      value=gate.run_statistic(rm), node=rm.key.node))
         else:
             out.append(_judge_metric(bm, assessed[key], rm))
     for key, bm in baseline.metrics.items():
@@ -172,3 +173,13 @@ def compare_run(records: Mapping[str, Any], baseline: Baseline,
                   else f"{k.record} passed without recording it")))
     out.sort(key=lambda c: c.key)
     return out
+
+
+def judge_run(tests: Mapping[str, Any], data: Mapping[str, Any],
+              baseline: Baseline) -> list[GateComparison]:
+    """A run's metrics (results.json's "tests"; data: its "fingerprint" and
+    "run") judged against baseline, each node-scoped metric keyed by its
+    node: the run's end calls it (runend.RunEnd.compare), in a child."""
+    from .scope import catalogue_of, labeler
+
+    return list(compare_run(tests, baseline, labeler(data, catalogue_of(data))))

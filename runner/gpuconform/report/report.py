@@ -35,7 +35,7 @@ quartiles, the points drawn and where, colours, the rows' order. The markup
 is Jinja2's: templates/report.html.j2 (the page, its tables and badges) and
 templates/plots.svg.j2 (the SVG), given plain views (the dataclasses below)
 and never pre-rendered HTML. Every value they interpolate is cleaned and
-escaped (_finalize).
+escaped (page.py).
 
 Plots are <svg class="plot">; a small inline script counts those with a
 non-empty bounding box once laid out and writes the count to
@@ -45,32 +45,24 @@ Content-Security-Policy forbids every fetch: the page cannot reach out.
 
 from __future__ import annotations
 
-import functools
-import html
 import math
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-try:
-    import jinja2
-    from markupsafe import Markup
-except ModuleNotFoundError as e:  # the runner's results do not need it, the page does
-    raise ModuleNotFoundError(f"{e} (install python3-jinja2)", name=e.name) from None
-
-from .atomic import atomic_write
-from .baseline import BaselineError
-from .contracts import TABLE_PATH, ContractsError, display_path, load_table, view
-from .fingerprint import Fingerprint
-from .fmt import nice_ticks
-from .metrickey import MetricKey
-from .metrics import Metric
-from .runmetrics import load_results
-from .soakplot import SoakView, soak_views
-from .stats import median, quantile
-from .states import State
+from ..core.atomic import atomic_write
+from ..core.contracts import TABLE_PATH, ContractsError, display_path, load_table, view
+from ..core.fingerprint import Fingerprint
+from ..core.fmt import nice_ticks
+from ..core.jsondoc import DocError
+from ..core.metrickey import MetricKey
+from ..core.metrics import Metric
+from ..core.page import Badge, environment
+from ..core.runmetrics import load_results
+from ..core.soakplot import SoakView, soak_views
+from ..core.stats import median, quantile
+from ..core.states import State
 
 __all__ = ["write_html", "render_html", "REPORT_NAME"]
 
@@ -80,7 +72,6 @@ MAX_POINTS = 1500  # per distribution drawn; more are thinned evenly
 MAX_BARS = 400
 MAX_OUTPUT_CHARS = 64 * 1024  # per stream in the table; the rest is in results.json
 
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _STATE_COLOURS = {
     "pass": "#2e7d32", "skip": "#757575", "notrun": "#9e9e9e", "fail": "#c62828",
     "crash": "#8e0000", "timeout": "#ef6c00", "abort": "#6a1b9a", "incomplete": "#f9a825",
@@ -91,37 +82,6 @@ _VERDICT_COLOURS = {
     "trend": "#546e7a", "new": "#6a1b9a", "missing": "#ef6c00", "insufficient": "#757575",
 }
 _BASE_COLOUR = "#78909c"
-
-
-def _clean(text: Any) -> str:
-    """Any value as text safe to escape: no lone surrogates, control
-    characters shown as \\xNN."""
-    s = str(text).encode("utf-8", "replace").decode("utf-8")
-    return _CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
-
-
-def _finalize(value: Any) -> Markup:
-    """What a template's {{ value }} writes: markup (a macro's output) as it
-    is, anything else cleaned and escaped as html.escape does (&quot;, not
-    markupsafe's &#34;); autoescape then leaves the result alone."""
-    if isinstance(value, Markup):
-        return value
-    return Markup(html.escape(_clean(value), quote=True))
-
-
-def _px(v: float) -> str:
-    """A computed position as an SVG attribute: tenths of a pixel."""
-    return f"{v:.1f}"
-
-
-@functools.lru_cache(maxsize=1)
-def environment() -> jinja2.Environment:
-    """The templates beside this module, wherever the runner runs from."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                             finalize=_finalize, undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters["px"] = _px
-    return env
 
 
 def _clip(text: str, limit: int) -> str:
@@ -627,12 +587,6 @@ def _gap_shapes(tests: Mapping[str, Any]) -> list[_GapShapeView]:
 
 
 @dataclass(frozen=True)
-class Badge:
-    text: str
-    colour: str
-
-
-@dataclass(frozen=True)
 class _Count:
     badge: Badge
     n: int
@@ -919,13 +873,13 @@ def render_html(data: Mapping[str, Any], title: str = "gpuconform results",
                 contracts_table: Path = TABLE_PATH) -> str:
     """The report page of parsed results.json data (contracts_table: the
     contract table its section shows)."""
-    return environment().get_template("report.html.j2").render(
+    return environment(TEMPLATES).get_template("report.html.j2").render(
         page=_page(data, title, contracts_table))
 
 
 def write_html(results_dir: Path) -> Path:
     """results_dir/report.html from results_dir/results.json; returns its
-    path. BaselineError (one line) when results.json is unusable."""
+    path. DocError (one line) when results.json is unusable."""
     results_dir = Path(results_dir)
     data = load_results(results_dir / "results.json")
     page = render_html(data, title=f"gpuconform results: {results_dir.name}")
@@ -933,5 +887,5 @@ def write_html(results_dir: Path) -> Path:
     try:
         atomic_write(out, page)
     except OSError as e:
-        raise BaselineError(f"{out}: cannot write report: {e.strerror or e}") from None
+        raise DocError(f"{out}: cannot write report: {e.strerror or e}") from None
     return out

@@ -5,9 +5,11 @@ summary.txt, written once, then report.html; each step guarded so that a
 failing one never loses what is already written (the comparison and the
 report run in children bounded in time and memory: bounded.py).
 
-The caller gives plain values (RunEnd) and calls the steps in order; what
-they add (comparisons, outcome, messages, errors) stays on the RunEnd for the
-terminal summary.
+The caller gives plain values (RunEnd) and calls the steps in order, handing
+in the two steps the products make (the judge of the metrics, the report
+writer): the run core knows what they return, not how they are made. What
+the steps add (comparisons, outcome, messages, errors) stays on the RunEnd
+for the terminal summary.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from .fingerprint import device_ids
 from .fmt import one_line
@@ -26,11 +28,28 @@ from .options import RunOptions
 from .results import RunNotes, RunOutcome, TestRecord, run_outcome, write_results
 from .states import State
 
-if TYPE_CHECKING:
-    from .baseline import Baseline
-    from .judge import GateComparison
+__all__ = ["Comparison", "Judge", "RunEnd", "ordered_records", "run_info"]
 
-__all__ = ["RunEnd", "ordered_records", "run_info"]
+
+class Comparison(Protocol):
+    """One metric of the run judged against its baseline, as the run's end
+    uses it: the verdict ("regression", "improvement", "new", ...), why, and
+    its entry in results.json's "comparisons"."""
+
+    @property
+    def key(self) -> str: ...
+
+    verdict: str
+    note: str
+
+    def explain(self) -> str: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+# The judge of a run's metrics: (results.json's "tests", its "fingerprint" and
+# "run", the baseline) -> the comparisons. It runs in a forked child.
+Judge = Callable[[Mapping[str, Any], Mapping[str, Any], Any], Sequence[Comparison]]
 
 # Each bounded step of the run's end: report.html of a whole H100 run takes a few seconds
 # and under 1 GiB, the comparison with the baseline less; far beyond either, it is broken.
@@ -117,7 +136,7 @@ class RunEnd:
     errors: list[str]  # one-line errors printed at the end
     baseline_path: Path | None = None
     baseline_error: str | None = None
-    comparisons: list[GateComparison] = field(default_factory=list)
+    comparisons: list[Comparison] = field(default_factory=list)
     outcome: RunOutcome | None = None  # set by each write()
     written: tuple[Path, Path] | None = None  # results.json, summary.txt
 
@@ -181,39 +200,33 @@ class RunEnd:
                                      self._extra(notes), notes)
         return self.written
 
-    def compare(self, info: Mapping[str, Any], baseline: Baseline) -> None:
-        """The metrics judged against the baseline, before results.json is
-        written (once, with them), in a child bounded as the report is; a
-        comparison that fails is a baseline error, said in results.json too."""
+    def compare(self, info: Mapping[str, Any], baseline: Any, judge: Judge) -> None:
+        """The metrics judged against the baseline by judge, before
+        results.json is written (once, with them), in a child bounded as the
+        report is; a comparison that fails is a baseline error, said in
+        results.json too."""
         try:
             from .bounded import run_bounded
 
             tests = {n: r.to_json() for n, r in self.records.items()}
             data = {"fingerprint": self.fingerprint, "run": dict(info)}
-            self.comparisons = run_bounded(_compare, tests, data, baseline,
-                                           timeout_s=STEP_TIMEOUT_S, memory_bytes=STEP_MEMORY)
+            self.comparisons = list(run_bounded(judge, tests, data, baseline,
+                                                timeout_s=STEP_TIMEOUT_S,
+                                                memory_bytes=STEP_MEMORY))
         except Exception as e:  # noqa: BLE001 - results.json without comparisons
             self.comparisons = []
             self.baseline_error = (f"baseline comparison with {self.baseline_path} failed: "
                                    f"{one_line(e, 300) or type(e).__name__}")
 
-    def report(self, directory: Path) -> None:
-        """report.html from the results.json written, in a child bounded in time
-        and memory (STEP_TIMEOUT_S, STEP_MEMORY); a failure is one error line."""
+    def report(self, directory: Path, write: Callable[[Path], Path]) -> None:
+        """report.html from the results.json written (write(directory): its
+        path), in a child bounded in time and memory (STEP_TIMEOUT_S,
+        STEP_MEMORY); a failure is one error line."""
         try:
             from .bounded import run_bounded
-            from .report import write_html
 
             self.messages.append("report: " + str(run_bounded(
-                write_html, directory, timeout_s=STEP_TIMEOUT_S, memory_bytes=STEP_MEMORY)))
+                write, directory, timeout_s=STEP_TIMEOUT_S, memory_bytes=STEP_MEMORY)))
         except Exception as e:  # noqa: BLE001 - the results stay; the report is extra
             self.errors.append(f"report.html not written: {one_line(e, 300) or type(e).__name__}")
 
-
-def _compare(tests: Mapping[str, Any], data: Mapping[str, Any],
-             baseline: Baseline) -> list[GateComparison]:
-    """The run's metrics judged against baseline (RunEnd.compare's child)."""
-    from .judge import compare_run
-    from .scope import catalogue_of, labeler
-
-    return list(compare_run(tests, baseline, labeler(data, catalogue_of(data))))

@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from .optable import path_options
-from .options import DATA_DIR
+from ..core.optable import path_options
+from ..core.options import DATA_DIR
 
 __all__ = [
     "ScriptError",

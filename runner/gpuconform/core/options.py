@@ -64,7 +64,7 @@ __all__ = [
     "load_inputs", "options_to_args", "seconds", "seconds_or_zero", "parse_devices", "parse_retries", "parse_timeout_override",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 DATA_DIR = REPO_ROOT / "data"
 PROGRESS_MODES = ("auto", "tty", "plain", "off")
 
@@ -164,7 +164,6 @@ class RunInputs:
     fingerprint: dict[str, str] | None
     node: NodePlan
     fingerprint_error: str | None = None
-    baseline: Any = None  # baseline.Baseline: the one asked for by name, loaded and checked
 
 
 def _fingerprint() -> tuple[dict[str, str] | None, str, str | None]:
@@ -178,12 +177,11 @@ def _fingerprint() -> tuple[dict[str, str] | None, str, str | None]:
         return None, "", f"fingerprint: {type(e).__name__}: {' '.join(str(e).split())[:200]}"
 
 
-def load_inputs(o: RunOptions, *, selftest: bool = False, here: bool = True) -> RunInputs:
-    """Read the test lists, expectations, kernel log patterns, the metric
-    catalogue and the baseline asked for by name; InputError (one line,
-    naming the file and line) for anything wrong. here False: the run will
-    be on other machines (fleet submit), whose fingerprints choose their
-    baselines: of those, only the paths are checked."""
+def load_inputs(o: RunOptions, *, selftest: bool = False) -> RunInputs:
+    """Read the test lists, expectations, kernel log patterns and the metric
+    catalogue; InputError (one line, naming the file and line) for anything
+    wrong. (The timing baseline asked for by name is perf's, loaded after
+    these by the caller: plugin.load_run_inputs.)"""
     files: list[Path] = []
     patterns: list[TestPattern] | None = None
     try:
@@ -214,27 +212,7 @@ def load_inputs(o: RunOptions, *, selftest: bool = False, here: bool = True) -> 
     except CatalogueError as e:
         raise InputError(str(e)) from None
     return RunInputs(patterns, files, exp, exp_files, dmesg, catalogue, platform, fp,
-                     node_plan(o), fp_error, _asked_baseline(o, fp, fp_error, here))
-
-
-def _asked_baseline(o: RunOptions, fp: dict[str, str] | None, fp_error: str | None,
-                    here: bool) -> Any:
-    """baseline.asked_baseline of --baseline / --baselines, as InputError."""
-    if o.no_baseline or (o.baseline is None and o.baselines is None):
-        return None
-    from .baseline import BaselineError, asked_baseline
-    from .fingerprint import Fingerprint
-
-    if here and fp is None:
-        asked = f"--baseline {o.baseline}" if o.baseline is not None else \
-            f"--baselines {', '.join(o.baselines or [])}"
-        raise InputError(f"{asked}: this machine's fingerprint, which the baseline must "
-                         f"match, could not be read ({fp_error})")
-    try:
-        return asked_baseline(o.baselines, o.baseline,
-                              Fingerprint.from_json(fp) if here and fp is not None else None)
-    except BaselineError as e:
-        raise InputError(str(e)) from None
+                     node_plan(o), fp_error)
 
 
 def node_plan(o: RunOptions) -> NodePlan:

@@ -25,11 +25,11 @@ from .baseline import (
     write_baseline,
 )
 from .cleanrun import run_id, unclean
-from .fingerprint import Fingerprint, current_fingerprint
+from ..core.fingerprint import Fingerprint, current_fingerprint
 from .gate import Gate, RunSummary
-from .catalogue import Catalogue, CatalogueError, load_catalogue
-from .metrickey import MetricKey
-from .runmetrics import durations, load_results, results_fingerprint, run_metrics
+from ..core.catalogue import Catalogue, CatalogueError, load_catalogue
+from ..core.metrickey import MetricKey
+from ..core.runmetrics import durations, load_results, results_fingerprint, run_metrics
 from .scope import catalogue_of, labeler
 
 __all__ = ["update_baseline"]

@@ -57,7 +57,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from .atomic import atomic_write
+from ..core.atomic import atomic_write
 from .fleet_script import (
     ARRAY_SCRIPT,
     MERGE_SCRIPT,
@@ -74,8 +74,8 @@ from .fleet_script import (
     sbatch_safe,
 )
 from .fleet_slurm import ACTIVE_STATES, Slurm, SlurmError, TaskState
-from .fmt import one_line
-from .journal import (
+from ..core.fmt import one_line
+from ..core.journal import (
     JOURNAL_NAME,
     RUN_NAME,
     JournalError,
@@ -83,8 +83,8 @@ from .journal import (
     read_journal,
     read_run_json,
 )
-from .results import TestRecord
-from .shard import shard_of
+from ..core.results import TestRecord
+from ..core.shard import shard_of
 
 __all__ = [
     "FleetError",

@@ -67,13 +67,16 @@ import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
-from .stats import quantile
+from ..core.stats import quantile
 
-__all__ = ["Gate", "RunSummary", "Assessment", "good_half_mean", "statistic", "summarize",
-           "resolution",
-           "is_maximum", "assess", "shift", "judge", "MIN_RUNS", "SUMMARY_FIELDS"]
+if TYPE_CHECKING:
+    from ..core.runmetrics import RunMetric
+
+__all__ = ["Gate", "RunSummary", "Assessment", "good_half_mean", "statistic", "run_statistic",
+           "summarize", "resolution", "is_maximum", "assess", "shift", "judge", "MIN_RUNS",
+           "SUMMARY_FIELDS"]
 
 MIN_RUNS = 3
 # What a baseline keeps of each run of a metric, in this order.
@@ -133,6 +136,14 @@ def statistic(parts: Sequence[Sequence[float]], better: str) -> float:
     if not parts:
         raise ValueError("no samples")
     return math.fsum(good_half_mean(p, better) for p in parts) / len(parts)
+
+
+def run_statistic(m: RunMetric) -> float:
+    """A run's g of one metric (runmetrics.RunMetric): over its copies when
+    there are several (statistic), else good_half_mean of its samples."""
+    if len(m.parts) > 1:
+        return statistic(m.parts, m.better)
+    return good_half_mean(m.samples, m.better)
 
 
 def summarize(run: int, samples: Sequence[float], better: str,

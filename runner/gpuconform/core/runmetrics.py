@@ -9,13 +9,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import gate
-from .baseline import parse_better
 from .fingerprint import Fingerprint
 from .results import RESULTS_FORMAT
 from .jsondoc import Doc, get, number, top_object, type_name
 from .metrickey import MetricKey, name_problem
-from .metrics import Metric
+from .metrics import Metric, parse_better
 
 __all__ = ["RunMetric", "load_results", "read_results", "run_metrics", "durations",
            "results_fingerprint"]
@@ -37,12 +35,6 @@ class RunMetric:
     @classmethod
     def of(cls, m: Metric) -> "RunMetric":
         return cls(m.key, m.unit, m.better, m.samples)
-
-    def statistic(self) -> float:
-        """The run's g (gate.py): over its copies when there are several."""
-        if len(self.parts) > 1:
-            return gate.statistic(self.parts, self.better)
-        return gate.good_half_mean(self.samples, self.better)
 
     @property
     def per_copy(self) -> int:
