@@ -323,3 +323,26 @@ def test_without_pidfd_the_polling_fallback_works(tmp_path: Path, marker_env: by
     run = run_subtest(hang, "s", ExecOptions(timeout_s=0.3, grace_s=0.2))
     assert run.command.signals_sent == ["SIGTERM", "SIGKILL"]
     assert verdict_of(run).state is State.TIMEOUT
+
+
+def test_an_interrupt_inside_the_spawn_leaves_nothing_running(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """^C or SIGTERM while Popen waits for the child's exec: Popen has forked,
+    returns nothing and kills nothing; the child (found by its token) must not
+    outlive the interrupt."""
+    import subprocess
+    import gpuconform.core.execute as ex
+
+    real = subprocess.Popen
+    spawned: list[int] = []
+
+    def interrupted_popen(*args: object, **kw: object) -> subprocess.Popen[bytes]:
+        p = real(*args, **kw)  # type: ignore[call-overload]
+        spawned.append(p.pid)
+        raise KeyboardInterrupt("gpuconform: received SIGTERM")
+
+    s = script(tmp_path, "t_sleep", "exec sleep 300\n")
+    monkeypatch.setattr(ex.subprocess, "Popen", interrupted_popen)
+    with pytest.raises(KeyboardInterrupt):
+        run_command([str(s)], ExecOptions(timeout_s=60))
+    assert spawned and gone(spawned[0]), spawned

@@ -526,10 +526,16 @@ def run_command(
             res.spawn_error = f"cannot execute {argv[0]}: {e.strerror or e}"
             res.end = time.time()
             return res
+        except BaseException:
+            # Interrupted (^C, SIGTERM) inside Popen, after its fork: the child
+            # runs, and Popen kills nothing. It carries the token: find it so.
+            kill_orphans([f"{RUN_TOKEN_ENV}={token}"], [], options.kill_wait_s)
+            raise
         res.pid = proc.pid
-        pidfd = _pidfd_open(proc.pid)
+        pidfd: int | None = None
         reaped = False
         try:
+            pidfd = _pidfd_open(proc.pid)
             if on_spawn is not None:
                 on_spawn(proc.pid)
             exited = _wait_leader(proc.pid, pidfd, timeout)
