@@ -687,9 +687,9 @@ static void test_granularity(void *data)
 }
 
 /*
- * Contract (hipMemMap "Maps an allocation handle to a reserved virtual
- * address range"): a mapping that starts inside a reservation and runs past
- * its end is not in "a reserved virtual address range" and must be refused
+ * Contract (hipMemMap's brief in hip_runtime_api.h: it maps an allocation
+ * handle to a reserved virtual address range): a mapping that starts inside
+ * a reservation and runs past its end is not in a reserved range and must be refused
  * (which code: header silent), whether the VA after it is free or belongs to
  * another reservation (two reservations are not one). Whatever the runtime
  * answers, everything it mapped is found and given back.

@@ -178,8 +178,8 @@ static void test_defaults(void *data)
 
 /*
  * The granularity clamp is version-dependent: svm_range_apply_attrs stores
- * `min_t(uint32_t, attrs[i].value, 0x3F)` since "drm/amdkfd: Fix shift
- * out-of-bounds issue" (282c1d793076, mainline 6.7, backported to stable
+ * `min_t(uint32_t, attrs[i].value, 0x3F)` since `drm/amdkfd: Fix shift
+ * out-of-bounds issue` (282c1d793076, mainline 6.7, backported to stable
  * series) [src torvalds/linux drivers/gpu/drm/amd/amdkfd/kfd_svm.c @
  * 282c1d793076]; before it `attrs[i].value` was stored as given in the u8
  * field. The release is read with uname: from 6.7 the clamp is the promise;
