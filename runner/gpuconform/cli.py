@@ -63,6 +63,7 @@ from .core.contracts import (
     ContractsError,
     check,
     display_path,
+    expectation_counts,
     load_table,
     render_text,
     view,
@@ -393,7 +394,9 @@ def cmd_list_contracts(args: argparse.Namespace) -> int:
     if results is not None:
         data = _call(load_results, _results_input(results))
         states = {name: str(rec["result"]) for name, rec in data["tests"].items()}
-    header = (f"# {display_path(table.path)}: {len(table.rows)} contract subtests; results: "
+    counts = expectation_counts(table)
+    header = (f"# {display_path(table.path)}: {len(table.rows)} contract subtests; AMD "
+              f"expectations: {', '.join(f'{n} {s}' for s, n in counts.items())}; results: "
               f"{results if results is not None else 'none (no results/*/results.json)'}"
               f"{'; build: ' + str(args.build) if built is not None else ''}\n")
     sys.stdout.write(render_text(view(table, states, built), header))

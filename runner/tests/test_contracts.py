@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from gpuconform.core.contracts import (
     ContractsError,
     Table,
     check,
+    expectation_counts,
     load_table,
     render_text,
     vendor_of,
@@ -251,7 +253,8 @@ def test_cli_contracts_with_results(good_table: Path, tmp_path: Path,
     assert cli.main(["list", "--contracts", "--results", str(res)]) == 0
     out, err = capsys.readouterr()
     assert err == ""
-    assert out.startswith(f"# {good_table}: 3 contract subtests; results: {res}\n")
+    assert out.startswith(f"# {good_table}: 3 contract subtests; AMD expectations: 0 promised, "
+                          f"0 predicted-broken, 5 unknown; results: {res}\n")
     assert [ln.split()[:3] for ln in out.splitlines() if ln.startswith("svm/")] == [
         ["svm/prefetch", "kfd_svm@prefetch", "skip"]]
 
@@ -366,3 +369,63 @@ def test_rule_catches_a_line_dropped_from_the_real_table(tmp_path: Path) -> None
         f"amd  kfd_svm@prefetch` (row at line {drop + 1}); or a new row: `CONTRACT/NAME  amd  "
         "kfd_svm@prefetch` with `CONTRACT/NAME  nvidia  TWIN@SUBTEST` or `CONTRACT/NAME  nvidia  "
         'none "why nvidia has no twin"`']
+
+
+# ------------------------------------------------------------ expectations
+
+
+EXPECTS = GOOD + """\
+expect kfd_mem@lifecycle-vram promised "kfd_chardev.c (Linux v6.8): the handle is freed"
+expect hip_mem@lifecycle predicted-broken "hip_vm.cpp (clr f9f995c6d0ae): no check"
+expect kfd_svm@prefetch unknown
+"""
+
+
+def test_expect_lines_give_each_subtest_its_status(tmp_path: Path) -> None:
+    t = table_of(tmp_path, EXPECTS)
+    assert t.expectation("kfd_mem@lifecycle-vram").status == "promised"
+    assert t.expectation("hip_mem@lifecycle").why == "hip_vm.cpp (clr f9f995c6d0ae): no check"
+    assert t.expectation("kfd_svm@prefetch").status == "unknown"
+    assert t.expectation("kfd_mem@lifecycle-gtt").status == "unknown"  # no line: unknown
+    # AMD entries only: kfd_mem x2, hip_mem, kfd_svm, hipfile_io
+    assert expectation_counts(t) == {"promised": 1, "predicted-broken": 1, "unknown": 3}
+    cells = {c.test: c for r in view(t) for s in r.sides for c in s.cells}
+    assert (cells["hip_mem@lifecycle"].expect, cells["kfd_mem@lifecycle-gtt"].expect) == (
+        "predicted-broken", "")
+    text = render_text(view(t))
+    assert re.search(r"hip_mem@lifecycle +\(predicted-broken\)\n", text)
+    assert "kfd_svm@prefetch (unknown)" in text  # said in the table: shown
+    assert "(promised)" not in text  # the default a reader assumes is not repeated
+
+
+@pytest.mark.parametrize("line, want", [
+    ('expect kfd_mem@lifecycle-vram kept "x"', "unknown status 'kept' (known: promised, "
+     "predicted-broken, unknown)"),
+    ("expect kfd_mem@lifecycle-vram promised", 'promised needs "SOURCE: WHY"'),
+    ('expect kfd_mem@lifecycle-vram predicted-broken ""', 'predicted-broken needs "SOURCE'),
+    ('expect kfd_mem@nope unknown', "kfd_mem@nope is in no row above"),
+    ("expect kfd_mem@lifecycle-vram", 'expected expect BINARY@SUBTEST STATUS "SOURCE: WHY"'),
+    ('expect kfd_mem@lifecycle-vram unknown\nexpect kfd_mem@lifecycle-vram unknown',
+     "kfd_mem@lifecycle-vram has an expect line already (line 11)"),
+])
+def test_malformed_expect_lines(tmp_path: Path, line: str, want: str) -> None:
+    assert want in error_of(tmp_path, GOOD + line + "\n")
+
+
+def test_report_shows_expectations_and_counts(tmp_path: Path) -> None:
+    p = tmp_path / "contracts.txt"
+    p.write_text(EXPECTS)
+    page = render_html(run_data({"hip_mem@lifecycle": "fail"}), contracts_table=p)
+    assert ('hip_mem@lifecycle <span class="state" style="background:#c62828">fail</span> '
+            '<span class="expect" title="hip_vm.cpp (clr f9f995c6d0ae): no check">'
+            'predicted-broken</span>') in page
+    assert "AMD subtests: 1 promised, 1 predicted-broken, 3 unknown." in page
+
+
+def test_real_table_states_the_source_read_predictions() -> None:
+    """The findings the sources predict are in the real table as such."""
+    t = load_table(TABLE_PATH)
+    for test in ("hsa_pools@access-never-allowed", "hip_multigpu@access-invalid-device",
+                 "hip_mem@map-past-reservation"):
+        e = t.expectation(test)
+        assert e.status == "predicted-broken" and e.why, test

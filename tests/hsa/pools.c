@@ -921,19 +921,32 @@ static bool pick_never(struct pools_fx *fx, const struct agent *gpu, struct gran
 }
 
 /*
- * Contract (hsa_amd_agents_allow_access): "each agent in the list must be able
- * to access the memory pool containing @p ptr (using
+ * Contract (hsa_amd_agents_allow_access): what the header promises is its
+ * status for this case, "@retval ::HSA_STATUS_ERROR_INVALID_ARGUMENT @p
+ * num_agents is 0, or @p agents is NULL, @p flags is not NULL, or attempting
+ * to enable access to agent(s) because @p ptr is allocated from an
+ * inaccessible pool." [src ROCm/ROCR-Runtime
+ * runtime/hsa-runtime/inc/hsa_ext_amd.h @ c7785a6da1c1]. Its other sentence
+ * on the case is an obligation of the caller, not a promise of the runtime:
+ * "The caller is responsible for ensuring that each agent in the list must
+ * be able to access the memory pool containing @p ptr (using
  * ::hsa_amd_agent_memory_pool_get_info with
  * ::HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS attribute), otherwise error code is
- * returned", HSA_STATUS_ERROR_INVALID_ARGUMENT "attempting to enable access
- * to agent(s) because @p ptr is allocated from an inaccessible pool". An agent
- * NEVER_ALLOWED on the buffer's pool (a CPU agent on a GPU's VRAM where only
- * GPUs may be granted, or this GPU on another agent's pool), at every
- * position among the agents that may be granted: INVALID_ARGUMENT, and no
- * agent gains access. The ROCr source read (MemoryRegion::AllowAccess) does
- * not consult ACCESS at all: this check holds the runtime to the header. The
- * accessible list shows GPU agents only: for a CPU agent only the status and
- * the other agents' access are checked.
+ * returned." [src ROCm/ROCR-Runtime runtime/hsa-runtime/inc/hsa_ext_amd.h @
+ * c7785a6da1c1]. An agent NEVER_ALLOWED on the buffer's pool (a CPU agent on
+ * a GPU's VRAM where only GPUs may be granted, or this GPU on another
+ * agent's pool), at every position among the agents that may be granted:
+ * INVALID_ARGUMENT (the retval), and no agent gains access (the suite's
+ * multigpu contract). The accessible list shows GPU agents only: for a CPU
+ * agent only the status and the other agents' access are checked.
+ *
+ * A prediction (data/contracts.txt: predicted-broken): ROCr's
+ * MemoryRegion::AllowAccess [src ROCm/ROCR-Runtime
+ * runtime/hsa-runtime/core/runtime/amd_memory_region.cpp @ c7785a6da1c1]
+ * never reads the pool's ACCESS attribute: a GPU agent is added to
+ * `whitelist_nodes` and mapped, a CPU agent sets `cpu_in_list` (host access),
+ * and the call returns HSA_STATUS_SUCCESS. The check holds the runtime to
+ * the retval all the same.
  */
 AGENT_SUBTEST(test_access_never_allowed, false, fx, gpu)
 {
@@ -947,6 +960,8 @@ AGENT_SUBTEST(test_access_never_allowed, false, fx, gpu)
 		     LABEL(gpu));
 	gc_info("%s is NEVER_ALLOWED on a pool of %s; GPUs that may be granted: %s",
 		LABEL(never), LABEL(g.owner), AGENTS(fx, g.who, g.n));
+	gc_info("prediction (ROCr amd_memory_region.cpp @ c7785a6da1c1): AllowAccess reads no "
+		"ACCESS attribute, so the grant succeeds");
 	for (size_t pos = 0; pos <= g.n; pos++) {
 		gc_hsa_list_with(g.who, g.n, never->a, pos, list);
 		refused_grant(fx, &g, list, g.n + 1, ok, ARRAY_SIZE(ok));

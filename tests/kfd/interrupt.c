@@ -80,10 +80,14 @@
  * version. After the loop, the map waits only in
  * amdgpu_amdkfd_gpuvm_sync_memory(..., true) -> dma_fence_wait ("Returns
  * -ERESTARTSYS if interrupted, 0 if the wait timed out, or the remaining
- * timeout in jiffies on success"), and the unmap in the same wait and in
- * amdgpu_amdkfd_gpuvm_dmaunmap_mem()'s "amdgpu_bo_reserve(mem->bo, true)",
- * i.e. ttm_bo_reserve(): "if (ret == -EINTR) return -ERESTARTSYS;". So, with
- * SA_RESTART:
+ * timeout in jiffies on success"), and the unmap in the same wait. The
+ * unmap's amdgpu_amdkfd_gpuvm_dmaunmap_mem() also reserves the buffer, with
+ * `amdgpu_bo_reserve(mem->bo, true)`, but that second argument is no_intr:
+ * "@no_intr: don't return -ERESTARTSYS on pending signal" [src torvalds/linux
+ * drivers/gpu/drm/amd/amdgpu/amdgpu_object.h @ 42ac0be18bfa], and the helper
+ * passes `!no_intr` as ttm_bo_reserve()'s interruptible, so that wait is not
+ * interruptible and gives no signal return at all; only the sync wait does.
+ * So, with SA_RESTART:
  *  - expected: the map (unmap) of every GPU converges, each GPU mapped once
  *    (none), allocations take their memory once; most calls complete in one
  *    ioctl however many signals landed inside it;
@@ -715,8 +719,8 @@ static void test_unmap_all(void *data)
  * Contract: the same with SA_RESTART: a restarted unmap resumes from its
  * n_success (a device unmapped twice would answer -EINVAL: "If no VMs were
  * reserved, it means the BO wasn't actually mapped"), converges, leaves no
- * GPU mapped; EINTR with n_success == n (the sync wait and dmaunmap after the
- * loop give -ERESTARTSYS) fails.
+ * GPU mapped; EINTR with n_success == n (the sync wait after the loop gives
+ * -ERESTARTSYS; the dmaunmap reservation after it is not interruptible) fails.
  */
 static void test_unmap_all_sa_restart(void *data)
 {

@@ -27,11 +27,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "core.h"
 #include "gc_kfd.h"
 #include "io.h"
+#include "srcver.h"
 
 #define RANGE_SIZE (6 * MiB) /* three 2 MiB thirds */
 #define RANGE_ALIGN (2 * MiB)
@@ -175,6 +177,39 @@ static void test_defaults(void *data)
 /* ------------------------------------------------------------ set/get */
 
 /*
+ * The granularity clamp is version-dependent: svm_range_apply_attrs stores
+ * `min_t(uint32_t, attrs[i].value, 0x3F)` since `drm/amdkfd: Fix shift
+ * out-of-bounds issue` (282c1d793076, mainline 6.7, backported to stable
+ * series) [src torvalds/linux drivers/gpu/drm/amd/amdkfd/kfd_svm.c @
+ * 282c1d793076]; before it `attrs[i].value` was stored as given in the u8
+ * field. The release is read with uname: from 6.7 the clamp is the promise;
+ * before, either, and the output says which this kernel has
+ * (lib/srcver.h).
+ */
+static void set_get_granularity(struct svm_fx *fx, uint64_t va)
+{
+	struct gc_svm_gran_rule r;
+	struct utsname u;
+	unsigned ma, mi, got;
+
+	gc_assert_syscall(uname(&u));
+	gc_assert_f(gc_kernel_release_parse(u.release, &ma, &mi) == 0,
+		    "kernel release %s is not MAJOR.MINOR...", u.release);
+	r = gc_svm_granularity_rule(ma, mi, 200);
+	set1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_GRANULARITY, 200);
+	got = get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_GRANULARITY);
+	gc_info("kernel %s: %s; granularity 200 read back as %u (%s)", u.release, r.why, got,
+		got == r.clamped ? "clamped" : got == r.as_given ? "as given" : "neither");
+	if (r.either)
+		gc_check_f(got == r.clamped || got == r.as_given, "granularity 200 read back as %u, "
+			   "want %u (clamped) or %u (as given) on %s", got, r.clamped, r.as_given,
+			   u.release);
+	else
+		gc_check_f(got == r.clamped, "granularity 200 read back as %u, want %u (clamped) "
+			   "on %s", got, r.clamped, u.release);
+}
+
+/*
  * Every attribute set on a whole range reads back exactly
  * (svm_range_apply_attrs stores each value; GET over one uniform range
  * returns it). SET_FLAGS adds to and CLR_FLAGS removes from the defaults.
@@ -229,9 +264,7 @@ GC_KFD_GPU_SUBTEST(test_set_get, struct svm_fx, fx, gpu)
 	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), LOC_SYSMEM);
 	set1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, LOC_UNDEF);
 	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), LOC_UNDEF);
-	/* kfd_svm.c: "prange->granularity = min_t(uint32_t, attrs[i].value, 0x3F)". */
-	set1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_GRANULARITY, 200);
-	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_GRANULARITY), 0x3F);
+	set_get_granularity(fx, va);
 }
 
 /*

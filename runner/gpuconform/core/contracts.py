@@ -29,6 +29,17 @@ reason cannot hold one). Every problem is a ContractsError, one line
     view(table, states, built)  the rows as shown: per vendor its entries with
                                 their result in a run, or its reason
     render_text(...)            `gpuconform list --contracts`: vendors side by side
+    expectation_counts(table)   per status, how many AMD entries have it
+
+What the sources say of a subtest's expectation (its verdict before any run),
+one line per BINARY@SUBTEST already in a row, never two:
+
+    expect  BINARY@SUBTEST  STATUS  "SOURCE: WHY"
+
+STATUS is promised (the source read keeps the promise the subtest holds),
+predicted-broken (the source read shows the promise will not hold: WHY names
+the code) or unknown (not read, or read and undecided). promised and
+predicted-broken need WHY; an AMD entry without a line is unknown.
 """
 
 from __future__ import annotations
@@ -61,6 +72,9 @@ __all__ = [
     "RowView",
     "view",
     "render_text",
+    "EXPECT_STATES",
+    "Expectation",
+    "expectation_counts",
 ]
 
 TABLE_PATH = Path(__file__).resolve().parents[3] / "data" / "contracts.txt"
@@ -78,6 +92,8 @@ NOT_RUN = "-"
 _ROW_RE = re.compile(r"[a-z0-9][a-z0-9_-]*/[A-Za-z0-9][A-Za-z0-9_-]*\Z")
 _REASON_RE = re.compile(r'none\s+"([^"]*)"\s*\Z')
 _SUGGESTIONS = 3
+EXPECT_STATES = ("promised", "predicted-broken", "unknown")
+_EXPECT_RE = re.compile(r'expect\s+(\S+)\s+(\S+)(?:\s+"([^"]*)")?\s*\Z')
 
 
 class ContractsError(Exception):
@@ -125,10 +141,23 @@ class Row:
         return side is not None and bool(side.entries)
 
 
+@dataclass(frozen=True)
+class Expectation:
+    """What the sources say of one subtest's expectation."""
+    status: str  # one of EXPECT_STATES
+    why: str  # the source and the code, "" for an unknown without a note
+    line: int
+
+
 @dataclass
 class Table:
     path: Path
     rows: list[Row]
+    expectations: dict[str, Expectation] = field(default_factory=dict)
+
+    def expectation(self, test: str) -> Expectation:
+        """test's expectation; unknown when the table gives none."""
+        return self.expectations.get(test, Expectation("unknown", "", 0))
 
     def entries(self) -> dict[str, tuple[Row, Entry]]:
         """Every BINARY@SUBTEST of the table, with its row."""
@@ -213,6 +242,26 @@ def _add_line(row: Row, vendor: str, rest: str, where: str, line: int,
         side.entries.append(Entry(text, line))
 
 
+def _add_expect(text: str, where: str, line: int,
+                expectations: dict[str, Expectation]) -> str:
+    """Parse an expect line into expectations; returns its BINARY@SUBTEST."""
+    m = _EXPECT_RE.match(text)
+    if m is None:
+        raise ContractsError(f'{where}: expected expect BINARY@SUBTEST STATUS "SOURCE: WHY"')
+    test, status, why = m.group(1), m.group(2), " ".join((m.group(3) or "").split())
+    if status not in EXPECT_STATES:
+        raise ContractsError(f"{where}: unknown status {status!r} (known: "
+                             f"{', '.join(EXPECT_STATES)})")
+    if status != "unknown" and not why:
+        raise ContractsError(f'{where}: {status} needs "SOURCE: WHY" (the file, its version '
+                             "and the code that keeps or breaks the promise)")
+    if test in expectations:
+        raise ContractsError(f"{where}: {test} has an expect line already (line "
+                             f"{expectations[test].line})")
+    expectations[test] = Expectation(status, why, line)
+    return test
+
+
 def load_table(path: Path = TABLE_PATH) -> Table:
     """The table of path (data/contracts.txt by default); ContractsError on
     the first malformed line."""
@@ -220,8 +269,15 @@ def load_table(path: Path = TABLE_PATH) -> Table:
     rows: list[Row] = []
     by_name: dict[str, Row] = {}
     seen: dict[str, tuple[str, int]] = {}
+    expectations: dict[str, Expectation] = {}
     for lineno, text, _ in read_lines(path, ContractsError):
         where = f"{path}:{lineno}"
+        if text.split(None, 1)[0] == "expect":
+            test = _add_expect(text, where, lineno, expectations)
+            if test not in seen:
+                raise ContractsError(f"{where}: {test} is in no row above: an expect line "
+                                     "follows its subtest's row")
+            continue
         parts = text.split(None, 2)
         if len(parts) < 3:
             raise ContractsError(f'{where}: expected ROW VENDOR BINARY@SUBTEST... or ROW VENDOR '
@@ -241,7 +297,16 @@ def load_table(path: Path = TABLE_PATH) -> Table:
             raise ContractsError(f"{where}: row {name} began at line {row.line} and other rows "
                                  "came between: keep a row's lines together")
         _add_line(row, vendor, rest, where, lineno, seen)
-    return Table(path, rows)
+    return Table(path, rows, expectations)
+
+
+def expectation_counts(table: Table, vendor: str = "amd") -> dict[str, int]:
+    """Per status (EXPECT_STATES order), how many of vendor's entries have it."""
+    counts = dict.fromkeys(EXPECT_STATES, 0)
+    for test, (_row, entry) in table.entries().items():
+        if vendor_of(entry.binary) == vendor:
+            counts[table.expectation(test).status] += 1
+    return counts
 
 
 # ---------------------------------------------------------------- the rule
@@ -325,6 +390,8 @@ class Cell:
     test: str
     state: str | None  # its result in the run; NOT_RUN when absent; None without a run
     mark: str  # "" or what the build says against it: "not built", "no such subtest"
+    expect: str = ""  # its status (EXPECT_STATES) where the table gives one, else ""
+    why: str = ""  # the expect line's "SOURCE: WHY"
 
 
 @dataclass(frozen=True)
@@ -350,6 +417,11 @@ def _mark(entry: Entry, built: Mapping[str, Sequence[str]] | None) -> str:
     return "no such subtest" if subtests and entry.subtest not in subtests else ""
 
 
+def _expect_of(table: Table, test: str) -> tuple[str, str]:
+    e = table.expectations.get(test)
+    return ("", "") if e is None else (e.status, e.why)
+
+
 def view(table: Table, states: Mapping[str, str] | None = None,
          built: Mapping[str, Sequence[str]] | None = None) -> list[RowView]:
     """Every row, per vendor its cells or reason; states: a run's result per
@@ -362,7 +434,7 @@ def view(table: Table, states: Mapping[str, str] | None = None,
         for v in vendors:
             side = row.sides.get(v, Side())
             cells = [Cell(e.test, None if states is None else states.get(e.test, NOT_RUN),
-                          _mark(e, built)) for e in side.entries]
+                          _mark(e, built), *_expect_of(table, e.test)) for e in side.entries]
             sides.append(SideView(v, cells, side.reason, v in TWIN_VENDORS and v not in row.sides))
         out.append(RowView(row.name, sides))
     return out
@@ -373,7 +445,8 @@ def _cell_texts(side: SideView, width: int) -> list[str]:
     reason wrapped to width."""
     if side.cells:
         w = max(len(c.test) for c in side.cells)
-        parts = [[c.test.ljust(w), c.state or "", f"[{c.mark}]" if c.mark else ""]
+        parts = [[c.test.ljust(w), c.state or "", f"[{c.mark}]" if c.mark else "",
+                  f"({c.expect})" if c.expect and c.expect != "promised" else ""]
                  for c in side.cells]
         return [" ".join(p for p in ps if p).rstrip() for ps in parts]
     if side.reason is not None:

@@ -52,7 +52,14 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ..core.atomic import atomic_write
-from ..core.contracts import TABLE_PATH, ContractsError, display_path, load_table, view
+from ..core.contracts import (
+    TABLE_PATH,
+    ContractsError,
+    display_path,
+    expectation_counts,
+    load_table,
+    view,
+)
 from ..core.fingerprint import Fingerprint
 from ..core.fmt import nice_ticks
 from ..core.jsondoc import DocError
@@ -630,6 +637,8 @@ class _TestRow:
 class _ContractCell:
     test: str
     state: Badge | None  # None: not in this run
+    expect: str = ""  # what the sources say (contracts.EXPECT_STATES) where the table says it
+    why: str = ""  # the source and the code
 
 
 @dataclass(frozen=True)
@@ -651,6 +660,7 @@ class _ContractsView:
     vendors: list[str]
     rows: list[_ContractRow]
     error: str  # the table could not be read: why (and no rows)
+    counts: str = ""  # the AMD entries per expectation status, one line
 
 
 @dataclass(frozen=True)
@@ -818,9 +828,9 @@ def _contracts(tests: Mapping[str, Any], table_path: Path) -> _ContractsView | N
     return _ContractsView(display_path(table_path), vendors, [
         _ContractRow(r.name, [_ContractSide(
             [_ContractCell(c.test, None if c.state == "-" or c.state is None
-                           else _state_badge(c.state)) for c in side.cells],
+                           else _state_badge(c.state), c.expect, c.why) for c in side.cells],
             side.reason or "", side.missing) for side in r.sides])
-        for r in rows], "")
+        for r in rows], "", ", ".join(f"{n} {s}" for s, n in expectation_counts(table).items()))
 
 
 def _info(data: Mapping[str, Any]) -> list[tuple[str, str]]:
