@@ -430,6 +430,10 @@ def test_new_missing_insufficient_and_unselected() -> None:
     assert got["bin@sub@gpu0:bw"].note == "bin@sub passed without recording it"
     assert "bin@sub:noisy" in got  # missing too
     assert compare_run({"other@x": record()}, b) == []  # bin@sub not selected: no verdict
+    # bin@sub ran other dynamic subtests (a level or a node without gpu0): no verdict for gpu0
+    other = {"bin@sub": record("pass", [metric("bin", "sub", "lat", RUNS[0])],
+                               dynamic={"gpu1": "pass"})}
+    assert "bin@sub@gpu0:bw" not in {c.key for c in compare_run(other, b)}
     unit = {"bin@sub": record("pass", [metric("bin", "sub", "lat", RUNS[0], unit="us")])}
     (c,) = [c for c in compare_run(unit, b) if c.key == "bin@sub:lat"]
     assert c.verdict == "new" and "changed from 'ns'" in c.note

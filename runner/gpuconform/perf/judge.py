@@ -138,6 +138,14 @@ def _baseline_key(text: str) -> MetricKey:
     return k
 
 
+def _other_dynamics(test: str, rec: Mapping[str, Any]) -> bool:
+    """test is BIN@SUB@DYN and rec's subtest ran dynamic subtests, DYN not
+    among them: a plan of another level, a case of another node's GPUs."""
+    parts = test.split("@", 2)
+    ran = rec.get("dynamic")
+    return len(parts) == 3 and isinstance(ran, Mapping) and bool(ran) and parts[2] not in ran
+
+
 def compare_run(records: Mapping[str, Any], baseline: Baseline,
                 node: Any = None) -> list[GateComparison]:
     """Every metric of records (results.json's "tests") against baseline,
@@ -161,6 +169,8 @@ def compare_run(records: Mapping[str, Any], baseline: Baseline,
         rec = records.get(k.record)
         if not isinstance(rec, Mapping):
             continue  # not selected in this run: no verdict
+        if _other_dynamics(k.test, rec):
+            continue  # its subtest ran other dynamic subtests (another level's, node's)
         theirs = k.node
         if theirs is not None and (node is None or node(str(k.with_node(None)), rec) != theirs):
             continue  # measured on a node of another shape
