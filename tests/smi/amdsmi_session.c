@@ -226,7 +226,9 @@ static void *fx_setup(void)
 				"amdsmi_get_gpu_memory_total(VRAM)",
 				"amdsmi_get_temp_metric(HOTSPOT, CURRENT)",
 				"amdsmi_get_gpu_busy_percent" },
-		.refcounted = true, .ops = &ops, .ctx = &x->a,
+		.refcounted = true,
+		.count_why = "amdsmi.h (26.2.1): the same number of inits as shutdowns",
+		.ops = &ops, .ctx = &x->a,
 	};
 	ss_setup(&x->ss);
 	return x;

@@ -14,9 +14,9 @@
  * RSMI_STATUS_REFCOUNT_OVERFLOW, "An internal reference counter exceeded
  * INT32_MAX", and RSMI_STATUS_BUSY, "A resource or mutex could not be
  * acquired because it is already being used", but no function documents
- * either). So lib.refcounted is false: what nested and concurrent sessions
- * return is recorded, and asserted are the documented successes, no
- * deadlock, no wrong answer and the release of every device node.
+ * either). The library's source does keep a count under a mutex (see
+ * fx_setup), and lib.refcounted holds that: nested and concurrent sessions
+ * must keep working until the last shutdown.
  *
  * Seen on a machine without an amdgpu device (librocm-smi64 5.2.3):
  * rsmi_init(0) returns RSMI_STATUS_INIT_ERROR after printing "Failed to open
@@ -143,6 +143,26 @@ static const struct ss_ops ops = {
 
 /* ------------------------------------------------------------ fixture */
 
+/*
+ * The count the header does not document, read in the library's source: in
+ * rsmi_init, under `std::lock_guard<std::mutex> guard(*smi.bootstrap_mutex());`,
+ * `if (smi.ref_count() == INT32_MAX)` returns RSMI_STATUS_REFCOUNT_OVERFLOW,
+ * else `smi.ref_count_inc()` and only `if (smi.ref_count() == 1)` does
+ * `smi.Initialize(flags)` run (a throw decrements the count again); in
+ * rsmi_shut_down, under the same mutex, `if (smi.ref_count() == 0)` returns
+ * RSMI_STATUS_INIT_ERROR, else `smi.ref_count_dec()` and only at 0
+ * `smi.Cleanup()` [src ROCm/rocm_smi_lib src/rocm_smi.cc @ rocm-5.2.3]. The
+ * same two functions at the newest commit read
+ * [src ROCm/rocm_smi_lib src/rocm_smi.cc @ a1295714f2f6], and at the tags
+ * read between (rocm-3.5.0, 4.0.0, 4.5.2, 5.4.4, 5.7.1, 6.0.0, 6.2.2);
+ * rocm-3.3.0 has no count (its rsmi_init calls Initialize every time). So
+ * lib.refcounted is true for any library from rocm-3.5.0 on: every init,
+ * shutdown and query inside a session is asserted, as for a documented
+ * count. rsmi_shut_down also unlocks every device mutex; they are made
+ * recursive and robust [src ROCm/rocm_smi_lib
+ * third_party/shared_mutex/shared_mutex.cc @ rocm-5.2.3], so glibc
+ * refuses (EPERM) to unlock one that a querying thread holds.
+ */
 static void *fx_setup(void)
 {
 	struct ss_fx *f = calloc(1, sizeof(*f));
@@ -157,7 +177,10 @@ static void *fx_setup(void)
 				"rsmi_dev_pci_id_get", "rsmi_dev_memory_total_get(VRAM)",
 				"rsmi_dev_temp_metric_get(JUNCTION, CURRENT)",
 				"rsmi_dev_busy_percent_get" },
-		.refcounted = false, .ops = &ops,
+		.refcounted = true,
+		.count_why = "rocm_smi's source, rocm-3.5.0 on (rocm-5.2.3, a1295714f2f6): "
+			     "rsmi_init / rsmi_shut_down count under bootstrap_mutex",
+		.ops = &ops,
 	};
 	ss_setup(f);
 	for (unsigned i = 0; i < f->n; i++)

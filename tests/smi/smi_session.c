@@ -92,7 +92,7 @@ static void no_device(struct ss_fx *f, int cards, const char *fmt, ...)
 	gc_info("only exclusive-node can run: %s", f->why);
 }
 
-/* Shut a session down: the status asserted where the docs promise the count, else recorded. */
+/* Shut a session down: the status asserted where the library promises the count, else recorded. */
 void ss_shut(struct ss_fx *f, const char *when)
 {
 	ss_status r = f->lib.ops->shutdown(f->lib.ctx);
@@ -172,6 +172,8 @@ void ss_before_each(void *data)
 {
 	const struct ss_fx *f = data;
 
+	gc_info("%s: %s", f->lib.refcounted ? "counted, asserted" : "no count promised, recorded",
+		f->lib.count_why);
 	gc_require_f(f->stuck == 0, "%u threads of an earlier subtest never returned (%s "
 		     "deadlocked, or they could not all be started)", f->stuck, f->lib.name);
 }
@@ -319,11 +321,11 @@ void ss_extra_shutdown(struct ss_fx *f, const char *after)
  * (rsmi_init: "RSMI_STATUS_SUCCESS is returned upon successful call";
  * amdsmi_init: "AMDSMI_STATUS_SUCCESS on success"), the session then sees
  * the devices, and the device nodes are back once the k-th shutdown
- * returned. Where the docs promise the count (amdsmi.h: "Singleton Design,
- * requires the same number of inits as shutdowns") every shutdown succeeds
- * and the session still answers after each of the first k - 1; where they
- * do not (rocm_smi.h documents no count and gives rsmi_shut_down no return
- * value), those are recorded. What follows the last shutdown is recorded.
+ * returned. Where the library promises the count (lib.refcounted: amdsmi.h,
+ * "Singleton Design, requires the same number of inits as shutdowns";
+ * rocm_smi, by its source, rsmi_session.c) every shutdown succeeds and the
+ * session still answers after each of the first k - 1; where it does not,
+ * those are recorded. What follows the last shutdown is recorded.
  */
 GC_SESSION_REFCOUNT_CASES(refcount_ks, refcount_one);
 
@@ -473,7 +475,7 @@ static void cost_cold(struct ss_fx *f, double *init, double *shutdown, double *l
 
 /*
  * Inside a held session: init and shutdown (warm), then a request. Where
- * the docs promise no count, an inner shutdown that ends the held session
+ * the library promises no count, an inner shutdown that ends the held session
  * skips the warm metrics, naming it.
  */
 static void cost_warm(struct ss_fx *f, double *warm, double *query)
@@ -492,9 +494,8 @@ static void cost_warm(struct ss_fx *f, double *warm, double *query)
 		r = request(f, &query[i]);
 		if (r != SS_SUCCESS && !l->refcounted) {
 			l->ops->shutdown(l->ctx);
-			gc_skip("an init and shutdown inside a held session ended it: %s: %s (%s "
-				"documents no count)", l->resolve_call, ss_rs(f, r, b, sizeof(b)),
-				l->name);
+			gc_skip("an init and shutdown inside a held session ended it: %s: %s (%s)",
+				l->resolve_call, ss_rs(f, r, b, sizeof(b)), l->count_why);
 		}
 		ss_ok(f, l->resolve_call, r);
 	}

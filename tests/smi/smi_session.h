@@ -77,12 +77,15 @@ struct ss_lib {
 		*id_call;
 	const char *query_call[SS_NQ];
 	/*
-	 * The documentation promises a reference count of inits and shutdowns,
-	 * made by any thread: then every init, shutdown and query inside a
-	 * session must succeed as the reference session's did. Without the
-	 * promise those statuses are recorded, not asserted.
+	 * The library promises a reference count of inits and shutdowns, made
+	 * by any thread (its documentation, or the source of the version that
+	 * runs): then every init, shutdown and query inside a session must
+	 * succeed as the reference session's did. Without the promise those
+	 * statuses are recorded, not asserted. count_why says which promise
+	 * and where it comes from (a version, a source); every subtest prints it.
 	 */
 	bool refcounted;
+	const char *count_why;
 	const struct ss_ops *ops;
 	void *ctx;
 };

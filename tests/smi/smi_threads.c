@@ -126,7 +126,7 @@ static void count_status(struct run *run, const char *call, ss_status st)
 	pthread_mutex_unlock(&run->lock);
 }
 
-/* A status other than the reference session's: a problem where the docs promise, else counted. */
+/* A status other than the reference session's: a problem where counted, else tallied. */
 static void seen(struct run *run, const char *call, ss_status r)
 {
 	char b[192];
@@ -347,9 +347,9 @@ static void report_tally(struct run *run, const char *phase)
 	char b[192];
 
 	for (unsigned i = 0; i < run->ntally; i++)
-		gc_info("%s: %s gave %s x%lu (%s documents no count: recorded)", phase,
-			run->tally[i].call, ss_rs(run->f, run->tally[i].st, b, sizeof(b)),
-			run->tally[i].n, run->f->lib.name);
+		gc_info("%s: %s gave %s x%lu (recorded: %s)", phase, run->tally[i].call,
+			ss_rs(run->f, run->tally[i].st, b, sizeof(b)), run->tally[i].n,
+			run->f->lib.count_why);
 	if (run->untallied)
 		gc_info("%s: %lu more statuses of other kinds", phase, run->untallied);
 }
@@ -397,9 +397,9 @@ static void concurrent_run(struct run *run)
  * standard, 256 x 20 at quick, as many as fit at long), while a watcher
  * holds its own session and polls. Asserted: no deadlock, no answer
  * that differs from the persistent session's, the device nodes back, and a
- * new session afterwards seeing every device as before. Where the docs
- * promise the count (amdsmi), every call succeeds as in the reference
- * session and every request is answered; where they do not (rocm_smi),
+ * new session afterwards seeing every device as before. Where the library
+ * promises the count (lib.refcounted), every call succeeds as in the
+ * reference session and every request is answered; where it does not,
  * other statuses are counted and recorded.
  */
 void ss_test_concurrent(void *data)
@@ -457,13 +457,11 @@ static struct run *burst(struct ss_fx *f, bool shut)
 /*
  * unpaired-init: 64 threads call init at once and never shut down; 64
  * other threads then call shutdown at once. Asserted: no deadlock; where
- * the docs promise the count (amdsmi.h: "Singleton Design, requires the
- * same number of inits as shutdowns"; its later documentation: "Threads may
- * call amdsmi_init and amdsmi_shut_down concurrently; the calls are
- * serialized"), all 128 calls succeed and the session is open between the
- * bursts; in every case the device nodes are released after the last
- * shutdown and a new session works. What one more shutdown returns is
- * recorded (in a child).
+ * the library promises the count under a lock (lib.refcounted: rocm_smi by
+ * its source; amdsmi by its version, amdsmi_session.c), all 128 calls
+ * succeed and the session is open between the bursts; in every case the
+ * device nodes are released after the last shutdown and a new session
+ * works. What one more shutdown returns is recorded (in a child).
  */
 void ss_test_unpaired(void *data)
 {
