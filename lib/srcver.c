@@ -36,3 +36,21 @@ struct gc_svm_gran_rule gc_svm_granularity_rule(unsigned major, unsigned minor, 
 		"before 6.7: clamped where the stable backport of 282c1d793076 is in, else as given";
 	return r;
 }
+
+struct gc_amdsmi_count_rule gc_amdsmi_count_rule(unsigned major, unsigned minor,
+						 unsigned release)
+{
+	unsigned long v = (unsigned long)major * 1000000ul + (unsigned long)minor * 1000ul +
+			  (release < 1000 ? release : 999);
+
+	if (major <= 24)
+		return (struct gc_amdsmi_count_rule){ GC_AMDSMI_COUNT_NONE,
+			"24.x and before (read: rocm-5.5.0 to 24.7.0): a bool, no count" };
+	if (minor >= 1000 || v < 26002001ul)
+		return (struct gc_amdsmi_count_rule){ GC_AMDSMI_COUNT_UNKNOWN,
+			"between 24.7.0 (a bool) and 26.2.1 (a count): no source of this "
+			"version read" };
+	return (struct gc_amdsmi_count_rule){ GC_AMDSMI_COUNT_UNLOCKED,
+		"26.2.1 on (read: 26.2.1, 27.1.0): a count, without a lock around "
+		"init / cleanup" };
+}

@@ -83,7 +83,7 @@ const char *gc_amdsmi_missing(const struct gc_amdsmi *a)
 	return NULL;
 }
 
-int gc_amdsmi_check_version(const struct gc_amdsmi *a, char *why, size_t why_len)
+int gc_amdsmi_check_version(struct gc_amdsmi *a, char *why, size_t why_len)
 {
 	gc_amdsmi_version_buf vb;
 	gc_amdsmi_ret r;
@@ -96,6 +96,10 @@ int gc_amdsmi_check_version(const struct gc_amdsmi *a, char *why, size_t why_len
 			 gc_amdsmi_strerror(a, r, b, sizeof(b)));
 		return -EIO;
 	}
+	a->major = vb.v.major;
+	a->minor = vb.v.minor;
+	a->release = vb.v.release;
+	a->have_version = true;
 	if (vb.v.major == GC_AMDSMI_ABI_MAJOR)
 		return 0;
 	snprintf(why, why_len, "%s: amdsmi_get_lib_version gives major %u (build %s); "

@@ -8,6 +8,7 @@
 #ifndef GPUCONFORM_GC_AMDSMI_H
 #define GPUCONFORM_GC_AMDSMI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +38,9 @@ struct gc_amdsmi {
 	void *lib;
 	char soname[64];
 	struct gc_amdsmi_fn fn;
+	/* what gc_amdsmi_check_version() read (26.x layout); have_version once it did */
+	unsigned major, minor, release;
+	bool have_version;
 };
 
 /*
@@ -54,9 +58,10 @@ const char *gc_amdsmi_missing(const struct gc_amdsmi *a);
  * Inside a session (23.x and 24.x libraries answered amdsmi_get_lib_version
  * only after amdsmi_init): 0 when the library's major is
  * GC_AMDSMI_ABI_MAJOR, -EPROTO when it is another (why[] names both), -EIO
- * when the call fails (why[] names the status).
+ * when the call fails (why[] names the status). The version read is kept
+ * in a->major, minor, release (have_version).
  */
-int gc_amdsmi_check_version(const struct gc_amdsmi *a, char *why, size_t why_len);
+int gc_amdsmi_check_version(struct gc_amdsmi *a, char *why, size_t why_len);
 
 /* "AMDSMI_STATUS_NOT_INIT" for the codes gc_amdsmi_abi.h declares, else "amdsmi_status_t N". */
 const char *gc_amdsmi_status_name(gc_amdsmi_ret r, char *buf, size_t len);

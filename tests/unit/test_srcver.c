@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Unit tests of lib/srcver: kernel releases as uname gives them, and the
- * SVM granularity promise of each.
+ * SVM granularity promise of each; amdsmi's init count by library version.
  */
 #include <errno.h>
 
@@ -66,9 +66,44 @@ static void test_granularity(void *data)
 	gc_check_cmpuint(r.clamped, ==, 9);
 }
 
+struct amdsmi_case {
+	const char *name;
+	unsigned major, minor, release;
+	enum gc_amdsmi_count count;
+};
+
+/* 24.7.0 read through the 26.x layout is major 24 (its year), minor 7, release 0. */
+GC_VARIANTS_F(struct amdsmi_case, amdsmi_cases, amdsmi_one, "%s", c->name) = {
+	{ "v23-4-0-year", 23, 4, 0, GC_AMDSMI_COUNT_NONE },
+	{ "v24-7-0-year", 24, 7, 0, GC_AMDSMI_COUNT_NONE },
+	{ "v25-0-0", 25, 0, 0, GC_AMDSMI_COUNT_UNKNOWN },
+	{ "v26-0-0", 26, 0, 0, GC_AMDSMI_COUNT_UNKNOWN },
+	{ "v26-1-9", 26, 1, 9, GC_AMDSMI_COUNT_UNKNOWN },
+	{ "v26-2-0", 26, 2, 0, GC_AMDSMI_COUNT_UNKNOWN },
+	{ "v26-2-1", 26, 2, 1, GC_AMDSMI_COUNT_UNLOCKED },
+	{ "v26-10-0", 26, 10, 0, GC_AMDSMI_COUNT_UNLOCKED },
+	{ "v27-1-0", 27, 1, 0, GC_AMDSMI_COUNT_UNLOCKED },
+	{ "v26-huge-minor", 26, 5000, 0, GC_AMDSMI_COUNT_UNKNOWN },
+};
+
+static void amdsmi_one(void *ctx, const struct amdsmi_case *c)
+{
+	struct gc_amdsmi_count_rule r = gc_amdsmi_count_rule(c->major, c->minor, c->release);
+
+	(void)ctx;
+	gc_check_cmpint(r.count, ==, c->count);
+	gc_check(r.why && r.why[0]);
+}
+
+static void test_amdsmi(void *data)
+{
+	gc_variants(amdsmi_cases, data);
+}
+
 static const struct gc_subtest subtests[] = {
 	{ "release", test_release, "MAJOR.MINOR from uname releases, junk refused" },
 	{ "granularity", test_granularity, "the SVM granularity clamp from 6.7, either before" },
+	{ "amdsmi-count", test_amdsmi, "amdsmi's init count by version: bool, unknown, count" },
 	{ 0 }
 };
 
