@@ -53,6 +53,25 @@
  *  - kfd_wait_on_events(): returns 0 with wait_result COMPLETE or TIMEOUT
  *    (timeout 0 is KFD_EVENT_TIMEOUT_IMMEDIATE: one check, no sleep).
  *
+ * Two kinds of kernel, both written here, the one found printed by every
+ * subtest that creates an event. The amd-gfx series of June 2026 "remove
+ * dead kernel-allocated signal page code" (not in any release read) drops
+ * the kernel's own page: without a user-mapped page the first CREATE_EVENT
+ * then fails with ENOMEM. So the first CREATE_EVENT of each child, made
+ * without a page, decides the side:
+ *  - it succeeds: "this kernel allocates the event page itself"; the
+ *    promises above hold (255 events unmapped, mapped_bytes / 8 - 1 with the
+ *    page mmapped at the returned offset).
+ *  - it fails with ENOMEM: "this kernel has no kernel-allocated event page".
+ *    limit-unmapped skips saying so (its promise is the kernel page's);
+ *    limit-mapped and destroy-frees-slot map the page first as libhsakmt
+ *    does on dGPUs: a GTT BO of KFD_SIGNAL_EVENT_LIMIT * 8 bytes, its handle
+ *    given as event_page_offset of the first CREATE_EVENT (kfd_kmap_event_page
+ *    sets signal_mapped_size to the BO's size), read through the BO's CPU
+ *    mapping; the wait subtests set the same page up before their events.
+ * An ENOMEM that is a real shortage on a kernel with its own page would be
+ * taken for the second side; the output names the side so a reader can tell.
+ *
  * KFD state is per process (per mm), so every subtest runs in a forked child
  * that opens /dev/kfd itself: a fresh kfd_process, event ID 0 only, no page.
  * The child reports pass (0), skip (77, its reason printed) or failure.
@@ -244,20 +263,98 @@ static size_t event_map_bytes(void)
 	return (want + page - 1) / page * page;
 }
 
-/* The first event (kernel-allocated page), then the page mapped as libhsakmt maps it. */
-static volatile uint64_t *map_event_page(const struct gc_kfd *kfd, struct fill *f, size_t len)
+/* ------------------------------------------------------ the two sides */
+
+#define NO_KERNEL_PAGE "this kernel has no kernel-allocated event page"
+#define USER_PAGE_ALIGN (2 * MiB)
+#define USER_PAGE_FLAGS (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
+
+/*
+ * The first CREATE_EVENT of the process, without a user page: true and the
+ * event in *a where the kernel allocated its own page, false where it gave
+ * ENOMEM (no kernel page); any other error fails. The side found is printed.
+ */
+static bool kernel_page(const struct gc_kfd *kfd, struct kfd_ioctl_create_event_args *a)
+{
+	int err = ev_create(kfd, false, a);
+
+	if (err == -ENOMEM) {
+		gc_info("CREATE_EVENT without a user-mapped event page: ENOMEM: " NO_KERNEL_PAGE);
+		return false;
+	}
+	gc_assert_f(err == 0, "the first CREATE_EVENT, without a user-mapped event page: %s",
+		    strerror(-err));
+	gc_info("CREATE_EVENT without a user-mapped event page succeeded: this kernel "
+		"allocates the event page itself");
+	return true;
+}
+
+/*
+ * The event page as libhsakmt makes it on dGPUs: a GTT BO of len bytes on
+ * the first GPU, CPU-mapped through its render node, then the first
+ * CREATE_EVENT with its handle as event_page_offset (that event in *a).
+ * Returns the CPU view of the slots. The child's exit frees the BO.
+ */
+static volatile uint64_t *user_page(struct gc_kfd *kfd, size_t len,
+				    struct kfd_ioctl_create_event_args *a)
+{
+	struct gc_kfd_gpu *g;
+	uint64_t va = 0, handle = 0, mmap_offset = 0;
+	int err;
+
+	gc_kfd_require_vms(kfd);
+	g = &kfd->gpus[0];
+	gc_assert_ok(gc_kfd_va_reserve(kfd, len, USER_PAGE_ALIGN, &va));
+	gc_assert_ok(gc_kfd_alloc(kfd, g->node.gpu_id, len, va, USER_PAGE_FLAGS, &handle,
+				  &mmap_offset));
+	gc_assert_ok(gc_kfd_cpu_map(g, va, len, mmap_offset, PROT_READ | PROT_WRITE));
+	memset(a, 0, sizeof(*a));
+	a->event_type = KFD_IOC_EVENT_SIGNAL;
+	a->event_page_offset = handle;
+	err = gc_kfd_ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, a);
+	gc_assert_f(err == 0, "CREATE_EVENT with a user event page (GTT BO of %zu bytes, handle "
+		    "0x%" PRIx64 "): %s", len, handle, strerror(-err));
+	gc_info("event page: a user GTT BO of %zu bytes on gpu_id %u", len, g->node.gpu_id);
+	return (volatile uint64_t *)(uintptr_t)va;
+}
+
+/*
+ * The first event and the page mapped: on a kernel with its own page, that
+ * page mmapped from /dev/kfd at the offset the event returned; without one,
+ * a user page (user_page()).
+ */
+static volatile uint64_t *map_event_page(struct gc_kfd *kfd, struct fill *f, size_t len)
 {
 	struct kfd_ioctl_create_event_args a;
+	volatile uint64_t *slots;
 	void *p;
 
-	gc_assert_ok(ev_create(kfd, false, &a));
+	if (kernel_page(kfd, &a)) {
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, kfd->fd,
+			 (off_t)a.event_page_offset);
+		gc_assert_f(p != MAP_FAILED, "mmap(/dev/kfd, %zu, offset 0x%" PRIx64 "): %s",
+			    len, (uint64_t)a.event_page_offset, strerror(errno));
+		slots = p;
+	} else {
+		slots = user_page(kfd, len, &a);
+	}
+	gc_assert_f(a.event_id > 0 && a.event_id < f->max_id, "the first event: id %u outside "
+		    "[1, %u)", a.event_id, f->max_id);
 	f->ids[f->n++] = a.event_id;
 	f->seen[a.event_id] = 1;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, kfd->fd,
-		 (off_t)a.event_page_offset);
-	gc_assert_f(p != MAP_FAILED, "mmap(/dev/kfd, %zu, offset 0x%" PRIx64 "): %s", len,
-		    (uint64_t)a.event_page_offset, strerror(errno));
-	return p;
+	return slots;
+}
+
+/* /dev/kfd with an event page, whichever side: for the subtests that create events to wait. */
+static struct gc_kfd *kfd_with_page(void)
+{
+	struct gc_kfd *kfd = gc_kfd_require();
+	struct kfd_ioctl_create_event_args a;
+
+	if (!kernel_page(kfd, &a))
+		user_page(kfd, event_map_bytes(), &a);
+	gc_assert_ok(ev_destroy(kfd, a.event_id));
+	return kfd;
 }
 
 /*
@@ -298,14 +395,24 @@ static void test_limit_mapped(void *fx)
  * Contract: without the event page mapped, the kernel's own page counts 256
  * slots: 255 signal events, then ENOSPC (the event page need not be
  * allocated first; the limit then is 256 slots, not KFD_SIGNAL_EVENT_LIMIT).
+ * A kernel with no page of its own has no such limit to check: skip, saying
+ * so (its first CREATE_EVENT gave ENOMEM).
  */
 static void limit_unmapped_child(void *unused)
 {
 	struct gc_kfd *kfd = gc_kfd_require();
+	struct kfd_ioctl_create_event_args a;
 	struct fill f;
 
 	(void)unused;
+	if (!kernel_page(kfd, &a))
+		gc_skip(NO_KERNEL_PAGE " (the first CREATE_EVENT without a user-mapped page "
+			"gave ENOMEM): no unmapped limit to check");
 	fill_init(&f, KERNEL_PAGE_SLOTS);
+	gc_assert_f(a.event_id > 0 && a.event_id < f.max_id, "the first event: id %u outside "
+		    "[1, %u)", a.event_id, f.max_id);
+	f.seen[a.event_id] = 1;
+	f.ids[f.n++] = a.event_id;
 	fill_to_limit(kfd, &f, KERNEL_PAGE_SLOTS - 1);
 }
 
@@ -356,7 +463,7 @@ static void test_destroy_frees_slot(void *fx)
  */
 static void wait_timeout_child(void *unused)
 {
-	struct gc_kfd *kfd = gc_kfd_require();
+	struct gc_kfd *kfd = kfd_with_page();
 	uint32_t id = ev_new(kfd, false), got = ~0u;
 	double us;
 	uint64_t t0;
@@ -385,7 +492,7 @@ static void test_wait_timeout(void *fx)
  */
 static void set_reset_child(void *unused)
 {
-	struct gc_kfd *kfd = gc_kfd_require();
+	struct gc_kfd *kfd = kfd_with_page();
 	uint32_t manual = ev_new(kfd, false), aut = ev_new(kfd, true), got;
 	uint32_t bogus = KFD_SIGNAL_EVENT_LIMIT - 1; /* never created in this process */
 
@@ -418,7 +525,7 @@ static void test_set_reset(void *fx)
  */
 static void wait_all_any_child(void *unused)
 {
-	struct gc_kfd *kfd = gc_kfd_require();
+	struct gc_kfd *kfd = kfd_with_page();
 	uint32_t ids[2] = { ev_new(kfd, false), ev_new(kfd, false) };
 
 	(void)unused;
@@ -457,7 +564,7 @@ static void *set_later(void *arg)
  */
 static void wakeup_child(void *unused)
 {
-	struct gc_kfd *kfd = gc_kfd_require();
+	struct gc_kfd *kfd = kfd_with_page();
 	struct setter s = { kfd, ev_new(kfd, true), 0 };
 	uint32_t got = ~0u;
 	pthread_t t;
@@ -500,9 +607,11 @@ static const struct gc_fixture fixture = {
 
 static const struct gc_subtest subtests[] = {
 	{ "limit-mapped", test_limit_mapped,
-	  "event page mapped: page bytes / 8 - 1 signal events (4095), the next ENOSPC" },
+	  "event page mapped (the kernel's, else a user GTT BO): page bytes / 8 - 1 signal "
+	  "events (4095), the next ENOSPC" },
 	{ "limit-unmapped", test_limit_unmapped,
-	  "event page not mapped: 255 signal events (256 kernel slots), the next ENOSPC" },
+	  "event page not mapped: 255 signal events (256 kernel slots), the next ENOSPC; "
+	  "skips on a kernel with no page of its own" },
 	{ "destroy-frees-slot", test_destroy_frees_slot,
 	  "at the limit, destroy one: the next create gets its ID, then ENOSPC again" },
 	{ "wait-timeout", test_wait_timeout,
