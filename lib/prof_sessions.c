@@ -115,6 +115,19 @@ static bool finalize_on(const struct gc_sess_ops *ops)
 	return ops->finalize && v && *v;
 }
 
+int gc_sess_plan_named(const struct gc_sess_ops *ops, const char *name, struct gc_sess_plan *out)
+{
+	struct gc_sess_plan v[GC_SESS_MAX_PLANS];
+	size_t n = gc_sess_plans(ops, v, GC_SESS_MAX_PLANS);
+
+	for (size_t i = 0; name && i < n && i < GC_SESS_MAX_PLANS; i++)
+		if (!strcmp(v[i].name, name)) {
+			*out = v[i];
+			return 0;
+		}
+	return -ENOENT;
+}
+
 const char *gc_sess_plan_env(void)
 {
 	const char *v = getenv(GC_SESS_PLAN_ENV);
@@ -557,16 +570,12 @@ static void plan_parts(struct plan_run *x)
 /* The plan named name, or a failure listing them. */
 static void plan_find(const struct gc_sess_ops *ops, const char *name, struct gc_sess_plan *out)
 {
-	struct gc_sess_plan v[GC_SESS_MAX_PLANS];
-	size_t n = gc_sess_plans(ops, v, GC_SESS_MAX_PLANS);
+	struct gc_sess_plan first;
+	size_t n = gc_sess_plans(ops, &first, 1);
 
-	gc_assert_f(n <= GC_SESS_MAX_PLANS, "%zu plans: at most %d", n, GC_SESS_MAX_PLANS);
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(v[i].name, name)) {
-			*out = v[i];
-			return;
-		}
-	gc_fail("%s=%s: no such plan (the first is %s)", GC_SESS_PLAN_ENV, name, v[0].name);
+	gc_assert_f(n >= 1 && n <= GC_SESS_MAX_PLANS, "%zu plans: 1 to %d", n, GC_SESS_MAX_PLANS);
+	if (gc_sess_plan_named(ops, name, out))
+		gc_fail("%s=%s: no such plan (the first is %s)", GC_SESS_PLAN_ENV, name, first.name);
 }
 
 /* In the plan's own process: pristine, the sessions, the finalize, the report on stdout. */

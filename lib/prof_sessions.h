@@ -224,6 +224,8 @@ struct gc_sess_ops {
  * CONFIG. Returns how many plans there are. Pure: unit-tested.
  */
 size_t gc_sess_plans(const struct gc_sess_ops *ops, struct gc_sess_plan *v, size_t max);
+/* The plan of ops named name into *out: 0, or -ENOENT (name NULL, or no such plan). Pure: unit-tested. */
+int gc_sess_plan_named(const struct gc_sess_ops *ops, const char *name, struct gc_sess_plan *out);
 
 /*
  * The plan this process must run (GC_SESS_PLAN_ENV), or NULL in the

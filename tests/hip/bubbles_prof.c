@@ -365,13 +365,9 @@ static int sess_plan_config(const char *plan)
 {
 	const struct gc_sess_ops ops = { .modes = sess_modes, .nmodes = HB_ARRAY_SIZE(sess_modes),
 					 .configs = sess_configs, .nconfigs = NCFG };
-	struct gc_sess_plan v[GC_SESS_MAX_PLANS];
-	size_t n = gc_sess_plans(&ops, v, GC_SESS_MAX_PLANS);
+	struct gc_sess_plan p;
 
-	for (size_t i = 0; plan && i < n && i < GC_SESS_MAX_PLANS; i++)
-		if (!strcmp(v[i].name, plan))
-			return (int)v[i].config;
-	return -1;
+	return gc_sess_plan_named(&ops, plan, &p) ? -1 : (int)p.config;
 }
 
 /* ------------------------------------------------------- registration */

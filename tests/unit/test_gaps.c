@@ -569,6 +569,11 @@ static void test_sess_plans(void *fx)
 	}
 	gc_assert_cmpuint(gc_sess_plans(&ops, one, 2), ==, 5); /* counts past max */
 	gc_assert_eq_str(one[1].name, "kernel-sc");
+	gc_assert_cmpint(gc_sess_plan_named(&ops, "kernel-api-sc", &one[0]), ==, 0);
+	gc_assert_cmpuint(one[0].config, ==, 2);
+	gc_assert_cmpuint(one[0].seq[0], ==, 1);
+	gc_assert_cmpint(gc_sess_plan_named(&ops, "kernel-api", &one[0]), ==, -ENOENT);
+	gc_assert_cmpint(gc_sess_plan_named(&ops, NULL, &one[0]), ==, -ENOENT);
 	ops.nmodes = 1; /* one mode: every configuration is one plan of two sessions */
 	gc_assert_cmpuint(gc_sess_plans(&ops, v, ARRAY_SIZE(v)), ==, 3);
 	gc_assert_eq_str(v[0].name, "kernel");
