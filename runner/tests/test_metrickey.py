@@ -71,3 +71,13 @@ def test_the_name_rule() -> None:
     assert name_problem("") == "metric name '' is not [A-Za-z0-9._-]+"
     assert name_problem("a\n") is not None  # \Z: no newline at the end slips through
     assert name_problem("x/y", "soak name") == "soak name 'x/y' is not [A-Za-z0-9._-]+"
+
+
+def test_binary_dynamic_and_a_baseline_key() -> None:
+    k = MetricKey.of_baseline("cuda_bubbles@profiler-sessions@kernel-cs:residual.fresh.gap-p50.graphs")
+    assert (k.binary, k.dynamic, k.record) == ("cuda_bubbles", "kernel-cs",
+                                               "cuda_bubbles@profiler-sessions")
+    own = MetricKey.of_baseline("nvml_session@cost:first-handle-cold [1 of 1 GPUs, 1 at once, x]")
+    assert (own.binary, own.dynamic, own.node) == ("nvml_session", None, "1 of 1 GPUs, 1 at once, x")
+    with pytest.raises(ValueError, match="is not BINARY@SUBTEST"):
+        MetricKey.of_baseline("no-key")

@@ -70,6 +70,26 @@ class MetricKey:
             return None
         return cls(test, name, m.group(2) if m else None)
 
+    @classmethod
+    def of_baseline(cls, text: str) -> "MetricKey":
+        """The key of a baseline's metric: load_baseline and baseline update keep
+        only keys parse() reads, so another is a ValueError."""
+        k = cls.parse(text)
+        if k is None:
+            raise ValueError(f"baseline metric key {text!r} is not "
+                             "BINARY@SUBTEST[@DYNAMIC]:NAME")
+        return k
+
+    @property
+    def binary(self) -> str:
+        return self.test.split("@", 1)[0]
+
+    @property
+    def dynamic(self) -> str | None:
+        """DYN of BIN@SUB@DYN; None for a subtest's own metric."""
+        parts = self.test.split("@", 2)
+        return parts[2] if len(parts) == 3 else None
+
     @property
     def record(self) -> str:
         """The results.json record the metric belongs to (BIN@SUB)."""

@@ -205,19 +205,13 @@ def _catalogued(b: Baseline, cat: Catalogue) -> tuple[Baseline, list[str]]:
     """b without the metrics of a binary cat catalogues that no entry of cat
     names (their keys, sorted); a binary cat has no line for is kept whole."""
     binaries = {e.binary for e in cat.entries}
-    gone = sorted(k for k in b.metrics if k.split("@", 1)[0] in binaries and
-                  cat.lookup(str(_key(k).with_node(None))) is None)
+    keys = {k: MetricKey.of_baseline(k) for k in b.metrics}
+    gone = sorted(t for t, k in keys.items() if k.binary in binaries and
+                  cat.lookup(str(k.with_node(None))) is None)
     if not gone:
         return b, []
     kept = {k: m for k, m in b.metrics.items() if k not in set(gone)}
     return _pruned(replace(b, metrics=kept)), gone
-
-
-def _key(text: str) -> MetricKey:
-    k = MetricKey.parse(text)
-    if k is None:
-        raise BaselineError(f"baseline metric key {text!r} is not BINARY@SUBTEST[@DYNAMIC]:NAME")
-    return k
 
 
 def _pruned(b: Baseline) -> Baseline:

@@ -129,21 +129,12 @@ def _judge_metric(bm: BaselineMetric, a: Assessment, rm: RunMetric) -> GateCompa
     return c
 
 
-def _baseline_key(text: str) -> MetricKey:
-    """A key of a baseline's metrics: load_baseline and baseline_update keep
-    only keys MetricKey.parse reads."""
-    k = MetricKey.parse(text)
-    if k is None:
-        raise ValueError(f"baseline metric key {text!r} is not BINARY@SUBTEST[@DYNAMIC]:NAME")
-    return k
-
-
-def _other_dynamics(test: str, rec: Mapping[str, Any]) -> bool:
-    """test is BIN@SUB@DYN and rec's subtest ran dynamic subtests, DYN not
-    among them: a plan of another level, a case of another node's GPUs."""
-    parts = test.split("@", 2)
+def _other_dynamics(k: MetricKey, rec: Mapping[str, Any]) -> bool:
+    """k is a dynamic subtest's and rec's subtest ran dynamic subtests, that
+    one not among them: a plan of another level, a case of another node's GPUs."""
     ran = rec.get("dynamic")
-    return len(parts) == 3 and isinstance(ran, Mapping) and bool(ran) and parts[2] not in ran
+    return k.dynamic is not None and isinstance(ran, Mapping) and bool(ran) and \
+        k.dynamic not in ran
 
 
 def compare_run(records: Mapping[str, Any], baseline: Baseline,
@@ -165,11 +156,11 @@ def compare_run(records: Mapping[str, Any], baseline: Baseline,
     for key, bm in baseline.metrics.items():
         if key in run:
             continue
-        k = _baseline_key(key)
+        k = MetricKey.of_baseline(key)
         rec = records.get(k.record)
         if not isinstance(rec, Mapping):
             continue  # not selected in this run: no verdict
-        if _other_dynamics(k.test, rec):
+        if _other_dynamics(k, rec):
             continue  # its subtest ran other dynamic subtests (another level's, node's)
         theirs = k.node
         if theirs is not None and (node is None or node(str(k.with_node(None)), rec) != theirs):
