@@ -353,12 +353,18 @@ ssize_t gc_io_pwrite(int fd, const void *buf, size_t len, off_t off)
 	return r < 0 ? -errno : r;
 }
 
-ssize_t gc_io_pread_all(int fd, void *buf, size_t len, off_t off)
+/*
+ * The loop of gc_io_pread_all (pread into rbuf) and gc_io_pwrite_all
+ * (writing: pwrite from wbuf). EINTR retries, 0 ends, done counts what moved.
+ */
+static ssize_t rw_all(int fd, bool writing, void *rbuf, const void *wbuf, size_t len, off_t off)
 {
 	size_t done = 0;
 
 	do {
-		ssize_t r = pread(fd, (char *)buf + done, len - done, off + (off_t)done);
+		off_t at = off + (off_t)done;
+		ssize_t r = writing ? pwrite(fd, (const char *)wbuf + done, len - done, at)
+				  : pread(fd, (char *)rbuf + done, len - done, at);
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -371,22 +377,14 @@ ssize_t gc_io_pread_all(int fd, void *buf, size_t len, off_t off)
 	return (ssize_t)done;
 }
 
+ssize_t gc_io_pread_all(int fd, void *buf, size_t len, off_t off)
+{
+	return rw_all(fd, false, buf, NULL, len, off);
+}
+
 ssize_t gc_io_pwrite_all(int fd, const void *buf, size_t len, off_t off)
 {
-	size_t done = 0;
-
-	do {
-		ssize_t r = pwrite(fd, (const char *)buf + done, len - done, off + (off_t)done);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			break;
-		done += (size_t)r;
-	} while (done < len);
-	return (ssize_t)done;
+	return rw_all(fd, true, NULL, buf, len, off);
 }
 
 /* ------------------------------------------------------- scratch files */
