@@ -156,7 +156,8 @@ double gc_stat_mean(const double *v, size_t n)
 	return sum / (double)n;
 }
 
-double gc_stat_min(const double *v, size_t n)
+/* The smallest (or with max, the largest) of v[0..n); a NaN wins; NaN when n == 0. */
+static double extreme(const double *v, size_t n, bool max)
 {
 	double m;
 
@@ -164,20 +165,17 @@ double gc_stat_min(const double *v, size_t n)
 		return NAN;
 	m = v[0];
 	for (size_t i = 1; i < n; i++)
-		if (v[i] < m || isnan(v[i]))
+		if ((max ? v[i] > m : v[i] < m) || isnan(v[i]))
 			m = v[i];
 	return m;
 }
 
+double gc_stat_min(const double *v, size_t n)
+{
+	return extreme(v, n, false);
+}
+
 double gc_stat_max(const double *v, size_t n)
 {
-	double m;
-
-	if (n == 0)
-		return NAN;
-	m = v[0];
-	for (size_t i = 1; i < n; i++)
-		if (v[i] > m || isnan(v[i]))
-			m = v[i];
-	return m;
+	return extreme(v, n, true);
 }
