@@ -21,7 +21,10 @@
 #define assert_near(a, b) gc_assert_f(fabs((a) - (b)) < 1e-9, "%s = %.12g, want %.12g", #a, \
 				      (double)(a), (double)(b))
 
-/* The shapes the issue names, with the dispatches each makes (wide: root + branches + join). */
+/*
+ * The shapes gaps.h lists (chain2 to chain8192, wide16, wide256, mixed), with the
+ * dispatches each makes (wide: root + branches + join).
+ */
 static void test_shapes(void *fx)
 {
 	(void)fx;
@@ -758,7 +761,10 @@ static void test_sess_report(void *fx)
 	free(r);
 }
 
-/* The cases the issue names, and what a process has mapped. */
+/*
+ * The cases prof_sessions.h lists (the graph shapes but chain2, and stream-chain16
+ * last), their launch counts, and what a process has mapped.
+ */
 static void test_sess_cases(void *fx)
 {
 	(void)fx;
