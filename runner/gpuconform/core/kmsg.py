@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from .textfile import decode_utf8
+
 __all__ = [
     "KMSG_PATH",
     "TAINT_PATH",
@@ -319,11 +321,7 @@ def load_patterns(path: Path | str) -> DmesgPatterns:
         raise DmesgPatternError(f"{path}: is a directory, not a patterns file") from None
     except OSError as e:
         raise DmesgPatternError(f"{path}: cannot read: {e.strerror or e}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        lineno = raw[: e.start].count(b"\n") + 1
-        raise DmesgPatternError(f"{path}:{lineno}: not UTF-8 text") from None
+    text = decode_utf8(raw, path, DmesgPatternError)
     return parse_patterns(text, str(path))
 
 

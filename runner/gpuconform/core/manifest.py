@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .fmt import one_line
+from .textfile import decode_utf8
 
 __all__ = [
     "SUITE_MANIFEST",
@@ -65,11 +66,7 @@ def read_manifest(path: Path | str) -> Manifest:
         raw = path.read_bytes()
     except OSError as e:
         raise ManifestError(f"{path}: cannot read the manifest: {e.strerror or e}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        lineno = raw[: e.start].count(b"\n") + 1
-        raise ManifestError(f"{path}:{lineno}: not UTF-8 text") from None
+    text = decode_utf8(raw, path, ManifestError)
     base = path.parent
     entries: list[ManifestEntry] = []
     by_name: dict[str, ManifestEntry] = {}
