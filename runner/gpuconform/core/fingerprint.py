@@ -33,7 +33,7 @@ import os
 import re
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 __all__ = ["Fingerprint", "current_fingerprint", "device_ids", "NONE"]
 
@@ -115,6 +115,20 @@ def _read(path: Path) -> str | None:
         return None
 
 
+def _read_each(parent: Path, name: str,
+               key: Callable[[Path], Any] | None = None) -> Iterator[tuple[Path, str]]:
+    """(entry, text of entry/name) for each entry of parent, sorted (by key),
+    whose name reads; nothing when parent cannot be listed."""
+    try:
+        entries = sorted(parent.iterdir(), key=key)
+    except OSError:
+        return
+    for d in entries:
+        text = _read(d / name)
+        if text is not None:
+            yield d, text
+
+
 def _uncounted(counted: str) -> str:
     """"1x A, 2x B" -> "A, B"."""
     return ", ".join(m.group(2) for m in (_COUNTED.fullmatch(x) for x in counted.split(", "))
@@ -163,15 +177,7 @@ def _nvidia_driver(root: Path) -> str | None:
 
 def _nvidia_models(root: Path) -> list[str]:
     models: list[str] = []
-    gpus = root / "proc/driver/nvidia/gpus"
-    try:
-        entries = sorted(gpus.iterdir())
-    except OSError:
-        return models
-    for d in entries:
-        text = _read(d / "information")
-        if text is None:
-            continue
+    for _d, text in _read_each(root / "proc/driver/nvidia/gpus", "information"):
         model = "NVIDIA GPU"
         for line in text.splitlines():
             key, _, value = line.partition(":")
@@ -224,14 +230,7 @@ def gfx_target(version: int) -> str:
 def _amd_models(root: Path) -> list[str]:
     models: list[str] = []
     nodes = root / "sys/class/kfd/kfd/topology/nodes"
-    try:
-        entries = sorted(nodes.iterdir(), key=lambda p: (len(p.name), p.name))
-    except OSError:
-        return models
-    for d in entries:
-        text = _read(d / "properties")
-        if text is None:
-            continue
+    for d, text in _read_each(nodes, "properties", key=lambda p: (len(p.name), p.name)):
         props = _kfd_properties(text)
         target = props.get("gfx_target_version", 0)
         if not target or not props.get("simd_count", 0):
