@@ -202,6 +202,17 @@ def classify(
     def verdict(state: State, reason: str) -> Verdict:
         return Verdict(state, reason, dyn, notes)
 
+    def line_against(status: str, want: LineResult, named: str) -> Verdict | None:
+        """An exit status (as `status`, then as `named`) without its result
+        line, or with another: INCOMPLETE or FAIL; None when the line agrees."""
+        if line is None:
+            return verdict(State.INCOMPLETE, f"exit status {status} but {no_line}{where}")
+        if line is not want:
+            return verdict(
+                State.FAIL, f"the subtest reported {line_word} but the exit status is {named}"
+            )
+        return None
+
     # 1. The runner's timeout outranks whatever the binary managed to say.
     if timed_out:
         limit = f" after {timeout_s:g}s" if timeout_s is not None else ""
@@ -243,12 +254,9 @@ def classify(
         return verdict(State.CRASH, f"the subtest reported CRASH ({describe_exit(returncode)})")
 
     if returncode == ExitCode.SUCCESS:
-        if line is None:
-            return verdict(State.INCOMPLETE, f"exit status 0 but {no_line}{where}")
-        if line is not LineResult.SUCCESS:
-            return verdict(
-                State.FAIL, f"the subtest reported {line_word} but the exit status is 0 (success)"
-            )
+        disagreed = line_against("0", LineResult.SUCCESS, "0 (success)")
+        if disagreed is not None:
+            return disagreed
         bad = [n for n, d in dyn.items() if d.state.is_failure]
         if bad:
             return verdict(
@@ -258,12 +266,9 @@ def classify(
         return verdict(State.PASS, "")
 
     if returncode == ExitCode.SKIP:
-        if line is None:
-            return verdict(State.INCOMPLETE, f"exit status 77 (skip) but {no_line}{where}")
-        if line is not LineResult.SKIP:
-            return verdict(
-                State.FAIL, f"the subtest reported {line_word} but the exit status is 77 (skip)"
-            )
+        disagreed = line_against("77 (skip)", LineResult.SKIP, "77 (skip)")
+        if disagreed is not None:
+            return disagreed
         assert st is not None
         if st.skip_reason:
             return verdict(State.SKIP, st.skip_reason)
