@@ -133,3 +133,21 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rfind(b")") + 2:].split()[0] not in (b"Z", b"X")
+
+
+def hold_journal(path: Path) -> "subprocess.Popen[str]":
+    """A real process holding path's lock as a run does, until killed (killed
+    here already when it does not say it holds the lock)."""
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); "
+            "from gpuconform.core.journal import Journal; "
+            "Journal(__import__('pathlib').Path(sys.argv[2])); print('locked', flush=True);"
+            " time.sleep(300)")
+    p = subprocess.Popen([sys.executable, "-c", code, str(Path(__file__).resolve().parents[1]),
+                          str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None and p.stdout.readline() == "locked\n"
+    except BaseException:
+        p.kill()
+        p.wait()
+        raise
+    return p

@@ -7,14 +7,13 @@ import fcntl
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gc_testutil import processes_with
+from gc_testutil import hold_journal, processes_with
 from gpuconform.core.execute import kill_orphans
 from gpuconform.core.journal import (
     RUN_ID_ENV,
@@ -131,15 +130,8 @@ def test_the_lock_tells_a_live_run_from_a_dead_one(tmp_path: Path) -> None:
     j.close()
     assert not is_locked(path)
     # A process killed with SIGKILL drops it too.
-    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); "
-            "from gpuconform.core.journal import Journal; "
-            "Journal(__import__('pathlib').Path(sys.argv[2])); print('locked', flush=True);"
-            " time.sleep(300)")
-    runner_dir = str(Path(__file__).resolve().parents[1])
-    p = subprocess.Popen([sys.executable, "-c", code, runner_dir, str(path)],
-                         stdout=subprocess.PIPE, text=True)
+    p = hold_journal(path)
     try:
-        assert p.stdout is not None and p.stdout.readline() == "locked\n"
         assert is_locked(path)
     finally:
         p.kill()
@@ -158,18 +150,6 @@ def nfs_flock(real: Any) -> Any:
             raise OSError(errno.EBADF, os.strerror(errno.EBADF))
         real(fd, op)
     return flock
-
-
-def hold_journal(path: Path) -> "subprocess.Popen[str]":
-    """A real process holding path's lock as a run does, until killed."""
-    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); "
-            "from gpuconform.core.journal import Journal; "
-            "Journal(__import__('pathlib').Path(sys.argv[2])); print('locked', flush=True);"
-            " time.sleep(300)")
-    p = subprocess.Popen([sys.executable, "-c", code, str(Path(__file__).resolve().parents[1]),
-                          str(path)], stdout=subprocess.PIPE, text=True)
-    assert p.stdout is not None and p.stdout.readline() == "locked\n"
-    return p
 
 
 def test_the_lock_check_opens_the_journal_for_writing(tmp_path: Path,

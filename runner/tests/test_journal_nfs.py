@@ -17,13 +17,13 @@ import fcntl
 import os
 import shutil
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
+from gc_testutil import hold_journal
 from gpuconform.core.journal import is_locked
 
 _SBIN = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
@@ -124,14 +124,8 @@ def nfs_dir(tmp_path: Path) -> Iterator[Path]:
 
 def test_the_lock_tells_a_live_run_from_a_dead_one_over_nfs(nfs_dir: Path) -> None:
     path = nfs_dir / "journal.jsonl"
-    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); "
-            "from gpuconform.core.journal import Journal; "
-            "Journal(__import__('pathlib').Path(sys.argv[2])); print('locked', flush=True);"
-            " time.sleep(300)")
-    holder = subprocess.Popen([sys.executable, "-c", code, str(Path(__file__).resolve().parents[1]),
-                               str(path)], stdout=subprocess.PIPE, text=True)
+    holder = hold_journal(path)
     try:
-        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
         assert is_locked(path)
         # the rule the check obeys: read-only, an exclusive flock() is refused (EBADF)
         # where the NFS client emulates it, or conflicts (EWOULDBLOCK) where it is local
