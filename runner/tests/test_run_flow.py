@@ -181,35 +181,31 @@ def test_testlist_naming_an_unknown_test(selftests: Selftests, tmp_path: Path) -
     assert one_line_error(lst) == err
 
 
-@pytest.mark.parametrize("what", ["testlist", "expectations", "patterns", "catalogue", "named",
-                                  "shard", "devices", "override", "retries"])
+# what -> (the text of a bad file BAD, or None; the arguments; words of the one-line error).
+BAD_INPUT: dict[str, tuple[str | None, list[str], str]] = {
+    "testlist": ("selftest_results@pass\nnot a test\n", ["--testlist", "BAD"],
+                 "BAD:2: spaces inside the entry"),
+    "expectations": ("fail selftest_results@pass\nbogus selftest_results@fail\n",
+                     ["--expectations", "BAD"], "BAD:2: unknown kind 'bogus'"),
+    "patterns": ("warn ok\nabort (\n", ["--dmesg-patterns", "BAD"], "BAD:2: bad regular expression"),
+    "catalogue": ("selftest_metrics@spin:spin ns node\nselftest_metrics@metrics:* ns host\n",
+                  ["--catalogue", "BAD"], "BAD:2: unknown scope 'host': device or node"),
+    "named": (None, ["--testlist", "no-such-list"], "unknown test list 'no-such-list'"),
+    "shard": (None, ["--shard", "3/2"], "argument --shard: bad shard '3/2'"),
+    "devices": (None, ["--devices", "0, 1"], "argument --devices: --devices '0, 1': expected"),
+    "override": (None, ["--timeout-override", "selftest_hang@*=soon"], "is not a positive number"),
+    "retries": (None, ["--retries", "-1"], "--retries -1: must be 0..100"),
+}
+
+
+@pytest.mark.parametrize("what", list(BAD_INPUT))
 def test_bad_input_is_a_one_line_error(selftests: Selftests, tmp_path: Path, what: str) -> None:
+    text, args, want = BAD_INPUT[what]
     bad = tmp_path / "bad.txt"
-    args: list[str]
-    if what == "testlist":
-        bad.write_text("selftest_results@pass\nnot a test\n")
-        args, want = ["--testlist", str(bad)], f"{bad}:2: spaces inside the entry"
-    elif what == "expectations":
-        bad.write_text("fail selftest_results@pass\nbogus selftest_results@fail\n")
-        args, want = ["--expectations", str(bad)], f"{bad}:2: unknown kind 'bogus'"
-    elif what == "patterns":
-        bad.write_text("warn ok\nabort (\n")
-        args, want = ["--dmesg-patterns", str(bad)], f"{bad}:2: bad regular expression"
-    elif what == "catalogue":
-        bad.write_text("selftest_metrics@spin:spin ns node\nselftest_metrics@metrics:* ns host\n")
-        args, want = ["--catalogue", str(bad)], f"{bad}:2: unknown scope 'host': device or node"
-    elif what == "named":
-        args, want = ["--testlist", "no-such-list"], "unknown test list 'no-such-list'"
-    elif what == "shard":
-        args, want = ["--shard", "3/2"], "argument --shard: bad shard '3/2'"
-    elif what == "devices":
-        args, want = ["--devices", "0, 1"], "argument --devices: --devices '0, 1': expected"
-    elif what == "override":
-        args, want = ["--timeout-override", "selftest_hang@*=soon"], "is not a positive number"
-    else:
-        args, want = ["--retries", "-1"], "--retries -1: must be 0..100"
-    r = run(selftests, tmp_path / "r", *args)
-    assert want in one_line_error(r)
+    if text is not None:
+        bad.write_text(text)
+    r = run(selftests, tmp_path / "r", *(str(bad) if a == "BAD" else a for a in args))
+    assert want.replace("BAD", str(bad)) in one_line_error(r)
     assert not (tmp_path / "r").exists()
 
 
