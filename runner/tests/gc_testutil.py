@@ -7,9 +7,10 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 RUNNER_DIR = Path(__file__).resolve().parents[1]
 REPO_ROOT = RUNNER_DIR.parent
@@ -135,9 +136,10 @@ def alive(pid: int) -> bool:
     return stat[stat.rfind(b")") + 2:].split()[0] not in (b"Z", b"X")
 
 
-def hold_journal(path: Path) -> "subprocess.Popen[str]":
-    """A real process holding path's lock as a run does, until killed (killed
-    here already when it does not say it holds the lock)."""
+@contextmanager
+def journal_held(path: Path) -> Iterator["subprocess.Popen[str]"]:
+    """A real process holding path's lock as a run does, for the with block;
+    killed (SIGKILL) and reaped when the block ends, however it ends."""
     code = ("import sys, time; sys.path.insert(0, sys.argv[1]); "
             "from gpuconform.core.journal import Journal; "
             "Journal(__import__('pathlib').Path(sys.argv[2])); print('locked', flush=True);"
@@ -146,8 +148,7 @@ def hold_journal(path: Path) -> "subprocess.Popen[str]":
                           str(path)], stdout=subprocess.PIPE, text=True)
     try:
         assert p.stdout is not None and p.stdout.readline() == "locked\n"
-    except BaseException:
+        yield p
+    finally:
         p.kill()
         p.wait()
-        raise
-    return p

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gc_testutil import hold_journal, processes_with
+from gc_testutil import journal_held, processes_with
 from gpuconform.core.execute import kill_orphans
 from gpuconform.core.journal import (
     RUN_ID_ENV,
@@ -130,12 +130,8 @@ def test_the_lock_tells_a_live_run_from_a_dead_one(tmp_path: Path) -> None:
     j.close()
     assert not is_locked(path)
     # A process killed with SIGKILL drops it too.
-    p = hold_journal(path)
-    try:
+    with journal_held(path):
         assert is_locked(path)
-    finally:
-        p.kill()
-        p.wait()
     assert not is_locked(path)
 
 
@@ -165,12 +161,8 @@ def test_the_lock_check_opens_the_journal_for_writing(tmp_path: Path,
     j.close()
     before = path.read_bytes()
     assert not is_locked(path)  # dead: no holder
-    holder = hold_journal(path)
-    try:
+    with journal_held(path):
         assert is_locked(path)
-    finally:
-        holder.kill()
-        holder.wait()
     assert not is_locked(path)
     assert path.read_bytes() == before  # not truncated
     assert not is_locked(tmp_path / "none.jsonl") and not (tmp_path / "none.jsonl").exists()

@@ -23,7 +23,7 @@ from typing import Iterator
 
 import pytest
 
-from gc_testutil import hold_journal
+from gc_testutil import journal_held
 from gpuconform.core.journal import is_locked
 
 _SBIN = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
@@ -124,8 +124,7 @@ def nfs_dir(tmp_path: Path) -> Iterator[Path]:
 
 def test_the_lock_tells_a_live_run_from_a_dead_one_over_nfs(nfs_dir: Path) -> None:
     path = nfs_dir / "journal.jsonl"
-    holder = hold_journal(path)
-    try:
+    with journal_held(path):
         assert is_locked(path)
         # the rule the check obeys: read-only, an exclusive flock() is refused (EBADF)
         # where the NFS client emulates it, or conflicts (EWOULDBLOCK) where it is local
@@ -136,7 +135,4 @@ def test_the_lock_tells_a_live_run_from_a_dead_one_over_nfs(nfs_dir: Path) -> No
             assert ei.value.errno in (errno.EBADF, errno.EWOULDBLOCK, errno.EAGAIN)
         finally:
             os.close(fd)
-    finally:
-        holder.kill()
-        holder.wait()
     assert not is_locked(path)  # dead: resume may take it over
