@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .metrickey import NAME_CHARS
-from .testlist import GLOB_CHARS, check_test_glob, read_lines
+from .testlist import GLOB_CHARS, check_test_glob, glob_class_problem, read_lines
 
 __all__ = ["CatalogueError", "Entry", "Catalogue", "SCOPES", "DEFAULT_CATALOGUE",
            "load_catalogue", "parse_entry", "check_name_glob"]
@@ -32,6 +32,15 @@ __all__ = ["CatalogueError", "Entry", "Catalogue", "SCOPES", "DEFAULT_CATALOGUE"
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_CATALOGUE = REPO_ROOT / "data" / "metrics.txt"
 SCOPES = ("device", "node")
+_NAME_OUTSIDE = NAME_CHARS | frozenset("*?")  # a metric-name glob outside its [...] classes
+_CLASS_WORDS = {  # glob_class_problem's words for a metric name (an empty class: its ']' inside)
+    "unopened": "']' without '[' in the metric name {text}",
+    "outside": "character {ch} not allowed in the metric name {text} "
+               "([A-Za-z0-9._-] and the glob characters * ? [ ])",
+    "empty": "{ch} inside '[...]' in the metric name {text}",
+    "inside": "{ch} inside '[...]' in the metric name {text}",
+    "unclosed": "'[' without ']' in the metric name {text}",
+}
 
 
 class CatalogueError(Exception):
@@ -70,25 +79,8 @@ def check_name_glob(text: str) -> str | None:
     and [...] classes of those, [!...] negated); None if nothing."""
     if not text:
         return "no metric name after ':'"
-    inside: str | None = None
-    for ch in text:
-        if inside is None:
-            if ch == "[":
-                inside = ""
-            elif ch == "]":
-                return f"']' without '[' in the metric name {text!r}"
-            elif ch not in NAME_CHARS and ch not in "*?":
-                return (f"character {ch!r} not allowed in the metric name {text!r} "
-                        "([A-Za-z0-9._-] and the glob characters * ? [ ])")
-        elif ch == "]" and inside not in ("", "!"):
-            inside = None
-        elif ch in NAME_CHARS or (ch == "!" and inside == ""):
-            inside += ch
-        else:
-            return f"{ch!r} inside '[...]' in the metric name {text!r}"
-    if inside is not None:
-        return f"'[' without ']' in the metric name {text!r}"
-    return None
+    return glob_class_problem(text, NAME_CHARS, _CLASS_WORDS, repr(text), negate=True,
+                              outside=_NAME_OUTSIDE)
 
 
 def _check_pattern(pattern: str) -> str | None:

@@ -38,13 +38,14 @@ import fnmatch
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterator, Mapping, Sequence
 
 __all__ = [
     "TestlistError",
     "TestPattern",
     "GLOB_CHARS",
     "check_test_glob",
+    "glob_class_problem",
     "read_lines",
     "read_entries",
     "known_testlists",
@@ -57,6 +58,12 @@ GLOB_CHARS = frozenset("*?[")
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _ENTRY_CHARS = _NAME_CHARS | frozenset("@*?[]")
 _SHOWN = 80  # longest entry quoted whole in a message
+_CLASS_WORDS = {  # glob_class_problem's words for an entry
+    "unopened": "{text}: ']' without '['",
+    "empty": "{text}: empty '[]'",
+    "inside": "{text}: {ch} inside '[...]' (only letters, digits, _ and - ranges)",
+    "unclosed": "{text}: '[' without ']'",
+}
 
 
 class TestlistError(Exception):
@@ -88,24 +95,40 @@ def check_test_glob(text: str) -> str | None:
         return f"{_show(text)} has no '@' (entries are BINARY@SUBTEST or a glob of it)"
     if any(not part for part in text.split("@")):
         return f"{_show(text)}: empty part around '@' (entries are BINARY@SUBTEST)"
+    return glob_class_problem(text, _NAME_CHARS, _CLASS_WORDS, _show(text))
+
+
+def glob_class_problem(text: str, members: frozenset[str], words: Mapping[str, str],
+                       shown: str, negate: bool = False,
+                       outside: frozenset[str] | None = None) -> str | None:
+    """The first problem, left to right, of the [...] classes of glob text,
+    said by words[kind] with {text} as `shown` and {ch} as the character's
+    repr(). The kinds: "unopened" a ']' without '['; "outside" a character
+    outside a class not in `outside` (None: any is); "empty" a class with no
+    member ("[]", or "[!]" where negate; ch is its ']'); "inside" a character
+    in a class not in `members` (nor a leading '!' where negate); "unclosed" a
+    '[' without ']'. None when there is none."""
     inside: str | None = None
+    kind, bad = "", ""
     for ch in text:
         if inside is None:
             if ch == "[":
                 inside = ""
             elif ch == "]":
-                return f"{_show(text)}: ']' without '['"
+                kind, bad = "unopened", ch
+            elif outside is not None and ch not in outside:
+                kind, bad = "outside", ch
         elif ch == "]":
-            if not inside:
-                return f"{_show(text)}: empty '[]'"
+            if inside in ("", "!"):
+                kind, bad = "empty", ch
             inside = None
-        elif ch not in _NAME_CHARS:
-            return f"{_show(text)}: {ch!r} inside '[...]' (only letters, digits, _ and - ranges)"
-        else:
+        elif ch in members or (negate and ch == "!" and inside == ""):
             inside += ch
-    if inside is not None:
-        return f"{_show(text)}: '[' without ']'"
-    return None
+        else:
+            kind, bad = "inside", ch
+        if kind:
+            return words[kind].format(text=shown, ch=repr(bad))
+    return words["unclosed"].format(text=shown, ch="'['") if inside is not None else None
 
 
 @dataclass(frozen=True)
