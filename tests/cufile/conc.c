@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cf_io.h"
+#include "fastpath_io.h"
 #include "interrupt.h"
 
 /* --------------------------------------------------------- lifecycle */
@@ -80,8 +81,8 @@ void test_driver_lifecycle(void *data)
 
 /* ---------------------------------------------------- first-use race */
 
-#define RACE_THREADS 64
-#define RACE_SLICE (64 * KIB)
+#define RACE_THREADS GC_FP_RACE_THREADS
+#define RACE_SLICE GC_FP_RACE_SLICE
 
 struct race {
 	struct cf_env *e;
@@ -132,12 +133,9 @@ static void race_child(void *data)
 	r.d = cf_dev_alloc(r.e, RACE_THREADS * RACE_SLICE);
 	cf_dev_poison(r.e, r.d, RACE_THREADS * RACE_SLICE, 0, SEED_A);
 	pthread_barrier_init(&r.go, NULL, RACE_THREADS);
-	for (int i = 0; i < RACE_THREADS; i++) {
-		args[i] = (struct race_arg){ &r, i };
-		gc_assert(pthread_create(&t[i], NULL, race_thread, &args[i]) == 0);
-	}
 	for (int i = 0; i < RACE_THREADS; i++)
-		pthread_join(t[i], NULL);
+		args[i] = (struct race_arg){ &r, i };
+	gc_fp_threads_run(t, RACE_THREADS, race_thread, args, sizeof(args[0]));
 	cf_dev_expect(r.e, r.d, RACE_THREADS * RACE_SLICE, 0, RACE_THREADS * RACE_SLICE, 0, SEED_A,
 		      "64 racing first users");
 	exit(0);
@@ -153,17 +151,14 @@ static void race_child(void *data)
  */
 void test_first_use_race(void *data)
 {
-	const char *env = getenv("GPUCONFORM_CUFILE_RACE_ITERATIONS");
-	int iters = env && *env ? atoi(env) : (int)gc_node_share(100);
+	int iters = gc_fp_race_iterations("GPUCONFORM_CUFILE_RACE_ITERATIONS");
 	struct race r = { .e = data };
 	struct gc_fp_file f;
 
-	gc_assert_f(iters > 0, "GPUCONFORM_CUFILE_RACE_ITERATIONS=%s: not a positive count", env);
 	cf_env_require_fresh(r.e);
 	cf_file(r.e, "race", RACE_THREADS * RACE_SLICE, SEED_A, O_RDONLY, &f);
 	r.path = f.path;
-	for (int i = 0; i < iters; i++)
-		gc_expect_child_exit(race_child, &r, 0, 120000);
+	gc_fp_race_run(iters, race_child, &r);
 	gc_fp_file_destroy(&f);
 	gc_info("%d fresh processes, %d threads each racing to be the first caller: all exact",
 		iters, RACE_THREADS);
@@ -200,10 +195,7 @@ static void run_jobs(struct slice_job *jobs, int n)
 	pthread_t t[16];
 	char rb[128];
 
-	for (int i = 0; i < n; i++)
-		gc_assert(pthread_create(&t[i], NULL, slice_thread, &jobs[i]) == 0);
-	for (int i = 0; i < n; i++)
-		pthread_join(t[i], NULL);
+	gc_fp_threads_run(t, n, slice_thread, jobs, sizeof(jobs[0]));
 	for (int i = 0; i < n; i++)
 		gc_assert_f(jobs[i].ret == (ssize_t)jobs[i].len, "%s of slice %d = %s",
 			    jobs[i].write ? "write" : "read", i,

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fastpath_io.h"
 #include "hf_io.h"
 #include "interrupt.h"
 
@@ -153,8 +154,8 @@ void test_driver_lifecycle(void *data)
 
 /* ---------------------------------------------------- first-use race */
 
-#define RACE_THREADS 64
-#define RACE_SLICE (64 * KIB)
+#define RACE_THREADS GC_FP_RACE_THREADS
+#define RACE_SLICE GC_FP_RACE_SLICE
 
 struct race {
 	struct gc_hipfile *h;
@@ -318,14 +319,11 @@ static void race_exec(void *arg)
 
 static void race(struct hf_env *e, enum gc_hf_entry x, bool write)
 {
-	const char *env = getenv("GPUCONFORM_HIPFILE_RACE_ITERATIONS");
-	int iters = env && *env ? atoi(env) : (int)gc_node_share(100); /* 100 a node */
+	int iters = gc_fp_race_iterations("GPUCONFORM_HIPFILE_RACE_ITERATIONS"); /* 100 a node */
 	struct race_spec sp = { x, e->rd.fd };
 
 	(void)write;
-	gc_assert_f(iters > 0, "GPUCONFORM_HIPFILE_RACE_ITERATIONS=%s: not a positive count", env);
-	for (int i = 0; i < iters; i++)
-		gc_expect_child_exit(race_exec, &sp, 0, 120000);
+	gc_fp_race_run(iters, race_exec, &sp);
 	gc_info("%d fresh processes, %d threads each racing to make the first %s call: every read "
 		"exact, no error", iters, RACE_THREADS, gc_hf_entry_symbol(x, false));
 }
@@ -375,12 +373,9 @@ static void run_jobs(struct hf_env *e, struct job *jobs, int n)
 
 	gc_assert(n <= 16);
 	pthread_barrier_init(&go, NULL, (unsigned)n);
-	for (int i = 0; i < n; i++) {
-		jobs[i].h = &e->h, jobs[i].go = &go;
-		gc_assert(pthread_create(&t[i], NULL, job_thread, &jobs[i]) == 0);
-	}
 	for (int i = 0; i < n; i++)
-		pthread_join(t[i], NULL);
+		jobs[i].h = &e->h, jobs[i].go = &go;
+	gc_fp_threads_run(t, n, job_thread, jobs, sizeof(jobs[0]));
 	pthread_barrier_destroy(&go);
 	for (int i = 0; i < n; i++) {
 		gc_hip_assert(e->h.hip, jobs[i].set_device);
