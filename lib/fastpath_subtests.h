@@ -220,4 +220,33 @@ void test_perf_write(void *data);
 	{ "perf-write", test_perf_write,                                                       \
 	  "write throughput: fastpath vs copy + O_DIRECT vs O_DIRECT alone" },
 
+/*
+ * A binary's tables, the same in both: subtests (each group above, in one
+ * order; extra, a list of a binary's own entries or nothing, after the edge
+ * cases), soaks, and placements. The throughput subtests run alone, one GPU
+ * after another: the copies on other GPUs share the node's disk (on four
+ * H200s cufile_io's write ratio fell by half, and varied threefold between
+ * GPUs).
+ *
+ *     GC_FASTPATH_TABLES(CF_EXTRA_SUBTESTS);
+ *     GC_MAIN(..., .subtests = subtests, .soaks = soaks, .placements = placements)
+ */
+#define GC_FASTPATH_TABLES(extra)                                                              \
+	static const struct gc_subtest subtests[] = {                                          \
+		GC_FASTPATH_MATRIX_SUBTESTS                                                    \
+		GC_FASTPATH_EDGE_SUBTESTS                                                      \
+		extra                                                                          \
+		GC_FASTPATH_CONC_SUBTESTS                                                      \
+		GC_FASTPATH_BATCH_SUBTESTS                                                     \
+		GC_FASTPATH_PERF_SUBTESTS                                                      \
+		GC_FASTPATH_SOAK_SUBTESTS                                                      \
+		{ 0 }                                                                          \
+	};                                                                                     \
+	static const char *const soaks[] = { GC_FASTPATH_SOAKS, NULL };                        \
+	static const struct gc_placement_rule placements[] = {                                 \
+		{ "perf-read", GC_PLACE_GPU_ALONE },                                           \
+		{ "perf-write", GC_PLACE_GPU_ALONE },                                          \
+		{ 0 }                                                                          \
+	}
+
 #endif

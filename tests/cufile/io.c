@@ -297,29 +297,8 @@ static const struct gc_fixture fixture = {
 	.setup = cf_setup, .teardown = cf_teardown, .after_each = cf_after_each,
 };
 
-static const struct gc_subtest subtests[] = {
-	GC_FASTPATH_MATRIX_SUBTESTS
-	GC_FASTPATH_EDGE_SUBTESTS
-	CF_EXTRA_SUBTESTS
-	GC_FASTPATH_CONC_SUBTESTS
-	GC_FASTPATH_BATCH_SUBTESTS
-	GC_FASTPATH_PERF_SUBTESTS
-	GC_FASTPATH_SOAK_SUBTESTS
-	{ 0 }
-};
-
-static const char *const soaks[] = { GC_FASTPATH_SOAKS, NULL };
-
-/*
- * The throughput subtests alone, one GPU after another: the copies on other
- * GPUs share the node's disk (on four H200s their write ratio fell by half,
- * and varied threefold between GPUs).
- */
-static const struct gc_placement_rule placements[] = {
-	{ "perf-read", GC_PLACE_GPU_ALONE },
-	{ "perf-write", GC_PLACE_GPU_ALONE },
-	{ 0 }
-};
+/* lib/fastpath_subtests.h's groups with error-convention and shrinking-file after the edge cases. */
+GC_FASTPATH_TABLES(CF_EXTRA_SUBTESTS);
 
 GC_MAIN(.name = "cufile_io",
 	.description = "cuFile: byte-exact GPU-direct reads and writes, fallback, errors, concurrency",

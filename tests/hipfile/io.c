@@ -335,24 +335,8 @@ static const struct gc_fixture fixture = {
 	.after_each = hf_after_each,
 };
 
-static const struct gc_subtest subtests[] = {
-	GC_FASTPATH_MATRIX_SUBTESTS
-	GC_FASTPATH_EDGE_SUBTESTS
-	GC_FASTPATH_CONC_SUBTESTS
-	GC_FASTPATH_BATCH_SUBTESTS
-	GC_FASTPATH_PERF_SUBTESTS
-	GC_FASTPATH_SOAK_SUBTESTS
-	{ 0 }
-};
-
-static const char *const soaks[] = { GC_FASTPATH_SOAKS, NULL };
-
-/* The throughput subtests alone, one GPU after another: copies share the disk. */
-static const struct gc_placement_rule placements[] = {
-	{ "perf-read", GC_PLACE_GPU_ALONE },
-	{ "perf-write", GC_PLACE_GPU_ALONE },
-	{ 0 }
-};
+/* lib/fastpath_subtests.h's groups: subtests, soaks, placements. */
+GC_FASTPATH_TABLES();
 
 /* Not GC_MAIN: the first-use race re-executes this binary as a fresh process. */
 int main(int argc, char **argv)
