@@ -74,3 +74,47 @@ void gc_fp_threads_run(pthread_t *t, int n, void *(*fn)(void *), void *args, siz
 	for (int i = 0; i < n; i++)
 		pthread_join(t[i], NULL);
 }
+
+struct jobs_run {
+	const struct gc_fp_jobs_ops *ops;
+	char *jobs;
+	size_t stride;
+	pthread_barrier_t go;
+};
+
+struct job_arg {
+	struct jobs_run *r;
+	int i;
+};
+
+static void *job_thread(void *p)
+{
+	const struct job_arg *a = p;
+	const struct gc_fp_jobs_ops *ops = a->r->ops;
+	void *job = a->r->jobs + (size_t)a->i * a->r->stride;
+	int go = ops->thread_init(job);
+
+	if (ops->barrier)
+		pthread_barrier_wait(&a->r->go);
+	if (go == 0)
+		ops->io(job);
+	return NULL;
+}
+
+void gc_fp_jobs_run(const struct gc_fp_jobs_ops *ops, void *jobs, size_t stride, int n)
+{
+	struct jobs_run r = { .ops = ops, .jobs = jobs, .stride = stride };
+	struct job_arg a[16];
+	pthread_t t[16];
+
+	gc_assert(n <= 16);
+	if (ops->barrier)
+		pthread_barrier_init(&r.go, NULL, (unsigned)n);
+	for (int i = 0; i < n; i++)
+		a[i] = (struct job_arg){ &r, i };
+	gc_fp_threads_run(t, n, job_thread, a, sizeof(a[0]));
+	if (ops->barrier)
+		pthread_barrier_destroy(&r.go);
+	for (int i = 0; i < n; i++)
+		ops->check(jobs, i, n);
+}

@@ -76,4 +76,23 @@ void gc_fp_race_run(int iters, void (*child)(void *arg), void *arg);
  */
 void gc_fp_threads_run(pthread_t *t, int n, void *(*fn)(void *), void *args, size_t stride);
 
+/*
+ * concurrent-slices and concurrent-readers-writers: jobs, one thread each,
+ * moving their bytes at once. jobs is the stack's array of n (at most 16)
+ * jobs of stride bytes; the ops are the stack's.
+ */
+struct gc_fp_jobs_ops {
+	/* The threads start their I/O together, once every thread_init has run. */
+	bool barrier;
+	/* First in the job's thread (make the device current): 0 to go on to io. */
+	int (*thread_init)(void *job);
+	/* The job's transfer, in its thread (no assertion there: record the outcome). */
+	void (*io)(void *job);
+	/* After every thread has joined: job i of n (jobs is the whole array) did its part. */
+	void (*check)(void *jobs, int i, int n);
+};
+
+/* Run the jobs, then check each in order (subtest-level). */
+void gc_fp_jobs_run(const struct gc_fp_jobs_ops *ops, void *jobs, size_t stride, int n);
+
 #endif

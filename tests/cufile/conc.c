@@ -176,30 +176,46 @@ struct slice_job {
 	int err_no;
 };
 
-static void *slice_thread(void *p)
+/* In the job's thread: the device current (a failure here fails the subtest). */
+static int slice_init(void *p)
 {
 	struct slice_job *j = p;
 
 	gc_cu_assert(j->e->cu, gc_cuda_use(j->e->cu, 0));
+	return 0;
+}
+
+static void slice_io(void *p)
+{
+	struct slice_job *j = p;
+
 	if (j->write)
 		j->ret = cf_write(j->e, j->fh, j->d, j->len, (int64_t)j->off, (int64_t)j->off,
 				  &j->err_no, NULL, 0);
 	else
 		j->ret = cf_read(j->e, j->fh, j->d, j->len, (int64_t)j->off, (int64_t)j->off,
 				 &j->err_no, NULL, 0);
-	return NULL;
 }
+
+static void slice_check(void *p, int i, int n)
+{
+	const struct slice_job *jobs = p;
+	char rb[128];
+
+	(void)n;
+	gc_assert_f(jobs[i].ret == (ssize_t)jobs[i].len, "%s of slice %d = %s",
+		    jobs[i].write ? "write" : "read", i,
+		    cf_ret(jobs[i].ret, jobs[i].err_no, rb, sizeof(rb)));
+}
+
+/* Each job's thread starts as soon as it is made (no barrier). */
+static const struct gc_fp_jobs_ops slice_ops = {
+	.thread_init = slice_init, .io = slice_io, .check = slice_check,
+};
 
 static void run_jobs(struct slice_job *jobs, int n)
 {
-	pthread_t t[16];
-	char rb[128];
-
-	gc_fp_threads_run(t, n, slice_thread, jobs, sizeof(jobs[0]));
-	for (int i = 0; i < n; i++)
-		gc_assert_f(jobs[i].ret == (ssize_t)jobs[i].len, "%s of slice %d = %s",
-			    jobs[i].write ? "write" : "read", i,
-			    cf_ret(jobs[i].ret, jobs[i].err_no, rb, sizeof(rb)));
+	gc_fp_jobs_run(&slice_ops, jobs, sizeof(jobs[0]), n);
 }
 
 /* concurrent-slices: 8 threads, one handle, one buffer, disjoint 8 MiB slices. */

@@ -350,38 +350,44 @@ struct job {
 	struct gc_hf_req req;
 	struct gc_hf_res res;
 	hipError_t set_device;
-	pthread_barrier_t *go;
 };
 
 /* No assertion here: a helper thread cannot leave the subtest. */
-static void *job_thread(void *p)
+static int job_init(void *p)
 {
 	struct job *j = p;
 
 	j->set_device = j->h->hip->hipSetDevice(0);
-	pthread_barrier_wait(j->go);
-	if (j->set_device == hipSuccess)
-		gc_hf_io(j->h, &j->req, &j->res);
-	return NULL;
+	return j->set_device != hipSuccess;
 }
+
+static void job_io(void *p)
+{
+	struct job *j = p;
+
+	gc_hf_io(j->h, &j->req, &j->res);
+}
+
+static void job_check(void *p, int i, int n)
+{
+	struct job *jobs = p;
+	char b[384];
+
+	gc_hip_assert(jobs[i].h->hip, jobs[i].set_device);
+	gc_assert_f(jobs[i].res.n == (int64_t)jobs[i].req.size, "job %d of %d: %s", i, n,
+		    gc_hf_res_str(jobs[i].h, &jobs[i].req, &jobs[i].res, b, sizeof(b)));
+}
+
+/* Every job's I/O starts once every thread has made the device current. */
+static const struct gc_fp_jobs_ops job_ops = {
+	.barrier = true, .thread_init = job_init, .io = job_io, .check = job_check,
+};
 
 static void run_jobs(struct hf_env *e, struct job *jobs, int n)
 {
-	pthread_barrier_t go;
-	pthread_t t[16];
-	char b[384];
-
-	gc_assert(n <= 16);
-	pthread_barrier_init(&go, NULL, (unsigned)n);
 	for (int i = 0; i < n; i++)
-		jobs[i].h = &e->h, jobs[i].go = &go;
-	gc_fp_threads_run(t, n, job_thread, jobs, sizeof(jobs[0]));
-	pthread_barrier_destroy(&go);
-	for (int i = 0; i < n; i++) {
-		gc_hip_assert(e->h.hip, jobs[i].set_device);
-		gc_assert_f(jobs[i].res.n == (int64_t)jobs[i].req.size, "job %d of %d: %s", i, n,
-			    gc_hf_res_str(&e->h, &jobs[i].req, &jobs[i].res, b, sizeof(b)));
-	}
+		jobs[i].h = &e->h;
+	gc_fp_jobs_run(&job_ops, jobs, sizeof(jobs[0]), n);
 }
 
 #define SLICES 8
