@@ -297,7 +297,7 @@ static const struct gc_fixture fixture = {
 	.setup = cf_setup, .teardown = cf_teardown, .after_each = cf_after_each,
 };
 
-/* lib/fastpath_subtests.h's groups with error-convention and shrinking-file after the edge cases. */
+/* lib/fastpath_subtests.h's groups, error-convention and shrinking-file after the edge cases. */
 GC_FASTPATH_TABLES(CF_EXTRA_SUBTESTS);
 
 GC_MAIN(.name = "cufile_io",

@@ -43,7 +43,7 @@ static void buf_register(const struct cf_env *e, CUdeviceptr d)
 }
 
 /* The file, its handle, the kernels and both buffers, registered. */
-static void sustained_open(void *ctx, struct gc_soak_cfg *cfg)
+static void cf_sust_open(void *ctx, struct gc_soak_cfg *cfg)
 {
 	struct sustained *x = ctx;
 	struct cf_env *e = x->e;
@@ -61,7 +61,7 @@ static void sustained_open(void *ctx, struct gc_soak_cfg *cfg)
 	cfg->dev_used = gc_cuda_soak_dev0, cfg->dev_arg = e->cu;
 }
 
-static void sustained_close(void *ctx)
+static void cf_sust_close(void *ctx)
 {
 	struct sustained *x = ctx;
 	struct cf_env *e = x->e;
@@ -76,8 +76,8 @@ static void sustained_close(void *ctx)
 }
 
 /* All 16 MiB one way; on cycle 0 the path it took. */
-static int64_t transfer(void *ctx, bool write, unsigned long cycle, char *fail, size_t fail_len,
-			char *info, size_t info_len)
+static int64_t cf_sust_transfer(void *ctx, bool write, unsigned long cycle, char *fail,
+				size_t fail_len, char *info, size_t info_len)
 {
 	struct sustained *x = ctx;
 	char path[96] = "", rb[128];
@@ -94,7 +94,7 @@ static int64_t transfer(void *ctx, bool write, unsigned long cycle, char *fail, 
 }
 
 /* The cycle's pattern into src (cuFileWrite is not ordered with the stream: synchronized). */
-static void sustained_fill(void *ctx, unsigned long cycle)
+static void cf_sust_fill(void *ctx, unsigned long cycle)
 {
 	struct sustained *x = ctx;
 	struct gc_cuda *cu = x->e->cu;
@@ -105,7 +105,7 @@ static void sustained_fill(void *ctx, unsigned long cycle)
 }
 
 /* dst checked on the GPU. */
-static void sustained_check(void *ctx, unsigned long cycle)
+static void cf_sust_check(void *ctx, unsigned long cycle)
 {
 	struct sustained *x = ctx;
 	struct gc_cuda *cu = x->e->cu;
@@ -118,18 +118,18 @@ static void sustained_check(void *ctx, unsigned long cycle)
 		    (unsigned long long)WORDS, (unsigned long long)first * 4);
 }
 
-static const struct gc_fp_sustained_ops ops = {
+static const struct gc_fp_sustained_ops cf_sust_ops = {
 	.cycle = "fill 16 MiB of device memory, cuFileWrite it to the scratch file, "
 		 "cuFileRead it into another device buffer, compare on the GPU",
 	.call = { "cuFileRead", "cuFileWrite" },
-	.open = sustained_open,
-	.fill = sustained_fill,
-	.transfer = transfer,
-	.check = sustained_check,
-	.close = sustained_close,
+	.open = cf_sust_open,
+	.fill = cf_sust_fill,
+	.transfer = cf_sust_transfer,
+	.check = cf_sust_check,
+	.close = cf_sust_close,
 };
 
 void test_sustained(void *data)
 {
-	gc_fp_sustained_run(&ops, &(struct sustained){ .e = data });
+	gc_fp_sustained_run(&cf_sust_ops, &(struct sustained){ .e = data });
 }

@@ -43,7 +43,7 @@ static long long dev_used(void *arg)
 }
 
 /* The file, its handle and both buffers, registered; all held (after_each releases them). */
-static void sustained_open(void *ctx, struct gc_soak_cfg *cfg)
+static void hf_sust_open(void *ctx, struct gc_soak_cfg *cfg)
 {
 	struct sustained *x = ctx;
 	struct hf_env *e = x->e;
@@ -62,7 +62,7 @@ static void sustained_open(void *ctx, struct gc_soak_cfg *cfg)
 	cfg->dev_used = x->mem_get_info ? dev_used : NULL, cfg->dev_arg = x;
 }
 
-static void sustained_close(void *ctx)
+static void hf_sust_close(void *ctx)
 {
 	struct sustained *x = ctx;
 
@@ -70,8 +70,8 @@ static void sustained_close(void *ctx)
 }
 
 /* All 16 MiB one way: what happened, for the failure and for cycle 0. */
-static int64_t transfer(void *ctx, bool write, unsigned long cycle, char *fail, size_t fail_len,
-			char *info, size_t info_len)
+static int64_t hf_sust_transfer(void *ctx, bool write, unsigned long cycle, char *fail,
+				size_t fail_len, char *info, size_t info_len)
 {
 	struct sustained *x = ctx;
 	struct gc_hf_req r = hf_req(GC_HF_HIPFILE, write, -1, x->fh, write ? x->src : x->dst, 0,
@@ -87,7 +87,7 @@ static int64_t transfer(void *ctx, bool write, unsigned long cycle, char *fail, 
 }
 
 /* 16 MiB of the cycle's pattern copied into src. */
-static void sustained_fill(void *ctx, unsigned long cycle)
+static void hf_sust_fill(void *ctx, unsigned long cycle)
 {
 	struct sustained *x = ctx;
 
@@ -95,7 +95,7 @@ static void sustained_fill(void *ctx, unsigned long cycle)
 }
 
 /* dst copied back and compared. */
-static void sustained_check(void *ctx, unsigned long cycle)
+static void hf_sust_check(void *ctx, unsigned long cycle)
 {
 	struct sustained *x = ctx;
 	char what[64];
@@ -104,18 +104,18 @@ static void sustained_check(void *ctx, unsigned long cycle)
 	hf_dev_expect(x->e, what, x->dst, GC_FP_SUSTAINED_BYTES, 0, WR_NEW + cycle, false);
 }
 
-static const struct gc_fp_sustained_ops ops = {
+static const struct gc_fp_sustained_ops hf_sust_ops = {
 	.cycle = "copy 16 MiB into device memory, hipFileWrite it to the scratch file, "
 		 "hipFileRead it into another device buffer, copy back and compare",
 	.call = { "hipFileRead", "hipFileWrite" },
-	.open = sustained_open,
-	.fill = sustained_fill,
-	.transfer = transfer,
-	.check = sustained_check,
-	.close = sustained_close,
+	.open = hf_sust_open,
+	.fill = hf_sust_fill,
+	.transfer = hf_sust_transfer,
+	.check = hf_sust_check,
+	.close = hf_sust_close,
 };
 
 void test_sustained(void *data)
 {
-	gc_fp_sustained_run(&ops, &(struct sustained){ .e = data });
+	gc_fp_sustained_run(&hf_sust_ops, &(struct sustained){ .e = data });
 }
