@@ -67,6 +67,54 @@ void gc_fp_race_run(int iters, void (*child)(void *arg), void *arg)
 		gc_expect_child_exit(child, arg, 0, GC_FP_RACE_TIMEOUT_MS);
 }
 
+struct race_run {
+	const struct gc_fp_race_ops *ops;
+	void *ctx;
+	pthread_barrier_t go;
+};
+
+struct race_arg {
+	struct race_run *r;
+	int i;
+};
+
+static void *race_thread(void *p)
+{
+	const struct race_arg *a = p;
+	const struct gc_fp_race_ops *ops = a->r->ops;
+
+	if (ops->before)
+		ops->before(a->r->ctx, a->i);
+	pthread_barrier_wait(&a->r->go);
+	ops->first(a->r->ctx, a->i);
+	return NULL;
+}
+
+/*
+ * The lazy-initialisation race the AMD fastpath review found (a backend
+ * list initialised lazily, read empty or raced by concurrent first users):
+ * every thread's first call at once.
+ */
+void gc_fp_race_threads(const struct gc_fp_race_ops *ops, void *ctx)
+{
+	struct race_run r = { .ops = ops, .ctx = ctx };
+	struct race_arg a[GC_FP_RACE_THREADS];
+	pthread_t t[GC_FP_RACE_THREADS];
+
+	pthread_barrier_init(&r.go, NULL, GC_FP_RACE_THREADS);
+	for (int i = 0; i < GC_FP_RACE_THREADS; i++)
+		a[i] = (struct race_arg){ &r, i };
+	if (!ops->cannot_start) {
+		gc_fp_threads_run(t, GC_FP_RACE_THREADS, race_thread, a, sizeof(a[0]));
+		return;
+	}
+	for (int i = 0; i < GC_FP_RACE_THREADS; i++)
+		if (pthread_create(&t[i], NULL, race_thread, &a[i]) != 0)
+			ops->cannot_start(ctx, i);
+	for (int i = 0; i < GC_FP_RACE_THREADS; i++)
+		pthread_join(t[i], NULL);
+}
+
 void gc_fp_threads_run(pthread_t *t, int n, void *(*fn)(void *), void *args, size_t stride)
 {
 	for (int i = 0; i < n; i++)

@@ -71,6 +71,21 @@ int gc_fp_race_iterations(const char *env_name);
 void gc_fp_race_run(int iters, void (*child)(void *arg), void *arg);
 
 /*
+ * One fresh process's race: GC_FP_RACE_THREADS threads; thread i runs
+ * before(ctx, i) where there is one, waits at one barrier for every other,
+ * then makes its first call, first(ctx, i); all are joined. A thread that
+ * cannot be started fails the subtest, or where cannot_start is given, it is
+ * called at once (with errno as pthread_create left it) and must not return:
+ * the threads already started wait at the barrier for ever.
+ */
+struct gc_fp_race_ops {
+	void (*before)(void *ctx, int i);
+	void (*first)(void *ctx, int i);
+	void (*cannot_start)(void *ctx, int i);
+};
+void gc_fp_race_threads(const struct gc_fp_race_ops *ops, void *ctx);
+
+/*
  * Start n threads into t[n], the i-th running fn on (char *)args + i *
  * stride, and join them all; the subtest fails when one cannot be started.
  */

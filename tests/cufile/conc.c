@@ -87,43 +87,43 @@ void test_driver_lifecycle(void *data)
 struct race {
 	struct cf_env *e;
 	const char *path; /* made by the parent: no file is left behind by a child */
-	pthread_barrier_t go;
 	CUdeviceptr d;
 	int fds[RACE_THREADS];
 };
 
-struct race_arg {
-	struct race *r;
-	int i;
-};
-
-static void *race_thread(void *p)
+/* Before the barrier: the device current. */
+static void race_before(void *ctx, int i)
 {
-	struct race_arg *a = p;
-	struct race *r = a->r;
-	uint64_t off = (uint64_t)a->i * RACE_SLICE;
+	struct race *r = ctx;
+
+	(void)i;
+	gc_cu_assert(r->e->cu, gc_cuda_use(r->e->cu, 0));
+}
+
+static void race_first(void *ctx, int i)
+{
+	struct race *r = ctx;
+	uint64_t off = (uint64_t)i * RACE_SLICE;
 	char rb[128];
 	ssize_t n;
 	void *fh;
 	int reg;
 
-	gc_cu_assert(r->e->cu, gc_cuda_use(r->e->cu, 0));
-	pthread_barrier_wait(&r->go);
-	reg = cf_register(r->e, r->fds[a->i], &fh); /* the first cuFile call of the process */
-	gc_assert_f(reg == 0, "thread %d: cuFileHandleRegister: %s", a->i, gc_cufile_err_name(reg));
+	reg = cf_register(r->e, r->fds[i], &fh); /* the first cuFile call of the process */
+	gc_assert_f(reg == 0, "thread %d: cuFileHandleRegister: %s", i, gc_cufile_err_name(reg));
 	n = r->e->cf.fn.read(fh, (void *)(uintptr_t)r->d, RACE_SLICE, (off_t)off, (off_t)off);
-	gc_assert_f(n == RACE_SLICE, "thread %d: cuFileRead = %s", a->i,
+	gc_assert_f(n == RACE_SLICE, "thread %d: cuFileRead = %s", i,
 		    cf_ret(n, errno, rb, sizeof(rb)));
 	r->e->cf.fn.handle_deregister(fh);
-	return NULL;
 }
+
+/* A thread that cannot start fails the child (the subtest). */
+static const struct gc_fp_race_ops race_ops = { .before = race_before, .first = race_first };
 
 /* One fresh process: CUDA up, cuFile untouched until 64 threads call it at once. */
 static void race_child(void *data)
 {
 	struct race r = *(struct race *)data;
-	struct race_arg args[RACE_THREADS];
-	pthread_t t[RACE_THREADS];
 
 	r.e->cu = gc_cuda_require(); /* no cuFileDriverOpen: the library opens lazily */
 	for (int i = 0; i < RACE_THREADS; i++) {
@@ -132,10 +132,7 @@ static void race_child(void *data)
 	}
 	r.d = cf_dev_alloc(r.e, RACE_THREADS * RACE_SLICE);
 	cf_dev_poison(r.e, r.d, RACE_THREADS * RACE_SLICE, 0, SEED_A);
-	pthread_barrier_init(&r.go, NULL, RACE_THREADS);
-	for (int i = 0; i < RACE_THREADS; i++)
-		args[i] = (struct race_arg){ &r, i };
-	gc_fp_threads_run(t, RACE_THREADS, race_thread, args, sizeof(args[0]));
+	gc_fp_race_threads(&race_ops, &r);
 	cf_dev_expect(r.e, r.d, RACE_THREADS * RACE_SLICE, 0, RACE_THREADS * RACE_SLICE, 0, SEED_A,
 		      "64 racing first users");
 	exit(0);

@@ -160,43 +160,53 @@ void test_driver_lifecycle(void *data)
 struct race {
 	struct gc_hipfile *h;
 	enum gc_hf_entry x;
-	pthread_barrier_t go;
 	char *dev;
 	int fds[RACE_THREADS];
+	struct gc_hf_req req[RACE_THREADS];
 	struct gc_hf_res res[RACE_THREADS];
 	gc_hipfile_err reg[RACE_THREADS];
 };
 
-struct race_arg {
-	struct race *r;
-	int i;
-};
+/* Before the barrier: thread i's request, ready to go. */
+static void race_before(void *ctx, int i)
+{
+	struct race *r = ctx;
+	uint64_t off = (uint64_t)i * RACE_SLICE;
+
+	r->req[i] = r->x == GC_HF_HIPFILE ?
+		hf_req(r->x, false, -1, NULL, r->dev, (int64_t)off, RACE_SLICE, (int64_t)off) :
+		hf_req(r->x, false, r->fds[i], NULL, r->dev + off, 0, RACE_SLICE, (int64_t)off);
+}
 
 /* The first call of the entry point in this process, made by 64 threads at once. */
-static void *race_thread(void *p)
+static void race_first(void *ctx, int i)
 {
-	struct race_arg *a = p;
-	struct race *r = a->r;
-	uint64_t off = (uint64_t)a->i * RACE_SLICE;
-	gc_hipfile_descr d = { .type = GC_HIPFILE_HANDLE_TYPE_OPAQUE_FD,
-			       .handle.fd = r->fds[a->i] };
+	struct race *r = ctx;
+	gc_hipfile_descr d = { .type = GC_HIPFILE_HANDLE_TYPE_OPAQUE_FD, .handle.fd = r->fds[i] };
 	gc_hipfile_handle fh = NULL;
-	struct gc_hf_req q = r->x == GC_HF_HIPFILE ?
-		hf_req(r->x, false, -1, NULL, r->dev, (int64_t)off, RACE_SLICE, (int64_t)off) :
-		hf_req(r->x, false, r->fds[a->i], NULL, r->dev + off, 0, RACE_SLICE, (int64_t)off);
 
-	pthread_barrier_wait(&r->go);
 	if (r->x == GC_HF_HIPFILE) {
-		r->reg[a->i] = r->h->hf.handle_register(&fh, &d);
-		if (r->reg[a->i].err != GC_HIPFILE_SUCCESS)
-			return NULL;
-		q.fh = fh;
+		r->reg[i] = r->h->hf.handle_register(&fh, &d);
+		if (r->reg[i].err != GC_HIPFILE_SUCCESS)
+			return;
+		r->req[i].fh = fh;
 	}
-	gc_hf_io(r->h, &q, &r->res[a->i]);
+	gc_hf_io(r->h, &r->req[i], &r->res[i]);
 	if (fh)
 		r->h->hf.handle_deregister(fh);
-	return NULL;
 }
+
+/* Outside any subtest (the child runs before gc_main): say so and exit 2. */
+static void race_cannot_start(void *ctx, int i)
+{
+	(void)ctx;
+	fprintf(stderr, "race: pthread_create %d: %s\n", i, strerror(errno));
+	_exit(2); /* the others wait at the barrier forever */
+}
+
+static const struct gc_fp_race_ops race_ops = {
+	.before = race_before, .first = race_first, .cannot_start = race_cannot_start,
+};
 
 static int race_report(struct race *r, char *stage)
 {
@@ -250,8 +260,6 @@ static int race_prepare(struct race *r, int fd, char *stage)
 static int race_run(struct gc_hipfile *h, enum gc_hf_entry x, int fd)
 {
 	struct race *r = calloc(1, sizeof(*r)); /* 64 threads share it; the process exits after */
-	struct race_arg args[RACE_THREADS];
-	pthread_t t[RACE_THREADS];
 	char *stage = malloc(RACE_THREADS * RACE_SLICE);
 	int rc;
 
@@ -263,16 +271,7 @@ static int race_run(struct gc_hipfile *h, enum gc_hf_entry x, int fd)
 	rc = race_prepare(r, fd, stage);
 	if (rc)
 		return rc;
-	pthread_barrier_init(&r->go, NULL, RACE_THREADS);
-	for (int i = 0; i < RACE_THREADS; i++) {
-		args[i] = (struct race_arg){ r, i };
-		if (pthread_create(&t[i], NULL, race_thread, &args[i]) != 0) {
-			fprintf(stderr, "race: pthread_create %d: %s\n", i, strerror(errno));
-			_exit(2); /* the others wait at the barrier forever */
-		}
-	}
-	for (int i = 0; i < RACE_THREADS; i++)
-		pthread_join(t[i], NULL);
+	gc_fp_race_threads(&race_ops, r);
 	return race_report(r, stage);
 }
 
