@@ -97,6 +97,35 @@ struct gc_fp_place {
 		     "%ss%s-f%s-b%llu", a->dir, a->name, b->foff_name, (unsigned long long)b->boff)
 
 /*
+ * The three data matrices over one body per case: body(ctx, write, size,
+ * place) for every case of read-matrix (write false), write-matrix (true)
+ * and registered-matrix (its case's direction); the stack's ctx says which
+ * matrix runs where that matters (a registered buffer).
+ *
+ *     GC_FASTPATH_MATRIX(case_one);
+ *     static void case_one(void *ctx, bool write, uint64_t size,
+ *                          const struct gc_fp_place *b) { ... }
+ */
+#define GC_FASTPATH_MATRIX(body)                                                               \
+	static void body(void *ctx, bool write, uint64_t size, const struct gc_fp_place *b);   \
+	static void gc_fp__read_one(void *ctx, const struct gc_fp_size *a,                     \
+				    const struct gc_fp_place *b)                               \
+	{                                                                                      \
+		body(ctx, false, a->size, b);                                                  \
+	}                                                                                      \
+	static void gc_fp__write_one(void *ctx, const struct gc_fp_size *a,                    \
+				     const struct gc_fp_place *b)                              \
+	{                                                                                      \
+		body(ctx, true, a->size, b);                                                   \
+	}                                                                                      \
+	static void gc_fp__registered_one(void *ctx, const struct gc_fp_dir_size *a,           \
+					  const struct gc_fp_place *b)                         \
+	{                                                                                      \
+		body(ctx, a->write, a->size, b);                                               \
+	}                                                                                      \
+	GC_FASTPATH_MATRICES(gc_fp__read_one, gc_fp__write_one, gc_fp__registered_one)
+
+/*
  * A list of {name, body} pairs as a GC_VARIANTS table (size-zero's cases):
  * each case is the dynamic subtest name, running fn(ctx).
  *
