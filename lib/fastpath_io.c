@@ -2,6 +2,7 @@
 /* The fastpath bodies both vendors run alike: see fastpath_io.h. */
 #include "fastpath_io.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "core.h"
@@ -67,27 +68,82 @@ void gc_fp_race_run(int iters, void (*child)(void *arg), void *arg)
 		gc_expect_child_exit(child, arg, 0, GC_FP_RACE_TIMEOUT_MS);
 }
 
-struct race_run {
-	const struct gc_fp_race_ops *ops;
-	void *ctx;
+/* n threads into t[n], the i-th on args + i * stride, all joined; one not started fails. */
+static void threads_run(pthread_t *t, int n, void *(*fn)(void *), void *args, size_t stride)
+{
+	for (int i = 0; i < n; i++)
+		gc_assert(pthread_create(&t[i], NULL, fn, (char *)args + (size_t)i * stride) == 0);
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+}
+
+/*
+ * The threads of the race and of the jobs alike: thread i runs init(c, i)
+ * (0 to go on), waits at the barrier where there is one, then act(c, i).
+ */
+struct crowd {
+	int (*init)(struct crowd *c, int i);
+	void (*act)(struct crowd *c, int i);
+	const void *ops; /* the caller's: gc_fp_race_ops or gc_fp_jobs_ops */
+	char *ctx;       /* the race's ctx, or the jobs' array */
+	size_t stride;   /* jobs: bytes from one job to the next */
+	bool barrier;
 	pthread_barrier_t go;
 };
 
-struct race_arg {
-	struct race_run *r;
+struct crowd_arg {
+	struct crowd *c;
 	int i;
 };
 
-static void *race_thread(void *p)
+static void *crowd_thread(void *p)
 {
-	const struct race_arg *a = p;
-	const struct gc_fp_race_ops *ops = a->r->ops;
+	const struct crowd_arg *a = p;
+	int go = a->c->init(a->c, a->i);
+
+	if (a->c->barrier)
+		pthread_barrier_wait(&a->c->go);
+	if (go == 0)
+		a->c->act(a->c, a->i);
+	return NULL;
+}
+
+/*
+ * n threads into t[n], their arguments in a[n], all joined. A thread that
+ * cannot start fails the subtest, or goes to cannot_start (no return).
+ */
+static void crowd_run(struct crowd *c, int n, pthread_t *t, struct crowd_arg *a,
+		      void (*cannot_start)(void *ctx, int i))
+{
+	if (c->barrier)
+		pthread_barrier_init(&c->go, NULL, (unsigned)n);
+	for (int i = 0; i < n; i++)
+		a[i] = (struct crowd_arg){ c, i };
+	if (!cannot_start) {
+		threads_run(t, n, crowd_thread, a, sizeof(a[0]));
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		if (pthread_create(&t[i], NULL, crowd_thread, &a[i]) != 0)
+			cannot_start(c->ctx, i);
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+}
+
+static int race_init(struct crowd *c, int i)
+{
+	const struct gc_fp_race_ops *ops = c->ops;
 
 	if (ops->before)
-		ops->before(a->r->ctx, a->i);
-	pthread_barrier_wait(&a->r->go);
-	ops->first(a->r->ctx, a->i);
-	return NULL;
+		ops->before(c->ctx, i);
+	return 0;
+}
+
+static void race_first(struct crowd *c, int i)
+{
+	const struct gc_fp_race_ops *ops = c->ops;
+
+	ops->first(c->ctx, i);
 }
 
 /*
@@ -97,72 +153,39 @@ static void *race_thread(void *p)
  */
 void gc_fp_race_threads(const struct gc_fp_race_ops *ops, void *ctx)
 {
-	struct race_run r = { .ops = ops, .ctx = ctx };
-	struct race_arg a[GC_FP_RACE_THREADS];
+	struct crowd c = { .init = race_init, .act = race_first, .ops = ops, .ctx = ctx,
+			   .barrier = true };
+	struct crowd_arg a[GC_FP_RACE_THREADS];
 	pthread_t t[GC_FP_RACE_THREADS];
 
-	pthread_barrier_init(&r.go, NULL, GC_FP_RACE_THREADS);
-	for (int i = 0; i < GC_FP_RACE_THREADS; i++)
-		a[i] = (struct race_arg){ &r, i };
-	if (!ops->cannot_start) {
-		gc_fp_threads_run(t, GC_FP_RACE_THREADS, race_thread, a, sizeof(a[0]));
-		return;
-	}
-	for (int i = 0; i < GC_FP_RACE_THREADS; i++)
-		if (pthread_create(&t[i], NULL, race_thread, &a[i]) != 0)
-			ops->cannot_start(ctx, i);
-	for (int i = 0; i < GC_FP_RACE_THREADS; i++)
-		pthread_join(t[i], NULL);
+	crowd_run(&c, GC_FP_RACE_THREADS, t, a, ops->cannot_start);
 }
 
-void gc_fp_threads_run(pthread_t *t, int n, void *(*fn)(void *), void *args, size_t stride)
+static int job_init(struct crowd *c, int i)
 {
-	for (int i = 0; i < n; i++)
-		gc_assert(pthread_create(&t[i], NULL, fn, (char *)args + (size_t)i * stride) == 0);
-	for (int i = 0; i < n; i++)
-		pthread_join(t[i], NULL);
+	const struct gc_fp_jobs_ops *ops = c->ops;
+
+	return ops->thread_init(c->ctx + (size_t)i * c->stride);
 }
 
-struct jobs_run {
-	const struct gc_fp_jobs_ops *ops;
-	char *jobs;
-	size_t stride;
-	pthread_barrier_t go;
-};
-
-struct job_arg {
-	struct jobs_run *r;
-	int i;
-};
-
-static void *job_thread(void *p)
+static void job_io(struct crowd *c, int i)
 {
-	const struct job_arg *a = p;
-	const struct gc_fp_jobs_ops *ops = a->r->ops;
-	void *job = a->r->jobs + (size_t)a->i * a->r->stride;
-	int go = ops->thread_init(job);
+	const struct gc_fp_jobs_ops *ops = c->ops;
 
-	if (ops->barrier)
-		pthread_barrier_wait(&a->r->go);
-	if (go == 0)
-		ops->io(job);
-	return NULL;
+	ops->io(c->ctx + (size_t)i * c->stride);
 }
 
 void gc_fp_jobs_run(const struct gc_fp_jobs_ops *ops, void *jobs, size_t stride, int n)
 {
-	struct jobs_run r = { .ops = ops, .jobs = jobs, .stride = stride };
-	struct job_arg a[16];
+	struct crowd c = { .init = job_init, .act = job_io, .ops = ops, .ctx = jobs,
+			   .stride = stride, .barrier = ops->barrier };
+	struct crowd_arg a[16];
 	pthread_t t[16];
 
 	gc_assert(n <= 16);
-	if (ops->barrier)
-		pthread_barrier_init(&r.go, NULL, (unsigned)n);
-	for (int i = 0; i < n; i++)
-		a[i] = (struct job_arg){ &r, i };
-	gc_fp_threads_run(t, n, job_thread, a, sizeof(a[0]));
-	if (ops->barrier)
-		pthread_barrier_destroy(&r.go);
+	crowd_run(&c, n, t, a, NULL);
+	if (c.barrier)
+		pthread_barrier_destroy(&c.go);
 	for (int i = 0; i < n; i++)
 		ops->check(jobs, i, n);
 }

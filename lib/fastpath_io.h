@@ -13,7 +13,6 @@
 #ifndef GPUCONFORM_FASTPATH_IO_H
 #define GPUCONFORM_FASTPATH_IO_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -84,12 +83,6 @@ struct gc_fp_race_ops {
 	void (*cannot_start)(void *ctx, int i);
 };
 void gc_fp_race_threads(const struct gc_fp_race_ops *ops, void *ctx);
-
-/*
- * Start n threads into t[n], the i-th running fn on (char *)args + i *
- * stride, and join them all; the subtest fails when one cannot be started.
- */
-void gc_fp_threads_run(pthread_t *t, int n, void *(*fn)(void *), void *args, size_t stride);
 
 /*
  * concurrent-slices and concurrent-readers-writers: jobs, one thread each,
