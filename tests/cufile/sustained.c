@@ -122,11 +122,8 @@ static const struct gc_fp_sustained_ops cf_sust_ops = {
 	.cycle = "fill 16 MiB of device memory, cuFileWrite it to the scratch file, "
 		 "cuFileRead it into another device buffer, compare on the GPU",
 	.call = { "cuFileRead", "cuFileWrite" },
-	.open = cf_sust_open,
-	.fill = cf_sust_fill,
-	.transfer = cf_sust_transfer,
-	.check = cf_sust_check,
-	.close = cf_sust_close,
+	.open = cf_sust_open, .fill = cf_sust_fill, .transfer = cf_sust_transfer,
+	.check = cf_sust_check, .close = cf_sust_close,
 };
 
 void test_sustained(void *data)

@@ -108,11 +108,8 @@ static const struct gc_fp_sustained_ops hf_sust_ops = {
 	.cycle = "copy 16 MiB into device memory, hipFileWrite it to the scratch file, "
 		 "hipFileRead it into another device buffer, copy back and compare",
 	.call = { "hipFileRead", "hipFileWrite" },
-	.open = hf_sust_open,
-	.fill = hf_sust_fill,
-	.transfer = hf_sust_transfer,
-	.check = hf_sust_check,
-	.close = hf_sust_close,
+	.open = hf_sust_open, .fill = hf_sust_fill, .transfer = hf_sust_transfer,
+	.check = hf_sust_check, .close = hf_sust_close,
 };
 
 void test_sustained(void *data)
