@@ -97,6 +97,35 @@ struct gc_fp_place {
 		     "%ss%s-f%s-b%llu", a->dir, a->name, b->foff_name, (unsigned long long)b->boff)
 
 /*
+ * The three data matrices over one body per case: body(ctx, write, size,
+ * place) for every case of read-matrix (write false), write-matrix (true)
+ * and registered-matrix (its case's direction); the stack's ctx says which
+ * matrix runs where that matters (a registered buffer).
+ *
+ *     GC_FASTPATH_MATRIX(case_one);
+ *     static void case_one(void *ctx, bool write, uint64_t size,
+ *                          const struct gc_fp_place *b) { ... }
+ */
+#define GC_FASTPATH_MATRIX(body)                                                               \
+	static void body(void *ctx, bool write, uint64_t size, const struct gc_fp_place *b);   \
+	static void gc_fp__read_one(void *ctx, const struct gc_fp_size *a,                     \
+				    const struct gc_fp_place *b)                               \
+	{                                                                                      \
+		body(ctx, false, a->size, b);                                                  \
+	}                                                                                      \
+	static void gc_fp__write_one(void *ctx, const struct gc_fp_size *a,                    \
+				     const struct gc_fp_place *b)                              \
+	{                                                                                      \
+		body(ctx, true, a->size, b);                                                   \
+	}                                                                                      \
+	static void gc_fp__registered_one(void *ctx, const struct gc_fp_dir_size *a,           \
+					  const struct gc_fp_place *b)                         \
+	{                                                                                      \
+		body(ctx, a->write, a->size, b);                                               \
+	}                                                                                      \
+	GC_FASTPATH_MATRICES(gc_fp__read_one, gc_fp__write_one, gc_fp__registered_one)
+
+/*
  * A list of {name, body} pairs as a GC_VARIANTS table (size-zero's cases):
  * each case is the dynamic subtest name, running fn(ctx).
  *
@@ -219,5 +248,34 @@ void test_perf_write(void *data);
 	  "read throughput: fastpath vs O_DIRECT + copy vs O_DIRECT alone" },                  \
 	{ "perf-write", test_perf_write,                                                       \
 	  "write throughput: fastpath vs copy + O_DIRECT vs O_DIRECT alone" },
+
+/*
+ * A binary's tables, the same in both: subtests (each group above, in one
+ * order; extra, a list of a binary's own entries or nothing, after the edge
+ * cases), soaks, and placements. The throughput subtests run alone, one GPU
+ * after another: the copies on other GPUs share the node's disk (on four
+ * H200s cufile_io's write ratio fell by half, and varied threefold between
+ * GPUs).
+ *
+ *     GC_FASTPATH_TABLES(CF_EXTRA_SUBTESTS);
+ *     GC_MAIN(..., .subtests = subtests, .soaks = soaks, .placements = placements)
+ */
+#define GC_FASTPATH_TABLES(extra)                                                              \
+	static const struct gc_subtest subtests[] = {                                          \
+		GC_FASTPATH_MATRIX_SUBTESTS                                                    \
+		GC_FASTPATH_EDGE_SUBTESTS                                                      \
+		extra                                                                          \
+		GC_FASTPATH_CONC_SUBTESTS                                                      \
+		GC_FASTPATH_BATCH_SUBTESTS                                                     \
+		GC_FASTPATH_PERF_SUBTESTS                                                      \
+		GC_FASTPATH_SOAK_SUBTESTS                                                      \
+		{ 0 }                                                                          \
+	};                                                                                     \
+	static const char *const soaks[] = { GC_FASTPATH_SOAKS, NULL };                        \
+	static const struct gc_placement_rule placements[] = {                                 \
+		{ "perf-read", GC_PLACE_GPU_ALONE },                                           \
+		{ "perf-write", GC_PLACE_GPU_ALONE },                                          \
+		{ 0 }                                                                          \
+	}
 
 #endif

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cf_io.h"
+#include "fastpath_io.h"
 #include "interrupt.h"
 
 /* --------------------------------------------------------- lifecycle */
@@ -80,49 +81,49 @@ void test_driver_lifecycle(void *data)
 
 /* ---------------------------------------------------- first-use race */
 
-#define RACE_THREADS 64
-#define RACE_SLICE (64 * KIB)
+#define RACE_THREADS GC_FP_RACE_THREADS
+#define RACE_SLICE GC_FP_RACE_SLICE
 
 struct race {
 	struct cf_env *e;
 	const char *path; /* made by the parent: no file is left behind by a child */
-	pthread_barrier_t go;
 	CUdeviceptr d;
 	int fds[RACE_THREADS];
 };
 
-struct race_arg {
-	struct race *r;
-	int i;
-};
-
-static void *race_thread(void *p)
+/* Before the barrier: the device current. */
+static void race_before(void *ctx, int i)
 {
-	struct race_arg *a = p;
-	struct race *r = a->r;
-	uint64_t off = (uint64_t)a->i * RACE_SLICE;
+	struct race *r = ctx;
+
+	(void)i;
+	gc_cu_assert(r->e->cu, gc_cuda_use(r->e->cu, 0));
+}
+
+static void race_first(void *ctx, int i)
+{
+	struct race *r = ctx;
+	uint64_t off = (uint64_t)i * RACE_SLICE;
 	char rb[128];
 	ssize_t n;
 	void *fh;
 	int reg;
 
-	gc_cu_assert(r->e->cu, gc_cuda_use(r->e->cu, 0));
-	pthread_barrier_wait(&r->go);
-	reg = cf_register(r->e, r->fds[a->i], &fh); /* the first cuFile call of the process */
-	gc_assert_f(reg == 0, "thread %d: cuFileHandleRegister: %s", a->i, gc_cufile_err_name(reg));
+	reg = cf_register(r->e, r->fds[i], &fh); /* the first cuFile call of the process */
+	gc_assert_f(reg == 0, "thread %d: cuFileHandleRegister: %s", i, gc_cufile_err_name(reg));
 	n = r->e->cf.fn.read(fh, (void *)(uintptr_t)r->d, RACE_SLICE, (off_t)off, (off_t)off);
-	gc_assert_f(n == RACE_SLICE, "thread %d: cuFileRead = %s", a->i,
+	gc_assert_f(n == RACE_SLICE, "thread %d: cuFileRead = %s", i,
 		    cf_ret(n, errno, rb, sizeof(rb)));
 	r->e->cf.fn.handle_deregister(fh);
-	return NULL;
 }
+
+/* A thread that cannot start fails the child (the subtest). */
+static const struct gc_fp_race_ops race_ops = { .before = race_before, .first = race_first };
 
 /* One fresh process: CUDA up, cuFile untouched until 64 threads call it at once. */
 static void race_child(void *data)
 {
 	struct race r = *(struct race *)data;
-	struct race_arg args[RACE_THREADS];
-	pthread_t t[RACE_THREADS];
 
 	r.e->cu = gc_cuda_require(); /* no cuFileDriverOpen: the library opens lazily */
 	for (int i = 0; i < RACE_THREADS; i++) {
@@ -131,13 +132,7 @@ static void race_child(void *data)
 	}
 	r.d = cf_dev_alloc(r.e, RACE_THREADS * RACE_SLICE);
 	cf_dev_poison(r.e, r.d, RACE_THREADS * RACE_SLICE, 0, SEED_A);
-	pthread_barrier_init(&r.go, NULL, RACE_THREADS);
-	for (int i = 0; i < RACE_THREADS; i++) {
-		args[i] = (struct race_arg){ &r, i };
-		gc_assert(pthread_create(&t[i], NULL, race_thread, &args[i]) == 0);
-	}
-	for (int i = 0; i < RACE_THREADS; i++)
-		pthread_join(t[i], NULL);
+	gc_fp_race_threads(&race_ops, &r);
 	cf_dev_expect(r.e, r.d, RACE_THREADS * RACE_SLICE, 0, RACE_THREADS * RACE_SLICE, 0, SEED_A,
 		      "64 racing first users");
 	exit(0);
@@ -153,17 +148,14 @@ static void race_child(void *data)
  */
 void test_first_use_race(void *data)
 {
-	const char *env = getenv("GPUCONFORM_CUFILE_RACE_ITERATIONS");
-	int iters = env && *env ? atoi(env) : (int)gc_node_share(100);
+	int iters = gc_fp_race_iterations("GPUCONFORM_CUFILE_RACE_ITERATIONS");
 	struct race r = { .e = data };
 	struct gc_fp_file f;
 
-	gc_assert_f(iters > 0, "GPUCONFORM_CUFILE_RACE_ITERATIONS=%s: not a positive count", env);
 	cf_env_require_fresh(r.e);
 	cf_file(r.e, "race", RACE_THREADS * RACE_SLICE, SEED_A, O_RDONLY, &f);
 	r.path = f.path;
-	for (int i = 0; i < iters; i++)
-		gc_expect_child_exit(race_child, &r, 0, 120000);
+	gc_fp_race_run(iters, race_child, &r);
 	gc_fp_file_destroy(&f);
 	gc_info("%d fresh processes, %d threads each racing to be the first caller: all exact",
 		iters, RACE_THREADS);
@@ -181,33 +173,46 @@ struct slice_job {
 	int err_no;
 };
 
-static void *slice_thread(void *p)
+/* In the job's thread: the device current (a failure here fails the subtest). */
+static int slice_init(void *p)
 {
 	struct slice_job *j = p;
 
 	gc_cu_assert(j->e->cu, gc_cuda_use(j->e->cu, 0));
+	return 0;
+}
+
+static void slice_io(void *p)
+{
+	struct slice_job *j = p;
+
 	if (j->write)
 		j->ret = cf_write(j->e, j->fh, j->d, j->len, (int64_t)j->off, (int64_t)j->off,
 				  &j->err_no, NULL, 0);
 	else
 		j->ret = cf_read(j->e, j->fh, j->d, j->len, (int64_t)j->off, (int64_t)j->off,
 				 &j->err_no, NULL, 0);
-	return NULL;
 }
+
+static void slice_check(void *p, int i, int n)
+{
+	const struct slice_job *jobs = p;
+	char rb[128];
+
+	(void)n;
+	gc_assert_f(jobs[i].ret == (ssize_t)jobs[i].len, "%s of slice %d = %s",
+		    jobs[i].write ? "write" : "read", i,
+		    cf_ret(jobs[i].ret, jobs[i].err_no, rb, sizeof(rb)));
+}
+
+/* Each job's thread starts as soon as it is made (no barrier). */
+static const struct gc_fp_jobs_ops slice_ops = {
+	.thread_init = slice_init, .io = slice_io, .check = slice_check,
+};
 
 static void run_jobs(struct slice_job *jobs, int n)
 {
-	pthread_t t[16];
-	char rb[128];
-
-	for (int i = 0; i < n; i++)
-		gc_assert(pthread_create(&t[i], NULL, slice_thread, &jobs[i]) == 0);
-	for (int i = 0; i < n; i++)
-		pthread_join(t[i], NULL);
-	for (int i = 0; i < n; i++)
-		gc_assert_f(jobs[i].ret == (ssize_t)jobs[i].len, "%s of slice %d = %s",
-			    jobs[i].write ? "write" : "read", i,
-			    cf_ret(jobs[i].ret, jobs[i].err_no, rb, sizeof(rb)));
+	gc_fp_jobs_run(&slice_ops, jobs, sizeof(jobs[0]), n);
 }
 
 /* concurrent-slices: 8 threads, one handle, one buffer, disjoint 8 MiB slices. */

@@ -33,8 +33,8 @@
 #define SEED_FILE 0x5eed0001u
 #define SEED_DEV 0x5eed0002u
 
-/* The cases (lib/fastpath_subtests.h): sizes x (file offset, buffer offset). */
-GC_FASTPATH_MATRICES(read_one, write_one, registered_one);
+/* The cases (lib/fastpath_subtests.h): sizes x (file offset, buffer offset), each case_one. */
+GC_FASTPATH_MATRIX(case_one);
 
 struct mcase {
 	struct cf_env *e;
@@ -135,23 +135,6 @@ static void write_case(struct mcase *c)
 	cf_dev_free(c->e, d);
 }
 
-static void mcase_at(struct mcase *c, uint64_t size, const struct gc_fp_place *b)
-{
-	c->size = size, c->foff = b->foff, c->boff = b->boff;
-}
-
-static void read_one(void *ctx, const struct gc_fp_size *a, const struct gc_fp_place *b)
-{
-	mcase_at(ctx, a->size, b);
-	read_case(ctx);
-}
-
-static void write_one(void *ctx, const struct gc_fp_size *a, const struct gc_fp_place *b)
-{
-	mcase_at(ctx, a->size, b);
-	write_case(ctx);
-}
-
 /* The read file's handle of one registered-matrix read case (also one a failed case left). */
 static void drop_handle(struct mcase *c)
 {
@@ -160,14 +143,21 @@ static void drop_handle(struct mcase *c)
 	c->fh = NULL;
 }
 
-/* Each read through a handle registered for it alone; each write as write-matrix's. */
-static void registered_one(void *ctx, const struct gc_fp_dir_size *a, const struct gc_fp_place *b)
+/*
+ * A read of read-matrix through the subtest's handle; of registered-matrix
+ * through a handle registered for it alone; each write as write-matrix's.
+ */
+static void case_one(void *ctx, bool write, uint64_t size, const struct gc_fp_place *b)
 {
 	struct mcase *c = ctx;
 
-	mcase_at(c, a->size, b);
-	if (a->write) {
+	c->size = size, c->foff = b->foff, c->boff = b->boff;
+	if (write) {
 		write_case(c);
+		return;
+	}
+	if (!c->registered) {
+		read_case(c);
 		return;
 	}
 	drop_handle(c);
@@ -297,29 +287,8 @@ static const struct gc_fixture fixture = {
 	.setup = cf_setup, .teardown = cf_teardown, .after_each = cf_after_each,
 };
 
-static const struct gc_subtest subtests[] = {
-	GC_FASTPATH_MATRIX_SUBTESTS
-	GC_FASTPATH_EDGE_SUBTESTS
-	CF_EXTRA_SUBTESTS
-	GC_FASTPATH_CONC_SUBTESTS
-	GC_FASTPATH_BATCH_SUBTESTS
-	GC_FASTPATH_PERF_SUBTESTS
-	GC_FASTPATH_SOAK_SUBTESTS
-	{ 0 }
-};
-
-static const char *const soaks[] = { GC_FASTPATH_SOAKS, NULL };
-
-/*
- * The throughput subtests alone, one GPU after another: the copies on other
- * GPUs share the node's disk (on four H200s their write ratio fell by half,
- * and varied threefold between GPUs).
- */
-static const struct gc_placement_rule placements[] = {
-	{ "perf-read", GC_PLACE_GPU_ALONE },
-	{ "perf-write", GC_PLACE_GPU_ALONE },
-	{ 0 }
-};
+/* lib/fastpath_subtests.h's groups, error-convention and shrinking-file after the edge cases. */
+GC_FASTPATH_TABLES(CF_EXTRA_SUBTESTS);
 
 GC_MAIN(.name = "cufile_io",
 	.description = "cuFile: byte-exact GPU-direct reads and writes, fallback, errors, concurrency",

@@ -1,12 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * cufile_io: sustained transfers, a soak (lib/soak.h; the cycle and its
- * counts are lib/fastpath_subtests.h's, shared with hipfile_io). The
- * fastpath contract, DESIGN.md: GPU-direct file I/O "reads/writes the right
- * bytes"; and of a soak, "a long run samples resources per cycle and fails
- * on a leak or latency slope". cufile.h (cuFileRead): it returns the "size
- * of bytes successfully read", so every cycle must move all 16 MiB both
- * ways.
+ * cufile_io: sustained transfers, a soak: the body is lib/fastpath_io.c's
+ * gc_fp_sustained_run() (shared with hipfile_io), this file its cuFile
+ * operations. cufile.h (cuFileRead): it returns the "size of bytes
+ * successfully read", so every cycle must move all 16 MiB both ways.
  *
  * Each cycle: gc_fill_u32 writes a pattern (its seed new each cycle, so
  * that a transfer that silently did nothing leaves the last cycle's bytes
@@ -22,6 +19,7 @@
 #include <stdio.h>
 
 #include "cf_io.h"
+#include "fastpath_io.h"
 #include "soak.h"
 
 #define WORDS (GC_FP_SUSTAINED_BYTES / 4)
@@ -45,8 +43,9 @@ static void buf_register(const struct cf_env *e, CUdeviceptr d)
 }
 
 /* The file, its handle, the kernels and both buffers, registered. */
-static void sustained_open(struct sustained *x)
+static void cf_sust_open(void *ctx, struct gc_soak_cfg *cfg)
 {
+	struct sustained *x = ctx;
 	struct cf_env *e = x->e;
 	char why[600];
 
@@ -59,10 +58,12 @@ static void sustained_open(struct sustained *x)
 	x->dst = cf_dev_alloc(e, GC_FP_SUSTAINED_BYTES);
 	buf_register(e, x->src);
 	buf_register(e, x->dst);
+	cfg->dev_used = gc_cuda_soak_dev0, cfg->dev_arg = e->cu;
 }
 
-static void sustained_close(struct sustained *x)
+static void cf_sust_close(void *ctx)
 {
+	struct sustained *x = ctx;
 	struct cf_env *e = x->e;
 
 	e->cf.fn.buf_deregister((const void *)(uintptr_t)x->dst);
@@ -74,10 +75,11 @@ static void sustained_close(struct sustained *x)
 	gc_cu_kernels_unload(e->cu, &x->k);
 }
 
-/* One transfer of all 16 MiB, else fail naming the cycle; the path it took on cycle 0. */
-static void transfer(struct sustained *x, bool write, unsigned long cycle)
+/* All 16 MiB one way; on cycle 0 the path it took. */
+static int64_t cf_sust_transfer(void *ctx, bool write, unsigned long cycle, char *fail,
+				size_t fail_len, char *info, size_t info_len)
 {
-	const char *call = write ? "cuFileWrite" : "cuFileRead";
+	struct sustained *x = ctx;
 	char path[96] = "", rb[128];
 	int err_no;
 	ssize_t r = write ? cf_write(x->e, x->fh, x->src, GC_FP_SUSTAINED_BYTES, 0, 0, &err_no,
@@ -85,45 +87,46 @@ static void transfer(struct sustained *x, bool write, unsigned long cycle)
 			    cf_read(x->e, x->fh, x->dst, GC_FP_SUSTAINED_BYTES, 0, 0, &err_no,
 				    cycle ? NULL : path, sizeof(path));
 
-	gc_assert_f(r == (ssize_t)GC_FP_SUSTAINED_BYTES, "cycle %lu: %s of 16 MiB returned %s",
-		    cycle, call, cf_ret(r, err_no, rb, sizeof(rb)));
-	if (!cycle)
-		gc_info("%s of 16 MiB: path %s", call, path);
+	if (r != (ssize_t)GC_FP_SUSTAINED_BYTES)
+		snprintf(fail, fail_len, " returned %s", cf_ret(r, err_no, rb, sizeof(rb)));
+	snprintf(info, info_len, "path %s", path);
+	return r;
 }
 
-/* Pattern into src, src -> file -> dst, dst checked on the GPU. */
-static void sustained_cycle(struct sustained *x, unsigned long cycle)
+/* The cycle's pattern into src (cuFileWrite is not ordered with the stream: synchronized). */
+static void cf_sust_fill(void *ctx, unsigned long cycle)
 {
+	struct sustained *x = ctx;
+	struct gc_cuda *cu = x->e->cu;
+	uint32_t seed = SEED_B ^ (uint32_t)cycle;
+
+	gc_cu_assert(cu, gc_cu_fill_u32(cu, &x->k, x->src, WORDS, seed, 0));
+	gc_cu_assert(cu, cu->cuCtxSynchronize());
+}
+
+/* dst checked on the GPU. */
+static void cf_sust_check(void *ctx, unsigned long cycle)
+{
+	struct sustained *x = ctx;
 	struct gc_cuda *cu = x->e->cu;
 	uint32_t seed = SEED_B ^ (uint32_t)cycle;
 	uint64_t bad = 0, first = 0;
 
-	gc_cu_assert(cu, gc_cu_fill_u32(cu, &x->k, x->src, WORDS, seed, 0));
-	gc_cu_assert(cu, cu->cuCtxSynchronize()); /* cuFileWrite is not ordered with the stream */
-	transfer(x, true, cycle);
-	transfer(x, false, cycle);
 	gc_cu_assert(cu, gc_cu_check_u32(cu, &x->k, x->dst, WORDS, seed, &bad, &first));
 	gc_assert_f(bad == 0, "cycle %lu: %llu of %llu words read back differ from what was "
 		    "written, the first at byte %llu", cycle, (unsigned long long)bad,
 		    (unsigned long long)WORDS, (unsigned long long)first * 4);
 }
 
+static const struct gc_fp_sustained_ops cf_sust_ops = {
+	.cycle = "fill 16 MiB of device memory, cuFileWrite it to the scratch file, "
+		 "cuFileRead it into another device buffer, compare on the GPU",
+	.call = { "cuFileRead", "cuFileWrite" },
+	.open = cf_sust_open, .fill = cf_sust_fill, .transfer = cf_sust_transfer,
+	.check = cf_sust_check, .close = cf_sust_close,
+};
+
 void test_sustained(void *data)
 {
-	struct sustained x = { .e = data };
-	struct gc_soak *s;
-	unsigned long n = 0;
-
-	sustained_open(&x);
-	s = gc_soak_start(&(struct gc_soak_cfg){
-		.name = "sustained", .cycles = GC_FP_SUSTAINED, .quick = GC_FP_SUSTAINED_QUICK,
-		.cycle = "fill 16 MiB of device memory, cuFileWrite it to the scratch file, "
-			 "cuFileRead it into another device buffer, compare on the GPU",
-		.dev_used = gc_cuda_soak_dev0, .dev_arg = x.e->cu });
-	while (gc_soak_claim(s)) {
-		sustained_cycle(&x, n++);
-		gc_soak_done(s);
-	}
-	gc_soak_end(s);
-	sustained_close(&x);
+	gc_fp_sustained_run(&cf_sust_ops, &(struct sustained){ .e = data });
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fastpath_io.h"
 #include "hf_io.h"
 #include "interrupt.h"
 
@@ -153,49 +154,59 @@ void test_driver_lifecycle(void *data)
 
 /* ---------------------------------------------------- first-use race */
 
-#define RACE_THREADS 64
-#define RACE_SLICE (64 * KIB)
+#define RACE_THREADS GC_FP_RACE_THREADS
+#define RACE_SLICE GC_FP_RACE_SLICE
 
 struct race {
 	struct gc_hipfile *h;
 	enum gc_hf_entry x;
-	pthread_barrier_t go;
 	char *dev;
 	int fds[RACE_THREADS];
+	struct gc_hf_req req[RACE_THREADS];
 	struct gc_hf_res res[RACE_THREADS];
 	gc_hipfile_err reg[RACE_THREADS];
 };
 
-struct race_arg {
-	struct race *r;
-	int i;
-};
+/* Before the barrier: thread i's request, ready to go. */
+static void race_before(void *ctx, int i)
+{
+	struct race *r = ctx;
+	uint64_t off = (uint64_t)i * RACE_SLICE;
+
+	r->req[i] = r->x == GC_HF_HIPFILE ?
+		hf_req(r->x, false, -1, NULL, r->dev, (int64_t)off, RACE_SLICE, (int64_t)off) :
+		hf_req(r->x, false, r->fds[i], NULL, r->dev + off, 0, RACE_SLICE, (int64_t)off);
+}
 
 /* The first call of the entry point in this process, made by 64 threads at once. */
-static void *race_thread(void *p)
+static void race_first(void *ctx, int i)
 {
-	struct race_arg *a = p;
-	struct race *r = a->r;
-	uint64_t off = (uint64_t)a->i * RACE_SLICE;
-	gc_hipfile_descr d = { .type = GC_HIPFILE_HANDLE_TYPE_OPAQUE_FD,
-			       .handle.fd = r->fds[a->i] };
+	struct race *r = ctx;
+	gc_hipfile_descr d = { .type = GC_HIPFILE_HANDLE_TYPE_OPAQUE_FD, .handle.fd = r->fds[i] };
 	gc_hipfile_handle fh = NULL;
-	struct gc_hf_req q = r->x == GC_HF_HIPFILE ?
-		hf_req(r->x, false, -1, NULL, r->dev, (int64_t)off, RACE_SLICE, (int64_t)off) :
-		hf_req(r->x, false, r->fds[a->i], NULL, r->dev + off, 0, RACE_SLICE, (int64_t)off);
 
-	pthread_barrier_wait(&r->go);
 	if (r->x == GC_HF_HIPFILE) {
-		r->reg[a->i] = r->h->hf.handle_register(&fh, &d);
-		if (r->reg[a->i].err != GC_HIPFILE_SUCCESS)
-			return NULL;
-		q.fh = fh;
+		r->reg[i] = r->h->hf.handle_register(&fh, &d);
+		if (r->reg[i].err != GC_HIPFILE_SUCCESS)
+			return;
+		r->req[i].fh = fh;
 	}
-	gc_hf_io(r->h, &q, &r->res[a->i]);
+	gc_hf_io(r->h, &r->req[i], &r->res[i]);
 	if (fh)
 		r->h->hf.handle_deregister(fh);
-	return NULL;
 }
+
+/* Outside any subtest (the child runs before gc_main): say so and exit 2. */
+static void race_cannot_start(void *ctx, int i)
+{
+	(void)ctx;
+	fprintf(stderr, "race: pthread_create %d: %s\n", i, strerror(errno));
+	_exit(2); /* the others wait at the barrier forever */
+}
+
+static const struct gc_fp_race_ops race_ops = {
+	.before = race_before, .first = race_first, .cannot_start = race_cannot_start,
+};
 
 static int race_report(struct race *r, char *stage)
 {
@@ -249,8 +260,6 @@ static int race_prepare(struct race *r, int fd, char *stage)
 static int race_run(struct gc_hipfile *h, enum gc_hf_entry x, int fd)
 {
 	struct race *r = calloc(1, sizeof(*r)); /* 64 threads share it; the process exits after */
-	struct race_arg args[RACE_THREADS];
-	pthread_t t[RACE_THREADS];
 	char *stage = malloc(RACE_THREADS * RACE_SLICE);
 	int rc;
 
@@ -262,16 +271,7 @@ static int race_run(struct gc_hipfile *h, enum gc_hf_entry x, int fd)
 	rc = race_prepare(r, fd, stage);
 	if (rc)
 		return rc;
-	pthread_barrier_init(&r->go, NULL, RACE_THREADS);
-	for (int i = 0; i < RACE_THREADS; i++) {
-		args[i] = (struct race_arg){ r, i };
-		if (pthread_create(&t[i], NULL, race_thread, &args[i]) != 0) {
-			fprintf(stderr, "race: pthread_create %d: %s\n", i, strerror(errno));
-			_exit(2); /* the others wait at the barrier forever */
-		}
-	}
-	for (int i = 0; i < RACE_THREADS; i++)
-		pthread_join(t[i], NULL);
+	gc_fp_race_threads(&race_ops, r);
 	return race_report(r, stage);
 }
 
@@ -318,14 +318,11 @@ static void race_exec(void *arg)
 
 static void race(struct hf_env *e, enum gc_hf_entry x, bool write)
 {
-	const char *env = getenv("GPUCONFORM_HIPFILE_RACE_ITERATIONS");
-	int iters = env && *env ? atoi(env) : (int)gc_node_share(100); /* 100 a node */
+	int iters = gc_fp_race_iterations("GPUCONFORM_HIPFILE_RACE_ITERATIONS"); /* 100 a node */
 	struct race_spec sp = { x, e->rd.fd };
 
 	(void)write;
-	gc_assert_f(iters > 0, "GPUCONFORM_HIPFILE_RACE_ITERATIONS=%s: not a positive count", env);
-	for (int i = 0; i < iters; i++)
-		gc_expect_child_exit(race_exec, &sp, 0, 120000);
+	gc_fp_race_run(iters, race_exec, &sp);
 	gc_info("%d fresh processes, %d threads each racing to make the first %s call: every read "
 		"exact, no error", iters, RACE_THREADS, gc_hf_entry_symbol(x, false));
 }
@@ -352,41 +349,44 @@ struct job {
 	struct gc_hf_req req;
 	struct gc_hf_res res;
 	hipError_t set_device;
-	pthread_barrier_t *go;
 };
 
 /* No assertion here: a helper thread cannot leave the subtest. */
-static void *job_thread(void *p)
+static int job_init(void *p)
 {
 	struct job *j = p;
 
 	j->set_device = j->h->hip->hipSetDevice(0);
-	pthread_barrier_wait(j->go);
-	if (j->set_device == hipSuccess)
-		gc_hf_io(j->h, &j->req, &j->res);
-	return NULL;
+	return j->set_device != hipSuccess;
 }
+
+static void job_io(void *p)
+{
+	struct job *j = p;
+
+	gc_hf_io(j->h, &j->req, &j->res);
+}
+
+static void job_check(void *p, int i, int n)
+{
+	struct job *jobs = p;
+	char b[384];
+
+	gc_hip_assert(jobs[i].h->hip, jobs[i].set_device);
+	gc_assert_f(jobs[i].res.n == (int64_t)jobs[i].req.size, "job %d of %d: %s", i, n,
+		    gc_hf_res_str(jobs[i].h, &jobs[i].req, &jobs[i].res, b, sizeof(b)));
+}
+
+/* Every job's I/O starts once every thread has made the device current. */
+static const struct gc_fp_jobs_ops job_ops = {
+	.barrier = true, .thread_init = job_init, .io = job_io, .check = job_check,
+};
 
 static void run_jobs(struct hf_env *e, struct job *jobs, int n)
 {
-	pthread_barrier_t go;
-	pthread_t t[16];
-	char b[384];
-
-	gc_assert(n <= 16);
-	pthread_barrier_init(&go, NULL, (unsigned)n);
-	for (int i = 0; i < n; i++) {
-		jobs[i].h = &e->h, jobs[i].go = &go;
-		gc_assert(pthread_create(&t[i], NULL, job_thread, &jobs[i]) == 0);
-	}
 	for (int i = 0; i < n; i++)
-		pthread_join(t[i], NULL);
-	pthread_barrier_destroy(&go);
-	for (int i = 0; i < n; i++) {
-		gc_hip_assert(e->h.hip, jobs[i].set_device);
-		gc_assert_f(jobs[i].res.n == (int64_t)jobs[i].req.size, "job %d of %d: %s", i, n,
-			    gc_hf_res_str(&e->h, &jobs[i].req, &jobs[i].res, b, sizeof(b)));
-	}
+		jobs[i].h = &e->h;
+	gc_fp_jobs_run(&job_ops, jobs, sizeof(jobs[0]), n);
 }
 
 #define SLICES 8

@@ -96,8 +96,8 @@ uint64_t hf_judge(enum hf_outcome o, const struct gc_hf_res *res, uint64_t size,
 
 /* ----------------------------------------------------------- data matrix */
 
-/* The cases (lib/fastpath_subtests.h): sizes x (file offset, buffer offset). */
-GC_FASTPATH_MATRICES(read_case, write_case, registered_case);
+/* The cases (lib/fastpath_subtests.h): sizes x (file offset, buffer offset), each case_one. */
+GC_FASTPATH_MATRIX(case_one);
 
 struct mcase {
 	struct hf_env *e;
@@ -183,27 +183,13 @@ static void run_entries(const struct mcase *c, bool write)
 		hf_require_any(c->e);
 }
 
-static void mcase_at(struct mcase *c, uint64_t size, const struct gc_fp_place *b)
+/* Every entry point this machine has (hipFile alone for registered-matrix). */
+static void case_one(void *ctx, bool write, uint64_t size, const struct gc_fp_place *b)
 {
+	struct mcase *c = ctx;
+
 	c->size = size, c->foff = b->foff, c->boff = b->boff;
-}
-
-static void read_case(void *ctx, const struct gc_fp_size *a, const struct gc_fp_place *b)
-{
-	mcase_at(ctx, a->size, b);
-	run_entries(ctx, false);
-}
-
-static void write_case(void *ctx, const struct gc_fp_size *a, const struct gc_fp_place *b)
-{
-	mcase_at(ctx, a->size, b);
-	run_entries(ctx, true);
-}
-
-static void registered_case(void *ctx, const struct gc_fp_dir_size *a, const struct gc_fp_place *b)
-{
-	mcase_at(ctx, a->size, b);
-	run_entries(ctx, a->write);
+	run_entries(c, write);
 }
 
 /* hipFile opened for the subtest, the fixture's two files registered. */
@@ -335,24 +321,8 @@ static const struct gc_fixture fixture = {
 	.after_each = hf_after_each,
 };
 
-static const struct gc_subtest subtests[] = {
-	GC_FASTPATH_MATRIX_SUBTESTS
-	GC_FASTPATH_EDGE_SUBTESTS
-	GC_FASTPATH_CONC_SUBTESTS
-	GC_FASTPATH_BATCH_SUBTESTS
-	GC_FASTPATH_PERF_SUBTESTS
-	GC_FASTPATH_SOAK_SUBTESTS
-	{ 0 }
-};
-
-static const char *const soaks[] = { GC_FASTPATH_SOAKS, NULL };
-
-/* The throughput subtests alone, one GPU after another: copies share the disk. */
-static const struct gc_placement_rule placements[] = {
-	{ "perf-read", GC_PLACE_GPU_ALONE },
-	{ "perf-write", GC_PLACE_GPU_ALONE },
-	{ 0 }
-};
+/* lib/fastpath_subtests.h's groups: subtests, soaks, placements. */
+GC_FASTPATH_TABLES();
 
 /* Not GC_MAIN: the first-use race re-executes this binary as a fresh process. */
 int main(int argc, char **argv)

@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * hipfile_io: sustained transfers, a soak (lib/soak.h), cufile_io's
- * sustained on hipFile (the cycle and its counts are
- * lib/fastpath_subtests.h's). hipfile.h (hipFileRead): "if >= 0: Number of
- * bytes read", so every cycle must move all 16 MiB both ways; DESIGN.md, of
- * a soak: "a long run samples resources per cycle and fails on a leak or
- * latency slope".
+ * hipfile_io: sustained transfers, a soak: the body is lib/fastpath_io.c's
+ * gc_fp_sustained_run() (shared with cufile_io), this file its hipFile
+ * operations. hipfile.h (hipFileRead): "if >= 0: Number of bytes read", so
+ * every cycle must move all 16 MiB both ways.
  *
  * Each cycle: 16 MiB of lib/io's pattern (its seed new each cycle, so that
  * a transfer that silently did nothing leaves the last cycle's bytes and is
@@ -20,6 +18,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 
+#include "fastpath_io.h"
 #include "hf_io.h"
 #include "soak.h"
 
@@ -44,8 +43,9 @@ static long long dev_used(void *arg)
 }
 
 /* The file, its handle and both buffers, registered; all held (after_each releases them). */
-static void sustained_open(struct sustained *x)
+static void hf_sust_open(void *ctx, struct gc_soak_cfg *cfg)
 {
+	struct sustained *x = ctx;
 	struct hf_env *e = x->e;
 	struct gc_fp_file *f;
 
@@ -59,53 +59,60 @@ static void sustained_open(struct sustained *x)
 	x->mem_get_info = e->h.hip->hipMemGetInfo;
 	if (!x->mem_get_info)
 		gc_info("%s has no hipMemGetInfo: device memory not watched", e->h.hip->soname);
+	cfg->dev_used = x->mem_get_info ? dev_used : NULL, cfg->dev_arg = x;
 }
 
-/* One transfer of all 16 MiB, else fail naming the cycle; the path it took on cycle 0. */
-static void transfer(struct sustained *x, bool write, unsigned long cycle)
+static void hf_sust_close(void *ctx)
 {
+	struct sustained *x = ctx;
+
+	hf_release_all(x->e);
+}
+
+/* All 16 MiB one way: what happened, for the failure and for cycle 0. */
+static int64_t hf_sust_transfer(void *ctx, bool write, unsigned long cycle, char *fail,
+				size_t fail_len, char *info, size_t info_len)
+{
+	struct sustained *x = ctx;
 	struct gc_hf_req r = hf_req(GC_HF_HIPFILE, write, -1, x->fh, write ? x->src : x->dst, 0,
 				    GC_FP_SUSTAINED_BYTES, 0);
-	const char *call = write ? "hipFileWrite" : "hipFileRead";
 	struct gc_hf_res res;
 	char desc[800];
 
+	(void)cycle;
 	hf_io(x->e, &r, &res, desc, sizeof(desc));
-	gc_assert_f(res.n == (int64_t)GC_FP_SUSTAINED_BYTES, "cycle %lu: %s of 16 MiB: %s", cycle,
-		    call, desc);
-	if (!cycle)
-		gc_info("%s of 16 MiB: %s", call, desc);
+	snprintf(fail, fail_len, ": %s", desc);
+	snprintf(info, info_len, "%s", desc);
+	return res.n;
 }
 
-/* Pattern into src, src -> file -> dst, dst copied back and compared. */
-static void sustained_cycle(struct sustained *x, unsigned long cycle)
+/* 16 MiB of the cycle's pattern copied into src. */
+static void hf_sust_fill(void *ctx, unsigned long cycle)
 {
-	uint64_t seed = WR_NEW + cycle;
+	struct sustained *x = ctx;
+
+	hf_dev_fill(x->e, x->src, GC_FP_SUSTAINED_BYTES, 0, WR_NEW + cycle, false);
+}
+
+/* dst copied back and compared. */
+static void hf_sust_check(void *ctx, unsigned long cycle)
+{
+	struct sustained *x = ctx;
 	char what[64];
 
-	hf_dev_fill(x->e, x->src, GC_FP_SUSTAINED_BYTES, 0, seed, false);
-	transfer(x, true, cycle);
-	transfer(x, false, cycle);
 	snprintf(what, sizeof(what), "cycle %lu: the 16 MiB read back", cycle);
-	hf_dev_expect(x->e, what, x->dst, GC_FP_SUSTAINED_BYTES, 0, seed, false);
+	hf_dev_expect(x->e, what, x->dst, GC_FP_SUSTAINED_BYTES, 0, WR_NEW + cycle, false);
 }
+
+static const struct gc_fp_sustained_ops hf_sust_ops = {
+	.cycle = "copy 16 MiB into device memory, hipFileWrite it to the scratch file, "
+		 "hipFileRead it into another device buffer, copy back and compare",
+	.call = { "hipFileRead", "hipFileWrite" },
+	.open = hf_sust_open, .fill = hf_sust_fill, .transfer = hf_sust_transfer,
+	.check = hf_sust_check, .close = hf_sust_close,
+};
 
 void test_sustained(void *data)
 {
-	struct sustained x = { .e = data };
-	struct gc_soak *s;
-	unsigned long n = 0;
-
-	sustained_open(&x);
-	s = gc_soak_start(&(struct gc_soak_cfg){
-		.name = "sustained", .cycles = GC_FP_SUSTAINED, .quick = GC_FP_SUSTAINED_QUICK,
-		.cycle = "copy 16 MiB into device memory, hipFileWrite it to the scratch file, "
-			 "hipFileRead it into another device buffer, copy back and compare",
-		.dev_used = x.mem_get_info ? dev_used : NULL, .dev_arg = &x });
-	while (gc_soak_claim(s)) {
-		sustained_cycle(&x, n++);
-		gc_soak_done(s);
-	}
-	gc_soak_end(s);
-	hf_release_all(x.e);
+	gc_fp_sustained_run(&hf_sust_ops, &(struct sustained){ .e = data });
 }
