@@ -652,67 +652,23 @@ void gc_kfd_leak_check(const struct gc_kfd *kfd, const struct gc_kfd_snapshot *b
 	gc_fail("leak: %s%s", msg, settle_ms ? " (after waiting for asynchronous release)" : "");
 }
 
-const char *gc_kfd_gpu_name(const struct gc_kfd_gpu *gpu, char *buf, size_t len)
+static long gpu_place(const void *gpu, size_t i)
 {
-	snprintf(buf, len, "gpu%u", gpu->node.gpu_id);
+	(void)gpu;
+	return (long)i;
+}
+
+static const char *gpu_id_text(const void *gpu, char *buf, size_t len)
+{
+	snprintf(buf, len, "gpu_id %u", ((const struct gc_kfd_gpu *)gpu)->node.gpu_id);
 	return buf;
 }
 
-/* What gc_kfd_each_gpu*() hand the framework as ctx. */
-struct gpu_call {
-	void (*body)(void *ctx, struct gc_kfd_gpu *gpu);
-	void (*pair)(void *ctx, struct gc_kfd_gpu *a, struct gc_kfd_gpu *b);
-	void *ctx;
-};
-
-static const char *gpu_case_name(const void *c, char *buf, size_t len)
+struct gc_devices gc_kfd_devices(const struct gc_kfd *kfd)
 {
-	return gc_kfd_gpu_name(c, buf, len);
-}
-
-static void gpu_case_run(void *ctx, const void *c)
-{
-	const struct gpu_call *k = ctx;
-
-	k->body(k->ctx, (struct gc_kfd_gpu *)c); /* kfd->gpus[i], not const */
-}
-
-void gc_kfd_each_gpu(struct gc_kfd *kfd, void (*body)(void *ctx, struct gc_kfd_gpu *gpu),
-		     void *ctx)
-{
-	struct gpu_call k = { .body = body, .ctx = ctx };
-
-	gc_each_case(&(const struct gc_cases){ kfd->gpus, kfd->n_gpus, sizeof(kfd->gpus[0]),
-					       gpu_case_name, gpu_case_run },
-		     &k);
-}
-
-static const char *gpu_pair_name(const void *a, const void *b, char *buf, size_t len)
-{
-	char na[32], nb[32];
-
-	snprintf(buf, len, "%s-%s", gc_kfd_gpu_name(a, na, sizeof(na)),
-		 gc_kfd_gpu_name(b, nb, sizeof(nb)));
-	return buf;
-}
-
-static void gpu_pair_run(void *ctx, const void *a, const void *b)
-{
-	const struct gpu_call *k = ctx;
-
-	k->pair(k->ctx, (struct gc_kfd_gpu *)a, (struct gc_kfd_gpu *)b);
-}
-
-void gc_kfd_each_gpu_pair(struct gc_kfd *kfd,
-			  void (*body)(void *ctx, struct gc_kfd_gpu *a, struct gc_kfd_gpu *b),
-			  void *ctx)
-{
-	const struct gc_cases gpus = { kfd->gpus, kfd->n_gpus, sizeof(kfd->gpus[0]), NULL, NULL };
-	struct gpu_call k = { .pair = body, .ctx = ctx };
-
-	gc_each_pair(&(const struct gc_product){ gpus, gpus, gpu_pair_name, gpu_pair_run,
-						 GC_PAIRS_DISTINCT },
-		     &k);
+	return (struct gc_devices){ .first = kfd->gpus, .n = kfd->n_gpus,
+				    .size = sizeof(kfd->gpus[0]), .index = gpu_place,
+				    .id = gpu_id_text };
 }
 
 uint32_t gc_kfd_unknown_gpu_id(const struct gc_kfd *kfd)
