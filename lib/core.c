@@ -513,32 +513,27 @@ static void expr_msg(struct gc_msg *m, const char *expr, int saved, const char *
 	print_errno_hint(m, saved);
 }
 
-void gc__expr_assert(const char *file, int line, const char *func, const char *expr,
-		     const char *fmt, ...)
-{
-	int saved = errno;
-	struct gc_msg m;
-	va_list ap;
-
-	va_start(ap, fmt);
-	expr_msg(&m, expr, saved, fmt, ap);
-	va_end(ap);
-	assert_broken(file, line, func, &m);
-}
-
-void gc__expr_check(const char *file, int line, const char *func, const char *expr,
-		    const char *fmt, ...)
-{
-	int saved = errno;
-	struct gc_msg m;
-	va_list ap;
-
-	va_start(ap, fmt);
-	expr_msg(&m, expr, saved, fmt, ap);
-	va_end(ap);
-	check_broken(file, line, func, &m);
-	errno = saved;
-}
+/*
+ * gc_assert_f / gc_check_f's two entry points, one message: broken is
+ * assert_broken (never returns) or check_broken (recorded; errno given back
+ * as it was found).
+ */
+#define EXPR_ENTRY(how, broken)                                                          \
+	void gc__expr_##how(const char *file, int line, const char *func, const char *expr, \
+			    const char *fmt, ...)                                         \
+	{                                                                                \
+		int saved = errno;                                                       \
+		struct gc_msg m;                                                         \
+		va_list ap;                                                              \
+		va_start(ap, fmt);                                                       \
+		expr_msg(&m, expr, saved, fmt, ap);                                      \
+		va_end(ap);                                                              \
+		broken(file, line, func, &m);                                            \
+		errno = saved;                                                           \
+	}
+EXPR_ENTRY(assert, assert_broken)
+EXPR_ENTRY(check, check_broken)
+#undef EXPR_ENTRY
 
 static void cmp_expr(struct gc_msg *m, const char *a, const char *op, const char *b)
 {
