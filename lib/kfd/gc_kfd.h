@@ -67,6 +67,8 @@ bool gc_kfd_has_minor(const struct gc_kfd *kfd, uint32_t minor);
 /* Skip "<what> needs KFD UAPI 1.<minor>, kernel has 1.<m>" when older. */
 void gc_kfd_require_minor(const struct gc_kfd *kfd, uint32_t minor, const char *what);
 
+/* Every GPU's gpu_id, in topology order, into ids[GC_KFD_MAX_NODES]; the count. */
+uint32_t gc_kfd_gpu_ids(const struct gc_kfd *kfd, uint32_t *ids);
 /* The GPU with this gpu_id, or NULL. */
 struct gc_kfd_gpu *gc_kfd_gpu(struct gc_kfd *kfd, uint32_t gpu_id);
 

@@ -874,9 +874,7 @@ static void *setup(void)
 	struct gc_kfd *kfd = gc_kfd_require();
 	struct fx *f = gc_kfd_fixture_new(kfd, sizeof(*f), SETTLE_MS);
 
-	f->n = kfd->n_gpus;
-	for (uint32_t g = 0; g < f->n; g++)
-		f->ids[g] = kfd->gpus[g].node.gpu_id;
+	f->n = gc_kfd_gpu_ids(kfd, f->ids);
 	return f;
 }
 

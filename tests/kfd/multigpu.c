@@ -678,9 +678,7 @@ static void *setup(void)
 	struct gc_kfd *kfd = open_two();
 	struct fx *f = gc_kfd_fixture_new(kfd, sizeof(*f), SETTLE_MS);
 
-	f->n = kfd->n_gpus;
-	for (uint32_t g = 0; g < f->n; g++)
-		f->ids[g] = kfd->gpus[g].node.gpu_id;
+	f->n = gc_kfd_gpu_ids(kfd, f->ids);
 	f->unknown_id = gc_kfd_unknown_gpu_id(kfd);
 	return f;
 }
