@@ -1065,42 +1065,41 @@ void gc_each_device(const struct gc_devices *devs, void (*body)(void *ctx, const
 	}
 }
 
-void gc_each_device_pair(const struct gc_devices *devs, enum gc_pairs which,
-			 void (*body)(void *ctx, const void *a, const void *b), void *ctx)
+/* Device i with the j-th of cases (a table) or, cases NULL, of the devices. */
+static void each_second(const struct gc_devices *devs, enum gc_pairs which,
+			const struct gc_cases *cases,
+			void (*body)(void *ctx, const void *a, const void *b), void *ctx)
 {
-	char name[160], na[64], nb[64];
+	size_t n_second = cases ? cases->n : devs->n;
+	char name[320], na[64], nb[256];
 
 	for (size_t i = 0; i < devs->n; i++) {
-		for (size_t j = 0; j < devs->n; j++) {
+		for (size_t j = 0; j < n_second; j++) {
 			struct device_call k = { .devs = devs, .two = body, .ctx = ctx,
-						 .a = device_at(devs, i), .b = device_at(devs, j),
-						 .i = i, .j = j, .b_device = true };
+						 .a = device_at(devs, i), .i = i, .j = j,
+						 .b_device = !cases };
 
-			if (!pair_wanted(which, i, j))
+			if (!cases && !pair_wanted(which, i, j))
 				continue;
+			k.b = cases ? case_at(cases, j) : device_at(devs, j);
 			snprintf(name, sizeof(name), "%s-%s", device_label(devs, i, na, sizeof(na)),
-				 device_label(devs, j, nb, sizeof(nb)));
+				 cases ? cases->name(k.b, nb, sizeof(nb))
+				       : device_label(devs, j, nb, sizeof(nb)));
 			gc_dynamic(name, run_device, &k);
 		}
 	}
 }
 
+void gc_each_device_pair(const struct gc_devices *devs, enum gc_pairs which,
+			 void (*body)(void *ctx, const void *a, const void *b), void *ctx)
+{
+	each_second(devs, which, NULL, body, ctx);
+}
+
 void gc_each_device_case(const struct gc_devices *devs, const struct gc_cases *cases,
 			 void (*body)(void *ctx, const void *dev, const void *c), void *ctx)
 {
-	char name[320], nd[64], nc[256];
-
-	for (size_t i = 0; i < devs->n; i++) {
-		for (size_t j = 0; j < cases->n; j++) {
-			struct device_call k = { .devs = devs, .two = body, .ctx = ctx,
-						 .a = device_at(devs, i), .b = case_at(cases, j),
-						 .i = i };
-
-			snprintf(name, sizeof(name), "%s-%s", device_label(devs, i, nd, sizeof(nd)),
-				 cases->name(k.b, nc, sizeof(nc)));
-			gc_dynamic(name, run_device, &k);
-		}
-	}
+	each_second(devs, GC_PAIRS_ALL, cases, body, ctx);
 }
 
 /* A subtest that ran dynamic subtests takes its result from them. */
