@@ -177,11 +177,16 @@ unsigned long gc_node_share(unsigned long total)
 	return (total + copies - 1) / copies;
 }
 
-const char *gc_device_name(int ordinal, char *buf, size_t len)
+long gc_device_index(int ordinal)
 {
 	long n = node_index(ordinal);
 
-	snprintf(buf, len, "gpu%ld", n >= 0 ? n : (long)ordinal);
+	return n >= 0 ? n : (long)ordinal;
+}
+
+const char *gc_device_name(int ordinal, char *buf, size_t len)
+{
+	snprintf(buf, len, "gpu%ld", gc_device_index(ordinal));
 	return buf;
 }
 
@@ -508,32 +513,27 @@ static void expr_msg(struct gc_msg *m, const char *expr, int saved, const char *
 	print_errno_hint(m, saved);
 }
 
-void gc__expr_assert(const char *file, int line, const char *func, const char *expr,
-		     const char *fmt, ...)
-{
-	int saved = errno;
-	struct gc_msg m;
-	va_list ap;
-
-	va_start(ap, fmt);
-	expr_msg(&m, expr, saved, fmt, ap);
-	va_end(ap);
-	assert_broken(file, line, func, &m);
-}
-
-void gc__expr_check(const char *file, int line, const char *func, const char *expr,
-		    const char *fmt, ...)
-{
-	int saved = errno;
-	struct gc_msg m;
-	va_list ap;
-
-	va_start(ap, fmt);
-	expr_msg(&m, expr, saved, fmt, ap);
-	va_end(ap);
-	check_broken(file, line, func, &m);
-	errno = saved;
-}
+/*
+ * gc_assert_f / gc_check_f's two entry points, one message: broken is
+ * assert_broken (never returns) or check_broken (recorded; errno given back
+ * as it was found).
+ */
+#define EXPR_ENTRY(how, broken)                                                          \
+	void gc__expr_##how(const char *file, int line, const char *func, const char *expr, \
+			    const char *fmt, ...)                                         \
+	{                                                                                \
+		int saved = errno;                                                       \
+		struct gc_msg m;                                                         \
+		va_list ap;                                                              \
+		va_start(ap, fmt);                                                       \
+		expr_msg(&m, expr, saved, fmt, ap);                                      \
+		va_end(ap);                                                              \
+		broken(file, line, func, &m);                                            \
+		errno = saved;                                                           \
+	}
+EXPR_ENTRY(assert, assert_broken)
+EXPR_ENTRY(check, check_broken)
+#undef EXPR_ENTRY
 
 static void cmp_expr(struct gc_msg *m, const char *a, const char *op, const char *b)
 {
@@ -988,6 +988,118 @@ void gc_each_pair(const struct gc_product *p, void *ctx)
 				gc_dynamic(p->name(k.a, k.b, name, sizeof(name)), run_case, &k);
 		}
 	}
+}
+
+/* ------------------------------------------------------------ devices */
+
+/* One device (a), pair (a, b) or device and case (a, c) of gc_each_device*(). */
+struct device_call {
+	const struct gc_devices *devs;
+	void (*one)(void *ctx, const void *dev);
+	void (*two)(void *ctx, const void *a, const void *b);
+	void *ctx;
+	const void *a, *b;
+	size_t i, j;   /* places of a and b in the list */
+	bool b_device; /* b is a device (a pair), not a case */
+};
+
+static const void *device_at(const struct gc_devices *devs, size_t i)
+{
+	return (const char *)devs->first + i * devs->size;
+}
+
+/* "<kind><N>" of the device at place i into buf. */
+static const char *device_label(const struct gc_devices *devs, size_t i, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%ld", devs->kind ? devs->kind : "gpu",
+		 devs->index(device_at(devs, i), i));
+	return buf;
+}
+
+static long ordinal_index(const void *dev, size_t i)
+{
+	(void)dev;
+	return gc_device_index((int)i);
+}
+
+struct gc_devices gc_runtime_devices(const void *first, int n_devices, size_t size, int n)
+{
+	size_t count = n < 0 || n > n_devices ? (size_t)n_devices : (size_t)n;
+
+	return (struct gc_devices){ .first = first, .n = count, .size = size,
+				    .index = ordinal_index };
+}
+
+static void print_device_id(const struct gc_devices *devs, size_t i)
+{
+	char name[64], id[128];
+
+	if (devs->id)
+		gc_info("%s: %s", device_label(devs, i, name, sizeof(name)),
+			devs->id(device_at(devs, i), id, sizeof(id)));
+}
+
+static void run_device(void *arg)
+{
+	const struct device_call *k = arg;
+
+	print_device_id(k->devs, k->i);
+	if (k->b_device)
+		print_device_id(k->devs, k->j);
+	if (k->two)
+		k->two(k->ctx, k->a, k->b);
+	else
+		k->one(k->ctx, k->a);
+}
+
+void gc_each_device(const struct gc_devices *devs, void (*body)(void *ctx, const void *dev),
+		    void *ctx)
+{
+	char name[64];
+
+	for (size_t i = 0; i < devs->n; i++) {
+		struct device_call k = { .devs = devs, .one = body, .ctx = ctx,
+					 .a = device_at(devs, i), .i = i };
+
+		gc_dynamic(device_label(devs, i, name, sizeof(name)), run_device, &k);
+	}
+}
+
+/* Device i with the j-th of cases (a table) or, cases NULL, of the devices. */
+static void each_second(const struct gc_devices *devs, enum gc_pairs which,
+			const struct gc_cases *cases,
+			void (*body)(void *ctx, const void *a, const void *b), void *ctx)
+{
+	size_t n_second = cases ? cases->n : devs->n;
+	char name[320], na[64], nb[256];
+
+	for (size_t i = 0; i < devs->n; i++) {
+		for (size_t j = 0; j < n_second; j++) {
+			struct device_call k = { .devs = devs, .two = body, .ctx = ctx,
+						 .a = device_at(devs, i), .i = i, .j = j,
+						 .b_device = !cases };
+
+			if (!cases && !pair_wanted(which, i, j))
+				continue;
+			k.b = cases ? case_at(cases, j) : device_at(devs, j);
+			snprintf(name, sizeof(name), "%s-%s", device_label(devs, i, na, sizeof(na)),
+				 cases ? cases->name(k.b, nb, sizeof(nb))
+				       : device_label(devs, j, nb, sizeof(nb)));
+			gc_dynamic(name, run_device, &k);
+		}
+	}
+}
+
+void gc_each_device_pair(const struct gc_devices *devs, enum gc_pairs which,
+			 void (*body)(void *ctx, const void *a, const void *b), void *ctx)
+{
+	each_second(devs, which, NULL, body, ctx);
+}
+
+void gc_each_device_case(const struct gc_devices *devs, const struct gc_cases *cases,
+			 void (*body)(void *ctx, const void *dev, const void *c), void *ctx)
+{
+	each_second(devs, GC_PAIRS_ALL, cases, body, ctx);
 }
 
 /* A subtest that ran dynamic subtests takes its result from them. */

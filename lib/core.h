@@ -287,7 +287,43 @@ const char *gc_current_subtest(void);
  * (a binary run by hand), N is the ordinal.
  */
 #define GC_DEVICES_ENV "GPUCONFORM_DEVICES"
-const char *gc_device_name(int ordinal, char *buf, size_t len);
+long gc_device_index(int ordinal); /* N of the ordinal: its $GPUCONFORM_DEVICES entry, or it */
+const char *gc_device_name(int ordinal, char *buf, size_t len); /* "gpu<gc_device_index()>" */
+
+/*
+ * The one device iterator. A stack hands over its devices as a list: n
+ * records of size bytes from first, in the stack's own order, and says what
+ * N each is called by (index(dev, i), i its place in the list: a runtime's
+ * ordinal goes through gc_device_index(); a list that ignores the runner's
+ * pinning, such as /dev/kfd's or the DRM cards, gives its own place). Each
+ * device runs as the dynamic subtest "<kind><N>" ("gpu" unless kind says
+ * otherwise), each pair as "<kind><A>-<kind><B>", each device and case of a
+ * table as "<kind><N>-<case name>". Where id is set, the dynamic subtest
+ * begins by printing the stack's own id beside that name ("gpu1: gpu_id
+ * 41234"). The usual rules of gc_dynamic() apply: a failing device ends its
+ * own dynamic subtest and the next one runs.
+ */
+struct gc_devices {
+	const void *first;
+	size_t n, size;
+	long (*index)(const void *dev, size_t i);
+	const char *(*id)(const void *dev, char *buf, size_t len); /* NULL: none printed */
+	const char *kind;                                          /* NULL: "gpu" */
+};
+/*
+ * A runtime's devices in ordinal order (record i is ordinal i): the first n
+ * of n_devices (all when n < 0 or n > n_devices), N the ordinal's
+ * gc_device_index().
+ */
+struct gc_devices gc_runtime_devices(const void *first, int n_devices, size_t size, int n);
+void gc_each_device(const struct gc_devices *devs, void (*body)(void *ctx, const void *dev),
+		    void *ctx);
+/* Pairs (a outer, b inner) of the list with itself, as `which` says. */
+void gc_each_device_pair(const struct gc_devices *devs, enum gc_pairs which,
+			 void (*body)(void *ctx, const void *a, const void *b), void *ctx);
+/* Every case of a table (first, n, size, name) on a device before the next device. */
+void gc_each_device_case(const struct gc_devices *devs, const struct gc_cases *cases,
+			 void (*body)(void *ctx, const void *dev, const void *c), void *ctx);
 
 /*
  * One copy's share of a count the node needs once, not once per GPU: the

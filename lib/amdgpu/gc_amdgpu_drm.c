@@ -100,12 +100,6 @@ int gc_amdgpu_render_minor(const char *drm_dir, int card)
 	return minor;
 }
 
-const char *gc_amdgpu_dev_name(const struct gc_amdgpu_dev *d, char *buf, size_t len)
-{
-	snprintf(buf, len, "gpu%u", d->index);
-	return buf;
-}
-
 bool gc_amdgpu_open_err_is_skip(int err)
 {
 	return err == -ENODEV || err == -ENOENT || err == -EACCES || err == -EPERM ||
@@ -531,28 +525,14 @@ void gc_amdgpu_fixture_free(void *data)
 
 /* ---------------------------------------------------- per device, per pair */
 
-static const char *dev_case_name(const void *c, char *buf, size_t len)
+static long dev_index(const void *d, size_t i)
 {
-	return gc_amdgpu_dev_name(c, buf, len);
+	(void)i;
+	return ((const struct gc_amdgpu_dev *)d)->index;
 }
 
-static const char *dev_pair_name(const void *a, const void *b, char *buf, size_t len)
+struct gc_devices gc_amdgpu_devices(const struct gc_amdgpu *ag)
 {
-	const struct gc_amdgpu_dev *x = a, *y = b;
-
-	snprintf(buf, len, "gpu%u-gpu%u", x->index, y->index);
-	return buf;
-}
-
-struct gc_cases gc_amdgpu_devs(struct gc_amdgpu *ag, void (*run)(void *ctx, const void *d))
-{
-	return (struct gc_cases){ ag->devs, ag->n, sizeof(ag->devs[0]), dev_case_name, run };
-}
-
-struct gc_product gc_amdgpu_dev_pairs(struct gc_amdgpu *ag,
-				      void (*run)(void *ctx, const void *a, const void *b))
-{
-	struct gc_cases devs = gc_amdgpu_devs(ag, NULL);
-
-	return (struct gc_product){ devs, devs, dev_pair_name, run, GC_PAIRS_DISTINCT };
+	return (struct gc_devices){ .first = ag->devs, .n = ag->n, .size = sizeof(ag->devs[0]),
+				    .index = dev_index };
 }

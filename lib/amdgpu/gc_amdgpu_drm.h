@@ -88,9 +88,6 @@ int gc_amdgpu_parse_cards(const char *names, int *cards, size_t max);
  */
 int gc_amdgpu_render_minor(const char *drm_dir, int card);
 
-/* "gpu<index>" into buf: the dynamic subtest name of a device. */
-const char *gc_amdgpu_dev_name(const struct gc_amdgpu_dev *d, char *buf, size_t len);
-
 /*
  * The errno a libdrm call's failure means, pure. libdrm returns either
  * -errno (drmCommandWrite*, and amdgpu_bo.c's own checks, e.g. -EPERM for a
@@ -230,16 +227,13 @@ void gc_amdgpu_fixture_free(void *data);     /* teardown(): devices closed, data
 /* ---------------------------------------------------- per device, per pair */
 
 /*
- * The devices as lib/core.h matrices. gc_amdgpu_devs(): a gc_cases table for
- * gc_each_case(), one case per device named "gpu<index>", run as run(ctx, d)
- * with d a struct gc_amdgpu_dev of ag. gc_amdgpu_dev_pairs(): every ordered
- * pair of two different devices (GC_PAIRS_DISTINCT) for gc_each_pair(),
- * named "gpu<a>-gpu<b>", run as run(ctx, a, b). The macros below write a
- * typed body in place.
+ * The devices of ag, in card-number order, as lib/core.h's device list:
+ * gc_each_device() and gc_each_device_pair() over it name each
+ * "gpu<index>" (d->index: DRM sees every card, pinned or not) and hand the
+ * body a const pointer into ag->devs (not const: cast it back). The macros
+ * below write a typed body in place.
  */
-struct gc_cases gc_amdgpu_devs(struct gc_amdgpu *ag, void (*run)(void *ctx, const void *d));
-struct gc_product gc_amdgpu_dev_pairs(struct gc_amdgpu *ag,
-				      void (*run)(void *ctx, const void *a, const void *b));
+struct gc_devices gc_amdgpu_devices(const struct gc_amdgpu *ag);
 
 /*
  * Subtests that run their body once per device, or once per ordered pair,
@@ -261,8 +255,8 @@ struct gc_product gc_amdgpu_dev_pairs(struct gc_amdgpu *ag,
 	static void fn(void *fixture)                                                \
 	{                                                                            \
 		fx_type *all = fixture;                                              \
-		struct gc_cases cases = gc_amdgpu_devs(all->dev.ag, fn##__one);      \
-		gc_each_case(&cases, all);                                           \
+		struct gc_devices devs = gc_amdgpu_devices(all->dev.ag);             \
+		gc_each_device(&devs, fn##__one, all);                               \
 	}                                                                            \
 	static void fn##__body(fx_type *fx, struct gc_amdgpu_dev *d)
 
@@ -276,8 +270,8 @@ struct gc_product gc_amdgpu_dev_pairs(struct gc_amdgpu *ag,
 	static void fn(void *fixture)                                                \
 	{                                                                            \
 		fx_type *all = fixture;                                              \
-		struct gc_product pairs = gc_amdgpu_dev_pairs(all->dev.ag, fn##__two); \
-		gc_each_pair(&pairs, all);                                           \
+		struct gc_devices devs = gc_amdgpu_devices(all->dev.ag);             \
+		gc_each_device_pair(&devs, GC_PAIRS_DISTINCT, fn##__two, all);       \
 	}                                                                            \
 	static void fn##__body(fx_type *fx, struct gc_amdgpu_dev *a, struct gc_amdgpu_dev *b)
 

@@ -2,7 +2,7 @@
 /*
  * What every CUDA binary's fixture is made of: the leak snapshot and check,
  * the leak-checked fixture, and dynamic subtests per device and per pair of
- * devices (lib/core.h's gc_each_case() and gc_each_pair() over cu->devices).
+ * devices (lib/core.h's gc_each_device*() over gc_cuda_devices()).
  */
 #include "gc_cuda.h"
 #include "devfd.h"
@@ -101,71 +101,7 @@ void gc_cuda_fixture_free(void *data)
 
 /* ------------------------------------------------- per device, per pair */
 
-const char *gc_cuda_device_name(const struct gc_cuda_device *d, char *buf, size_t len)
+struct gc_devices gc_cuda_devices(const struct gc_cuda *cu, int n)
 {
-	return gc_device_name(d->ordinal, buf, len);
-}
-
-struct device_call {
-	void (*body)(void *ctx, const struct gc_cuda_device *d);
-	void (*pair)(void *ctx, const struct gc_cuda_device *a, const struct gc_cuda_device *b);
-	void *ctx;
-};
-
-static const char *device_case_name(const void *d, char *buf, size_t len)
-{
-	return gc_cuda_device_name(d, buf, len);
-}
-
-static void device_case_run(void *ctx, const void *d)
-{
-	const struct device_call *k = ctx;
-
-	k->body(k->ctx, d);
-}
-
-static int devices_upto(const struct gc_cuda *cu, int n)
-{
-	return n < 0 || n > cu->n_devices ? cu->n_devices : n;
-}
-
-void gc_cuda_each_device(const struct gc_cuda *cu, int n,
-			 void (*body)(void *ctx, const struct gc_cuda_device *d), void *ctx)
-{
-	struct device_call k = { .body = body, .ctx = ctx };
-
-	gc_each_case(&(const struct gc_cases){ cu->devices, (size_t)devices_upto(cu, n),
-					       sizeof(cu->devices[0]), device_case_name,
-					       device_case_run },
-		     &k);
-}
-
-static const char *device_pair_name(const void *a, const void *b, char *buf, size_t len)
-{
-	char na[32], nb[32];
-
-	snprintf(buf, len, "%s-%s", gc_cuda_device_name(a, na, sizeof(na)),
-		 gc_cuda_device_name(b, nb, sizeof(nb)));
-	return buf;
-}
-
-static void device_pair_run(void *ctx, const void *a, const void *b)
-{
-	const struct device_call *k = ctx;
-
-	k->pair(k->ctx, a, b);
-}
-
-void gc_cuda_each_device_pair(const struct gc_cuda *cu, int n, enum gc_pairs which,
-			      void (*body)(void *ctx, const struct gc_cuda_device *a,
-					   const struct gc_cuda_device *b),
-			      void *ctx)
-{
-	const struct gc_cases devs = { cu->devices, (size_t)devices_upto(cu, n),
-				       sizeof(cu->devices[0]), NULL, NULL };
-	struct device_call k = { .pair = body, .ctx = ctx };
-
-	gc_each_pair(&(const struct gc_product){ devs, devs, device_pair_name, device_pair_run,
-						 which },
-		     &k);
+	return gc_runtime_devices(cu->devices, cu->n_devices, sizeof(cu->devices[0]), n);
 }

@@ -243,24 +243,12 @@ void gc_cuda_fixture_free(void *data);     /* teardown(): gc_cuda_close(), data 
 
 /* ------------------------------------------------- per device, per pair */
 
-/* "gpu<ordinal>" into buf: the dynamic subtest name of a device. */
-const char *gc_cuda_device_name(const struct gc_cuda_device *d, char *buf, size_t len);
-
 /*
- * Per device: body(ctx, d) for the first n devices of cu (all when n < 0 or
- * n > cu->n_devices), in ordinal order, each the dynamic subtest
- * gc_cuda_device_name() names ("gpu0"); lib/core.h's gc_each_case().
+ * The first n devices of cu (all when n < 0 or n > cu->n_devices), in
+ * ordinal order, as lib/core.h's device list: gc_each_device() and
+ * gc_each_device_pair() over it name each "gpu<N>", N the ordinal's
+ * gc_device_index(), and hand the body a const struct gc_cuda_device *.
  */
-void gc_cuda_each_device(const struct gc_cuda *cu, int n,
-			 void (*body)(void *ctx, const struct gc_cuda_device *d), void *ctx);
-/*
- * Pairs of the first n devices as dynamic subtests "gpu<a>-gpu<b>": every
- * ordered pair of two different devices (GC_PAIRS_DISTINCT) or each two
- * once, a < b (GC_PAIRS_UNORDERED); lib/core.h's gc_each_pair().
- */
-void gc_cuda_each_device_pair(const struct gc_cuda *cu, int n, enum gc_pairs which,
-			      void (*body)(void *ctx, const struct gc_cuda_device *a,
-					   const struct gc_cuda_device *b),
-			      void *ctx);
+struct gc_devices gc_cuda_devices(const struct gc_cuda *cu, int n);
 
 #endif

@@ -125,68 +125,7 @@ void gc_hip_fixture_free(void *data)
 
 /* ------------------------------------------------- per device, per pair */
 
-/* What the case engine hands back to one of the two callbacks below. */
-struct hip_visit {
-	void (*one)(void *ctx, const struct gc_hip_device *d);
-	void (*two)(void *ctx, const struct gc_hip_device *a, const struct gc_hip_device *b);
-	void *ctx;
-};
-
-static const char *gpu_name(const void *d, char *buf, size_t len)
+struct gc_devices gc_hip_devices(const struct gc_hip *hip, int n)
 {
-	return gc_device_name(((const struct gc_hip_device *)d)->ordinal, buf, len);
-}
-
-static const char *gpu_pair_name(const void *a, const void *b, char *buf, size_t len)
-{
-	char na[32], nb[32];
-
-	snprintf(buf, len, "%s-%s",
-		 gc_device_name(((const struct gc_hip_device *)a)->ordinal, na, sizeof(na)),
-		 gc_device_name(((const struct gc_hip_device *)b)->ordinal, nb, sizeof(nb)));
-	return buf;
-}
-
-static void visit_one(void *ctx, const void *d)
-{
-	const struct hip_visit *v = ctx;
-
-	v->one(v->ctx, d);
-}
-
-static void visit_two(void *ctx, const void *a, const void *b)
-{
-	const struct hip_visit *v = ctx;
-
-	v->two(v->ctx, a, b);
-}
-
-static struct gc_cases device_cases(const struct gc_hip *hip, int n)
-{
-	size_t count = n < 0 || n > hip->n_devices ? (size_t)hip->n_devices : (size_t)n;
-
-	return (struct gc_cases){ .first = hip->devices, .n = count,
-				  .size = sizeof(hip->devices[0]), .name = gpu_name,
-				  .run = visit_one };
-}
-
-void gc_hip_each_device(const struct gc_hip *hip, int n,
-			void (*body)(void *ctx, const struct gc_hip_device *d), void *ctx)
-{
-	struct hip_visit v = { .one = body, .ctx = ctx };
-	struct gc_cases cases = device_cases(hip, n);
-
-	gc_each_case(&cases, &v);
-}
-
-void gc_hip_each_pair(const struct gc_hip *hip, int n, enum gc_pairs which,
-		      void (*body)(void *ctx, const struct gc_hip_device *a,
-				   const struct gc_hip_device *b),
-		      void *ctx)
-{
-	struct hip_visit v = { .two = body, .ctx = ctx };
-	struct gc_product p = { .a = device_cases(hip, n), .b = device_cases(hip, n),
-				.name = gpu_pair_name, .run = visit_two, .pairs = which };
-
-	gc_each_pair(&p, &v);
+	return gc_runtime_devices(hip->devices, hip->n_devices, sizeof(hip->devices[0]), n);
 }

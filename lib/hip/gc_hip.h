@@ -335,20 +335,11 @@ void gc_hip_fixture_free(void *data);     /* teardown(): give back, gc_hip_close
 /* ------------------------------------------------- per device, per pair */
 
 /*
- * Per device: body(ctx, d) for the first n devices (all when n < 0 or n >
- * hip->n_devices) as dynamic subtests "gpu<ordinal>" (lib/core.h's
- * gc_each_case()).
+ * The first n devices (all when n < 0 or n > hip->n_devices), in ordinal
+ * order, as lib/core.h's device list: gc_each_device() and
+ * gc_each_device_pair() over it name each "gpu<N>", N the ordinal's
+ * gc_device_index(), and hand the body a const struct gc_hip_device *.
  */
-void gc_hip_each_device(const struct gc_hip *hip, int n,
-			void (*body)(void *ctx, const struct gc_hip_device *d), void *ctx);
-/*
- * Pairs of the first n devices as dynamic subtests "gpu<a>-gpu<b>":
- * GC_PAIRS_DISTINCT (ordered, a != b) or GC_PAIRS_UNORDERED (a < b); lib/core.h's
- * gc_each_pair().
- */
-void gc_hip_each_pair(const struct gc_hip *hip, int n, enum gc_pairs which,
-		      void (*body)(void *ctx, const struct gc_hip_device *a,
-				   const struct gc_hip_device *b),
-		      void *ctx);
+struct gc_devices gc_hip_devices(const struct gc_hip *hip, int n);
 
 #endif

@@ -23,20 +23,6 @@
 #define TOPOLOGY_ENV "GPUCONFORM_KFD_TOPOLOGY"
 #define VA_HINT_TRIES 64
 
-static void why_set(char *why, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void why_set(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-}
-
 /* ----------------------------------------------------------- raw ioctls */
 
 static int kfd_ioctl_fd(int fd, unsigned long request, void *arg)
@@ -195,7 +181,7 @@ static int read_apertures(struct gc_kfd *kfd, char *why, size_t why_len)
 	int err = gc_kfd_ioctl(kfd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &a);
 
 	if (err || a.num_of_nodes == 0) {
-		why_set(why, why_len, "AMDKFD_IOC_GET_PROCESS_APERTURES_NEW: %s",
+		gc_kfd_why(why, why_len, "AMDKFD_IOC_GET_PROCESS_APERTURES_NEW: %s",
 			err ? strerror(-err) : "no device");
 		return err ? err : -ENODEV;
 	}
@@ -205,7 +191,7 @@ static int read_apertures(struct gc_kfd *kfd, char *why, size_t why_len)
 	a.kfd_process_device_apertures_ptr = (uint64_t)(uintptr_t)pa;
 	err = gc_kfd_ioctl(kfd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &a);
 	if (err)
-		why_set(why, why_len, "AMDKFD_IOC_GET_PROCESS_APERTURES_NEW: %s", strerror(-err));
+		gc_kfd_why(why, why_len, "AMDKFD_IOC_GET_PROCESS_APERTURES_NEW: %s", strerror(-err));
 	for (i = 0; !err && i < a.num_of_nodes; i++) {
 		struct gc_kfd_gpu *g = gc_kfd_gpu(kfd, pa[i].gpu_id);
 
@@ -226,18 +212,18 @@ static int open_version(struct gc_kfd *kfd, char *why, size_t why_len)
 	kfd->fd = open(GC_KFD_PATH, O_RDWR | O_CLOEXEC);
 	if (kfd->fd < 0) {
 		err = -errno;
-		why_set(why, why_len, "%s: %s", GC_KFD_PATH, strerror(-err));
+		gc_kfd_why(why, why_len, "%s: %s", GC_KFD_PATH, strerror(-err));
 		return err;
 	}
 	err = gc_kfd_ioctl(kfd, AMDKFD_IOC_GET_VERSION, &v);
 	if (err) {
-		why_set(why, why_len, "AMDKFD_IOC_GET_VERSION: %s", strerror(-err));
+		gc_kfd_why(why, why_len, "AMDKFD_IOC_GET_VERSION: %s", strerror(-err));
 		return err;
 	}
 	kfd->major = v.major_version;
 	kfd->minor = v.minor_version;
 	if (kfd->major != KFD_IOCTL_MAJOR_VERSION) {
-		why_set(why, why_len, "KFD UAPI major version %u, this suite speaks %d",
+		gc_kfd_why(why, why_len, "KFD UAPI major version %u, this suite speaks %d",
 			kfd->major, KFD_IOCTL_MAJOR_VERSION);
 		return -EPROTO;
 	}
@@ -255,7 +241,7 @@ static int read_topology(struct gc_kfd *kfd, char *why, size_t why_len)
 		root = GC_KFD_TOPOLOGY_ROOT;
 	err = gc_kfd_topology_read(root, &kfd->topo, w, sizeof(w));
 	if (err) {
-		why_set(why, why_len, "KFD topology: %s", w);
+		gc_kfd_why(why, why_len, "KFD topology: %s", w);
 		return err;
 	}
 	for (i = 0; i < kfd->topo.n_nodes; i++) {
@@ -268,7 +254,7 @@ static int read_topology(struct gc_kfd *kfd, char *why, size_t why_len)
 		g->drm_fd = -1;
 	}
 	if (kfd->n_gpus == 0) {
-		why_set(why, why_len, "KFD topology %s: no GPU node (%u nodes, %u denied by the "
+		gc_kfd_why(why, why_len, "KFD topology %s: no GPU node (%u nodes, %u denied by the "
 			"device cgroup)", root, kfd->topo.n_nodes, kfd->topo.n_denied);
 		return -ENODEV;
 	}
@@ -282,7 +268,7 @@ int gc_kfd_open(struct gc_kfd **out, char *why, size_t why_len)
 
 	*out = NULL;
 	if (!kfd) {
-		why_set(why, why_len, "out of host memory");
+		gc_kfd_why(why, why_len, "out of host memory");
 		return -ENOMEM;
 	}
 	kfd->fd = -1;
@@ -361,6 +347,13 @@ void gc_kfd_require_minor(const struct gc_kfd *kfd, uint32_t minor, const char *
 		     what, KFD_IOCTL_MAJOR_VERSION, minor, kfd->major, kfd->minor);
 }
 
+uint32_t gc_kfd_gpu_ids(const struct gc_kfd *kfd, uint32_t *ids)
+{
+	for (unsigned i = 0; i < kfd->n_gpus; i++)
+		ids[i] = kfd->gpus[i].node.gpu_id;
+	return kfd->n_gpus;
+}
+
 struct gc_kfd_gpu *gc_kfd_gpu(struct gc_kfd *kfd, uint32_t gpu_id)
 {
 	unsigned i;
@@ -383,12 +376,12 @@ static int open_render(struct gc_kfd_gpu *g, char *path, size_t plen, char *why,
 	g->drm_fd = open(path, O_RDWR | O_CLOEXEC);
 	if (g->drm_fd < 0) {
 		err = -errno;
-		why_set(why, why_len, "%s: %s", path, strerror(-err));
+		gc_kfd_why(why, why_len, "%s: %s", path, strerror(-err));
 		return err;
 	}
 	err = amdgpu_device_initialize(g->drm_fd, &g->drm_major, &g->drm_minor, &dev);
 	if (err) {
-		why_set(why, why_len, "amdgpu_device_initialize(%s): %s", path,
+		gc_kfd_why(why, why_len, "amdgpu_device_initialize(%s): %s", path,
 			strerror(err < 0 ? -err : err));
 		gpu_release(g);
 		return err < 0 ? err : -EIO;
@@ -412,7 +405,7 @@ int gc_kfd_acquire_vm(struct gc_kfd *kfd, struct gc_kfd_gpu *gpu, char *why, siz
 	a.gpu_id = gpu->node.gpu_id;
 	err = gc_kfd_ioctl(kfd, AMDKFD_IOC_ACQUIRE_VM, &a);
 	if (err) {
-		why_set(why, why_len, "AMDKFD_IOC_ACQUIRE_VM(gpu_id %u, %s): %s",
+		gc_kfd_why(why, why_len, "AMDKFD_IOC_ACQUIRE_VM(gpu_id %u, %s): %s",
 			gpu->node.gpu_id, path, strerror(-err));
 		gpu_release(gpu);
 		return err;
@@ -652,67 +645,23 @@ void gc_kfd_leak_check(const struct gc_kfd *kfd, const struct gc_kfd_snapshot *b
 	gc_fail("leak: %s%s", msg, settle_ms ? " (after waiting for asynchronous release)" : "");
 }
 
-const char *gc_kfd_gpu_name(const struct gc_kfd_gpu *gpu, char *buf, size_t len)
+static long gpu_place(const void *gpu, size_t i)
 {
-	snprintf(buf, len, "gpu%u", gpu->node.gpu_id);
+	(void)gpu;
+	return (long)i;
+}
+
+static const char *gpu_id_text(const void *gpu, char *buf, size_t len)
+{
+	snprintf(buf, len, "gpu_id %u", ((const struct gc_kfd_gpu *)gpu)->node.gpu_id);
 	return buf;
 }
 
-/* What gc_kfd_each_gpu*() hand the framework as ctx. */
-struct gpu_call {
-	void (*body)(void *ctx, struct gc_kfd_gpu *gpu);
-	void (*pair)(void *ctx, struct gc_kfd_gpu *a, struct gc_kfd_gpu *b);
-	void *ctx;
-};
-
-static const char *gpu_case_name(const void *c, char *buf, size_t len)
+struct gc_devices gc_kfd_devices(const struct gc_kfd *kfd)
 {
-	return gc_kfd_gpu_name(c, buf, len);
-}
-
-static void gpu_case_run(void *ctx, const void *c)
-{
-	const struct gpu_call *k = ctx;
-
-	k->body(k->ctx, (struct gc_kfd_gpu *)c); /* kfd->gpus[i], not const */
-}
-
-void gc_kfd_each_gpu(struct gc_kfd *kfd, void (*body)(void *ctx, struct gc_kfd_gpu *gpu),
-		     void *ctx)
-{
-	struct gpu_call k = { .body = body, .ctx = ctx };
-
-	gc_each_case(&(const struct gc_cases){ kfd->gpus, kfd->n_gpus, sizeof(kfd->gpus[0]),
-					       gpu_case_name, gpu_case_run },
-		     &k);
-}
-
-static const char *gpu_pair_name(const void *a, const void *b, char *buf, size_t len)
-{
-	char na[32], nb[32];
-
-	snprintf(buf, len, "%s-%s", gc_kfd_gpu_name(a, na, sizeof(na)),
-		 gc_kfd_gpu_name(b, nb, sizeof(nb)));
-	return buf;
-}
-
-static void gpu_pair_run(void *ctx, const void *a, const void *b)
-{
-	const struct gpu_call *k = ctx;
-
-	k->pair(k->ctx, (struct gc_kfd_gpu *)a, (struct gc_kfd_gpu *)b);
-}
-
-void gc_kfd_each_gpu_pair(struct gc_kfd *kfd,
-			  void (*body)(void *ctx, struct gc_kfd_gpu *a, struct gc_kfd_gpu *b),
-			  void *ctx)
-{
-	const struct gc_cases gpus = { kfd->gpus, kfd->n_gpus, sizeof(kfd->gpus[0]), NULL, NULL };
-	struct gpu_call k = { .pair = body, .ctx = ctx };
-
-	gc_each_pair(&(const struct gc_product){ gpus, gpus, gpu_pair_name, gpu_pair_run,
-						 GC_PAIRS_DISTINCT },
-		     &k);
+	return (struct gc_devices){ .first = kfd->gpus, .n = kfd->n_gpus,
+				    .size = sizeof(kfd->gpus[0]), .index = gpu_place,
+				    .id = gpu_id_text };
 }
 
 uint32_t gc_kfd_unknown_gpu_id(const struct gc_kfd *kfd)

@@ -67,6 +67,8 @@ bool gc_kfd_has_minor(const struct gc_kfd *kfd, uint32_t minor);
 /* Skip "<what> needs KFD UAPI 1.<minor>, kernel has 1.<m>" when older. */
 void gc_kfd_require_minor(const struct gc_kfd *kfd, uint32_t minor, const char *what);
 
+/* Every GPU's gpu_id, in topology order, into ids[GC_KFD_MAX_NODES]; the count. */
+uint32_t gc_kfd_gpu_ids(const struct gc_kfd *kfd, uint32_t *ids);
 /* The GPU with this gpu_id, or NULL. */
 struct gc_kfd_gpu *gc_kfd_gpu(struct gc_kfd *kfd, uint32_t gpu_id);
 
@@ -208,20 +210,14 @@ void gc_kfd_fixture_snapshot(void *data); /* before_each(): a failed snapshot fa
 void gc_kfd_fixture_check(void *data);    /* after_each(): the leak check */
 void gc_kfd_fixture_free(void *data);     /* teardown(): /dev/kfd closed, data freed */
 
-/* "gpu<gpu_id>" into buf: the dynamic subtest name for a GPU. */
-const char *gc_kfd_gpu_name(const struct gc_kfd_gpu *gpu, char *buf, size_t len);
-
 /*
- * Per GPU: body(ctx, gpu) for every GPU of kfd, in topology order, each the
- * dynamic subtest gc_kfd_gpu_name() names ("gpu<gpu_id>"); lib/core.h's
- * gc_each_case() over kfd->gpus.
+ * The GPUs of kfd, in topology order, as lib/core.h's device list:
+ * gc_each_device() and gc_each_device_pair() over it name each "gpu<N>", N
+ * its place in that order (KFD sees every GPU, pinned or not), print its
+ * gpu_id as the dynamic subtest begins ("gpu1: gpu_id 41234"), and hand the
+ * body a const pointer into kfd->gpus (not const: cast it back).
  */
-void gc_kfd_each_gpu(struct gc_kfd *kfd, void (*body)(void *ctx, struct gc_kfd_gpu *gpu),
-		     void *ctx);
-/* Every ordered pair of two different GPUs, as dynamic subtest "gpu<a>-gpu<b>". */
-void gc_kfd_each_gpu_pair(struct gc_kfd *kfd,
-			  void (*body)(void *ctx, struct gc_kfd_gpu *a, struct gc_kfd_gpu *b),
-			  void *ctx);
+struct gc_devices gc_kfd_devices(const struct gc_kfd *kfd);
 
 /*
  * A subtest that runs its body once per GPU, the body written in place:
@@ -238,14 +234,15 @@ void gc_kfd_each_gpu_pair(struct gc_kfd *kfd,
  */
 #define GC_KFD_GPU_SUBTEST(fn, fx_type, fx, gpu)                                  \
 	static void fn##__gpu(fx_type *fx, struct gc_kfd_gpu *gpu);                \
-	static void fn##__each(void *ctx, struct gc_kfd_gpu *g)                    \
+	static void fn##__each(void *ctx, const void *g)                           \
 	{                                                                          \
-		fn##__gpu(ctx, g);                                                 \
+		fn##__gpu(ctx, (struct gc_kfd_gpu *)g);                            \
 	}                                                                          \
 	static void fn(void *fixture)                                              \
 	{                                                                          \
 		fx_type *f = fixture;                                              \
-		gc_kfd_each_gpu(f->dev.kfd, fn##__each, f);                        \
+		struct gc_devices gpus = gc_kfd_devices(f->dev.kfd);               \
+		gc_each_device(&gpus, fn##__each, f);                              \
 	}                                                                          \
 	static void fn##__gpu(fx_type *fx, struct gc_kfd_gpu *gpu)
 

@@ -92,6 +92,9 @@ uint64_t gc_kfd_node_heap_bytes(const struct gc_kfd_node *n, uint32_t heap_type)
 /* VRAM: FB_PUBLIC + FB_PRIVATE banks. */
 uint64_t gc_kfd_node_vram_bytes(const struct gc_kfd_node *n);
 
+/* printf into why[len] (nothing when why is NULL or len 0): the one-line reasons above. */
+void gc_kfd_why(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 static inline bool gc_kfd_node_is_gpu(const struct gc_kfd_node *n)
 {
 	return n->gpu_id != 0;

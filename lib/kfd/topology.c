@@ -20,10 +20,7 @@
 
 #define PROP_FILE_MAX 8192 /* a node's properties are ~1.5 KiB */
 
-static void why_set(char *why, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void why_set(char *why, size_t len, const char *fmt, ...)
+void gc_kfd_why(char *why, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -177,7 +174,7 @@ static int read_props(const char *path, struct prop_want *want, size_t n, char *
 		return -ENOMEM;
 	err = read_text(path, text, PROP_FILE_MAX);
 	if (err) {
-		why_set(why, why_len, "%s: %s", path, strerror(-err));
+		gc_kfd_why(why, why_len, "%s: %s", path, strerror(-err));
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
@@ -188,9 +185,9 @@ static int read_props(const char *path, struct prop_want *want, size_t n, char *
 			continue;
 		}
 		if (err == -ENOENT)
-			why_set(why, why_len, "%s: no \"%s\" line", path, want[i].key);
+			gc_kfd_why(why, why_len, "%s: no \"%s\" line", path, want[i].key);
 		else if (err)
-			why_set(why, why_len, "%s: malformed (want \"name value\" lines with "
+			gc_kfd_why(why, why_len, "%s: malformed (want \"name value\" lines with "
 				"unsigned decimal values)", path);
 		if (err) {
 			err = -EINVAL;
@@ -268,7 +265,7 @@ static int read_node_props(const char *node_dir, struct gc_kfd_node *node, char 
 	node->gfx_target_version = (uint32_t)want[NK_GFX].val;
 	node->capability = (uint32_t)want[NK_CAP].val;
 	if (want[NK_BANKS].val > GC_KFD_MAX_BANKS) {
-		why_set(why, why_len, "%s: mem_banks_count %" PRIu64 " (at most %d supported)",
+		gc_kfd_why(why, why_len, "%s: mem_banks_count %" PRIu64 " (at most %d supported)",
 			path, want[NK_BANKS].val, GC_KFD_MAX_BANKS);
 		return -E2BIG;
 	}
@@ -289,7 +286,7 @@ static int read_node(const char *root, unsigned n, struct gc_kfd_topology *t, ch
 	if (!err)
 		err = path_fmt(path, sizeof(path), "%s/gpu_id", dir);
 	if (err) {
-		why_set(why, why_len, "%s: path too long", root);
+		gc_kfd_why(why, why_len, "%s: path too long", root);
 		return err;
 	}
 	err = read_number(path, &gpu_id);
@@ -300,16 +297,16 @@ static int read_node(const char *root, unsigned n, struct gc_kfd_topology *t, ch
 		return 0;
 	}
 	if (err) {
-		why_set(why, why_len, "%s: %s", path,
+		gc_kfd_why(why, why_len, "%s: %s", path,
 			err == -EINVAL ? "not a decimal number" : strerror(-err));
 		return err;
 	}
 	if (gpu_id > UINT32_MAX) {
-		why_set(why, why_len, "%s: %" PRIu64 " does not fit 32 bits", path, gpu_id);
+		gc_kfd_why(why, why_len, "%s: %" PRIu64 " does not fit 32 bits", path, gpu_id);
 		return -EINVAL;
 	}
 	if (t->n_nodes == GC_KFD_MAX_NODES) {
-		why_set(why, why_len, "%s: more than %d nodes", root, GC_KFD_MAX_NODES);
+		gc_kfd_why(why, why_len, "%s: more than %d nodes", root, GC_KFD_MAX_NODES);
 		return -E2BIG;
 	}
 	memset(node, 0, sizeof(*node));
@@ -332,12 +329,12 @@ static int read_generation(const char *root, uint64_t *gen, char *why, size_t wh
 	int err = path_fmt(path, sizeof(path), "%s/generation_id", root);
 
 	if (err) {
-		why_set(why, why_len, "%s: path too long", root);
+		gc_kfd_why(why, why_len, "%s: path too long", root);
 		return err;
 	}
 	err = read_number(path, gen);
 	if (err)
-		why_set(why, why_len, "%s: %s", path,
+		gc_kfd_why(why, why_len, "%s: %s", path,
 			err == -EINVAL ? "not a decimal number" : strerror(-err));
 	return err;
 }
@@ -364,7 +361,7 @@ int gc_kfd_topology_read(const char *root, struct gc_kfd_topology *t, char *why,
 	if (err)
 		return err;
 	if (gen_after != t->generation_id) {
-		why_set(why, why_len, "%s: generation_id changed from %" PRIu64 " to %" PRIu64
+		gc_kfd_why(why, why_len, "%s: generation_id changed from %" PRIu64 " to %" PRIu64
 			" while reading (topology changed)", root, t->generation_id, gen_after);
 		return -EAGAIN;
 	}

@@ -73,7 +73,7 @@ def test_lookup_first_match_wins(tmp_path: Path) -> None:
     assert e is not None and e.scope == "node"
     e = c.lookup("cuda_mem@latency:map-2MiB")
     assert e is not None and (e.line, e.scope) == (5, "node")
-    e = c.lookup("kfd_mem@latency@gpu4242:ALLOC_MEMORY_OF_GPU-vram-2MiB")
+    e = c.lookup("kfd_mem@latency@gpu12:ALLOC_MEMORY_OF_GPU-vram-2MiB")
     assert e is not None and e.line == 7
 
 

@@ -468,9 +468,9 @@ static void run_kind(void *data, const struct kind *k, enum gc_amdgpu_via via)
 {
 	struct int_fx *f = data;
 	struct run r = { .e = &f->e, .k = k, .via = via };
-	struct gc_cases devs = gc_amdgpu_devs(f->dev.ag, run_dev_case);
+	struct gc_devices devs = gc_amdgpu_devices(f->dev.ag);
 
-	gc_each_case(&devs, &r);
+	gc_each_device(&devs, run_dev_case, &r);
 }
 
 /* The subtest fn runs kind as raw ioctls, fn##_drmioctl through drmIoctl. */

@@ -244,12 +244,10 @@ static void refcount_case(void *f, const void *dev, const void *k)
 
 static const unsigned refcount_ks[] = { GC_SESSION_REFCOUNT_KS };
 
-/* "gpu<ordinal>-k<k>" */
-static const char *refcount_name(const void *dev, const void *k, char *buf, size_t len)
+/* "k<k>": a case's part of its dynamic subtest name, "gpu<N>-k<k>" */
+static const char *k_name(const void *k, char *buf, size_t len)
 {
-	char d[32];
-
-	snprintf(buf, len, "%s-k%u", gc_cuda_device_name(dev, d, sizeof(d)), *(const unsigned *)k);
+	snprintf(buf, len, "k%u", *(const unsigned *)k);
 	return buf;
 }
 
@@ -257,14 +255,11 @@ static const char *refcount_name(const void *dev, const void *k, char *buf, size
 static void test_refcount(void *data)
 {
 	struct fx *f = data;
-	const struct gc_cases devs = { f->cu->devices, (size_t)f->ndev, sizeof(f->cu->devices[0]),
-				       NULL, NULL };
+	struct gc_devices devs = gc_cuda_devices(f->cu, f->ndev);
 	const struct gc_cases ks = { refcount_ks, ARRAY_SIZE(refcount_ks), sizeof(refcount_ks[0]),
-				     NULL, NULL };
+				     k_name, NULL };
 
-	gc_each_pair(&(const struct gc_product){ devs, ks, refcount_name, refcount_case,
-						 GC_PAIRS_ALL },
-		     f);
+	gc_each_device_case(&devs, &ks, refcount_case, f);
 }
 
 /* ------------------------------------------------------------ stale pointer */
@@ -277,8 +272,9 @@ static void test_refcount(void *data)
  * new generation reuses the address or the handle is recorded: where it
  * does, a stale pointer silently aliases live memory.
  */
-static void stale_case(void *f, const struct gc_cuda_device *dev)
+static void stale_case(void *f, const void *vdev)
 {
+	const struct gc_cuda_device *dev = vdev;
 	const struct kcase kc = { f, dev->ordinal, 1 }, *c = &kc;
 	struct gc_cuda *cu = c->f->cu;
 	CUdevice d = cu->devices[c->dev].dev;
@@ -315,8 +311,9 @@ static void stale_case(void *f, const struct gc_cuda_device *dev)
 static void test_stale(void *data)
 {
 	struct fx *f = data;
+	struct gc_devices devs = gc_cuda_devices(f->cu, f->ndev);
 
-	gc_cuda_each_device(f->cu, f->ndev, stale_case, f);
+	gc_each_device(&devs, stale_case, f);
 }
 
 /* ------------------------------------------------------------ concurrency */

@@ -159,10 +159,11 @@ static const char *flags_str(unsigned long long fl)
 
 /* A dynamic subtest per pair of the paired devices, "gpu<a>-gpu<b>". */
 static void each_pair(struct mfx *f, enum gc_pairs which,
-		      void (*body)(void *f, const struct gc_cuda_device *a,
-				   const struct gc_cuda_device *b))
+		      void (*body)(void *f, const void *a, const void *b))
 {
-	gc_cuda_each_device_pair(f->dev.cu, f->n, which, body, f);
+	struct gc_devices devs = gc_cuda_devices(f->dev.cu, f->n);
+
+	gc_each_device_pair(&devs, which, body, f);
 }
 
 /* -------------------------------------------------------- shared-mapping */
@@ -236,9 +237,9 @@ static void shared_assert(const struct gc_cuda *cu, int owner, int other,
 		    "only %" PRIu64 " of %" PRIu64 " words wrong", other, res->bad_stale, res->n);
 }
 
-static void shared_pair(void *ctx, const struct gc_cuda_device *da,
-			const struct gc_cuda_device *db)
+static void shared_pair(void *ctx, const void *va, const void *vb)
 {
+	const struct gc_cuda_device *da = va, *db = vb;
 	struct pair pair = { ctx, da->ordinal, db->ordinal }, *p = &pair;
 	const struct gc_cuda *cu = p->f->dev.cu;
 	struct shared_res ab = { 0 }, ba = { 0 };
@@ -398,9 +399,9 @@ static void inval_assert(const struct gc_cuda *cu, int n, const struct pair *p,
 	}
 }
 
-static void inval_pair(void *ctx, const struct gc_cuda_device *da,
-			const struct gc_cuda_device *db)
+static void inval_pair(void *ctx, const void *va, const void *vb)
 {
+	const struct gc_cuda_device *da = va, *db = vb;
 	struct pair pair = { ctx, da->ordinal, db->ordinal }, *p = &pair;
 	const struct gc_cuda *cu = p->f->dev.cu;
 	struct inval_res res = { .bad_dev = { cu->n_devices, -1 } };
@@ -632,9 +633,9 @@ static void span_assert(const struct gc_cuda *cu, int n, int a, int b,
 		    "the failed spanning operations: it leaked", a, res->free_a0, res->free_a_end);
 }
 
-static void span_pair(void *ctx, const struct gc_cuda_device *da,
-			const struct gc_cuda_device *db)
+static void span_pair(void *ctx, const void *va, const void *vb)
 {
+	const struct gc_cuda_device *da = va, *db = vb;
 	struct pair pair = { ctx, da->ordinal, db->ordinal }, *p = &pair;
 	const struct gc_cuda *cu = p->f->dev.cu;
 	struct gc_cuda_snapshot before;
@@ -780,9 +781,9 @@ static void peer_assert(const struct gc_cuda *cu, int x, int y, const struct pee
 		    res->bad_stale, res->n);
 }
 
-static void peer_pair(void *ctx, const struct gc_cuda_device *da,
-			const struct gc_cuda_device *db)
+static void peer_pair(void *ctx, const void *va, const void *vb)
 {
+	const struct gc_cuda_device *da = va, *db = vb;
 	struct pair pair = { ctx, da->ordinal, db->ordinal }, *p = &pair;
 	const struct gc_cuda *cu = p->f->dev.cu;
 	struct peer_res ab = { 0 }, ba = { 0 };

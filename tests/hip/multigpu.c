@@ -223,8 +223,9 @@ static void shared_run(struct mfx *f, int owner, int other)
 	ran(hip, gc_hip_vmm_free(hip, &m), "giving the allocation back");
 }
 
-static void shared_pair(void *ctx, const struct gc_hip_device *a, const struct gc_hip_device *b)
+static void shared_pair(void *ctx, const void *va, const void *vb)
 {
+	const struct gc_hip_device *a = va, *b = vb;
 	struct mfx *f = ctx;
 	const struct gc_hip *hip = f->dev.hip;
 
@@ -250,8 +251,9 @@ static void shared_pair(void *ctx, const struct gc_hip_device *a, const struct g
 static void test_shared_mapping(void *data)
 {
 	struct mfx *f = data;
+	struct gc_devices devs = gc_hip_devices(f->dev.hip, f->n);
 
-	gc_hip_each_pair(f->dev.hip, f->n, GC_PAIRS_UNORDERED, shared_pair, f);
+	gc_each_device_pair(&devs, GC_PAIRS_UNORDERED, shared_pair, f);
 }
 
 /* ------------------------------------------------- access-invalid-device */
@@ -306,8 +308,9 @@ static void inval_control(struct mfx *f, struct gc_hip_vmm *m, int a, int b)
 		check_access(hip, f->n, m->va, list, 2, "the control grant to [a, b]");
 }
 
-static void inval_pair(void *ctx, const struct gc_hip_device *da, const struct gc_hip_device *db)
+static void inval_pair(void *ctx, const void *va, const void *vb)
 {
+	const struct gc_hip_device *da = va, *db = vb;
 	struct mfx *f = ctx;
 	const struct gc_hip *hip = f->dev.hip;
 	int a = da->ordinal, b = db->ordinal, bad[2] = { hip->n_devices, -1 };
@@ -351,11 +354,12 @@ static void inval_pair(void *ctx, const struct gc_hip_device *da, const struct g
 static void test_access_invalid_device(void *data)
 {
 	struct mfx *f = data;
+	struct gc_devices devs = gc_hip_devices(f->dev.hip, f->n);
 
 	gc_info("prediction (clr hip_vm.cpp @ f9f995c6d0ae): a bad ordinal after a good one "
 		"leaves the good one granted");
 
-	gc_hip_each_pair(f->dev.hip, f->n, GC_PAIRS_DISTINCT, inval_pair, f);
+	gc_each_device_pair(&devs, GC_PAIRS_DISTINCT, inval_pair, f);
 }
 
 /* ---------------------------------------------------------- oom-spanning */
@@ -509,8 +513,9 @@ static void span_run(struct mfx *f, int a, int b)
 	span_report(hip, a, b, &fl, &fr);
 }
 
-static void span_pair(void *ctx, const struct gc_hip_device *da, const struct gc_hip_device *db)
+static void span_pair(void *ctx, const void *va, const void *vb)
 {
+	const struct gc_hip_device *da = va, *db = vb;
 	struct mfx *f = ctx;
 	const struct gc_hip *hip = f->dev.hip;
 	struct gc_hip_snapshot before;
@@ -539,8 +544,9 @@ static void span_pair(void *ctx, const struct gc_hip_device *da, const struct gc
 static void test_oom_spanning(void *data)
 {
 	struct mfx *f = data;
+	struct gc_devices devs = gc_hip_devices(f->dev.hip, f->n);
 
-	gc_hip_each_pair(f->dev.hip, f->n, GC_PAIRS_DISTINCT, span_pair, f);
+	gc_each_device_pair(&devs, GC_PAIRS_DISTINCT, span_pair, f);
 }
 
 /* ----------------------------------------------------------- peer-access */
@@ -663,8 +669,9 @@ static bool peer_direction(struct mfx *f, int x, int y)
 	return true;
 }
 
-static void peer_pair(void *ctx, const struct gc_hip_device *a, const struct gc_hip_device *b)
+static void peer_pair(void *ctx, const void *va, const void *vb)
 {
+	const struct gc_hip_device *a = va, *b = vb;
 	struct mfx *f = ctx;
 	bool ab = peer_direction(f, a->ordinal, b->ordinal);
 	bool ba = peer_direction(f, b->ordinal, a->ordinal);
@@ -695,8 +702,9 @@ static void peer_pair(void *ctx, const struct gc_hip_device *a, const struct gc_
 static void test_peer_access(void *data)
 {
 	struct mfx *f = data;
+	struct gc_devices devs = gc_hip_devices(f->dev.hip, f->n);
 
-	gc_hip_each_pair(f->dev.hip, f->n, GC_PAIRS_UNORDERED, peer_pair, f);
+	gc_each_device_pair(&devs, GC_PAIRS_UNORDERED, peer_pair, f);
 }
 
 /* ------------------------------------------------------------------ fixture */

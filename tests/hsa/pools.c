@@ -421,33 +421,37 @@ static size_t granules(const struct pool *p, size_t want)
 
 /* ----------------------------------------------------------- per agent */
 
+/* The agents as lib/core.h's device list, named "gpu<node>" / "cpu<node>". */
 struct agent_call {
 	void (*body)(struct pools_fx *fx, struct agent *a);
 	struct pools_fx *fx;
 };
 
-static const char *agent_case_name(const void *c, char *buf, size_t len)
+static long agent_node(const void *a, size_t i)
 {
-	return agent_label(c, buf, len);
+	(void)i;
+	return ((const struct agent *)a)->node;
 }
 
-static void agent_case_run(void *ctx, const void *c)
+static void agent_run(void *ctx, const void *a)
 {
 	const struct agent_call *k = ctx;
 
-	k->body(k->fx, (struct agent *)c); /* fx->cpus[i] / fx->gpus[i], not const */
+	k->body(k->fx, (struct agent *)a); /* fx->cpus[i] / fx->gpus[i], not const */
 }
 
 static void each_agent(struct pools_fx *fx, bool cpus_too,
 		       void (*body)(struct pools_fx *fx, struct agent *a))
 {
 	struct agent_call k = { body, fx };
+	struct gc_devices cpus = { fx->cpus, fx->n_cpus, sizeof(fx->cpus[0]), agent_node, NULL,
+				   "cpu" };
+	struct gc_devices gpus = { fx->gpus, fx->n_gpus, sizeof(fx->gpus[0]), agent_node, NULL,
+				   "gpu" };
 
 	if (cpus_too)
-		gc_each_case(&(const struct gc_cases){ fx->cpus, fx->n_cpus, sizeof(fx->cpus[0]),
-						       agent_case_name, agent_case_run }, &k);
-	gc_each_case(&(const struct gc_cases){ fx->gpus, fx->n_gpus, sizeof(fx->gpus[0]),
-					       agent_case_name, agent_case_run }, &k);
+		gc_each_device(&cpus, agent_run, &k);
+	gc_each_device(&gpus, agent_run, &k);
 }
 
 /* A subtest whose body runs once per agent (cpus_too) or per GPU, as "cpu<node>" / "gpu<node>". */

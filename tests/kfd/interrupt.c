@@ -453,8 +453,9 @@ static bool af_cycle(void *ctx, struct gc_storm *s, unsigned i)
 	return true;
 }
 
-static void af_gpu(void *ctx, struct gc_kfd_gpu *gpu)
+static void af_gpu(void *ctx, const void *vgpu)
 {
+	const struct gc_kfd_gpu *gpu = vgpu;
 	static struct gc_storm s;
 	struct af *a = ctx;
 	struct gc_storm_sweep sw = { .cycle = af_cycle, .ctx = a, .per_period = CYCLES,
@@ -503,9 +504,10 @@ static void af_gpu(void *ctx, struct gc_kfd_gpu *gpu)
 static void af_run(struct fx *f, const struct mode *m)
 {
 	struct af a = { .kfd = f->dev.kfd, .m = m };
+	struct gc_devices gpus = gc_kfd_devices(f->dev.kfd);
 
 	require_restarting_storm(m);
-	gc_kfd_each_gpu(f->dev.kfd, af_gpu, &a);
+	gc_each_device(&gpus, af_gpu, &a);
 }
 
 /*
@@ -872,9 +874,7 @@ static void *setup(void)
 	struct gc_kfd *kfd = gc_kfd_require();
 	struct fx *f = gc_kfd_fixture_new(kfd, sizeof(*f), SETTLE_MS);
 
-	f->n = kfd->n_gpus;
-	for (uint32_t g = 0; g < f->n; g++)
-		f->ids[g] = kfd->gpus[g].node.gpu_id;
+	f->n = gc_kfd_gpu_ids(kfd, f->ids);
 	return f;
 }
 

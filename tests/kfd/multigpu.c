@@ -36,10 +36,10 @@
  * only.
  *
  * Every subtest needs two GPUs ("needs 2 GPUs, found N"). Dynamic subtests:
- * per GPU (gpu<id>) where one device owns the buffer and the list holds them
- * all, per ordered pair (gpu<a>-gpu<b>) otherwise. Every experiment gives
- * back what it took before asserting; the fixture checks after each subtest
- * that every GPU's available VRAM came back.
+ * per GPU (gpu<index>, its gpu_id printed) where one device owns the buffer
+ * and the list holds them all, per ordered pair (gpu<a>-gpu<b>) otherwise.
+ * Every experiment gives back what it took before asserting; the fixture
+ * checks after each subtest that every GPU's available VRAM came back.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -235,8 +235,9 @@ static bool inval_try(struct inval *x, const struct buf *b, uint32_t bad, uint32
 	return expect_mapped(&x->v, f->dev.kfd, b->handle, f->ids, f->n, p, what);
 }
 
-static void inval_gpu(void *ctx, struct gc_kfd_gpu *owner)
+static void inval_gpu(void *ctx, const void *vowner)
 {
+	const struct gc_kfd_gpu *owner = vowner;
 	struct inval *x = ctx;
 	const struct fx *f = x->f;
 	const uint32_t bad[2] = { 0, f->unknown_id }; /* 0: the CPU node's gpu_id */
@@ -266,8 +267,9 @@ static void test_invalid_id(void *data)
 {
 	struct fx *f = data;
 	struct inval x = { .f = f };
+	struct gc_devices gpus = gc_kfd_devices(f->dev.kfd);
 
-	gc_kfd_each_gpu(f->dev.kfd, inval_gpu, &x);
+	gc_each_device(&gpus, inval_gpu, &x);
 }
 
 /* ---------------------------------------------------------- unacquired-vm */
@@ -405,8 +407,9 @@ static void unacq_assert(const struct pair *p, const struct unacq_res *res)
 		    en(res->freed, e, sizeof(e)));
 }
 
-static void unacq_pair(void *ctx, struct gc_kfd_gpu *ga, struct gc_kfd_gpu *gb)
+static void unacq_pair(void *ctx, const void *va, const void *vb)
 {
+	const struct gc_kfd_gpu *ga = va, *gb = vb;
 	const struct pair pair = { ctx, ga->node.gpu_id, gb->node.gpu_id }, *p = &pair;
 	struct gc_child_status st;
 	struct unacq_res res;
@@ -428,8 +431,9 @@ static void unacq_pair(void *ctx, struct gc_kfd_gpu *ga, struct gc_kfd_gpu *gb)
 static void test_unacquired_vm(void *data)
 {
 	struct fx *f = data;
+	struct gc_devices gpus = gc_kfd_devices(f->dev.kfd);
 
-	gc_kfd_each_gpu_pair(f->dev.kfd, unacq_pair, f);
+	gc_each_device_pair(&gpus, GC_PAIRS_DISTINCT, unacq_pair, f);
 }
 
 /* ---------------------------------------------------------------- oom-peer */
@@ -527,8 +531,9 @@ static bool oom_try(struct verdict *v, const struct gc_kfd *kfd, const struct bu
 	return expect_mapped(v, kfd, b->handle, list, 2, k, after);
 }
 
-static void oom_pair(void *ctx, struct gc_kfd_gpu *ga, struct gc_kfd_gpu *gb)
+static void oom_pair(void *ctx, const void *va, const void *vb)
 {
+	const struct gc_kfd_gpu *ga = va, *gb = vb;
 	const struct pair pair = { ctx, ga->node.gpu_id, gb->node.gpu_id }, *p = &pair;
 	const struct gc_kfd *kfd = p->f->dev.kfd;
 	const uint32_t ab[2] = { p->a, p->b }, ba[2] = { p->b, p->a };
@@ -565,8 +570,9 @@ static void oom_pair(void *ctx, struct gc_kfd_gpu *ga, struct gc_kfd_gpu *gb)
 static void test_oom_peer(void *data)
 {
 	struct fx *f = data;
+	struct gc_devices gpus = gc_kfd_devices(f->dev.kfd);
 
-	gc_kfd_each_gpu_pair(f->dev.kfd, oom_pair, f);
+	gc_each_device_pair(&gpus, GC_PAIRS_DISTINCT, oom_pair, f);
 }
 
 /* ---------------------------------------------------------- unmap-partial */
@@ -594,8 +600,9 @@ static bool partial_unmap(struct verdict *v, const struct gc_kfd *kfd, const str
 	       expect_mapped(v, kfd, b->handle, pair, 2, 0, "the unmap after a partial map");
 }
 
-static void partial_pair(void *ctx, struct gc_kfd_gpu *ga, struct gc_kfd_gpu *gb)
+static void partial_pair(void *ctx, const void *va, const void *vb)
 {
+	const struct gc_kfd_gpu *ga = va, *gb = vb;
 	const struct pair pair = { ctx, ga->node.gpu_id, gb->node.gpu_id }, *p = &pair;
 	const struct gc_kfd *kfd = p->f->dev.kfd;
 	const uint32_t x = p->f->unknown_id;
@@ -635,8 +642,9 @@ static void partial_pair(void *ctx, struct gc_kfd_gpu *ga, struct gc_kfd_gpu *gb
 static void test_unmap_partial(void *data)
 {
 	struct fx *f = data;
+	struct gc_devices gpus = gc_kfd_devices(f->dev.kfd);
 
-	gc_kfd_each_gpu_pair(f->dev.kfd, partial_pair, f);
+	gc_each_device_pair(&gpus, GC_PAIRS_DISTINCT, partial_pair, f);
 }
 
 /* ------------------------------------------------------------------ fixture */
@@ -670,9 +678,7 @@ static void *setup(void)
 	struct gc_kfd *kfd = open_two();
 	struct fx *f = gc_kfd_fixture_new(kfd, sizeof(*f), SETTLE_MS);
 
-	f->n = kfd->n_gpus;
-	for (uint32_t g = 0; g < f->n; g++)
-		f->ids[g] = kfd->gpus[g].node.gpu_id;
+	f->n = gc_kfd_gpu_ids(kfd, f->ids);
 	f->unknown_id = gc_kfd_unknown_gpu_id(kfd);
 	return f;
 }

@@ -201,22 +201,18 @@ static void test_failure_errno(void *fx)
 	gc_check_cmpint(gc_amdgpu_failure_errno(3, EBADF), ==, 0);
 }
 
-/* Dynamic subtest names: "gpu<index>" per device, "gpu<a>-gpu<b>" per ordered pair. */
+/* The device list: N of "gpu<N>" is the device's index (its place in card order). */
 static void test_names(void *fx)
 {
 	static struct gc_amdgpu ag = { .n = 2, .devs = { { .index = 0, .card = 1 },
 							 { .index = 1, .card = 4 } } };
-	struct gc_cases devs = gc_amdgpu_devs(&ag, NULL);
-	struct gc_product pairs = gc_amdgpu_dev_pairs(&ag, NULL);
-	char b[32];
+	struct gc_devices devs = gc_amdgpu_devices(&ag);
 
 	(void)fx;
-	gc_check_eq_str(gc_amdgpu_dev_name(&ag.devs[1], b, sizeof(b)), "gpu1");
-	gc_check_eq_str(gc_amdgpu_dev_name(&ag.devs[1], b, 3), "gp");
 	gc_check(devs.first == ag.devs && devs.n == 2 && devs.size == sizeof(ag.devs[0]));
-	gc_check_eq_str(devs.name(&ag.devs[0], b, sizeof(b)), "gpu0");
-	gc_check(pairs.pairs == GC_PAIRS_DISTINCT && pairs.a.n == 2 && pairs.b.n == 2);
-	gc_check_eq_str(pairs.name(&ag.devs[1], &ag.devs[0], b, sizeof(b)), "gpu1-gpu0");
+	gc_check_cmpint(devs.index(&ag.devs[0], 0), ==, 0);
+	gc_check_cmpint(devs.index(&ag.devs[1], 1), ==, 1);
+	gc_check(!devs.id && !devs.kind);
 }
 
 static const struct gc_subtest subtests[] = {
@@ -228,7 +224,7 @@ static const struct gc_subtest subtests[] = {
 	{ "snapshot-diff", test_snapshot_diff, "leaks counted and described per device and fd" },
 	{ "failure-errno", test_failure_errno, "-errno and -1 + errno read alike; -1 alone is "
 	  "EPERM" },
-	{ "names", test_names, "gpu<index> per device, gpu<a>-gpu<b> per ordered pair" },
+	{ "names", test_names, "the device list: gpu<index>, index the place in card order" },
 	{ 0 }
 };
 

@@ -414,6 +414,78 @@ static void variants(void *fx)
 				"Subtest pairs: SUCCESS (T)\n");
 }
 
+/*
+ * lib/core.h's device iterator: "Each device runs as the dynamic subtest
+ * "<kind><N>"", each pair "<kind><A>-<kind><B>"; "a failing device ends its
+ * own dynamic subtest and the next one runs"; the stack's id is printed first.
+ */
+static void devices_each(void *fx)
+{
+	struct run r;
+
+	(void)fx;
+	RUN(&r, "selftest_devices", "--run-subtest", "each,kind");
+	assert_exit(&r, GC_EXIT_FAILURE);
+	gc_assert_eq_str(r.out, "Starting subtest: each\n"
+				"Starting dynamic subtest: gpu0\ngpu0: id 41234\nran id 41234\n"
+				"Dynamic subtest gpu0: SUCCESS (T)\n"
+				"Starting dynamic subtest: gpu1\ngpu1: id 7\n"
+				"Dynamic subtest gpu1: FAIL (T)\n"
+				"Starting dynamic subtest: gpu2\ngpu2: id 990\nran id 990\n"
+				"Dynamic subtest gpu2: SUCCESS (T)\n"
+				"Subtest each: FAIL (T)\n"
+				"Starting subtest: kind\n"
+				"Starting dynamic subtest: cpu0\nran id 41234\n"
+				"Dynamic subtest cpu0: SUCCESS (T)\n"
+				"Starting dynamic subtest: cpu2\nDynamic subtest cpu2: FAIL (T)\n"
+				"Subtest kind: FAIL (T)\n");
+	assert_contains(r.err, "device of id 7 fails on purpose");
+	RUN(&r, "selftest_devices", "--run-subtest", "none");
+	assert_exit(&r, GC_EXIT_SUCCESS);
+	gc_assert_eq_str(r.out, "Starting subtest: none\nSubtest none: SUCCESS (T)\n");
+}
+
+/* The pair rule is an argument: distinct, unordered, all; a device and each case of a table. */
+static void devices_pairs(void *fx)
+{
+	struct run r;
+
+	(void)fx;
+	RUN(&r, "selftest_devices", "--run-subtest", "pairs,pairs-all,cases");
+	assert_exit(&r, GC_EXIT_SUCCESS);
+	gc_assert_eq_str(r.out, "Starting subtest: pairs\n"
+				DYN("gpu0-gpu2") DYN("gpu0-gpu5") DYN("gpu2-gpu0") DYN("gpu2-gpu5")
+				DYN("gpu5-gpu0") DYN("gpu5-gpu2")
+				DYN("gpu0-gpu2") DYN("gpu0-gpu5") DYN("gpu2-gpu5")
+				"Subtest pairs: SUCCESS (T)\n"
+				"Starting subtest: pairs-all\n"
+				"Starting dynamic subtest: gpu0-gpu0\ngpu0: id 41234\ngpu0: id 41234\n"
+				"Dynamic subtest gpu0-gpu0: SUCCESS (T)\n"
+				"Starting dynamic subtest: gpu0-gpu2\ngpu0: id 41234\ngpu2: id 7\n"
+				"Dynamic subtest gpu0-gpu2: SUCCESS (T)\n"
+				"Starting dynamic subtest: gpu2-gpu0\ngpu2: id 7\ngpu0: id 41234\n"
+				"Dynamic subtest gpu2-gpu0: SUCCESS (T)\n"
+				"Starting dynamic subtest: gpu2-gpu2\ngpu2: id 7\ngpu2: id 7\n"
+				"Dynamic subtest gpu2-gpu2: SUCCESS (T)\n"
+				"Subtest pairs-all: SUCCESS (T)\n"
+				"Starting subtest: cases\n"
+				DYN("gpu0-k1") DYN("gpu0-k16") DYN("gpu2-k1") DYN("gpu2-k16")
+				DYN("gpu5-k1") DYN("gpu5-k16")
+				"Subtest cases: SUCCESS (T)\n");
+}
+
+/* A runtime's ordinals named through $GPUCONFORM_DEVICES; n < 0 or past the list: all. */
+static void devices_runtime(void *fx)
+{
+	struct run r;
+
+	(void)fx;
+	RUN(&r, "selftest_devices", "--run-subtest", "runtime");
+	assert_exit(&r, GC_EXIT_SUCCESS);
+	gc_assert_eq_str(r.out, "Starting subtest: runtime\n" DYN("gpu3") DYN("gpu1") DYN("gpu2")
+				DYN("gpu3") DYN("gpu3-gpu1") "Subtest runtime: SUCCESS (T)\n");
+}
+
 /* lib/core.h: a skip prints "where it was called on stderr". */
 static void skip_location(void *fx)
 {
@@ -443,6 +515,8 @@ static void device_names(void *fx)
 	setenv(GC_DEVICES_ENV, "0,2,17", 1);
 	gc_assert_eq_str(gc_device_name(1, b, sizeof(b)), "gpu2");
 	gc_assert_eq_str(gc_device_name(2, b, sizeof(b)), "gpu17");
+	gc_assert_eq_int(gc_device_index(2), 17);
+	gc_assert_eq_int(gc_device_index(3), 3); /* past the list: the ordinal */
 	setenv(GC_DEVICES_ENV, "GPU-1f2e,5x,4", 1); /* not indexes: the ordinal */
 	gc_assert_eq_str(gc_device_name(0, b, sizeof(b)), "gpu0");
 	gc_assert_eq_str(gc_device_name(1, b, sizeof(b)), "gpu1");
@@ -505,6 +579,9 @@ static const struct gc_subtest subtests[] = {
 	{ "checks", checks, "failed checks: the body goes on, the subtest fails listing each" },
 	{ "checks-then-leave", checks_then_leave, "checks before an assert, a skip, in a child" },
 	{ "variants", variants, "GC_VARIANTS(_F), GC_PRODUCT_F: one named dynamic per case" },
+	{ "devices-each", devices_each, "a dynamic per device, gpu<N> (or cpu<N>), its id first" },
+	{ "devices-pairs", devices_pairs, "pairs by the rule given; a device's cases together" },
+	{ "devices-runtime", devices_runtime, "ordinals through $GPUCONFORM_DEVICES, first n" },
 	{ "skip-location", skip_location, "a skip's file:line on stderr, its reason unchanged" },
 	{ 0 }
 };
