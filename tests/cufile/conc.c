@@ -341,7 +341,8 @@ static void storm_phase(struct storm_io *s, const struct gc_fp_file *f, bool wri
 }
 
 /*
- * interrupt-storm: the issue's rule for the fastpath under signals: a
+ * interrupt-storm: the suite's rule for the fastpath under signals (an
+ * interrupted call has no visible effect; a restart converges): a
  * partial count must be exact and a retry must converge. 20 reads and 20
  * writes of 64 MiB, each direction under its own 50 us storm aimed at the
  * calling thread.

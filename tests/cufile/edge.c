@@ -120,8 +120,8 @@ void test_read_at_eof(void *data)
 }
 
 /*
- * negative-offset: the issue's rule (non-negative offsets) and pread(2)'s
- * EINVAL: a negative file offset or buffer offset is an error, and the device
+ * negative-offset: the suite's rule (file and buffer offsets are
+ * non-negative) and pread(2)'s EINVAL: a negative file offset or buffer offset is an error, and the device
  * buffer and the file are unchanged.
  */
 void test_negative_offset(void *data)

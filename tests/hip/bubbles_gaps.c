@@ -9,8 +9,8 @@
  *
  * "graph" is a HIP graph: hipGraphCreate, one hipGraphAddKernelNode per
  * gc_stamp dispatch (hipMemsetNode / hipMemcpyNode1D between them for
- * "mixed"), hipGraphInstantiate once, hipGraphLaunch per launch. The issue
- * asks for HIP graphs because that is where the seed's rocprofiler-sdk
+ * "mixed"), hipGraphInstantiate once, hipGraphLaunch per launch. HIP graphs,
+ * because that is where the seed's rocprofiler-sdk
  * failures were (graph kernel-trace runs that crashed or emitted nothing, wide
  * graphs the hard case); a hand-built AQL "graph" on a raw HSA queue would
  * measure the packet processor alone and miss HIP's graph executor, which is
