@@ -62,20 +62,55 @@ static void host_out(const struct gc_mem *m, uint64_t va, size_t size, uint32_t 
 		m->data->host_out(m->ctx, va, size, seed, what);
 }
 
-/* One VMM allocation: handle, reservation, mapping. */
-struct alloc {
-	uint64_t h;
-	uint64_t va;
-	size_t size;
-};
+void gc_mem_alloc_rw(const struct gc_mem *m, size_t size, struct gc_mem_alloc *a)
+{
+	const struct gc_mem_vmm *v = m->vmm;
 
-static void alloc_free(const struct gc_mem *m, struct alloc *a)
+	a->size = size;
+	OK(m, v->create(m->ctx, size, &a->h), "%sMemCreate", v->api);
+	OK(m, v->reserve(m->ctx, size, &a->va), "%sMemAddressReserve", v->api);
+	OK(m, v->map(m->ctx, a->va, size, a->h), "%sMemMap", v->api);
+	OK(m, v->set_rw(m->ctx, a->va, size), "%sMemSetAccess(%s)", v->api, v->rw_name);
+}
+
+void gc_mem_alloc_free(const struct gc_mem *m, struct gc_mem_alloc *a)
 {
 	const struct gc_mem_vmm *v = m->vmm;
 
 	OK(m, v->unmap(m->ctx, a->va, a->size), "%sMemUnmap", v->api);
 	OK(m, v->addr_free(m->ctx, a->va, a->size), "%sMemAddressFree", v->api);
 	OK(m, v->release(m->ctx, a->h), "%sMemRelease", v->api);
+}
+
+void gc_mem_roundtrip(const struct gc_mem *m, size_t size, uint32_t seed, const char *what)
+{
+	struct gc_mem_alloc a;
+
+	gc_mem_alloc_rw(m, size, &a);
+	host_in(m, a.va, size, what);
+	m->data->fill(m->ctx, a.va, size, seed);
+	m->data->expect_gpu(m->ctx, a.va, size, seed, what);
+	host_out(m, a.va, size, seed, what);
+	gc_mem_alloc_free(m, &a);
+}
+
+/* ---------------------------------------------------------- granularity */
+
+void gc_mem_gran_maps(const struct gc_mem *m, uint64_t va, uint64_t h)
+{
+	const struct gc_mem_vmm *v = m->vmm;
+	size_t g = m->gran;
+	uint32_t seed = m->data->seed(m->ctx, GC_MEM_SEED_GRAN, 0);
+
+	/* Nothing was mapped by the failed calls: the whole range maps and works. */
+	OK(m, v->map(m->ctx, va, 2 * g, h), "%sMemMap after the refused ones", v->api);
+	OK(m, v->set_rw(m->ctx, va, 2 * g), "%sMemSetAccess", v->api);
+	host_in(m, va, 2 * g, "granularity");
+	m->data->fill(m->ctx, va, 2 * g, seed);
+	m->data->expect_gpu(m->ctx, va, 2 * g, seed, "granularity");
+	OK(m, v->unmap(m->ctx, va, 2 * g), "%sMemUnmap", v->api);
+	OK(m, v->addr_free(m->ctx, va, 4 * g), "%sMemAddressFree", v->api);
+	OK(m, v->release(m->ctx, h), "%sMemRelease", v->api);
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -311,12 +346,12 @@ struct fill_run {
 	size_t f0;       /* free memory at the subtest's start */
 	size_t target;   /* what each cycle fills: FILL_FRACTION_PCT% of f0 */
 	size_t piece;    /* FILL_PIECE rounded up to the granularity */
-	struct alloc *a; /* the pieces of the running cycle */
+	struct gc_mem_alloc *a; /* the pieces of the running cycle */
 	size_t cap, n;
 };
 
 /* One piece of size bytes; false (nothing held) when create is out of memory. */
-static bool fill_piece(const struct gc_mem *m, size_t size, struct alloc *a)
+static bool fill_piece(const struct gc_mem *m, size_t size, struct gc_mem_alloc *a)
 {
 	const struct gc_mem_vmm *v = m->vmm;
 	int r = v->create(m->ctx, size, &a->h);
@@ -341,7 +376,7 @@ static size_t fill_up(struct fill_run *r, unsigned long cycle, uint32_t seed)
 
 	for (r->n = 0; done < r->target; r->n++) {
 		size_t size = r->target - done < r->piece ? r->target - done : r->piece;
-		struct alloc *a = &r->a[r->n];
+		struct gc_mem_alloc *a = &r->a[r->n];
 
 		gc_assert(r->n < r->cap);
 		if (!fill_piece(m, size, a)) {
@@ -386,7 +421,7 @@ static void fill_cycle(struct fill_run *r, unsigned long cycle)
 		m->checks->expect_backed(m->ctx, r->f0, filled, "with the device filled");
 	fill_check(r, seed);
 	for (size_t i = r->n; i-- > 0;)
-		alloc_free(m, &r->a[i]);
+		gc_mem_alloc_free(m, &r->a[i]);
 	now = m->checks->dev_free(m->ctx);
 	lost = (long long)r->f0 - (long long)now;
 	gc_check_f(lost <= (long long)FILL_SLACK, "cycle %lu: %zu MiB in %zu pieces given back, "

@@ -7,10 +7,12 @@
  * counts: lib/vmm_cases.h.
  *
  * Shared here: lifecycle, map-over-mapped, stress-10k, fill-near-limit and
- * latency. Each binary keeps the subtests whose verdicts its header words
- * differently (granularity, map-past-reservation, unmap-unmapped,
- * release-while-mapped, address-free-ordering, alloc-90pct, oom,
- * peer-access-self; read-only-fault is cuda_mem's alone).
+ * latency, whole; an allocation made, given back and used end to end, and
+ * granularity's closing steps, for the rest. Each binary keeps the subtests
+ * whose verdicts its header words differently (granularity,
+ * map-past-reservation, unmap-unmapped, release-while-mapped,
+ * address-free-ordering, alloc-90pct, oom, peer-access-self; read-only-fault
+ * is cuda_mem's alone).
  *
  * Every function here is subtest-level: it fails the subtest as gc_assert
  * does. A call is named in a message as the stack names it: <api>MemCreate,
@@ -31,6 +33,7 @@ enum gc_mem_seed {
 	GC_MEM_SEED_STRESS,   /* stress-10k, per soak cycle */
 	GC_MEM_SEED_FILL,     /* fill-near-limit, per soak cycle */
 	GC_MEM_SEED_LAT,      /* latency's checked round */
+	GC_MEM_SEED_GRAN,     /* granularity: the mapping after the refused ones */
 };
 
 /*
@@ -53,6 +56,7 @@ enum gc_mem_seed {
  */
 struct gc_mem_vmm {
 	const char *api;      /* "cu" or "hip" */
+	const char *rw_name;  /* read-write access in a message: PROT_READWRITE */
 	int oom;              /* the out-of-memory status ... */
 	const char *oom_name; /* ... and its name: CUDA_ERROR_OUT_OF_MEMORY */
 	/* Fail the subtest: what returned got, want expected (the stack's message). */
@@ -116,6 +120,27 @@ struct gc_mem {
 	void *ctx;
 	size_t gran;
 };
+
+/* One VMM allocation: handle, reservation, mapping. */
+struct gc_mem_alloc {
+	uint64_t h;
+	uint64_t va;
+	size_t size;
+};
+
+/* create, reserve, map, set read-write access: a of size bytes, usable. */
+void gc_mem_alloc_rw(const struct gc_mem *m, size_t size, struct gc_mem_alloc *a);
+/* unmap, free the reservation, release. */
+void gc_mem_alloc_free(const struct gc_mem *m, struct gc_mem_alloc *a);
+/* An allocation of size works end to end (seed's pattern, what in messages), then given back. */
+void gc_mem_roundtrip(const struct gc_mem *m, size_t size, uint32_t seed, const char *what);
+
+/*
+ * granularity's end, after the refused calls: the allocation h (2
+ * granularities) maps at the start of the reservation va (4 granularities)
+ * and works; then all of it is given back.
+ */
+void gc_mem_gran_maps(const struct gc_mem *m, uint64_t va, uint64_t h);
 
 /* The shared subtests (subtest-level), each on m's stack. */
 void gc_mem_lifecycle(const struct gc_mem *m);
