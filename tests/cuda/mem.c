@@ -405,42 +405,6 @@ static unsigned long long get_access(struct mem_fx *fx, CUdeviceptr va)
 	return flags;
 }
 
-/* One VMM allocation: handle, reservation, mapping, read-write access. */
-struct alloc {
-	CUmemGenericAllocationHandle h;
-	CUdeviceptr va;
-	size_t size;
-};
-
-static void alloc_rw(struct mem_fx *fx, size_t size, struct alloc *a)
-{
-	a->size = size;
-	OK(fx, try_create(fx, size, &a->h), "cuMemCreate");
-	OK(fx, try_reserve(fx, size, 0, 0, &a->va), "cuMemAddressReserve");
-	OK(fx, try_map(fx, a->va, size, 0, a->h), "cuMemMap");
-	OK(fx, try_access(fx, a->va, size, CU_MEM_ACCESS_FLAGS_PROT_READWRITE),
-	   "cuMemSetAccess(PROT_READWRITE)");
-}
-
-static void alloc_free(struct mem_fx *fx, struct alloc *a)
-{
-	OK(fx, try_unmap(fx, a->va, a->size), "cuMemUnmap");
-	OK(fx, try_addr_free(fx, a->va, a->size), "cuMemAddressFree");
-	OK(fx, try_release(fx, a->h), "cuMemRelease");
-}
-
-/* An allocation works end to end: fill, GPU check, CPU check, given back. */
-static void alloc_roundtrip(struct mem_fx *fx, size_t size, uint32_t seed, const char *what)
-{
-	struct alloc a;
-
-	alloc_rw(fx, size, &a);
-	fill(fx, a.va, size, seed);
-	expect_gpu(fx, a.va, size, seed, what);
-	expect_host_pages(fx, a.va, size, seed, what);
-	alloc_free(fx, &a);
-}
-
 static bool is_pow2(size_t x)
 {
 	return x && !(x & (x - 1));
@@ -514,10 +478,10 @@ static void op_map_refused(void *ctx, int got, const char *what)
 }
 
 static const struct gc_mem_vmm mem_vmm = {
-	.api = "cu", .oom = CUDA_ERROR_OUT_OF_MEMORY, .oom_name = "CUDA_ERROR_OUT_OF_MEMORY",
-	.fail = op_fail, .create = op_create, .reserve = op_reserve, .map = op_map,
-	.set_rw = op_set_rw, .unmap = op_unmap, .addr_free = op_addr_free, .release = op_release,
-	.map_refused = op_map_refused,
+	.api = "cu", .rw_name = "PROT_READWRITE", .oom = CUDA_ERROR_OUT_OF_MEMORY,
+	.oom_name = "CUDA_ERROR_OUT_OF_MEMORY", .fail = op_fail, .create = op_create,
+	.reserve = op_reserve, .map = op_map, .set_rw = op_set_rw, .unmap = op_unmap,
+	.addr_free = op_addr_free, .release = op_release, .map_refused = op_map_refused,
 };
 
 /* The word of piece i: the GPU pattern's word i (cuMemsetD32 writes it). */
@@ -543,6 +507,7 @@ static uint32_t op_seed(void *ctx, enum gc_mem_seed where, unsigned cycle)
 		[GC_MEM_SEED_LIFE] = SEED_LIFE, [GC_MEM_SEED_OVER_A] = SEED_OVER_A,
 		[GC_MEM_SEED_OVER_ALL] = SEED_OVER_ALL, [GC_MEM_SEED_STRESS] = SEED_STRESS,
 		[GC_MEM_SEED_FILL] = SEED_FILL, [GC_MEM_SEED_LAT] = SEED_LAT,
+		[GC_MEM_SEED_GRAN] = SEED_GRAN,
 	};
 
 	(void)ctx;
@@ -618,7 +583,7 @@ static void *mem_setup(void)
 		cu->driver_version, cu->devices[0].total_mem / MiB, fx->gran.minimum,
 		fx->gran.recommended, fx->page);
 	/* Lazily made driver state (module code, cuMemAlloc pools) is made here, not in a test. */
-	alloc_roundtrip(fx, fx->gran.minimum, SEED_WARMUP, "warm-up");
+	gc_mem_roundtrip(&fx->m, fx->gran.minimum, SEED_WARMUP, "warm-up");
 	return fx;
 }
 
@@ -722,15 +687,7 @@ static void gran_map(struct mem_fx *fx)
 		 "cuMemMap(offset = granularity / 2)");
 	OBSERVED(fx, try_map(fx, va, 4 * g, 0, h), CUDA_ERROR_NOT_SUPPORTED,
 		 "cuMemMap(size = 2 * the allocation's size)");
-
-	/* Nothing was mapped by the failed calls: the whole range maps and works. */
-	OK(fx, try_map(fx, va, 2 * g, 0, h), "cuMemMap after the refused ones");
-	OK(fx, try_access(fx, va, 2 * g, CU_MEM_ACCESS_FLAGS_PROT_READWRITE), "cuMemSetAccess");
-	fill(fx, va, 2 * g, SEED_GRAN);
-	expect_gpu(fx, va, 2 * g, SEED_GRAN, "granularity");
-	OK(fx, try_unmap(fx, va, 2 * g), "cuMemUnmap");
-	OK(fx, try_addr_free(fx, va, 4 * g), "cuMemAddressFree");
-	OK(fx, try_release(fx, h), "cuMemRelease");
+	gc_mem_gran_maps(&fx->m, va, h);
 }
 
 static void test_granularity(void *data)
@@ -791,9 +748,9 @@ static void test_release_while_mapped(void *data)
 {
 	struct mem_fx *fx = data;
 	size_t size = gc_align_up(GC_VMM_LIFECYCLE_SIZE, fx->gran.minimum), f0 = dev_free(fx), f1, f2;
-	struct alloc a;
+	struct gc_mem_alloc a;
 
-	alloc_rw(fx, size, &a);
+	gc_mem_alloc_rw(&fx->m, size, &a);
 	fill(fx, a.va, size, SEED_RWM_1);
 	OK(fx, try_release(fx, a.h), "cuMemRelease while mapped");
 	expect_backed(fx, f0, size, "after cuMemRelease, still mapped");
@@ -833,14 +790,14 @@ static void afree_mismatch(struct mem_fx *fx)
 }
 
 /* cuMemAddressFree refused a mapped range: the mapping must be untouched. */
-static void afree_refused(struct mem_fx *fx, struct alloc *a)
+static void afree_refused(struct mem_fx *fx, struct gc_mem_alloc *a)
 {
 	expect_gpu(fx, a->va, a->size, SEED_AFREE, "mapping after the refused cuMemAddressFree");
-	alloc_free(fx, a);
+	gc_mem_alloc_free(&fx->m, a);
 }
 
 /* cuMemAddressFree took a mapped range: unmap may or may not apply; release must. */
-static void afree_taken(struct mem_fx *fx, struct alloc *a)
+static void afree_taken(struct mem_fx *fx, struct gc_mem_alloc *a)
 {
 	CUresult r = fx->dev.cu->cuMemUnmap(a->va, a->size);
 	char e[160];
@@ -854,12 +811,12 @@ static void test_address_free_ordering(void *data)
 {
 	struct mem_fx *fx = data;
 	size_t size = 2 * fx->gran.minimum, f0;
-	struct alloc a;
+	struct gc_mem_alloc a;
 	CUresult r;
 
 	afree_mismatch(fx);
 	f0 = dev_free(fx);
-	alloc_rw(fx, size, &a);
+	gc_mem_alloc_rw(&fx->m, size, &a);
 	fill(fx, a.va, size, SEED_AFREE);
 	/* undocumented: observed result printed; a refusal must be one of the listed codes. */
 	r = try_addr_free(fx, a.va, size);
@@ -975,7 +932,7 @@ static void test_read_only_fault(void *data)
 		    (int)st.fate, st.code);
 
 	OK(fx, fx->dev.cu->cuCtxSynchronize(), "cuCtxSynchronize in the parent");
-	alloc_roundtrip(fx, fx->gran.minimum, SEED_HEALTH, "parent after the helper's fault");
+	gc_mem_roundtrip(&fx->m, fx->gran.minimum, SEED_HEALTH, "parent after the helper's fault");
 }
 
 /* ------------------------------------------------------------ capacity */
@@ -990,18 +947,18 @@ static void test_alloc_90pct(void *data)
 	struct mem_fx *fx = data;
 	size_t f0 = dev_free(fx);
 	size_t size = f0 / 10 * 9 / fx->gran.minimum * fx->gran.minimum;
-	struct alloc a;
+	struct gc_mem_alloc a;
 	uint64_t t0;
 
 	gc_require_f(size >= fx->gran.minimum, "only %zu bytes free", f0);
 	gc_info("allocating %zu MiB of %zu MiB free", size / MiB, f0 / MiB);
 	t0 = gc_now_ns();
-	alloc_rw(fx, size, &a);
+	gc_mem_alloc_rw(&fx->m, size, &a);
 	expect_backed(fx, f0, size, "after the 90% allocation");
 	fill(fx, a.va, size, SEED_90);
 	expect_gpu(fx, a.va, size, SEED_90, "90% allocation");
 	expect_host_pages(fx, a.va, size, SEED_90, "90% allocation");
-	alloc_free(fx, &a);
+	gc_mem_alloc_free(&fx->m, &a);
 	gc_info("done in %.3f s", (double)(gc_now_ns() - t0) / 1e9);
 	expect_free_back(fx, f0, "after giving the 90% allocation back");
 }
@@ -1027,7 +984,8 @@ static void test_oom(void *data)
 	WANT(fx, try_mem_alloc(fx, total + MiB, &p), CUDA_ERROR_OUT_OF_MEMORY,
 	     "cuMemAlloc(total + 1 MiB)");
 	expect_free_back(fx, f0, "after the refused cuMemAlloc");
-	alloc_roundtrip(fx, gc_align_up(GC_VMM_LIFECYCLE_SIZE, g), SEED_OOM, "allocation after OOM");
+	gc_mem_roundtrip(&fx->m, gc_align_up(GC_VMM_LIFECYCLE_SIZE, g), SEED_OOM,
+			 "allocation after OOM");
 }
 
 /*
