@@ -416,42 +416,6 @@ static unsigned long long get_access(struct mem_fx *fx, void *va)
 	return flags;
 }
 
-/* One VMM allocation: handle, reservation, mapping, read-write access. */
-struct alloc {
-	hipMemGenericAllocationHandle_t h;
-	void *va;
-	size_t size;
-};
-
-static void alloc_rw(struct mem_fx *fx, size_t size, struct alloc *a)
-{
-	a->size = size;
-	OK(fx, create(fx, size, &a->h), "hipMemCreate");
-	OK(fx, reserve(fx, size, 0, NULL, &a->va), "hipMemAddressReserve");
-	OK(fx, map(fx, a->va, size, 0, a->h), "hipMemMap");
-	OK(fx, grant(fx, a->va, size, hipMemAccessFlagsProtReadWrite),
-	   "hipMemSetAccess(ProtReadWrite)");
-}
-
-static void alloc_free(struct mem_fx *fx, struct alloc *a)
-{
-	OK(fx, unmap(fx, a->va, a->size), "hipMemUnmap");
-	OK(fx, addr_free(fx, a->va, a->size), "hipMemAddressFree");
-	OK(fx, release(fx, a->h), "hipMemRelease");
-}
-
-/* An allocation works end to end: host round trip, GPU fill and check, given back. */
-static void alloc_roundtrip(struct mem_fx *fx, size_t size, uint32_t seed, const char *what)
-{
-	struct alloc a;
-
-	alloc_rw(fx, size, &a);
-	host_roundtrip(fx, a.va, size, what);
-	fill(fx, a.va, size, seed);
-	expect_gpu(fx, a.va, size, seed, what);
-	alloc_free(fx, &a);
-}
-
 /* ------------------------------------------------ the contract's calls */
 
 /*
@@ -528,10 +492,10 @@ static void op_map_refused(void *ctx, int got, const char *what)
 }
 
 static const struct gc_mem_vmm mem_vmm = {
-	.api = "hip", .oom = hipErrorOutOfMemory, .oom_name = "hipErrorOutOfMemory",
-	.fail = op_fail, .create = op_create, .reserve = op_reserve, .map = op_map,
-	.set_rw = op_set_rw, .unmap = op_unmap, .addr_free = op_addr_free, .release = op_release,
-	.map_refused = op_map_refused,
+	.api = "hip", .rw_name = "ProtReadWrite", .oom = hipErrorOutOfMemory,
+	.oom_name = "hipErrorOutOfMemory", .fail = op_fail, .create = op_create,
+	.reserve = op_reserve, .map = op_map, .set_rw = op_set_rw, .unmap = op_unmap,
+	.addr_free = op_addr_free, .release = op_release, .map_refused = op_map_refused,
 };
 
 static int op_put_word(void *ctx, uint64_t va, uint32_t w)
@@ -805,15 +769,7 @@ static void gran_map(struct mem_fx *fx)
 	REFUSED(fx, map(fx, va + g / 2, g, 0, h), "hipMemMap(ptr = va + granularity / 2)");
 	REFUSED(fx, map(fx, va, g + g / 2, 0, h), "hipMemMap(size = granularity * 3 / 2)");
 	REFUSED(fx, map(fx, va, 4 * g, 0, h), "hipMemMap(size = 2 * the allocation's size)");
-
-	OK(fx, map(fx, va, 2 * g, 0, h), "hipMemMap after the refused ones");
-	OK(fx, grant(fx, va, 2 * g, hipMemAccessFlagsProtReadWrite), "hipMemSetAccess");
-	host_roundtrip(fx, va, 2 * g, "granularity");
-	fill(fx, va, 2 * g, seed(0));
-	expect_gpu(fx, va, 2 * g, seed(0), "granularity");
-	OK(fx, unmap(fx, va, 2 * g), "hipMemUnmap");
-	OK(fx, addr_free(fx, va, 4 * g), "hipMemAddressFree");
-	OK(fx, release(fx, h), "hipMemRelease");
+	gc_mem_gran_maps(&fx->m, (uintptr_t)va, (uintptr_t)h);
 }
 
 static void test_granularity(void *data)
@@ -931,36 +887,36 @@ static void test_unmap_unmapped(void *data)
  * writable (GPU and CPU) until hipMemUnmap, which then gives it back. A
  * release that takes the memory from under a live mapping fails here.
  */
-static void rwm_released(struct mem_fx *fx, struct alloc *a, size_t f0)
+static void rwm_released(struct mem_fx *fx, struct gc_mem_alloc *a, size_t f0)
 {
 	size_t f1, f2;
 
 	expect_held(fx, f0, a->size, "after hipMemRelease, still mapped");
-	expect_gpu(fx, a->va, a->size, seed(0), "released but mapped: read");
-	host_roundtrip(fx, a->va, a->size, "released but mapped: CPU write and read");
-	fill(fx, a->va, a->size, seed(1));
-	expect_gpu(fx, a->va, a->size, seed(1), "released but mapped: write");
+	expect_gpu(fx, ptr(a->va), a->size, seed(0), "released but mapped: read");
+	host_roundtrip(fx, ptr(a->va), a->size, "released but mapped: CPU write and read");
+	fill(fx, ptr(a->va), a->size, seed(1));
+	expect_gpu(fx, ptr(a->va), a->size, seed(1), "released but mapped: write");
 	f1 = dev_free(fx);
-	OK(fx, unmap(fx, a->va, a->size), "hipMemUnmap (the last reference)");
+	OK(fx, unmap(fx, ptr(a->va), a->size), "hipMemUnmap (the last reference)");
 	f2 = dev_free(fx);
 	gc_assert_f(f2 >= f1 + a->size, "after the last hipMemUnmap: free memory %zu, expected "
 		    "at least %zu + %zu: the released allocation was not freed", f2, f1, a->size);
-	OK(fx, addr_free(fx, a->va, a->size), "hipMemAddressFree");
+	OK(fx, addr_free(fx, ptr(a->va), a->size), "hipMemAddressFree");
 }
 
 static void test_release_while_mapped(void *data)
 {
 	struct mem_fx *fx = data;
 	size_t size = gc_align_up(GC_VMM_LIFECYCLE_SIZE, fx->gran.minimum), f0 = dev_free(fx);
-	struct alloc a;
+	struct gc_mem_alloc a;
 
-	alloc_rw(fx, size, &a);
-	fill(fx, a.va, size, seed(0));
-	if (tolerated(fx, release(fx, a.h), "hipMemRelease while mapped")) {
+	gc_mem_alloc_rw(&fx->m, size, &a);
+	fill(fx, ptr(a.va), size, seed(0));
+	if (tolerated(fx, release(fx, handle(a.h)), "hipMemRelease while mapped")) {
 		rwm_released(fx, &a, f0);
 	} else {
-		expect_gpu(fx, a.va, size, seed(0), "mapping after the refused hipMemRelease");
-		alloc_free(fx, &a);
+		expect_gpu(fx, ptr(a.va), size, seed(0), "mapping after the refused hipMemRelease");
+		gc_mem_alloc_free(&fx->m, &a);
 	}
 	expect_held(fx, f0, 0, "after hipMemUnmap and hipMemAddressFree");
 }
@@ -987,33 +943,33 @@ static void afree_mismatch(struct mem_fx *fx)
 }
 
 /* hipMemAddressFree took a mapped range: unmap may or may not apply; release must. */
-static void afree_taken(struct mem_fx *fx, struct alloc *a)
+static void afree_taken(struct mem_fx *fx, struct gc_mem_alloc *a)
 {
-	hipError_t e = H(fx)->hipMemUnmap(a->va, a->size);
+	hipError_t e = H(fx)->hipMemUnmap(ptr(a->va), a->size);
 	char err[160];
 
 	gc_info("hipMemUnmap after that -> %s", gc_hip_errstr(H(fx), e, err, sizeof(err)));
-	forget(fx, HELD_MAP, a->va); /* gone either way */
-	OK(fx, release(fx, a->h), "hipMemRelease");
+	forget(fx, HELD_MAP, ptr(a->va)); /* gone either way */
+	OK(fx, release(fx, handle(a->h)), "hipMemRelease");
 }
 
 static void test_address_free_ordering(void *data)
 {
 	struct mem_fx *fx = data;
 	size_t size = 2 * fx->gran.minimum, f0;
-	struct alloc a;
+	struct gc_mem_alloc a;
 
 	afree_mismatch(fx);
 	f0 = dev_free(fx);
-	alloc_rw(fx, size, &a);
-	host_roundtrip(fx, a.va, size, "mapping");
-	fill(fx, a.va, size, seed(0));
-	if (tolerated(fx, addr_free(fx, a.va, size), "hipMemAddressFree(mapped range)")) {
+	gc_mem_alloc_rw(&fx->m, size, &a);
+	host_roundtrip(fx, ptr(a.va), size, "mapping");
+	fill(fx, ptr(a.va), size, seed(0));
+	if (tolerated(fx, addr_free(fx, ptr(a.va), size), "hipMemAddressFree(mapped range)")) {
 		afree_taken(fx, &a);
 	} else {
-		expect_gpu(fx, a.va, size, seed(0), "mapping after the refused "
+		expect_gpu(fx, ptr(a.va), size, seed(0), "mapping after the refused "
 			   "hipMemAddressFree");
-		alloc_free(fx, &a);
+		gc_mem_alloc_free(&fx->m, &a);
 	}
 	expect_held(fx, f0, 0, "after giving everything back");
 }
@@ -1031,17 +987,17 @@ static void test_alloc_90pct(void *data)
 	struct mem_fx *fx = data;
 	size_t f0 = dev_free(fx), size = f0 - f0 / 10;
 	uint64_t t0 = gc_now_ns();
-	struct alloc a;
+	struct gc_mem_alloc a;
 
 	size -= size % fx->gran.minimum;
 	gc_require_f(size > 0, "only %zu bytes free", f0);
 	gc_info("90%% of %zu MiB free: %zu MiB", f0 / MiB, size / MiB);
-	alloc_rw(fx, size, &a);
+	gc_mem_alloc_rw(&fx->m, size, &a);
 	expect_held(fx, f0, size, "after the 90% allocation");
-	host_roundtrip(fx, a.va, size, "90% allocation");
-	fill(fx, a.va, size, seed(0));
-	expect_gpu(fx, a.va, size, seed(0), "90% allocation");
-	alloc_free(fx, &a);
+	host_roundtrip(fx, ptr(a.va), size, "90% allocation");
+	fill(fx, ptr(a.va), size, seed(0));
+	expect_gpu(fx, ptr(a.va), size, seed(0), "90% allocation");
+	gc_mem_alloc_free(&fx->m, &a);
 	gc_info("done in %.3f s", (double)(gc_now_ns() - t0) / 1e9);
 	expect_held(fx, f0, 0, "after giving the 90% allocation back");
 }
@@ -1071,7 +1027,8 @@ static void test_oom(void *data)
 	expect_held(fx, f0, 0, "after the refused hipMemCreate");
 	WANT(fx, dev_malloc(fx, total + MiB, &p), hipErrorOutOfMemory, "hipMalloc(total + 1 MiB)");
 	expect_held(fx, f0, 0, "after the refused hipMalloc");
-	alloc_roundtrip(fx, gc_align_up(GC_VMM_LIFECYCLE_SIZE, g), seed(0), "allocation after OOM");
+	gc_mem_roundtrip(&fx->m, gc_align_up(GC_VMM_LIFECYCLE_SIZE, g), seed(0),
+			 "allocation after OOM");
 }
 
 /*
