@@ -57,6 +57,7 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "contract/mem.h"
 #include "vmm_cases.h"
 #include "gc_hip.h"
 #include "io.h"
@@ -86,6 +87,7 @@ struct mem_fx {
 	int ordinal;                /* the device every subtest uses: 0 */
 	struct gc_hip_kernels k;
 	struct gc_hip_vmm_gran gran;
+	struct gc_mem m;            /* the shared contract's view: mem_* over this */
 	size_t page;                /* host page size */
 	unsigned char *out, *back;  /* page-sized host buffers of the host round trip */
 	struct held *held;
@@ -297,11 +299,11 @@ static void mem_info(struct mem_fx *fx, size_t *free_b, size_t *total_b)
 	OK(fx, H(fx)->hipMemGetInfo(free_b, total_b), "hipMemGetInfo");
 }
 
-static size_t dev_free(struct mem_fx *fx)
+static size_t dev_free(void *ctx)
 {
 	size_t f = 0, t = 0;
 
-	mem_info(fx, &f, &t);
+	mem_info(ctx, &f, &t);
 	return f;
 }
 
@@ -414,41 +416,182 @@ static unsigned long long get_access(struct mem_fx *fx, void *va)
 	return flags;
 }
 
-/* One VMM allocation: handle, reservation, mapping, read-write access. */
-struct alloc {
-	hipMemGenericAllocationHandle_t h;
-	void *va;
-	size_t size;
+/* ------------------------------------------------ the contract's calls */
+
+/*
+ * lib/contract/mem.c runs lifecycle, map-over-mapped, stress-10k,
+ * fill-near-limit and latency over these: the calls above that keep the
+ * ledger, this file's checks and wording, its per-subtest seeds. Addresses
+ * and handles come as uint64_t.
+ */
+static void *ptr(uint64_t va)
+{
+	return (void *)(uintptr_t)va;
+}
+
+static hipMemGenericAllocationHandle_t handle(uint64_t h)
+{
+	return (hipMemGenericAllocationHandle_t)(uintptr_t)h;
+}
+
+static void op_fail(void *ctx, const char *file, int line, const char *func, const char *what,
+		    int want, int got)
+{
+	gc__hip_call_fail(H(ctx), file, line, func, what, (hipError_t)want, (hipError_t)got);
+}
+
+static int op_create(void *ctx, size_t size, uint64_t *h)
+{
+	hipMemGenericAllocationHandle_t made = NULL;
+	hipError_t e = create(ctx, size, &made);
+
+	*h = (uintptr_t)made;
+	return e;
+}
+
+static int op_reserve(void *ctx, size_t size, uint64_t *va)
+{
+	void *got = NULL;
+	hipError_t e = reserve(ctx, size, 0, NULL, &got);
+
+	*va = (uintptr_t)got;
+	return e;
+}
+
+static int op_map(void *ctx, uint64_t va, size_t size, uint64_t h)
+{
+	return map(ctx, ptr(va), size, 0, handle(h));
+}
+
+static int op_set_rw(void *ctx, uint64_t va, size_t size)
+{
+	return grant(ctx, ptr(va), size, hipMemAccessFlagsProtReadWrite);
+}
+
+static int op_unmap(void *ctx, uint64_t va, size_t size)
+{
+	return unmap(ctx, ptr(va), size);
+}
+
+static int op_addr_free(void *ctx, uint64_t va, size_t size)
+{
+	return addr_free(ctx, ptr(va), size);
+}
+
+static int op_release(void *ctx, uint64_t h)
+{
+	return release(ctx, handle(h));
+}
+
+/* Header silent: refused with one of the codes hip_runtime_api.h lists (printed). */
+static void op_map_refused(void *ctx, int got, const char *what)
+{
+	struct mem_fx *fx = ctx;
+
+	REFUSED(fx, (hipError_t)got, what);
+}
+
+static const struct gc_mem_vmm mem_vmm = {
+	.api = "hip", .rw_name = "ProtReadWrite", .oom = hipErrorOutOfMemory,
+	.oom_name = "hipErrorOutOfMemory", .fail = op_fail, .create = op_create,
+	.reserve = op_reserve, .map = op_map, .set_rw = op_set_rw, .unmap = op_unmap,
+	.addr_free = op_addr_free, .release = op_release, .map_refused = op_map_refused,
 };
 
-static void alloc_rw(struct mem_fx *fx, size_t size, struct alloc *a)
+static int op_put_word(void *ctx, uint64_t va, uint32_t w)
 {
-	a->size = size;
-	OK(fx, create(fx, size, &a->h), "hipMemCreate");
-	OK(fx, reserve(fx, size, 0, NULL, &a->va), "hipMemAddressReserve");
-	OK(fx, map(fx, a->va, size, 0, a->h), "hipMemMap");
-	OK(fx, grant(fx, a->va, size, hipMemAccessFlagsProtReadWrite),
-	   "hipMemSetAccess(ProtReadWrite)");
+	return H(ctx)->hipMemcpyHtoD(ptr(va), &w, sizeof(w));
 }
 
-static void alloc_free(struct mem_fx *fx, struct alloc *a)
+static int op_get_word(void *ctx, uint64_t va, uint32_t *w)
 {
-	OK(fx, unmap(fx, a->va, a->size), "hipMemUnmap");
-	OK(fx, addr_free(fx, a->va, a->size), "hipMemAddressFree");
-	OK(fx, release(fx, a->h), "hipMemRelease");
+	return H(ctx)->hipMemcpyDtoH(w, ptr(va), sizeof(*w));
 }
 
-/* An allocation works end to end: host round trip, GPU fill and check, given back. */
-static void alloc_roundtrip(struct mem_fx *fx, size_t size, uint32_t seed, const char *what)
+static uint32_t op_word(uint32_t s, size_t i)
 {
-	struct alloc a;
-
-	alloc_rw(fx, size, &a);
-	host_roundtrip(fx, a.va, size, what);
-	fill(fx, a.va, size, seed);
-	expect_gpu(fx, a.va, size, seed, what);
-	alloc_free(fx, &a);
+	return gc_hip_chunk_seed(s, i);
 }
+
+/* seed(n): n is the place's order in its subtest (A and B second), plus the cycle. */
+static uint32_t op_seed(void *ctx, enum gc_mem_seed where, unsigned cycle)
+{
+	(void)ctx;
+	return seed((where == GC_MEM_SEED_OVER_ALL ? 1u : 0u) + cycle);
+}
+
+static void op_fill(void *ctx, uint64_t va, size_t size, uint32_t s)
+{
+	fill(ctx, ptr(va), size, s);
+}
+
+static void op_expect_gpu(void *ctx, uint64_t va, size_t size, uint32_t s, const char *what)
+{
+	expect_gpu(ctx, ptr(va), size, s, what);
+}
+
+static void op_expect_gpu_detects(void *ctx, uint64_t va, size_t size, uint32_t s)
+{
+	expect_gpu_detects(ctx, ptr(va), size, s);
+}
+
+static void op_host_in(void *ctx, uint64_t va, size_t size, const char *what)
+{
+	host_roundtrip(ctx, ptr(va), size, what);
+}
+
+/* hip_mem writes and reads a host pattern through the runtime's copies before the GPU fill. */
+static const struct gc_mem_data mem_data = {
+	.put_word = op_put_word, .get_word = op_get_word, .put_name = "hipMemcpyHtoD",
+	.get_name = "hipMemcpyDtoH", .word = op_word, .seed = op_seed, .fill = op_fill,
+	.expect_gpu = op_expect_gpu, .expect_gpu_detects = op_expect_gpu_detects,
+	.host_in = op_host_in,
+};
+
+static void op_expect_backed(void *ctx, size_t base, size_t size, const char *when)
+{
+	expect_held(ctx, base, size, when);
+}
+
+static void op_expect_free_back(void *ctx, size_t base, const char *when)
+{
+	expect_held(ctx, base, 0, when);
+}
+
+static void op_expect_reserved(void *ctx, uint64_t at)
+{
+	struct mem_fx *fx = ctx;
+	void *va = ptr(at);
+
+	gc_assert_f(va && (uintptr_t)va % fx->gran.minimum == 0, "reserved va %p, granularity %zu",
+		    va, fx->gran.minimum);
+}
+
+static void op_expect_access(void *ctx, uint64_t at, bool rw)
+{
+	struct mem_fx *fx = ctx;
+	void *va = ptr(at);
+
+	if (!rw)
+		gc_assert_eq_uint(get_access(fx, va), hipMemAccessFlagsProtNone);
+	else
+		gc_assert_eq_uint(get_access(fx, va), hipMemAccessFlagsProtReadWrite);
+}
+
+static const char *op_va_str(uint64_t va, char *buf, size_t len)
+{
+	snprintf(buf, len, "%p", ptr(va));
+	return buf;
+}
+
+/* hip_mem's stress-10k skip says "need" where cuda_mem's says "needs". */
+static const struct gc_mem_checks mem_checks = {
+	.drift = GC_MEM_NEED, .dev_free = dev_free, .dev_used = mem_dev_used,
+	.expect_backed = op_expect_backed, .expect_free_back = op_expect_free_back,
+	.expect_reserved = op_expect_reserved, .expect_access = op_expect_access,
+	.va_str = op_va_str,
+};
+
 
 /* -------------------------------------------------------------- fixture */
 
@@ -501,6 +644,7 @@ static void *mem_setup(void)
 	if (e != hipSuccess)
 		gc_skip("%s", why);
 	fx->page = (size_t)sysconf(_SC_PAGESIZE);
+	fx->m = (struct gc_mem){ &mem_vmm, &mem_data, &mem_checks, fx, fx->gran.minimum };
 	fx->out = malloc(fx->page);
 	fx->back = malloc(fx->page);
 	gc_assert_f(fx->out && fx->back, "out of host memory");
@@ -529,47 +673,8 @@ static void mem_teardown(void *data)
 
 /* ------------------------------------------------------------- subtests */
 
-/*
- * Contract (hipMemCreate "Creates a memory allocation described by the
- * properties and size", hipMemAddressReserve "Reserves an address range",
- * hipMemMap "Maps an allocation handle to a reserved virtual address
- * range", hipMemSetAccess "Set the access flags for each location",
- * hipMemUnmap, hipMemRelease "Release a memory handle representing a memory
- * allocation"): create -> reserve -> map -> set access gives memory the CPU
- * writes and reads back (hipMemcpy) and the GPU writes and reads back; a
- * fresh mapping has hipMemAccessFlagsProtNone ("Default, make the address
- * range not accessible") and ProtReadWrite after the grant ("Set the address
- * range read-write accessible"); unmapped, the memory stays allocated while
- * its handle is unreleased; released, free memory is back where it was.
- */
-static void test_lifecycle(void *data)
-{
-	struct mem_fx *fx = data;
-	size_t size = gc_align_up(GC_VMM_LIFECYCLE_SIZE, fx->gran.minimum), f0 = dev_free(fx);
-	hipMemGenericAllocationHandle_t h = NULL;
-	void *va = NULL;
-
-	OK(fx, create(fx, size, &h), "hipMemCreate");
-	expect_held(fx, f0, size, "after hipMemCreate");
-	OK(fx, reserve(fx, size, 0, NULL, &va), "hipMemAddressReserve");
-	gc_assert_f(va && (uintptr_t)va % fx->gran.minimum == 0, "reserved va %p, granularity %zu",
-		    va, fx->gran.minimum);
-	OK(fx, map(fx, va, size, 0, h), "hipMemMap");
-	gc_assert_eq_uint(get_access(fx, va), hipMemAccessFlagsProtNone);
-	OK(fx, grant(fx, va, size, hipMemAccessFlagsProtReadWrite), "hipMemSetAccess");
-	gc_assert_eq_uint(get_access(fx, va), hipMemAccessFlagsProtReadWrite);
-
-	host_roundtrip(fx, va, size, "lifecycle");
-	fill(fx, va, size, seed(0));
-	expect_gpu(fx, va, size, seed(0), "lifecycle");
-	expect_gpu_detects(fx, va, size, seed(0));
-
-	OK(fx, unmap(fx, va, size), "hipMemUnmap");
-	expect_held(fx, f0, size, "after hipMemUnmap, handle not yet released");
-	OK(fx, addr_free(fx, va, size), "hipMemAddressFree");
-	OK(fx, release(fx, h), "hipMemRelease");
-	expect_held(fx, f0, 0, "after hipMemRelease");
-}
+/* lifecycle, map-over-mapped, stress-10k, fill-near-limit, latency: lib/contract/mem.c */
+GC_MEM_SUBTESTS(struct mem_fx, m);
 
 /*
  * Contract (hipMemGetAllocationGranularity "Calculates either the minimal or
@@ -664,15 +769,7 @@ static void gran_map(struct mem_fx *fx)
 	REFUSED(fx, map(fx, va + g / 2, g, 0, h), "hipMemMap(ptr = va + granularity / 2)");
 	REFUSED(fx, map(fx, va, g + g / 2, 0, h), "hipMemMap(size = granularity * 3 / 2)");
 	REFUSED(fx, map(fx, va, 4 * g, 0, h), "hipMemMap(size = 2 * the allocation's size)");
-
-	OK(fx, map(fx, va, 2 * g, 0, h), "hipMemMap after the refused ones");
-	OK(fx, grant(fx, va, 2 * g, hipMemAccessFlagsProtReadWrite), "hipMemSetAccess");
-	host_roundtrip(fx, va, 2 * g, "granularity");
-	fill(fx, va, 2 * g, seed(0));
-	expect_gpu(fx, va, 2 * g, seed(0), "granularity");
-	OK(fx, unmap(fx, va, 2 * g), "hipMemUnmap");
-	OK(fx, addr_free(fx, va, 4 * g), "hipMemAddressFree");
-	OK(fx, release(fx, h), "hipMemRelease");
+	gc_mem_gran_maps(&fx->m, (uintptr_t)va, (uintptr_t)h);
 }
 
 static void test_granularity(void *data)
@@ -739,54 +836,6 @@ static void test_map_past_reservation(void *data)
 }
 
 /*
- * Contract (hipMemMap, header silent on a range already mapped): mapping
- * over a whole mapping, the same handle again, or a range half mapped is
- * refused with a listed code and changes nothing: the mapped data is intact
- * and the unmapped half still maps.
- */
-static void over_refused(struct mem_fx *fx, char *va, hipMemGenericAllocationHandle_t a,
-			 hipMemGenericAllocationHandle_t b, hipMemGenericAllocationHandle_t c)
-{
-	size_t g = fx->gran.minimum;
-
-	REFUSED(fx, map(fx, va, g, 0, b), "hipMemMap(B over the start of A)");
-	REFUSED(fx, map(fx, va, 2 * g, 0, a), "hipMemMap(A again over itself)");
-	REFUSED(fx, map(fx, va + g, 2 * g, 0, c),
-		"hipMemMap(C over A's second half and the unmapped rest)");
-	expect_gpu(fx, va, 2 * g, seed(0), "A after the refused maps");
-}
-
-static void test_map_over_mapped(void *data)
-{
-	struct mem_fx *fx = data;
-	size_t g = fx->gran.minimum;
-	hipMemGenericAllocationHandle_t a = NULL, b = NULL, c = NULL;
-	char *va = NULL;
-
-	OK(fx, reserve(fx, 3 * g, 0, NULL, (void **)&va), "hipMemAddressReserve(3 * granularity)");
-	OK(fx, create(fx, 2 * g, &a), "hipMemCreate(A, 2 * granularity)");
-	OK(fx, create(fx, g, &b), "hipMemCreate(B, granularity)");
-	OK(fx, create(fx, 2 * g, &c), "hipMemCreate(C, 2 * granularity)");
-	OK(fx, map(fx, va, 2 * g, 0, a), "hipMemMap(A at va)");
-	OK(fx, grant(fx, va, 2 * g, hipMemAccessFlagsProtReadWrite), "hipMemSetAccess");
-	host_roundtrip(fx, va, 2 * g, "A");
-	fill(fx, va, 2 * g, seed(0));
-	over_refused(fx, va, a, b, c);
-
-	OK(fx, map(fx, va + 2 * g, g, 0, b), "hipMemMap(B after A)");
-	OK(fx, grant(fx, va, 3 * g, hipMemAccessFlagsProtReadWrite), "hipMemSetAccess(A and B)");
-	fill(fx, va, 3 * g, seed(1));
-	expect_gpu(fx, va, 3 * g, seed(1), "A and B");
-
-	OK(fx, unmap(fx, va + 2 * g, g), "hipMemUnmap(B)");
-	OK(fx, unmap(fx, va, 2 * g), "hipMemUnmap(A)");
-	OK(fx, addr_free(fx, va, 3 * g), "hipMemAddressFree");
-	OK(fx, release(fx, a), "hipMemRelease(A)");
-	OK(fx, release(fx, b), "hipMemRelease(B)");
-	OK(fx, release(fx, c), "hipMemRelease(C)");
-}
-
-/*
  * Contract (hipMemUnmap "Unmap memory allocation of a given address range";
  * header silent on sub-ranges and on ranges holding no mapping): unmapping
  * half of a mapping is refused with a listed code and leaves the mapping
@@ -838,36 +887,36 @@ static void test_unmap_unmapped(void *data)
  * writable (GPU and CPU) until hipMemUnmap, which then gives it back. A
  * release that takes the memory from under a live mapping fails here.
  */
-static void rwm_released(struct mem_fx *fx, struct alloc *a, size_t f0)
+static void rwm_released(struct mem_fx *fx, struct gc_mem_alloc *a, size_t f0)
 {
 	size_t f1, f2;
 
 	expect_held(fx, f0, a->size, "after hipMemRelease, still mapped");
-	expect_gpu(fx, a->va, a->size, seed(0), "released but mapped: read");
-	host_roundtrip(fx, a->va, a->size, "released but mapped: CPU write and read");
-	fill(fx, a->va, a->size, seed(1));
-	expect_gpu(fx, a->va, a->size, seed(1), "released but mapped: write");
+	expect_gpu(fx, ptr(a->va), a->size, seed(0), "released but mapped: read");
+	host_roundtrip(fx, ptr(a->va), a->size, "released but mapped: CPU write and read");
+	fill(fx, ptr(a->va), a->size, seed(1));
+	expect_gpu(fx, ptr(a->va), a->size, seed(1), "released but mapped: write");
 	f1 = dev_free(fx);
-	OK(fx, unmap(fx, a->va, a->size), "hipMemUnmap (the last reference)");
+	OK(fx, unmap(fx, ptr(a->va), a->size), "hipMemUnmap (the last reference)");
 	f2 = dev_free(fx);
 	gc_assert_f(f2 >= f1 + a->size, "after the last hipMemUnmap: free memory %zu, expected "
 		    "at least %zu + %zu: the released allocation was not freed", f2, f1, a->size);
-	OK(fx, addr_free(fx, a->va, a->size), "hipMemAddressFree");
+	OK(fx, addr_free(fx, ptr(a->va), a->size), "hipMemAddressFree");
 }
 
 static void test_release_while_mapped(void *data)
 {
 	struct mem_fx *fx = data;
 	size_t size = gc_align_up(GC_VMM_LIFECYCLE_SIZE, fx->gran.minimum), f0 = dev_free(fx);
-	struct alloc a;
+	struct gc_mem_alloc a;
 
-	alloc_rw(fx, size, &a);
-	fill(fx, a.va, size, seed(0));
-	if (tolerated(fx, release(fx, a.h), "hipMemRelease while mapped")) {
+	gc_mem_alloc_rw(&fx->m, size, &a);
+	fill(fx, ptr(a.va), size, seed(0));
+	if (tolerated(fx, release(fx, handle(a.h)), "hipMemRelease while mapped")) {
 		rwm_released(fx, &a, f0);
 	} else {
-		expect_gpu(fx, a.va, size, seed(0), "mapping after the refused hipMemRelease");
-		alloc_free(fx, &a);
+		expect_gpu(fx, ptr(a.va), size, seed(0), "mapping after the refused hipMemRelease");
+		gc_mem_alloc_free(&fx->m, &a);
 	}
 	expect_held(fx, f0, 0, "after hipMemUnmap and hipMemAddressFree");
 }
@@ -894,33 +943,33 @@ static void afree_mismatch(struct mem_fx *fx)
 }
 
 /* hipMemAddressFree took a mapped range: unmap may or may not apply; release must. */
-static void afree_taken(struct mem_fx *fx, struct alloc *a)
+static void afree_taken(struct mem_fx *fx, struct gc_mem_alloc *a)
 {
-	hipError_t e = H(fx)->hipMemUnmap(a->va, a->size);
+	hipError_t e = H(fx)->hipMemUnmap(ptr(a->va), a->size);
 	char err[160];
 
 	gc_info("hipMemUnmap after that -> %s", gc_hip_errstr(H(fx), e, err, sizeof(err)));
-	forget(fx, HELD_MAP, a->va); /* gone either way */
-	OK(fx, release(fx, a->h), "hipMemRelease");
+	forget(fx, HELD_MAP, ptr(a->va)); /* gone either way */
+	OK(fx, release(fx, handle(a->h)), "hipMemRelease");
 }
 
 static void test_address_free_ordering(void *data)
 {
 	struct mem_fx *fx = data;
 	size_t size = 2 * fx->gran.minimum, f0;
-	struct alloc a;
+	struct gc_mem_alloc a;
 
 	afree_mismatch(fx);
 	f0 = dev_free(fx);
-	alloc_rw(fx, size, &a);
-	host_roundtrip(fx, a.va, size, "mapping");
-	fill(fx, a.va, size, seed(0));
-	if (tolerated(fx, addr_free(fx, a.va, size), "hipMemAddressFree(mapped range)")) {
+	gc_mem_alloc_rw(&fx->m, size, &a);
+	host_roundtrip(fx, ptr(a.va), size, "mapping");
+	fill(fx, ptr(a.va), size, seed(0));
+	if (tolerated(fx, addr_free(fx, ptr(a.va), size), "hipMemAddressFree(mapped range)")) {
 		afree_taken(fx, &a);
 	} else {
-		expect_gpu(fx, a.va, size, seed(0), "mapping after the refused "
+		expect_gpu(fx, ptr(a.va), size, seed(0), "mapping after the refused "
 			   "hipMemAddressFree");
-		alloc_free(fx, &a);
+		gc_mem_alloc_free(&fx->m, &a);
 	}
 	expect_held(fx, f0, 0, "after giving everything back");
 }
@@ -938,17 +987,17 @@ static void test_alloc_90pct(void *data)
 	struct mem_fx *fx = data;
 	size_t f0 = dev_free(fx), size = f0 - f0 / 10;
 	uint64_t t0 = gc_now_ns();
-	struct alloc a;
+	struct gc_mem_alloc a;
 
 	size -= size % fx->gran.minimum;
 	gc_require_f(size > 0, "only %zu bytes free", f0);
 	gc_info("90%% of %zu MiB free: %zu MiB", f0 / MiB, size / MiB);
-	alloc_rw(fx, size, &a);
+	gc_mem_alloc_rw(&fx->m, size, &a);
 	expect_held(fx, f0, size, "after the 90% allocation");
-	host_roundtrip(fx, a.va, size, "90% allocation");
-	fill(fx, a.va, size, seed(0));
-	expect_gpu(fx, a.va, size, seed(0), "90% allocation");
-	alloc_free(fx, &a);
+	host_roundtrip(fx, ptr(a.va), size, "90% allocation");
+	fill(fx, ptr(a.va), size, seed(0));
+	expect_gpu(fx, ptr(a.va), size, seed(0), "90% allocation");
+	gc_mem_alloc_free(&fx->m, &a);
 	gc_info("done in %.3f s", (double)(gc_now_ns() - t0) / 1e9);
 	expect_held(fx, f0, 0, "after giving the 90% allocation back");
 }
@@ -978,310 +1027,8 @@ static void test_oom(void *data)
 	expect_held(fx, f0, 0, "after the refused hipMemCreate");
 	WANT(fx, dev_malloc(fx, total + MiB, &p), hipErrorOutOfMemory, "hipMalloc(total + 1 MiB)");
 	expect_held(fx, f0, 0, "after the refused hipMalloc");
-	alloc_roundtrip(fx, gc_align_up(GC_VMM_LIFECYCLE_SIZE, g), seed(0), "allocation after OOM");
-}
-
-/*
- * Contract (hipMemMap, hipMemSetAccess, hipMemUnmap, hipMemRelease at
- * scale): 10,000 minimum-granularity allocations mapped side by side in one
- * reservation, each access-set, hold a pattern written over the whole range
- * (each mapping is memory of its own: aliasing would break the pattern); all
- * of it is given back, and free memory is back where it was. A soak of such
- * rounds: one a cycle, since a cycle must give back what it took for the
- * soak's series to mean anything (one round at standard and quick, as many
- * as fit at long).
- */
-static void stress_map_all(struct mem_fx *fx, char *va, hipMemGenericAllocationHandle_t *h)
-{
-	size_t g = fx->gran.minimum;
-
-	for (size_t i = 0; i < GC_VMM_STRESS_N; i++) {
-		OK(fx, create(fx, g, &h[i]), "hipMemCreate");
-		OK(fx, map(fx, va + i * g, g, 0, h[i]), "hipMemMap");
-		OK(fx, grant(fx, va + i * g, g, hipMemAccessFlagsProtReadWrite),
-		   "hipMemSetAccess");
-		if ((i + 1) % 1000 == 0)
-			gc_info("mapped %zu / %d", i + 1, GC_VMM_STRESS_N);
-	}
-}
-
-static void stress_unmap_all(struct mem_fx *fx, char *va, hipMemGenericAllocationHandle_t *h)
-{
-	size_t g = fx->gran.minimum;
-
-	for (size_t i = GC_VMM_STRESS_N; i-- > 0;) {
-		OK(fx, unmap(fx, va + i * g, g), "hipMemUnmap");
-		OK(fx, release(fx, h[i]), "hipMemRelease");
-		if ((GC_VMM_STRESS_N - i) % 1000 == 0)
-			gc_info("unmapped and released %zu / %d", GC_VMM_STRESS_N - i, GC_VMM_STRESS_N);
-	}
-}
-
-/* One round: reserve, map 10,000, host and GPU checks, unmap and release, free. */
-static void stress_round(struct mem_fx *fx, hipMemGenericAllocationHandle_t *h, uint32_t seed)
-{
-	size_t g = fx->gran.minimum, size = (size_t)GC_VMM_STRESS_N * g, f0 = dev_free(fx);
-	char *va = NULL;
-	uint64_t t0, t1;
-
-	OK(fx, reserve(fx, size, 0, NULL, (void **)&va),
-	   "hipMemAddressReserve(10,000 * granularity)");
-	t0 = gc_now_ns();
-	stress_map_all(fx, va, h);
-	t1 = gc_now_ns();
-	host_roundtrip(fx, va, size, "10,000 mappings");
-	fill(fx, va, size, seed);
-	expect_gpu(fx, va, size, seed, "10,000 mappings");
-	stress_unmap_all(fx, va, h);
-	gc_info("map + set-access %.3f s, unmap + release %.3f s", (double)(t1 - t0) / 1e9,
-		(double)(gc_now_ns() - t1) / 1e9);
-	OK(fx, addr_free(fx, va, size), "hipMemAddressFree");
-	expect_held(fx, f0, 0, "after the 10,000 mappings");
-}
-
-static void test_stress_10k(void *data)
-{
-	struct mem_fx *fx = data;
-	size_t size = (size_t)GC_VMM_STRESS_N * fx->gran.minimum, f0 = dev_free(fx);
-	hipMemGenericAllocationHandle_t *h;
-	struct gc_soak *s;
-
-	gc_require_f(f0 >= size + GC_VMM_STRESS_MARGIN, "10,000 minimum-granularity mappings need %zu "
-		     "MiB of free device memory, %zu MiB free", (size + GC_VMM_STRESS_MARGIN) / MiB,
-		     f0 / MiB);
-	h = calloc(GC_VMM_STRESS_N, sizeof(*h));
-	gc_assert_f(h != NULL, "calloc failed");
-	s = gc_soak_start(&(struct gc_soak_cfg){
-		.name = "stress-10k", .cycles = 1, .quick = 1,
-		.cycle = "reserve 10,000 minimum-granularity slots; create, map and set access "
-			 "each; fill and check all; unmap, release, free the reservation",
-		.dev_used = mem_dev_used, .dev_arg = fx });
-	while (gc_soak_claim(s)) {
-		stress_round(fx, h, seed((unsigned)gc_soak_count(s)));
-		gc_soak_done(s);
-	}
-	gc_soak_end(s);
-	free(h);
-}
-
-/* ------------------------------------------------------- fill-near-limit */
-
-#define FILL_FRACTION_PCT 90
-#define FILL_PIECE (512 * MiB)
-#define FILL_SLACK (64 * MiB) /* free memory a cycle may leave below the start */
-#define FILL_CYCLES 20
-#define FILL_QUICK 2
-
-struct fill_run {
-	struct mem_fx *fx;
-	size_t f0;       /* free memory at the subtest's start */
-	size_t target;   /* what each cycle fills: FILL_FRACTION_PCT% of f0 */
-	size_t piece;    /* FILL_PIECE rounded up to the granularity */
-	struct alloc *a; /* the pieces of the running cycle */
-	size_t cap, n;
-};
-
-/* One piece of size bytes; false (nothing held) when hipMemCreate is out of memory. */
-static bool fill_piece(struct mem_fx *fx, size_t size, struct alloc *a)
-{
-	hipError_t e = create(fx, size, &a->h);
-
-	if (e == hipErrorOutOfMemory)
-		return false;
-	OK(fx, e, "hipMemCreate(a piece)");
-	a->size = size;
-	OK(fx, reserve(fx, size, 0, NULL, &a->va), "hipMemAddressReserve(a piece)");
-	OK(fx, map(fx, a->va, size, 0, a->h), "hipMemMap(a piece)");
-	OK(fx, grant(fx, a->va, size, hipMemAccessFlagsProtReadWrite), "hipMemSetAccess(a piece)");
-	return true;
-}
-
-/* Pieces up to the target; a word copied into each. Returns the bytes filled. */
-static size_t fill_up(struct fill_run *r, unsigned long cycle, uint32_t seed)
-{
-	struct mem_fx *fx = r->fx;
-	size_t done = 0;
-
-	for (r->n = 0; done < r->target; r->n++) {
-		size_t size = r->target - done < r->piece ? r->target - done : r->piece;
-		struct alloc *a = &r->a[r->n];
-		uint32_t word = gc_hip_chunk_seed(seed, r->n);
-
-		gc_assert(r->n < r->cap);
-		if (!fill_piece(fx, size, a)) {
-			gc_info("cycle %lu: hipMemCreate(%zu MiB) gave hipErrorOutOfMemory after %zu "
-				"of %zu MiB (memory taken by another process since the start?): this "
-				"cycle fills no further", cycle, size / MiB, done / MiB,
-				r->target / MiB);
-			break;
-		}
-		OK(fx, H(fx)->hipMemcpyHtoD(a->va, &word, sizeof(word)),
-		   "hipMemcpyHtoD(the piece's first word)");
-		done += size;
-	}
-	return done;
-}
-
-/* Every piece's first word reads back what was written into it: pieces do not alias. */
-static void fill_check(struct fill_run *r, uint32_t seed)
-{
-	for (size_t i = 0; i < r->n; i++) {
-		uint32_t got = 0, want = gc_hip_chunk_seed(seed, i);
-
-		OK(r->fx, H(r->fx)->hipMemcpyDtoH(&got, r->a[i].va, sizeof(got)),
-		   "hipMemcpyDtoH(a piece's first word)");
-		gc_assert_f(got == want, "piece %zu of %zu (%zu MiB at %p): first word %#x, "
-			    "written %#x", i, r->n, r->a[i].size / MiB, r->a[i].va, got, want);
-	}
-}
-
-static void fill_cycle(struct fill_run *r, unsigned long cycle)
-{
-	struct mem_fx *fx = r->fx;
-	size_t filled = fill_up(r, cycle, seed((unsigned)cycle)), now;
-	long long lost;
-
-	if (filled)
-		expect_held(fx, r->f0, filled, "with the device filled");
-	fill_check(r, seed((unsigned)cycle));
-	for (size_t i = r->n; i-- > 0;)
-		alloc_free(fx, &r->a[i]);
-	now = dev_free(fx);
-	lost = (long long)r->f0 - (long long)now;
-	gc_check_f(lost <= (long long)FILL_SLACK, "cycle %lu: %zu MiB in %zu pieces given back, "
-		   "free memory %zu MiB, %lld MiB below the %zu MiB at the start (at most %zu MiB)",
-		   cycle, filled / MiB, r->n, now / MiB, lost / (long long)MiB, r->f0 / MiB,
-		   FILL_SLACK / MiB);
-}
-
-/*
- * Contract (hipMemCreate "Creates a memory allocation described by the
- * properties and size", hipMemRelease "Release a memory handle representing
- * a memory allocation"; hipMemGetInfo "Returns in *free a snapshot of the
- * current free memory"): cuda_mem's twin. The device filled to 90% of the
- * memory free at the start, in 512 MiB pieces each created, reserved,
- * mapped, access-set and written (a word, hipMemcpyHtoD), then given back,
- * again and again. Each piece reads back its own word; after each cycle free
- * memory is back within 64 MiB of the start (and the soak watches it across
- * cycles). hipErrorOutOfMemory from hipMemCreate before 90% (another process
- * took memory) ends that cycle's filling, noted.
- */
-static void test_fill_near_limit(void *data)
-{
-	struct mem_fx *fx = data;
-	struct fill_run r = { .fx = fx, .f0 = dev_free(fx) };
-	size_t g = fx->gran.minimum;
-	struct gc_soak *s;
-
-	r.target = r.f0 / 100 * FILL_FRACTION_PCT / g * g;
-	r.piece = gc_align_up(FILL_PIECE, g);
-	gc_require_f(r.target >= g, "only %zu bytes of device memory free", r.f0);
-	r.cap = r.target / r.piece + 1;
-	r.a = calloc(r.cap, sizeof(*r.a));
-	gc_assert_f(r.a != NULL, "calloc(%zu pieces) failed", r.cap);
-	gc_info("filling %zu of %zu MiB free, in %zu MiB pieces", r.target / MiB, r.f0 / MiB,
-		r.piece / MiB);
-	s = gc_soak_start(&(struct gc_soak_cfg){
-		.name = "fill-near-limit", .cycles = FILL_CYCLES, .quick = FILL_QUICK,
-		.cycle = "fill 90% of the free device memory in 512 MiB VMM pieces (create, "
-			 "reserve, map, set access, write a word), check, give it all back",
-		.dev_used = mem_dev_used, .dev_arg = fx });
-	while (gc_soak_claim(s)) {
-		fill_cycle(&r, gc_soak_count(s));
-		gc_soak_done(s);
-	}
-	gc_soak_end(s);
-	free(r.a);
-}
-
-/* ------------------------------------------------------------- latency */
-
-enum lat_op { OP_CREATE, OP_RESERVE, OP_MAP, OP_ACCESS, OP_UNMAP, OP_RELEASE, N_OPS };
-/* cuda_mem's metric names: "<op>-<size>". */
-static const char *const lat_names[N_OPS] = {
-	[OP_CREATE] = "create", [OP_RESERVE] = "reserve", [OP_MAP] = "map",
-	[OP_ACCESS] = "set-access", [OP_UNMAP] = "unmap", [OP_RELEASE] = "release",
-};
-
-/* One lifecycle, each of the six operations timed alone (with its bookkeeping: ns). */
-struct lat_round {
-	hipMemGenericAllocationHandle_t h;
-	void *va;
-	double us[N_OPS];
-};
-
-static hipError_t timed(struct lat_round *r, enum lat_op op, uint64_t t0, hipError_t e)
-{
-	r->us[op] = (double)(gc_now_raw_ns() - t0) / 1e3;
-	return e;
-}
-
-static void lat_up(struct mem_fx *fx, size_t size, struct lat_round *r)
-{
-	uint64_t t = gc_now_raw_ns();
-
-	OK(fx, timed(r, OP_CREATE, t, create(fx, size, &r->h)), "hipMemCreate");
-	t = gc_now_raw_ns();
-	OK(fx, timed(r, OP_RESERVE, t, reserve(fx, size, 0, NULL, &r->va)), "hipMemAddressReserve");
-	t = gc_now_raw_ns();
-	OK(fx, timed(r, OP_MAP, t, map(fx, r->va, size, 0, r->h)), "hipMemMap");
-	t = gc_now_raw_ns();
-	OK(fx, timed(r, OP_ACCESS, t, grant(fx, r->va, size, hipMemAccessFlagsProtReadWrite)),
-	   "hipMemSetAccess");
-}
-
-static void lat_down(struct mem_fx *fx, size_t size, struct lat_round *r)
-{
-	uint64_t t = gc_now_raw_ns();
-
-	OK(fx, timed(r, OP_UNMAP, t, unmap(fx, r->va, size)), "hipMemUnmap");
-	OK(fx, addr_free(fx, r->va, size), "hipMemAddressFree"); /* not one of the six */
-	t = gc_now_raw_ns();
-	OK(fx, timed(r, OP_RELEASE, t, release(fx, r->h)), "hipMemRelease");
-}
-
-static void lat_size(struct mem_fx *fx, size_t size, int reps, const char *label)
-{
-	double s[N_OPS][GC_VMM_LAT_SMALL_REPS];
-	struct lat_round r;
-	char name[64];
-
-	gc_assert(reps <= GC_VMM_LAT_SMALL_REPS);
-	gc_require_f(size % fx->gran.minimum == 0, "%s is not a multiple of the minimum "
-		     "granularity %zu", label, fx->gran.minimum);
-	for (int i = 0; i < reps; i++) {
-		lat_up(fx, size, &r);
-		if (i == 0) { /* the first round is also checked */
-			fill(fx, r.va, size, seed(0));
-			expect_gpu(fx, r.va, size, seed(0), "latency round");
-		}
-		lat_down(fx, size, &r);
-		for (int op = 0; op < N_OPS; op++)
-			s[op][i] = r.us[op];
-	}
-	for (int op = 0; op < N_OPS; op++) {
-		snprintf(name, sizeof(name), "%s-%s", lat_names[op], label);
-		gc_metric(name, "us", GC_LOWER_IS_BETTER, s[op], (size_t)reps);
-	}
-}
-
-/*
- * Contract (the six VMM operations succeed repeatedly; their latency is
- * recorded, never asserted): create, reserve, map, set-access, unmap and
- * release timed one by one, 50 times at 2 MiB and 10 times at 1 GiB; the
- * metric names are cuda_mem's.
- */
-static void test_latency(void *data)
-{
-	struct mem_fx *fx = data;
-
-	size_t f;
-
-	lat_size(fx, GC_VMM_LAT_SMALL, GC_VMM_LAT_SMALL_REPS, "2MiB");
-	f = dev_free(fx);
-	gc_require_f(f >= 2 * GC_VMM_LAT_LARGE, "the 1 GiB latency case needs %zu MiB of free device "
-		     "memory, %zu MiB free", 2 * GC_VMM_LAT_LARGE / MiB, f / MiB);
-	lat_size(fx, GC_VMM_LAT_LARGE, GC_VMM_LAT_LARGE_REPS, "1GiB");
+	gc_mem_roundtrip(&fx->m, gc_align_up(GC_VMM_LIFECYCLE_SIZE, g), seed(0),
+			 "allocation after OOM");
 }
 
 /*
