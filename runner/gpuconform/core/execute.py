@@ -466,6 +466,42 @@ def _capture(fd: int, keep: int) -> Captured:
     return Captured(total, head, tail)
 
 
+def _unnamed_file(directory: str | None) -> int:
+    """A read-write file without a name in directory (default: TMPDIR), as
+    tempfile.TemporaryFile makes it (O_TMPFILE, else made and unlinked at
+    once), as a bare descriptor: no file object per stream and test."""
+    where = directory if directory is not None else tempfile.gettempdir()
+    try:
+        # O_EXCL: it can never be linked into the directory (tempfile's flags)
+        return os.open(where, os.O_RDWR | os.O_TMPFILE | os.O_EXCL | os.O_NOFOLLOW
+                       | os.O_CLOEXEC, 0o600)
+    except (AttributeError, OSError):  # no O_TMPFILE here: a name, unlinked
+        pass
+    fd, path = tempfile.mkstemp(dir=where)
+    try:
+        os.unlink(path)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+@contextmanager
+def _unnamed_files(directory: str | None) -> Iterator[tuple[int, int]]:
+    """Two unnamed files (a test's stdout and stderr), closed on the way out."""
+    fo = _unnamed_file(directory)
+    try:
+        fe = _unnamed_file(directory)
+    except BaseException:
+        os.close(fo)
+        raise
+    try:
+        yield fo, fe
+    finally:
+        os.close(fo)
+        os.close(fe)
+
+
 def _stream(fd: int, sink: Sink, limit: int | None = None) -> None:
     off = 0
     while limit is None or off < limit:
@@ -506,8 +542,7 @@ def run_command(
     # Unnamed files (O_TMPFILE where the filesystem has it): nothing to create
     # or remove in a directory per test, nothing left behind if we die.
     tmp_root = scratch or options.tmp_root
-    tmp_dir = str(tmp_root) if tmp_root else None
-    with tempfile.TemporaryFile(dir=tmp_dir) as fo, tempfile.TemporaryFile(dir=tmp_dir) as fe:
+    with _unnamed_files(str(tmp_root) if tmp_root else None) as (fo, fe):
         res.start = time.time()
         t0 = time.monotonic()
         forks = fork_count()  # last before the spawn: _clean_up's proof that nothing was left
@@ -566,12 +601,12 @@ def run_command(
             if pidfd is not None:
                 os.close(pidfd)
         res.end = time.time()
-        res.stdout = _capture(fo.fileno(), options.keep_bytes)
-        res.stderr = _capture(fe.fileno(), options.keep_bytes)
+        res.stdout = _capture(fo, options.keep_bytes)
+        res.stderr = _capture(fe, options.keep_bytes)
         if stdout_sink is not None:
-            _stream(fo.fileno(), stdout_sink, stdout_limit)
+            _stream(fo, stdout_sink, stdout_limit)
         if stderr_sink is not None:
-            _stream(fe.fileno(), stderr_sink)
+            _stream(fe, stderr_sink)
     return res
 
 
