@@ -103,6 +103,7 @@ from .core.states import State, signal_name
 from .core.testlist import TestlistError, TestPattern
 
 __all__ = [
+    "LEAN_ARGS",
     "ManifestFile",
     "SubtestItem",
     "BrokenBinaryItem",
@@ -112,6 +113,15 @@ __all__ = [
 ]
 
 _REPORT_ATTR = "gpuconform"
+
+# What `gpuconform run` and `resume` give pytest before the caller's own
+# arguments (which may undo them: --capture=fd, -p logging). pytest wraps
+# each phase of each item in machinery for tests that run in its process: it
+# captures the process's stdout and stderr (a binary writes into the files
+# execute.py gives it, and the runner prints nothing while an item runs) and
+# its log records (the runner logs none). Both cost more per subtest than the
+# rest of pytest's protocol (bench/runner_phases.py), so they are off.
+LEAN_ARGS = ("--capture=no", "-p", "no:logging")
 
 # ------------------------------------------------------------ pytest hooks
 
@@ -400,6 +410,7 @@ class GcSession:
         self.stopped: str | None = None  # the one line of a run that stopped (cannot record)
         self.stop_error: JournalWriteError | None = None  # the journal line that failed
         self._mark = 0  # the journal's size before the running test's first line
+        self._json: tuple[TestRecord, dict[str, Any]] | None = None  # journaled last: its JSON
         self.run_tmp: Path | None = None  # runtmp.py: the run's temporary directory
         self.abort: str | None = None
         self.messages: list[str] = []  # run-level notes for the summary
@@ -721,8 +732,9 @@ class GcSession:
         if interrupted:
             self.records[rec.name] = rec  # no report will carry it
         if self.journal is not None:
+            self._json = (rec, rec.to_json())  # the report carries the same (makereport)
             try:
-                self.journal.result(rec.name, rec.to_json())
+                self.journal.result(rec.name, self._json[1])
                 if self.abort and rec.result is State.ABORT:
                     self.journal.event("abort", test=rec.name, reason=self.abort)
                 if self.control is not None:
@@ -928,7 +940,9 @@ class GcSession:
         rec = getattr(item, "_gc_record", None)
         if call.when == "call" and isinstance(rec, TestRecord):
             report = outcome.get_result()
-            setattr(report, _REPORT_ATTR, {"name": rec.name, "record": rec.to_json()})
+            done, self._json = self._json, None
+            data = done[1] if done is not None and done[0] is rec else rec.to_json()
+            setattr(report, _REPORT_ATTR, {"name": rec.name, "record": data})
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, _REPORT_ATTR, None)
