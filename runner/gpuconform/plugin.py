@@ -89,6 +89,7 @@ from .core.journal import (
 )
 from .core.levels import LEVEL_ENV, LEVELS, SOAK_SECONDS_ENV, SoakPlan, list_soaks
 from .core.kwatch import KernelWatch
+from .core.outfiles import Spares
 from .core.manifest import MANIFEST_NAMES, ManifestEntry, ManifestError, read_manifest
 from .core.optable import add_pytest_options, check_pytest_given
 from .core.options import (FIELD_ORDER, PROGRESS_MODES, SCRATCH_ENV, InputError, RunInputs,
@@ -592,7 +593,8 @@ class GcSession:
             except OSError as e:
                 return self._fatal(items, f"cannot make the run's temporary directory: "
                                    f"{e.filename}: {fault_detail(Path(e.filename or '/'), e)}")
-        self.exec_options = replace(self.exec_options, tmp_root=self.run_tmp, private_tmp=True)
+        self.exec_options = replace(self.exec_options, tmp_root=self.run_tmp, private_tmp=True,
+                                    spares=Spares(str(self.run_tmp)))
         self.kernel = KernelWatch(o.kmsg, o.taint_file, self.inputs.dmesg)
         self.messages.extend(self.kernel.messages)
         self._find_baseline()
@@ -1076,6 +1078,8 @@ class GcSession:
         if self.journal is not None:
             self.journal.close()
             self.journal = None
+        if self.exec_options.spares is not None:
+            self.exec_options.spares.close()
         if self.run_tmp is not None:
             remove_run_tmp(self.run_tmp, self.run_id)
             self.run_tmp = None
