@@ -31,8 +31,9 @@ products a run ends with are this module's to hand in (perf's judge_run, the
 report's write_html through write_report): it sits on top of the run core
 beside cli.py, and the core imports neither product.
 
-The results directory is the run's from its first byte (_claim: the journal
-created with O_EXCL and locked before run.json); a run that cannot have it
+The results directory is the run's from its first byte
+(resultsdir.claim_results_dir: the journal created with O_EXCL and locked
+before run.json); a run that cannot have it
 (another run's, read-only) is fatal: nothing runs, nothing is written there.
 The tests' temporary files live in the run's own directory (runtmp.py),
 removed at the end, or by the resume of a run that was killed. A journal
@@ -68,7 +69,6 @@ from typing import Any, Iterator, Sequence
 
 import pytest
 
-from .core.atomic import fsync_dir
 from .core.execute import ExecOptions, ListRun, list_subtests
 from .core.attempts import TestRun, run_attempt, run_test, skip_record
 from .core.gang import combine, run_copies
@@ -85,7 +85,6 @@ from .core.journal import (
     boot_id,
     read_journal,
     read_run_json,
-    write_run_json,
 )
 from .core.levels import LEVEL_ENV, LEVELS, SOAK_SECONDS_ENV, SoakPlan, list_soaks
 from .core.kwatch import KernelWatch
@@ -98,6 +97,7 @@ from .core.progress import Progress, on_stderr
 from .core.resume import ResumeError, take_over
 from .core.results import TestRecord, judged, render_summary
 from .core.runend import RunEnd, ordered_records, run_info
+from .core.resultsdir import ResultsDirError, claim_results_dir
 from .core.runtmp import make_run_tmp, remove_run_tmp
 from .core.shard import shard
 from .core.states import State, signal_name
@@ -601,24 +601,10 @@ class GcSession:
         self._start_progress(tests)
 
     def _claim(self, tests: list[str]) -> str | None:
-        """A new run's results directory made its own: created, its journal
-        created and locked first (journal.Journal(new=True): of two runs
-        started into one directory, one wins and the other writes nothing),
-        then run.json. None, or why not in one line (what this made undone)."""
+        """A new run's results directory made its own, with its journal,
+        temporary directory and run.json (resultsdir.claim_results_dir).
+        None, or why not in one line (what it made undone)."""
         assert self.results_dir is not None
-        d = self.results_dir
-        made = [p for p in (d, *d.parents) if not p.exists()]
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-            fsync_dir(d.parent)  # the directory itself survives power loss
-        except OSError as e:
-            _remove_empty(made)
-            return f"{e.filename or d}: {fault_detail(d, e)}"
-        try:
-            journal = Journal(d / JOURNAL_NAME, new=True)
-        except JournalError as e:
-            _remove_empty(made)
-            return str(e)
         o = self.opts
         run_json = {
             "manifest": str(self.manifests[0]) if self.manifests else "",
@@ -636,18 +622,11 @@ class GcSession:
             "tests": list(tests),
         }
         try:
-            self.run_tmp = make_run_tmp(self.run_id)
-            run_json["tmp_dir"] = str(self.run_tmp)
-            write_run_json(d, run_json)
-        except OSError as e:
-            journal.discard()
-            if self.run_tmp is not None:
-                remove_run_tmp(self.run_tmp, self.run_id)
-                self.run_tmp = None
-            _remove_empty(made)
-            where = Path(e.filename) if e.filename else d / "run.json"
-            return f"{where}: {fault_detail(where, e)}"
-        self.journal, self.run_json = journal, run_json
+            self.journal, self.run_tmp = claim_results_dir(self.results_dir, self.run_id,
+                                                           run_json)
+        except ResultsDirError as e:
+            return str(e)
+        self.run_json = run_json
         return None
 
     def _find_baseline(self) -> None:
@@ -1083,15 +1062,6 @@ class GcSession:
         if self.run_tmp is not None:
             remove_run_tmp(self.run_tmp, self.run_id)
             self.run_tmp = None
-
-
-def _remove_empty(made: list[Path]) -> None:
-    """The directories a failed start made, removed (deepest first) while empty."""
-    for p in made:
-        try:
-            p.rmdir()
-        except OSError:
-            return
 
 
 def _split_name(name: str) -> tuple[str, str | None]:
