@@ -86,7 +86,7 @@ from .core.journal import (
     read_journal,
     read_run_json,
 )
-from .core.levels import LEVEL_ENV, LEVELS, SOAK_SECONDS_ENV, SoakPlan, list_soaks
+from .core.levels import LEVEL_ENV, SOAK_SECONDS_ENV, SoakPlan, plan_soaks
 from .core.kwatch import KernelWatch
 from .core.outfiles import Spares
 from .core.manifest import MANIFEST_NAMES, ManifestEntry, ManifestError, read_manifest
@@ -561,21 +561,17 @@ class GcSession:
             self._start_run(items, tests)
 
     def _plan_soaks(self, tests: list[str], by_name: dict[str, Any]) -> list[str]:
-        """At level long: the soaking tests (--list-soak) moved last, in their
-        order, and a plan giving each its share of --duration."""
+        """At level long: the soaking tests moved last and their plan
+        (levels.plan_soaks)."""
         if self.opts.level != "long":
             return tests
-        soaking: set[str] = set()
-        for path in sorted({str(it.entry.path) for n, it in by_name.items() if n in tests}):
-            subs, note = list_soaks(Path(path))
-            if note:
-                self.messages.append(note)
-            soaking |= {f"{Path(path).name}@{sub}" for sub in subs}
-        soaks = [n for n in tests if n in soaking]
-        duration = self.opts.duration or LEVELS["long"].duration_s or 0.0
+        wanted = set(tests)
+        binaries = {str(it.entry.path) for n, it in by_name.items() if n in wanted}
         start = (self.run_json or {}).get("start", self.start)
-        self.soak_plan = SoakPlan(start, duration, [n for n in soaks if n not in self.records])
-        return [n for n in tests if n not in soaking] + soaks
+        tests, self.soak_plan, notes = plan_soaks(tests, binaries, start, self.opts.duration,
+                                                  self.records)
+        self.messages.extend(notes)
+        return tests
 
     # --------------------------------------------------------- run start
     def _start_run(self, items: list[pytest.Item], tests: list[str]) -> None:
