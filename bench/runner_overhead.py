@@ -58,9 +58,11 @@ def through_runner(repo: Path, binary: Path, n: int, tmp: Path,
                         "TMPDIR": str(tmp)})
     wall = time.monotonic() - t0
     tests = json.loads((results / "results.json").read_text())["tests"]
-    if len(tests) != n:  # an abort (another process's kernel line), a failure
-        print(f"  ({repo}: {len(tests)} of {n} tests recorded)")
-    return wall, [t["time"]["end"] - t["time"]["start"] for t in tests.values()]
+    ran = [t for t in tests.values() if t["result"] == "pass"]
+    if len(ran) != n:  # an abort (another process's kernel line), a failure: not timed
+        print(f"  ({repo}: {len(ran)} of {n} tests passed: this round is left out)")
+        return 0.0, []
+    return wall, [t["time"]["end"] - t["time"]["start"] for t in ran]
 
 
 def main() -> int:
@@ -88,16 +90,23 @@ def main() -> int:
         for repo in repos:
             with tempfile.TemporaryDirectory(dir=a.tmpdir) as d:
                 wall, r_times = through_runner(repo, binary, a.n, Path(d), a.kmsg)
-            per[repo].append(wall / max(len(r_times), 1))
+            if not r_times:
+                per[repo].append(float("nan"))
+                continue
+            per[repo].append(wall / len(r_times))
             print(f"  {repo}: {per[repo][-1] * 1e3:.2f} ms per subtest of wall time "
                   f"(ratio {per[repo][-1] / d_med:.2f}); median "
                   f"{statistics.median(r_times) * 1e3:.2f} ms per item (start to end)")
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
     print(f"floor: {min(floor) * 1e3:.2f}-{max(floor) * 1e3:.2f} ms per subtest")
     for repo in repos:
-        ratios = [p / f for p, f in zip(per[repo], floor)]
-        print(f"{repo}: {min(per[repo]) * 1e3:.2f}-{max(per[repo]) * 1e3:.2f} ms per subtest, "
-              f"ratio {min(ratios):.2f}-{max(ratios):.2f}")
+        timed = [(p, p / f) for p, f in zip(per[repo], floor) if p == p]  # NaN: left out
+        if not timed:
+            print(f"{repo}: no round timed")
+            continue
+        walls, ratios = [t[0] for t in timed], [t[1] for t in timed]
+        print(f"{repo}: {min(walls) * 1e3:.2f}-{max(walls) * 1e3:.2f} ms per subtest, "
+              f"ratio {min(ratios):.2f}-{max(ratios):.2f} ({len(timed)} rounds)")
     return 0
 
 
