@@ -84,7 +84,7 @@ from .core.options import (
 )
 from .core.optvalues import positive_arg
 from .core.levels import LEVELS
-from .plugin import RunControl, load_run_inputs
+from .plugin import LEAN_ARGS, RunControl, load_run_inputs
 from .core.results import RunNotes, TestRecord, run_outcome
 from .core.runmetrics import load_results
 from .core.shard import shard
@@ -531,7 +531,7 @@ def _prepare_run(args: argparse.Namespace) -> tuple[list[str], RunControl, Path]
                       not (DATA_DIR / "testlists" / f"{t}.txt").is_file() else t
                       for t in opts.testlists]
     pytest_args = [
-        "-p", "gpuconform.plugin",
+        "-p", "gpuconform.plugin", *LEAN_ARGS,
         "--gc-results", str(results),
         "--gc-progress", args.progress,
         "--rootdir", str(manifest.path.parent),
@@ -615,7 +615,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         raise CliError(str(e)) from None
     stored = [a for a in run.get("pytest_args") or [] if isinstance(a, str)]
     pytest_args = [
-        "-p", "gpuconform.plugin",
+        "-p", "gpuconform.plugin", *LEAN_ARGS,
         "--gc-resume", str(results),
         "--gc-progress", args.progress,
         "--rootdir", str(manifest.parent),

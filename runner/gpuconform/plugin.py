@@ -31,8 +31,9 @@ products a run ends with are this module's to hand in (perf's judge_run, the
 report's write_html through write_report): it sits on top of the run core
 beside cli.py, and the core imports neither product.
 
-The results directory is the run's from its first byte (_claim: the journal
-created with O_EXCL and locked before run.json); a run that cannot have it
+The results directory is the run's from its first byte
+(resultsdir.claim_results_dir: the journal created with O_EXCL and locked
+before run.json); a run that cannot have it
 (another run's, read-only) is fatal: nothing runs, nothing is written there.
 The tests' temporary files live in the run's own directory (runtmp.py),
 removed at the end, or by the resume of a run that was killed. A journal
@@ -68,7 +69,6 @@ from typing import Any, Iterator, Sequence
 
 import pytest
 
-from .core.atomic import fsync_dir
 from .core.execute import ExecOptions, ListRun, list_subtests
 from .core.attempts import TestRun, run_attempt, run_test, skip_record
 from .core.gang import combine, run_copies
@@ -85,10 +85,10 @@ from .core.journal import (
     boot_id,
     read_journal,
     read_run_json,
-    write_run_json,
 )
-from .core.levels import LEVEL_ENV, LEVELS, SOAK_SECONDS_ENV, SoakPlan, list_soaks
+from .core.levels import LEVEL_ENV, SOAK_SECONDS_ENV, SoakPlan, plan_soaks
 from .core.kwatch import KernelWatch
+from .core.outfiles import Spares
 from .core.manifest import MANIFEST_NAMES, ManifestEntry, ManifestError, read_manifest
 from .core.optable import add_pytest_options, check_pytest_given
 from .core.options import (FIELD_ORDER, PROGRESS_MODES, SCRATCH_ENV, InputError, RunInputs,
@@ -97,12 +97,14 @@ from .core.progress import Progress, on_stderr
 from .core.resume import ResumeError, take_over
 from .core.results import TestRecord, judged, render_summary
 from .core.runend import RunEnd, ordered_records, run_info
+from .core.resultsdir import ResultsDirError, claim_results_dir
 from .core.runtmp import make_run_tmp, remove_run_tmp
 from .core.shard import shard
 from .core.states import State, signal_name
 from .core.testlist import TestlistError, TestPattern
 
 __all__ = [
+    "LEAN_ARGS",
     "ManifestFile",
     "SubtestItem",
     "BrokenBinaryItem",
@@ -112,6 +114,15 @@ __all__ = [
 ]
 
 _REPORT_ATTR = "gpuconform"
+
+# What `gpuconform run` and `resume` give pytest before the caller's own
+# arguments (which may undo them: --capture=fd, -p logging). pytest wraps
+# each phase of each item in machinery for tests that run in its process: it
+# captures the process's stdout and stderr (a binary writes into the files
+# execute.py gives it, and the runner prints nothing while an item runs) and
+# its log records (the runner logs none). Both cost more per subtest than the
+# rest of pytest's protocol (bench/runner_phases.py), so they are off.
+LEAN_ARGS = ("--capture=no", "-p", "no:logging")
 
 # ------------------------------------------------------------ pytest hooks
 
@@ -400,6 +411,7 @@ class GcSession:
         self.stopped: str | None = None  # the one line of a run that stopped (cannot record)
         self.stop_error: JournalWriteError | None = None  # the journal line that failed
         self._mark = 0  # the journal's size before the running test's first line
+        self._json: tuple[TestRecord, dict[str, Any]] | None = None  # journaled last: its JSON
         self.run_tmp: Path | None = None  # runtmp.py: the run's temporary directory
         self.abort: str | None = None
         self.messages: list[str] = []  # run-level notes for the summary
@@ -549,21 +561,17 @@ class GcSession:
             self._start_run(items, tests)
 
     def _plan_soaks(self, tests: list[str], by_name: dict[str, Any]) -> list[str]:
-        """At level long: the soaking tests (--list-soak) moved last, in their
-        order, and a plan giving each its share of --duration."""
+        """At level long: the soaking tests moved last and their plan
+        (levels.plan_soaks)."""
         if self.opts.level != "long":
             return tests
-        soaking: set[str] = set()
-        for path in sorted({str(it.entry.path) for n, it in by_name.items() if n in tests}):
-            subs, note = list_soaks(Path(path))
-            if note:
-                self.messages.append(note)
-            soaking |= {f"{Path(path).name}@{sub}" for sub in subs}
-        soaks = [n for n in tests if n in soaking]
-        duration = self.opts.duration or LEVELS["long"].duration_s or 0.0
+        wanted = set(tests)
+        binaries = {str(it.entry.path) for n, it in by_name.items() if n in wanted}
         start = (self.run_json or {}).get("start", self.start)
-        self.soak_plan = SoakPlan(start, duration, [n for n in soaks if n not in self.records])
-        return [n for n in tests if n not in soaking] + soaks
+        tests, self.soak_plan, notes = plan_soaks(tests, binaries, start, self.opts.duration,
+                                                  self.records)
+        self.messages.extend(notes)
+        return tests
 
     # --------------------------------------------------------- run start
     def _start_run(self, items: list[pytest.Item], tests: list[str]) -> None:
@@ -581,31 +589,18 @@ class GcSession:
             except OSError as e:
                 return self._fatal(items, f"cannot make the run's temporary directory: "
                                    f"{e.filename}: {fault_detail(Path(e.filename or '/'), e)}")
-        self.exec_options = replace(self.exec_options, tmp_root=self.run_tmp, private_tmp=True)
+        self.exec_options = replace(self.exec_options, tmp_root=self.run_tmp, private_tmp=True,
+                                    spares=Spares(str(self.run_tmp)))
         self.kernel = KernelWatch(o.kmsg, o.taint_file, self.inputs.dmesg)
         self.messages.extend(self.kernel.messages)
         self._find_baseline()
         self._start_progress(tests)
 
     def _claim(self, tests: list[str]) -> str | None:
-        """A new run's results directory made its own: created, its journal
-        created and locked first (journal.Journal(new=True): of two runs
-        started into one directory, one wins and the other writes nothing),
-        then run.json. None, or why not in one line (what this made undone)."""
+        """A new run's results directory made its own, with its journal,
+        temporary directory and run.json (resultsdir.claim_results_dir).
+        None, or why not in one line (what it made undone)."""
         assert self.results_dir is not None
-        d = self.results_dir
-        made = [p for p in (d, *d.parents) if not p.exists()]
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-            fsync_dir(d.parent)  # the directory itself survives power loss
-        except OSError as e:
-            _remove_empty(made)
-            return f"{e.filename or d}: {fault_detail(d, e)}"
-        try:
-            journal = Journal(d / JOURNAL_NAME, new=True)
-        except JournalError as e:
-            _remove_empty(made)
-            return str(e)
         o = self.opts
         run_json = {
             "manifest": str(self.manifests[0]) if self.manifests else "",
@@ -623,18 +618,11 @@ class GcSession:
             "tests": list(tests),
         }
         try:
-            self.run_tmp = make_run_tmp(self.run_id)
-            run_json["tmp_dir"] = str(self.run_tmp)
-            write_run_json(d, run_json)
-        except OSError as e:
-            journal.discard()
-            if self.run_tmp is not None:
-                remove_run_tmp(self.run_tmp, self.run_id)
-                self.run_tmp = None
-            _remove_empty(made)
-            where = Path(e.filename) if e.filename else d / "run.json"
-            return f"{where}: {fault_detail(where, e)}"
-        self.journal, self.run_json = journal, run_json
+            self.journal, self.run_tmp = claim_results_dir(self.results_dir, self.run_id,
+                                                           run_json)
+        except ResultsDirError as e:
+            return str(e)
+        self.run_json = run_json
         return None
 
     def _find_baseline(self) -> None:
@@ -721,8 +709,9 @@ class GcSession:
         if interrupted:
             self.records[rec.name] = rec  # no report will carry it
         if self.journal is not None:
+            self._json = (rec, rec.to_json())  # the report carries the same (makereport)
             try:
-                self.journal.result(rec.name, rec.to_json())
+                self.journal.result(rec.name, self._json[1])
                 if self.abort and rec.result is State.ABORT:
                     self.journal.event("abort", test=rec.name, reason=self.abort)
                 if self.control is not None:
@@ -928,7 +917,9 @@ class GcSession:
         rec = getattr(item, "_gc_record", None)
         if call.when == "call" and isinstance(rec, TestRecord):
             report = outcome.get_result()
-            setattr(report, _REPORT_ATTR, {"name": rec.name, "record": rec.to_json()})
+            done, self._json = self._json, None
+            data = done[1] if done is not None and done[0] is rec else rec.to_json()
+            setattr(report, _REPORT_ATTR, {"name": rec.name, "record": data})
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, _REPORT_ATTR, None)
@@ -1062,18 +1053,11 @@ class GcSession:
         if self.journal is not None:
             self.journal.close()
             self.journal = None
+        if self.exec_options.spares is not None:
+            self.exec_options.spares.close()
         if self.run_tmp is not None:
             remove_run_tmp(self.run_tmp, self.run_id)
             self.run_tmp = None
-
-
-def _remove_empty(made: list[Path]) -> None:
-    """The directories a failed start made, removed (deepest first) while empty."""
-    for p in made:
-        try:
-            p.rmdir()
-        except OSError:
-            return
 
 
 def _split_name(name: str) -> tuple[str, str | None]:

@@ -17,6 +17,7 @@ import pytest
 from gc_testutil import Selftests
 from gpuconform.core.catalogue import load_catalogue
 from gpuconform.core.execute import ExecOptions, list_subtests, run_command, run_subtest
+from gpuconform.core.outfiles import Spares
 from gpuconform.core.protocol import parse_output
 from gpuconform.core.results import verdict_of
 from gpuconform.core.states import State, classify
@@ -254,6 +255,34 @@ def test_output_files_are_not_left_in_tmp(tmp_path: Path) -> None:
     root.mkdir()
     run_subtest(s, "s", ExecOptions(timeout_s=20, tmp_root=root))
     assert os.listdir(root) == []
+
+
+def test_spares_give_each_run_files_of_its_own_and_close_the_used(tmp_path: Path) -> None:
+    root = tmp_path / "run-tmp"
+    root.mkdir(mode=0o700)
+    fds = set(os.listdir("/proc/self/fd"))
+    spares = Spares(str(root))
+    opts = ExecOptions(timeout_s=20, tmp_root=root, private_tmp=True, spares=spares)
+    s = script(tmp_path, "t_sp", "echo \"pid $$\"\necho 'Subtest s: SUCCESS (0.0s)'\n")
+    outs = [run_subtest(s, "s", opts).command.stdout.text() for _ in range(3)]
+    assert [o.count("pid ") for o in outs] == [1, 1, 1] and len(set(outs)) == 3, outs
+    used = spares.take()
+    os.write(used[0], b"written by a run")
+    spares.retire(used)
+    spares.refill()  # the used pair closed, a new spare made
+    fresh = spares.take()
+    assert [os.fstat(fd).st_size for fd in fresh] == [0, 0]
+    spares.retire(fresh)
+    spares.close()
+    assert set(os.listdir("/proc/self/fd")) == fds
+    assert os.listdir(root) == []
+
+
+def test_spares_that_cannot_be_made_fail_the_run_not_the_refill(tmp_path: Path) -> None:
+    spares = Spares(str(tmp_path / "gone"))
+    spares.refill()  # a test is running: nothing raised here
+    with pytest.raises(FileNotFoundError):
+        spares.take()
 
 
 @pytest.mark.parametrize("private", [False, True])

@@ -3,9 +3,9 @@
 Each run:
   * is its own session and process group (start_new_session=True), so one
     signal reaches everything it forked;
-  * writes stdout and stderr to temporary FILES (a pipe nobody drains would
-    block a test that floods 64 MiB); both are streamed through parsers after
-    the run, and only a head and a tail are kept;
+  * writes stdout and stderr to temporary FILES of its own (a pipe nobody
+    drains would block a test that floods 64 MiB; outfiles.py); both are
+    streamed through parsers after the run, and only a head and a tail are kept;
   * gets GPUCONFORM_RUN_TOKEN=<uuid> in its environment, so processes that
     escaped the group (setsid) can still be found in /proc/PID/environ, and
     GPUCONFORM_METRICS_FILE=<temp file> for its metrics;
@@ -34,6 +34,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from .forks import fork_count
 from .metrics import METRICS_ENV, Metric, parse_metrics
+from .outfiles import Pair, Spares, unnamed_files
 from .protocol import FailureScanner, OutputParser, ParsedOutput, parse_list_output
 from .states import signal_name
 
@@ -76,6 +77,8 @@ class ExecOptions:
     # tmp_root is a directory only this run writes in (runtmp.py: mode 0700, made
     # fresh): a metrics file is named there instead of made in a directory of its own
     private_tmp: bool = False
+    # the output files made ahead of need in tmp_root (outfiles.py); None: made per run
+    spares: Spares | None = None
 
 
 @dataclass
@@ -466,6 +469,29 @@ def _capture(fd: int, keep: int) -> Captured:
     return Captured(total, head, tail)
 
 
+def _spares_for(options: ExecOptions, tmp_root: Path | None) -> Spares | None:
+    """options.spares when its files are made where this run's go."""
+    spares = options.spares
+    if spares is None or tmp_root is None or str(tmp_root) != spares.directory:
+        return None
+    return spares
+
+
+@contextmanager
+def _output_files(spares: Spares | None, tmp_root: Path | None) -> Iterator[Pair]:
+    """A run's stdout and stderr files (outfiles.py): from spares, given back
+    to it on the way out; without spares made here and closed."""
+    if spares is None:
+        with unnamed_files(str(tmp_root) if tmp_root else None) as pair:
+            yield pair
+        return
+    pair = spares.take()
+    try:
+        yield pair
+    finally:
+        spares.retire(pair)
+
+
 def _stream(fd: int, sink: Sink, limit: int | None = None) -> None:
     off = 0
     while limit is None or off < limit:
@@ -506,8 +532,8 @@ def run_command(
     # Unnamed files (O_TMPFILE where the filesystem has it): nothing to create
     # or remove in a directory per test, nothing left behind if we die.
     tmp_root = scratch or options.tmp_root
-    tmp_dir = str(tmp_root) if tmp_root else None
-    with tempfile.TemporaryFile(dir=tmp_dir) as fo, tempfile.TemporaryFile(dir=tmp_dir) as fe:
+    spares = _spares_for(options, tmp_root)
+    with _output_files(spares, tmp_root) as (fo, fe):
         res.start = time.time()
         t0 = time.monotonic()
         forks = fork_count()  # last before the spawn: _clean_up's proof that nothing was left
@@ -538,6 +564,8 @@ def run_command(
             pidfd = _pidfd_open(proc.pid)
             if on_spawn is not None:
                 on_spawn(proc.pid)
+            if spares is not None:  # while it runs: the next run's files
+                spares.refill()
             exited = _wait_leader(proc.pid, pidfd, timeout)
             if not exited:
                 res.timed_out = True
@@ -566,12 +594,12 @@ def run_command(
             if pidfd is not None:
                 os.close(pidfd)
         res.end = time.time()
-        res.stdout = _capture(fo.fileno(), options.keep_bytes)
-        res.stderr = _capture(fe.fileno(), options.keep_bytes)
+        res.stdout = _capture(fo, options.keep_bytes)
+        res.stderr = _capture(fe, options.keep_bytes)
         if stdout_sink is not None:
-            _stream(fo.fileno(), stdout_sink, stdout_limit)
+            _stream(fo, stdout_sink, stdout_limit)
         if stderr_sink is not None:
-            _stream(fe.fileno(), stderr_sink)
+            _stream(fe, stderr_sink)
     return res
 
 

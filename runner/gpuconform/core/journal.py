@@ -97,6 +97,8 @@ RUN_FORMAT = "gpuconform-run"
 RUN_VERSION = 1
 RUN_ID_ENV = "GPUCONFORM_RUN_ID"
 EVENTS = ("start", "result", "abort", "resume", "end")
+# One encoder for every line (json.dumps with these arguments makes one a call)
+_LINE = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 
 
 class JournalError(Exception):
@@ -193,7 +195,7 @@ class Journal:
         """One line, whole, or nothing: the copies of a test append from their
         threads. A line that cannot be written (JournalWriteError) is cut away
         again, and the journal takes no more lines."""
-        data = (json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+        data = (_LINE.encode(obj) + "\n").encode("utf-8")
         with self._lock:
             if self.broken is not None:
                 raise self.broken

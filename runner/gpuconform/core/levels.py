@@ -18,12 +18,12 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Container, Iterable
 
 from .optvalues import InputError
 
 __all__ = ["LEVELS", "Level", "LEVEL_ENV", "SOAK_SECONDS_ENV", "SoakPlan", "parse_duration",
-           "list_soaks", "LevelError"]
+           "list_soaks", "plan_soaks", "LevelError"]
 
 LEVEL_ENV = "GPUCONFORM_LEVEL"  # lib/soak.h GC_LEVEL_ENV
 SOAK_SECONDS_ENV = "GPUCONFORM_SOAK_SECONDS"  # lib/soak.h GC_SOAK_SECONDS_ENV
@@ -104,3 +104,23 @@ class SoakPlan:
         if name in self.left:
             self.left.remove(name)
         return secs
+
+
+def plan_soaks(tests: list[str], binaries: Iterable[str], start: float,
+               duration_s: float | None, done: Container[str]
+               ) -> tuple[list[str], SoakPlan, list[str]]:
+    """At level long: tests (BINARY@SUBTEST) with the soaking ones (each of
+    binaries' --list-soak) moved last, in their order; the plan giving each
+    soak not done yet its share of duration_s (default: long's) from start;
+    the notes of the binaries that could not say."""
+    soaking: set[str] = set()
+    notes: list[str] = []
+    for path in sorted(binaries):
+        subs, note = list_soaks(Path(path))
+        if note:
+            notes.append(note)
+        soaking |= {f"{Path(path).name}@{sub}" for sub in subs}
+    soaks = [n for n in tests if n in soaking]
+    duration = duration_s or LEVELS["long"].duration_s or 0.0
+    plan = SoakPlan(start, duration, [n for n in soaks if n not in done])
+    return [n for n in tests if n not in soaking] + soaks, plan, notes
