@@ -20,7 +20,7 @@
 #include "devfd.h"
 #include "gc_nvml.h"
 #include "measure.h"
-#include "session_cases.h"
+#include "contract/session.h"
 #include "soak.h"
 #include "workers.h"
 
@@ -117,6 +117,36 @@ static void fx_teardown(void *data)
 	free(f);
 }
 
+/* ------------------------------------------------------------ the session's calls */
+
+static int nv_init(void *ctx)
+{
+	return ((struct fx *)ctx)->n.fn.init();
+}
+
+static int nv_shutdown(void *ctx)
+{
+	return ((struct fx *)ctx)->n.fn.shutdown();
+}
+
+static const char *nv_status(void *ctx, int r, char *buf, size_t len)
+{
+	return rs(ctx, r, buf, len);
+}
+
+/*
+ * The session contract's table (contract/session.h). Its messages are
+ * nv_ok's: the call named by its C text, its status in a 128-byte buffer,
+ * a shutdown's status asserted.
+ */
+static struct gc_session ses(struct fx *f)
+{
+	return (struct gc_session){ .init_name = "f->n.fn.init()",
+				    .shutdown_name = "f->n.fn.shutdown()", .init = nv_init,
+				    .shutdown = nv_shutdown, .strerror = nv_status,
+				    .status_len = 128, .checked = true, .ctx = f };
+}
+
 /* ------------------------------------------------------------ refcount */
 
 /*
@@ -127,36 +157,69 @@ static void fx_teardown(void *data)
  */
 GC_SESSION_REFCOUNT_CASES(refcount_ks, refcount_one);
 
-static void refcount_one(void *ctx, const unsigned *kp)
+/* What refcount's hooks share: the fixture, and the count's status after the latest shutdown. */
+struct refcount {
+	struct fx *f;
+	gc_nvml_ret r;
+};
+
+/* After the k inits: the device nodes open (once a handle asks for a GPU). */
+static void refcount_opened(void *ctx, unsigned k)
 {
-	struct fx *f = ctx;
-	unsigned k = *kp, n;
-	char b[128], fds[256];
-	gc_nvml_ret r = GC_NVML_SUCCESS;
+	struct fx *f = ((struct refcount *)ctx)->f;
+	char fds[256];
 	gc_nvml_device h;
 
-	for (unsigned i = 0; i < k; i++)
-		nv_ok(f, f->n.fn.init());
 	nv_ok(f, f->n.fn.by_index(0, &h)); /* nvmlInit_v2 attaches a GPU only when asked for one */
 	gc_devfd_list(DEV_PREFIX, fds, sizeof(fds));
 	gc_info("after %u inits: %d device fds (%s), %d before", k, devfds(), fds, f->fds0);
 	gc_assert_f(devfds() > f->fds0, "no " DEV_PREFIX "* fd open in a session");
-	for (unsigned i = 1; i <= k; i++) {
-		nv_ok(f, f->n.fn.shutdown());
-		r = f->n.fn.count(&n);
-		if (i < k) {
-			gc_assert_f(r == GC_NVML_SUCCESS, "shutdown %u of %u: nvmlDeviceGetCount_v2: %s",
-				    i, k, rs(f, r, b, sizeof(b)));
-			gc_assert_f(devfds() > f->fds0, "shutdown %u of %u closed the device nodes",
-				    i, k);
-		}
+}
+
+/* After shutdown i of k: before the k-th, the library answers and the nodes stay open. */
+static void refcount_shut(void *ctx, unsigned i, unsigned k, const char *when)
+{
+	struct refcount *rc = ctx;
+	struct fx *f = rc->f;
+	unsigned n;
+	char b[128];
+	gc_nvml_ret r = f->n.fn.count(&n);
+
+	(void)when;
+	rc->r = r;
+	if (i < k) {
+		gc_assert_f(r == GC_NVML_SUCCESS, "shutdown %u of %u: nvmlDeviceGetCount_v2: %s",
+			    i, k, rs(f, r, b, sizeof(b)));
+		gc_assert_f(devfds() > f->fds0, "shutdown %u of %u closed the device nodes", i, k);
 	}
+}
+
+/* After the k-th: UNINITIALIZED, the nodes back, one shutdown more UNINITIALIZED. */
+static void refcount_closed(void *ctx, unsigned k)
+{
+	struct refcount *rc = ctx;
+	struct fx *f = rc->f;
+	gc_nvml_ret r = rc->r;
+	char b[128];
+
+	(void)k;
 	gc_assert_f(r == GC_NVML_ERROR_UNINITIALIZED, "after the last shutdown "
 		    "nvmlDeviceGetCount_v2: %s, not NVML_ERROR_UNINITIALIZED", rs(f, r, b, sizeof(b)));
 	gc_assert_cmpint(devfds(), ==, f->fds0);
 	r = f->n.fn.shutdown();
 	gc_assert_f(r == GC_NVML_ERROR_UNINITIALIZED, "one shutdown too many: %s",
 		    rs(f, r, b, sizeof(b)));
+}
+
+static void refcount_one(void *ctx, const unsigned *kp)
+{
+	struct fx *f = ctx;
+	const struct gc_session s = ses(f);
+	struct refcount rc = { .f = f, .r = GC_NVML_SUCCESS };
+
+	gc_session_refcount(&s, &(struct gc_session_refcount){
+		.opened = refcount_opened, .shut = refcount_shut, .closed = refcount_closed,
+		.ctx = &rc }, *kp);
 }
 
 static void test_refcount(void *data)
@@ -685,29 +748,36 @@ static void stale_use(void *arg)
 	exit(r != GC_NVML_SUCCESS ? 1 : strcmp(uuid, st->f->dev[0].uuid) == 0 ? 0 : 2);
 }
 
-/*
- * handles-across-cycles: a handle from one session, used after a full
- * shutdown + init (in a forked child: it may fault), names the same device
- * or fails cleanly, never another device; the device found again by UUID
- * has the same PCI bus id and serial.
- */
-static void test_handles(void *data)
+/* The first session's handle: device 0's (nv_ok names the call as it was written). */
+static void handle_take(void *ctx)
 {
-	struct fx *f = data;
-	struct stale st = { .f = f };
-	struct gc_child_status cs;
-	struct ref_dev again;
+	struct stale *p = ctx, st = *p;
+	struct fx *f = st.f;
 
-	nv_ok(f, f->n.fn.init());
 	nv_ok(f, f->n.fn.by_index(0, &st.h));
-	nv_ok(f, f->n.fn.shutdown());
-	nv_ok(f, f->n.fn.init());
+	p->h = st.h;
+}
+
+/* In the next session, the stale handle used in a child: its device, or an error. */
+static void handle_stale(void *ctx)
+{
+	struct stale st = *(struct stale *)ctx;
+	struct gc_child_status cs;
+
 	gc_assert_ok(gc_fork_run(stale_use, &st, 10000, &cs));
 	gc_info("stale handle in a child: %s %d", cs.fate == GC_CHILD_EXITED ? "exit" :
 		cs.fate == GC_CHILD_SIGNALED ? "signal" : "timed out", cs.code);
 	gc_assert_f(cs.fate == GC_CHILD_EXITED && cs.code != 2, "a handle of an ended session %s",
 		    cs.fate == GC_CHILD_EXITED ? "named another device" :
 		    cs.fate == GC_CHILD_SIGNALED ? "crashed the process" : "hung");
+}
+
+/* The device found again by its UUID: the same PCI bus id and serial. */
+static void handle_again(void *ctx)
+{
+	struct fx *f = ((struct stale *)ctx)->f;
+	struct ref_dev again;
+
 	memset(&again, 0, sizeof(again));
 	{
 		gc_nvml_device h;
@@ -721,7 +791,22 @@ static void test_handles(void *data)
 	gc_assert_cmpint(again.serial_ret, ==, f->dev[0].serial_ret);
 	if (again.serial_ret == GC_NVML_SUCCESS)
 		gc_assert_eq_str(again.serial, f->dev[0].serial);
-	nv_ok(f, f->n.fn.shutdown());
+}
+
+/*
+ * handles-across-cycles: a handle from one session, used after a full
+ * shutdown + init (in a forked child: it may fault), names the same device
+ * or fails cleanly, never another device; the device found again by UUID
+ * has the same PCI bus id and serial.
+ */
+static void test_handles(void *data)
+{
+	struct fx *f = data;
+	const struct gc_session s = ses(f);
+	struct stale st = { .f = f };
+
+	gc_session_handles(&s, &(struct gc_session_handles){
+		.take = handle_take, .stale = handle_stale, .again = handle_again, .ctx = &st });
 }
 
 /*
@@ -840,26 +925,26 @@ static void cost_cold(struct fx *f, double *lazy)
 	gc_metric("request-lazy", "ns", GC_LOWER_IS_BETTER, lazy, COST_REPS);
 }
 
-/* Warm, in a held session: an init / shutdown pair, and handle + memory (a persistent request). */
-static void cost_warm(struct fx *f, double *query)
+/* A persistent request: handle + memory, timed. */
+static void cost_request(void *ctx, double *ns)
 {
-	double warm[COST_REPS];
+	struct fx *f = ctx;
+	uint64_t t0 = gc_now_ns();
 	gc_nvml_device h;
 	gc_nvml_memory m;
 
-	nv_ok(f, f->n.fn.init());
-	for (unsigned i = 0; i < COST_REPS; i++) {
-		uint64_t t0 = gc_now_ns();
+	nv_ok(f, f->n.fn.by_uuid(f->dev[0].uuid, &h));
+	nv_ok(f, f->n.fn.memory(h, &m));
+	*ns = ns_since(t0);
+}
 
-		nv_ok(f, f->n.fn.init());
-		nv_ok(f, f->n.fn.shutdown());
-		warm[i] = ns_since(t0);
-		t0 = gc_now_ns();
-		nv_ok(f, f->n.fn.by_uuid(f->dev[0].uuid, &h));
-		nv_ok(f, f->n.fn.memory(h, &m));
-		query[i] = ns_since(t0);
-	}
-	nv_ok(f, f->n.fn.shutdown());
+/* Warm, in a held session: an init / shutdown pair, and handle + memory (a persistent request). */
+static void cost_warm(struct fx *f, double *query)
+{
+	const struct gc_session s = ses(f);
+	double warm[COST_REPS];
+
+	gc_session_cost_warm(&s, cost_request, warm, query, COST_REPS);
 	gc_metric("init-shutdown-warm", "ns", GC_LOWER_IS_BETTER, warm, COST_REPS);
 	gc_metric("query", "ns", GC_LOWER_IS_BETTER, query, COST_REPS);
 }
@@ -910,13 +995,12 @@ static void cost_each_query(struct fx *f)
 static void test_cost(void *data)
 {
 	struct fx *f = data;
-	double lazy[COST_REPS], query[COST_REPS], ratio;
+	double lazy[COST_REPS], query[COST_REPS];
 
 	cost_cold(f, lazy);
 	cost_warm(f, query);
 	cost_each_query(f);
-	ratio = gc_stat_median(lazy, COST_REPS) / gc_stat_median(query, COST_REPS);
-	gc_metric("lazy-over-persistent", "x", GC_LOWER_IS_BETTER, &ratio, 1);
+	gc_session_cost_ratio(lazy, query, COST_REPS);
 	gc_assert_cmpint(devfds(), ==, f->fds0);
 }
 

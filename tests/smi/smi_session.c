@@ -19,7 +19,7 @@
 #include "devfd.h"
 #include "gc_amdgpu.h"
 #include "measure.h"
-#include "session_cases.h"
+#include "contract/session.h"
 
 #define CHILD_TIMEOUT_MS 20000
 
@@ -92,17 +92,46 @@ static void no_device(struct ss_fx *f, int cards, const char *fmt, ...)
 	gc_info("only exclusive-node can run: %s", f->why);
 }
 
+static int ses_init(void *ctx)
+{
+	const struct ss_fx *f = ctx;
+
+	return (int)f->lib.ops->init(f->lib.ctx);
+}
+
+static int ses_shutdown(void *ctx)
+{
+	const struct ss_fx *f = ctx;
+
+	return (int)f->lib.ops->shutdown(f->lib.ctx);
+}
+
+static const char *ses_status(void *ctx, int r, char *buf, size_t len)
+{
+	return ss_rs(ctx, (ss_status)r, buf, len);
+}
+
+/*
+ * The session contract's table (contract/session.h), made when used:
+ * lib.refcounted may be set by the setup's session (amdsmi reads its
+ * version there). A shutdown's message names the step, its status asserted
+ * where the library promises the count, else recorded.
+ */
+static struct gc_session ses(struct ss_fx *f)
+{
+	return (struct gc_session){ .init_name = f->lib.init_call,
+				    .shutdown_name = f->lib.shutdown_call, .init = ses_init,
+				    .shutdown = ses_shutdown, .strerror = ses_status,
+				    .status_len = 192, .checked = f->lib.refcounted,
+				    .drift = GC_SESSION_SHUT_WHEN, .ctx = f };
+}
+
 /* Shut a session down: the status asserted where the library promises the count, else recorded. */
 void ss_shut(struct ss_fx *f, const char *when)
 {
-	ss_status r = f->lib.ops->shutdown(f->lib.ctx);
-	char b[192];
+	const struct gc_session s = ses(f);
 
-	if (f->lib.refcounted)
-		gc_assert_f(r == SS_SUCCESS, "%s: %s: %s", when, f->lib.shutdown_call,
-			    ss_rs(f, r, b, sizeof(b)));
-	else if (r != SS_SUCCESS)
-		gc_info("%s: %s: %s", when, f->lib.shutdown_call, ss_rs(f, r, b, sizeof(b)));
+	gc_session_close(&s, when);
 }
 
 static void ref_take(struct ss_fx *f, unsigned i)
@@ -329,27 +358,44 @@ void ss_extra_shutdown(struct ss_fx *f, const char *after)
  */
 GC_SESSION_REFCOUNT_CASES(refcount_ks, refcount_one);
 
-static void refcount_one(void *ctx, const unsigned *kp)
+/* After the k inits: the session sees the devices; what it holds, recorded. */
+static void refcount_opened(void *ctx, unsigned k)
 {
 	struct ss_fx *f = ctx;
-	unsigned k = *kp;
 	char when[96];
 
-	for (unsigned i = 0; i < k; i++)
-		ss_ok(f, f->lib.init_call, f->lib.ops->init(f->lib.ctx));
 	ss_expect_count(f, "after the inits");
 	snprintf(when, sizeof(when), "after %u inits", k);
 	ss_record_count(f, when);
-	for (unsigned i = 1; i <= k; i++) {
-		snprintf(when, sizeof(when), "shutdown %u of %u", i, k);
-		ss_shut(f, when);
-		if (i < k && f->lib.refcounted)
-			ss_expect_count(f, when);
-		ss_record_count(f, when);
-	}
+}
+
+/* After shutdown i of k: before the k-th, the session answers where the count is promised. */
+static void refcount_shut(void *ctx, unsigned i, unsigned k, const char *when)
+{
+	struct ss_fx *f = ctx;
+
+	if (i < k && f->lib.refcounted)
+		ss_expect_count(f, when);
+	ss_record_count(f, when);
+}
+
+/* After the k-th: the nodes back; one shutdown more, recorded in a child. */
+static void refcount_closed(void *ctx, unsigned k)
+{
+	struct ss_fx *f = ctx;
+
 	gc_assert_f(ss_devfds() == f->fds0, "%d device node fds open after %u inits and as many "
 		    "shutdowns, %d before", ss_devfds(), k, f->fds0);
 	ss_extra_shutdown(f, "after the last shutdown");
+}
+
+static void refcount_one(void *ctx, const unsigned *kp)
+{
+	const struct gc_session s = ses(ctx);
+
+	gc_session_refcount(&s, &(struct gc_session_refcount){
+		.opened = refcount_opened, .shut = refcount_shut, .closed = refcount_closed,
+		.ctx = ctx }, *kp);
 }
 
 void ss_test_refcount(void *data)
@@ -379,9 +425,34 @@ static void stale_use(void *arg)
 	_exit(r != SS_SUCCESS ? 1 : strcmp(id, f->dev[0].id) == 0 ? 0 : 2);
 }
 
-/* The device found again by its id: the reference session's PCI bus id and serial. */
-static void found_again(struct ss_fx *f)
+/* The first session's handle: device 0's, found by its id. */
+static void handle_take(void *ctx)
 {
+	struct stale *st = ctx;
+	const struct ss_fx *f = st->f;
+	const struct ss_lib *l = &f->lib;
+
+	ss_ok(f, l->resolve_call, l->ops->resolve(l->ctx, f->dev[0].id, &st->h));
+}
+
+/* In the next session, the stale handle used in a child: a hang or another device fails. */
+static void handle_stale(void *ctx)
+{
+	struct stale st = *(struct stale *)ctx;
+	struct gc_child_status cs;
+	char b[96];
+
+	gc_assert_ok(gc_fork_run(stale_use, &st, CHILD_TIMEOUT_MS, &cs));
+	gc_info("the child using it %s", ss_fate(&cs, CHILD_TIMEOUT_MS, b, sizeof(b)));
+	gc_assert_f(cs.fate != GC_CHILD_TIMED_OUT, "a handle of an ended session hung");
+	gc_assert_f(cs.fate != GC_CHILD_EXITED || cs.code != 2,
+		    "a handle of an ended session named another device");
+}
+
+/* The device found again by its id: the reference session's PCI bus id and serial. */
+static void handle_again(void *ctx)
+{
+	struct ss_fx *f = ((struct stale *)ctx)->f;
 	const struct ss_lib *l = &f->lib;
 	const struct ss_dev *d = &f->dev[0];
 	struct ss_answer a;
@@ -411,23 +482,14 @@ static void found_again(struct ss_fx *f)
 void ss_test_handles(void *data)
 {
 	struct ss_fx *f = data;
-	const struct ss_lib *l = &f->lib;
+	const struct gc_session s = ses(f);
 	struct stale st = { .f = f };
-	struct gc_child_status cs;
-	char b[96];
 
 	ss_need_ids(f);
-	ss_ok(f, l->init_call, l->ops->init(l->ctx));
-	ss_ok(f, l->resolve_call, l->ops->resolve(l->ctx, f->dev[0].id, &st.h));
-	ss_shut(f, "the session the handle came from");
-	ss_ok(f, l->init_call, l->ops->init(l->ctx));
-	gc_assert_ok(gc_fork_run(stale_use, &st, CHILD_TIMEOUT_MS, &cs));
-	gc_info("the child using it %s", ss_fate(&cs, CHILD_TIMEOUT_MS, b, sizeof(b)));
-	gc_assert_f(cs.fate != GC_CHILD_TIMED_OUT, "a handle of an ended session hung");
-	gc_assert_f(cs.fate != GC_CHILD_EXITED || cs.code != 2,
-		    "a handle of an ended session named another device");
-	found_again(f);
-	ss_shut(f, "the session that found the device again");
+	gc_session_handles(&s, &(struct gc_session_handles){
+		.take = handle_take, .stale = handle_stale, .again = handle_again,
+		.closing = "the session the handle came from",
+		.closing_again = "the session that found the device again", .ctx = &st });
 }
 
 /* ------------------------------------------------------------ cost */
@@ -474,32 +536,31 @@ static void cost_cold(struct ss_fx *f, double *init, double *shutdown, double *l
 }
 
 /*
- * Inside a held session: init and shutdown (warm), then a request. Where
- * the library promises no count, an inner shutdown that ends the held session
- * skips the warm metrics, naming it.
+ * A warm request, inside the held session. Where the library promises no
+ * count, an inner shutdown that ends the held session skips the warm
+ * metrics, naming it.
  */
-static void cost_warm(struct ss_fx *f, double *warm, double *query)
+static void cost_request(void *ctx, double *ns)
 {
+	struct ss_fx *f = ctx;
 	const struct ss_lib *l = &f->lib;
 	char b[192];
+	ss_status r = request(f, ns);
 
-	ss_ok(f, l->init_call, l->ops->init(l->ctx));
-	for (unsigned i = 0; i < COST_REPS; i++) {
-		uint64_t t0 = gc_now_ns();
-		ss_status r;
-
-		ss_ok(f, l->init_call, l->ops->init(l->ctx));
-		ss_shut(f, "a warm session");
-		warm[i] = ns_since(t0);
-		r = request(f, &query[i]);
-		if (r != SS_SUCCESS && !l->refcounted) {
-			l->ops->shutdown(l->ctx);
-			gc_skip("an init and shutdown inside a held session ended it: %s: %s (%s)",
-				l->resolve_call, ss_rs(f, r, b, sizeof(b)), l->count_why);
-		}
-		ss_ok(f, l->resolve_call, r);
+	if (r != SS_SUCCESS && !l->refcounted) {
+		l->ops->shutdown(l->ctx);
+		gc_skip("an init and shutdown inside a held session ended it: %s: %s (%s)",
+			l->resolve_call, ss_rs(f, r, b, sizeof(b)), l->count_why);
 	}
-	ss_shut(f, "the held session");
+	ss_ok(f, l->resolve_call, r);
+}
+
+/* Inside a held session: init and shutdown (warm), then a request. */
+static void cost_warm(struct ss_fx *f, double *warm, double *query)
+{
+	const struct gc_session s = ses(f);
+
+	gc_session_cost_warm(&s, cost_request, warm, query, COST_REPS);
 }
 
 /*
@@ -512,7 +573,7 @@ void ss_test_cost(void *data)
 {
 	struct ss_fx *f = data;
 	double cold_init[COST_REPS], cold_shut[COST_REPS], lazy[COST_REPS];
-	double warm[COST_REPS], query[COST_REPS], ratio;
+	double warm[COST_REPS], query[COST_REPS];
 
 	ss_need_ids(f);
 	cost_cold(f, cold_init, cold_shut, lazy);
@@ -522,7 +583,6 @@ void ss_test_cost(void *data)
 	cost_warm(f, warm, query);
 	gc_metric("init-shutdown-warm", "ns", GC_LOWER_IS_BETTER, warm, COST_REPS);
 	gc_metric("query", "ns", GC_LOWER_IS_BETTER, query, COST_REPS);
-	ratio = gc_stat_median(lazy, COST_REPS) / gc_stat_median(query, COST_REPS);
-	gc_metric("lazy-over-persistent", "x", GC_LOWER_IS_BETTER, &ratio, 1);
+	gc_session_cost_ratio(lazy, query, COST_REPS);
 	gc_assert_cmpint(ss_devfds(), ==, f->fds0);
 }
