@@ -37,6 +37,14 @@ void gc_session_close(const struct gc_session *s, const char *when)
 		gc_info("%s: %s: %s", when, s->shutdown_name, status(s, r, b));
 }
 
+void gc_session_within(const struct gc_session *s, void (*step)(void *ctx), void *ctx,
+		       const char *when)
+{
+	gc_session_open(s);
+	step(ctx);
+	gc_session_close(s, when);
+}
+
 /*
  * refcount: k inits, then k shutdowns; what the session must answer in
  * between is the stack's (rc's hooks).

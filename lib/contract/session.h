@@ -35,6 +35,14 @@
  */
 #define GC_SESSION_SHUT_WHEN 1u
 
+/* The matrices' counts, every stack's. */
+#define GC_SESSION_THREADS 256    /* concurrent-sessions' request threads ... */
+#define GC_SESSION_ROUNDS 1000    /* ... and each one's share of its rounds at standard ... */
+#define GC_SESSION_ROUNDS_QUICK 20 /* ... and at quick */
+#define GC_SESSION_UNPAIRED 64    /* unpaired-init: so many inits, then as many shutdowns */
+#define GC_SESSION_STALL_S 30     /* no round finished anywhere for this long: a deadlock */
+#define GC_SESSION_COST_REPS 200  /* cost: samples of each metric */
+
 /*
  * A stack's side: its init and shutdown, each returning the stack's own
  * status (0 success), named in messages as the stack names them, and the
@@ -59,6 +67,9 @@ struct gc_session {
 void gc_session_open(const struct gc_session *s);
 /* One shutdown, when naming the step (GC_SESSION_SHUT_WHEN's wording only). */
 void gc_session_close(const struct gc_session *s, const char *when);
+/* One session around step(ctx): opened, step, closed (when: the step's name). */
+void gc_session_within(const struct gc_session *s, void (*step)(void *ctx), void *ctx,
+		       const char *when);
 
 /*
  * refcount: k inits (each asserted), opened(ctx, k); then for i = 1..k one

@@ -229,8 +229,8 @@ static void test_refcount(void *data)
 
 /* ------------------------------------------------------------ concurrency */
 
-#define THREADS 256
-#define STALL_S 30 /* no round finished anywhere for this long: a deadlock */
+#define THREADS GC_SESSION_THREADS
+#define STALL_S GC_SESSION_STALL_S
 #define POLL_GAPS 4096
 
 struct worker {
@@ -530,7 +530,8 @@ static void test_concurrent(void *data)
 	pthread_t w;
 
 	s->soak = gc_soak_start(&(struct gc_soak_cfg){
-		.name = "concurrent-sessions", .cycles = THREADS * 1000ul, .quick = THREADS * 20ul,
+		.name = "concurrent-sessions", .cycles = THREADS * (unsigned long)GC_SESSION_ROUNDS,
+		.quick = THREADS * (unsigned long)GC_SESSION_ROUNDS_QUICK,
 		.budget_s = run_level() == GC_LEVEL_QUICK ? CONCURRENT_BUDGET_QUICK_S
 							  : CONCURRENT_BUDGET_S,
 		.cycle = "one thread's round: nvmlInit_v2, a device by UUID and its name, PCI, "
@@ -661,7 +662,7 @@ static void test_contention(void *data)
 
 /* ------------------------------------------------- inits and shutdowns unpaired */
 
-#define UNPAIRED 64
+#define UNPAIRED GC_SESSION_UNPAIRED
 
 struct unpaired {
 	struct shared *s;
@@ -814,14 +815,13 @@ static void test_handles(void *data)
  * NVML_ERROR_NOT_FOUND (nvml.h: "if uuid does not match a valid device"),
  * a malformed one NOT_FOUND or INVALID_ARGUMENT ("if uuid is invalid").
  */
-static void test_unknown_uuid(void *data)
+static void unknown_lookups(void *ctx)
 {
-	struct fx *f = data;
+	struct fx *f = ctx;
 	gc_nvml_device h;
 	gc_nvml_ret r;
 	char b[128];
 
-	nv_ok(f, f->n.fn.init());
 	r = f->n.fn.by_uuid("GPU-00000000-0000-0000-0000-000000000000", &h);
 	gc_info("unknown UUID: %s", rs(f, r, b, sizeof(b)));
 	gc_assert_f(r == GC_NVML_ERROR_NOT_FOUND, "unknown UUID: %s", rs(f, r, b, sizeof(b)));
@@ -829,7 +829,13 @@ static void test_unknown_uuid(void *data)
 	gc_info("malformed UUID: %s", rs(f, r, b, sizeof(b)));
 	gc_assert_f(r == GC_NVML_ERROR_NOT_FOUND || r == GC_NVML_ERROR_INVALID_ARGUMENT,
 		    "malformed UUID: %s", rs(f, r, b, sizeof(b)));
-	nv_ok(f, f->n.fn.shutdown());
+}
+
+static void test_unknown_uuid(void *data)
+{
+	const struct gc_session s = ses(data);
+
+	gc_session_within(&s, unknown_lookups, data, "unknown-uuid");
 }
 
 /* ------------------------------------------------------------ init flags */
@@ -876,7 +882,7 @@ static void test_exclusive_node(void *data)
 
 /* ------------------------------------------------------------ cost */
 
-#define COST_REPS 200
+#define COST_REPS GC_SESSION_COST_REPS
 
 static double ns_since(uint64_t t0)
 {

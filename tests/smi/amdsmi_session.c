@@ -338,18 +338,29 @@ static void expect_no_device(struct afx *x, const char *uuid, const char *what)
  * UUID no device has, and a malformed one, cannot succeed. Which non-zero
  * status each gives is not documented and is recorded.
  */
+struct unknown {
+	struct afx *x;
+	char uuid[SS_ID_LEN];
+};
+
+static void unknown_lookups(void *ctx)
+{
+	struct unknown *u = ctx;
+
+	expect_no_device(u->x, u->uuid, "a UUID no device has");
+	expect_no_device(u->x, "not-a-uuid", "a malformed UUID");
+}
+
 static void test_unknown_uuid(void *data)
 {
-	struct afx *x = data;
-	struct ss_fx *f = &x->ss;
-	char uuid[SS_ID_LEN];
+	struct unknown u = { .x = data };
+	struct ss_fx *f = &u.x->ss;
+	struct gc_session s;
 
 	ss_need_devices(f);
-	ss_unknown_id(f, uuid, sizeof(uuid));
-	ss_ok(f, f->lib.init_call, a_init(&x->a));
-	expect_no_device(x, uuid, "a UUID no device has");
-	expect_no_device(x, "not-a-uuid", "a malformed UUID");
-	ss_shut(f, "unknown-uuid");
+	ss_unknown_id(f, u.uuid, sizeof(u.uuid));
+	s = ss_session(f);
+	gc_session_within(&s, unknown_lookups, &u, "unknown-uuid");
 }
 
 /* ------------------------------------------------------------ init-flags */

@@ -207,18 +207,22 @@ static void fx_teardown(void *data)
  * arguments are not valid") or RSMI_STATUS_NOT_SUPPORTED ("not supported
  * with the given arguments"); which one is recorded.
  */
-static void test_unknown_uuid(void *data)
+struct unknown {
+	struct ss_fx *f;
+	char id[SS_ID_LEN];
+};
+
+static void unknown_lookups(void *ctx)
 {
-	struct ss_fx *f = data;
-	char id[SS_ID_LEN], b[192];
+	struct unknown *u = ctx;
+	struct ss_fx *f = u->f;
+	const char *id = u->id;
+	char b[192];
 	uintptr_t h = UINTPTR_MAX;
 	uint64_t v;
 	unsigned n;
 	ss_status r;
 
-	ss_need_devices(f);
-	ss_unknown_id(f, id, sizeof(id));
-	ss_ok(f, "rsmi_init(0)", rsmi_init(0));
 	r = r_resolve(NULL, id, &h);
 	gc_info("scan for %s: %s", id, gc_rsmi_strerror(r, b, sizeof(b)));
 	gc_assert_f(r == RSMI_STATUS_NOT_FOUND, "scan for %s: %s (index %ju)", id,
@@ -230,7 +234,17 @@ static void test_unknown_uuid(void *data)
 	gc_assert_f(r == RSMI_STATUS_INVALID_ARGS || r == RSMI_STATUS_NOT_SUPPORTED,
 		    "rsmi_dev_unique_id_get(%u) with %u devices: %s", n, n,
 		    gc_rsmi_strerror(r, b, sizeof(b)));
-	ss_shut(f, "unknown-uuid");
+}
+
+static void test_unknown_uuid(void *data)
+{
+	struct unknown u = { .f = data };
+	struct gc_session s;
+
+	ss_need_devices(u.f);
+	ss_unknown_id(u.f, u.id, sizeof(u.id));
+	s = ss_session(u.f);
+	gc_session_within(&s, unknown_lookups, &u, "unknown-uuid");
 }
 
 /* ------------------------------------------------------------ init-flags */

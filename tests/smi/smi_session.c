@@ -112,12 +112,11 @@ static const char *ses_status(void *ctx, int r, char *buf, size_t len)
 }
 
 /*
- * The session contract's table (contract/session.h), made when used:
- * lib.refcounted may be set by the setup's session (amdsmi reads its
- * version there). A shutdown's message names the step, its status asserted
- * where the library promises the count, else recorded.
+ * amdsmi reads its version, and so lib.refcounted, in the setup's session.
+ * A shutdown's message names the step, its status asserted where the
+ * library promises the count, else recorded.
  */
-static struct gc_session ses(struct ss_fx *f)
+struct gc_session ss_session(struct ss_fx *f)
 {
 	return (struct gc_session){ .init_name = f->lib.init_call,
 				    .shutdown_name = f->lib.shutdown_call, .init = ses_init,
@@ -129,7 +128,7 @@ static struct gc_session ses(struct ss_fx *f)
 /* Shut a session down: the status asserted where the library promises the count, else recorded. */
 void ss_shut(struct ss_fx *f, const char *when)
 {
-	const struct gc_session s = ses(f);
+	const struct gc_session s = ss_session(f);
 
 	gc_session_close(&s, when);
 }
@@ -391,7 +390,7 @@ static void refcount_closed(void *ctx, unsigned k)
 
 static void refcount_one(void *ctx, const unsigned *kp)
 {
-	const struct gc_session s = ses(ctx);
+	const struct gc_session s = ss_session(ctx);
 
 	gc_session_refcount(&s, &(struct gc_session_refcount){
 		.opened = refcount_opened, .shut = refcount_shut, .closed = refcount_closed,
@@ -482,7 +481,7 @@ static void handle_again(void *ctx)
 void ss_test_handles(void *data)
 {
 	struct ss_fx *f = data;
-	const struct gc_session s = ses(f);
+	const struct gc_session s = ss_session(f);
 	struct stale st = { .f = f };
 
 	ss_need_ids(f);
@@ -494,7 +493,7 @@ void ss_test_handles(void *data)
 
 /* ------------------------------------------------------------ cost */
 
-#define COST_REPS 200
+#define COST_REPS GC_SESSION_COST_REPS
 
 static double ns_since(uint64_t t0)
 {
@@ -558,7 +557,7 @@ static void cost_request(void *ctx, double *ns)
 /* Inside a held session: init and shutdown (warm), then a request. */
 static void cost_warm(struct ss_fx *f, double *warm, double *query)
 {
-	const struct gc_session s = ses(f);
+	const struct gc_session s = ss_session(f);
 
 	gc_session_cost_warm(&s, cost_request, warm, query, COST_REPS);
 }

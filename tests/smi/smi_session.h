@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "contract/session.h"
 #include "core.h"
 
 typedef uint32_t ss_status; /* rsmi_status_t, amdsmi_status_t: 0 is success in both */
@@ -117,6 +118,12 @@ bool ss_may_release(const struct ss_fx *f); /* teardown may close the library */
 
 void ss_need_devices(const struct ss_fx *f);
 void ss_need_ids(const struct ss_fx *f); /* ... and ids that tell the devices apart */
+/*
+ * The session contract's table of the library's init and shutdown
+ * (contract/session.h), made when used: lib.refcounted may be set by the
+ * setup's session.
+ */
+struct gc_session ss_session(struct ss_fx *f);
 /* Shut a session down: the status asserted where lib.refcounted, else recorded when not success. */
 void ss_shut(struct ss_fx *f, const char *when);
 /* A session is open: the library sees as many devices as the reference session saw. */

@@ -26,11 +26,11 @@
 #include "soak.h"
 #include "workers.h"
 
-#define THREADS 256
-#define UNPAIRED 64
-#define ROUNDS 1000      /* each thread's share of concurrent-sessions' rounds at standard */
-#define ROUNDS_QUICK 20
-#define STALL_S 30
+#define THREADS GC_SESSION_THREADS
+#define UNPAIRED GC_SESSION_UNPAIRED
+#define ROUNDS GC_SESSION_ROUNDS
+#define ROUNDS_QUICK GC_SESSION_ROUNDS_QUICK
+#define STALL_S GC_SESSION_STALL_S
 #define TALLY 32
 #define POLL_US 1000
 
