@@ -10,10 +10,20 @@
 
 #include "core.h"
 #include "measure.h"
+#include "soak.h"
 
 static const char *status(const struct gc_session *s, int r, char *buf)
 {
 	return s->strerror(s->ctx, r, buf, s->status_len);
+}
+
+struct gc_soak *gc_session_soak_start(double budget_s, const char *cycle)
+{
+	return gc_soak_start(&(struct gc_soak_cfg){
+		.name = "concurrent-sessions",
+		.cycles = GC_SESSION_THREADS * (unsigned long)GC_SESSION_ROUNDS,
+		.quick = GC_SESSION_THREADS * (unsigned long)GC_SESSION_ROUNDS_QUICK,
+		.budget_s = budget_s, .cycle = cycle });
 }
 
 void gc_session_open(const struct gc_session *s)

@@ -63,6 +63,15 @@ struct gc_session {
 
 #define GC_SESSION_STATUS_MAX 192
 
+struct gc_soak;
+
+/*
+ * concurrent-sessions' soak: GC_SESSION_THREADS threads sharing
+ * GC_SESSION_ROUNDS (quick: GC_SESSION_ROUNDS_QUICK) rounds each; budget_s
+ * (0: none) also ends it at quick and standard; cycle says what a round is.
+ */
+struct gc_soak *gc_session_soak_start(double budget_s, const char *cycle);
+
 /* One init: success, asserted ("<init_name>: <status>"). */
 void gc_session_open(const struct gc_session *s);
 /* One shutdown, when naming the step (GC_SESSION_SHUT_WHEN's wording only). */

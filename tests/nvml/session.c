@@ -529,13 +529,10 @@ static void test_concurrent(void *data)
 	unsigned long rounds, lo, hi;
 	pthread_t w;
 
-	s->soak = gc_soak_start(&(struct gc_soak_cfg){
-		.name = "concurrent-sessions", .cycles = THREADS * (unsigned long)GC_SESSION_ROUNDS,
-		.quick = THREADS * (unsigned long)GC_SESSION_ROUNDS_QUICK,
-		.budget_s = run_level() == GC_LEVEL_QUICK ? CONCURRENT_BUDGET_QUICK_S
-							  : CONCURRENT_BUDGET_S,
-		.cycle = "one thread's round: nvmlInit_v2, a device by UUID and its name, PCI, "
-			 "memory, serial, temperature and utilization checked, nvmlShutdown" });
+	s->soak = gc_session_soak_start(run_level() == GC_LEVEL_QUICK ? CONCURRENT_BUDGET_QUICK_S
+								      : CONCURRENT_BUDGET_S,
+		"one thread's round: nvmlInit_v2, a device by UUID and its name, PCI, memory, "
+		"serial, temperature and utilization checked, nvmlShutdown");
 	gc_assert(pthread_create(&w, NULL, watcher, s) == 0);
 	run_workers(s);
 	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);

@@ -28,8 +28,6 @@
 
 #define THREADS GC_SESSION_THREADS
 #define UNPAIRED GC_SESSION_UNPAIRED
-#define ROUNDS GC_SESSION_ROUNDS
-#define ROUNDS_QUICK GC_SESSION_ROUNDS_QUICK
 #define STALL_S GC_SESSION_STALL_S
 #define TALLY 32
 #define POLL_US 1000
@@ -412,11 +410,8 @@ void ss_test_concurrent(void *data)
 
 	ss_need_ids(f);
 	run = run_new(f, THREADS + 1);
-	run->soak = gc_soak_start(&(struct gc_soak_cfg){
-		.name = "concurrent-sessions", .cycles = THREADS * (unsigned long)ROUNDS,
-		.quick = THREADS * (unsigned long)ROUNDS_QUICK,
-		.cycle = "one thread's round: init, a device by its id and its name, serial, PCI "
-			 "bus, VRAM, temperature and busy percent compared, shutdown" });
+	run->soak = gc_session_soak_start(0, "one thread's round: init, a device by its id and "
+		"its name, serial, PCI bus, VRAM, temperature and busy percent compared, shutdown");
 	concurrent_run(run);
 	expected = gc_soak_count(run->soak);
 	gc_soak_end(run->soak);
