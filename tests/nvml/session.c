@@ -625,6 +625,7 @@ static void contention_one(void *ctx, const struct contention_case *c)
 {
 	struct fx *f = ctx;
 	struct shared *s = shared_new(f, c->kind, c->threads, CONTENTION_ROUNDS);
+	const struct gc_session se = ses(f);
 	double budget_s = run_level() == GC_LEVEL_QUICK ? CONTENTION_BUDGET_QUICK_S
 							 : CONTENTION_BUDGET_S;
 	unsigned long rounds;
@@ -632,7 +633,7 @@ static void contention_one(void *ctx, const struct contention_case *c)
 	double per_round;
 	pthread_t w;
 
-	nv_ok(f, f->n.fn.init());
+	gc_session_open(&se);
 	if (c->watched)
 		gc_assert(pthread_create(&w, NULL, watcher, s) == 0);
 	t0 = gc_now_ns();
@@ -641,7 +642,7 @@ static void contention_one(void *ctx, const struct contention_case *c)
 	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
 	if (c->watched)
 		pthread_join(w, NULL);
-	nv_ok(f, f->n.fn.shutdown());
+	gc_session_close(&se, "the held session");
 	gc_problems_assert_none(&s->pr);
 	rounds = gc_progress_rounds(&s->pg);
 	per_round = rounds ? (double)(s->t_end - t0) / (double)rounds : NAN;
@@ -852,6 +853,7 @@ GC_VARIANTS(struct flag_case, flag_cases, flag_one) = {
 static void flag_one(void *ctx, const struct flag_case *c)
 {
 	struct fx *f = ctx;
+	const struct gc_session s = ses(f);
 	char fds[256], b[128];
 	unsigned n = 0;
 	gc_nvml_ret r;
@@ -861,7 +863,7 @@ static void flag_one(void *ctx, const struct flag_case *c)
 	r = f->n.fn.count(&n);
 	gc_info("nvmlInitWithFlags(%u): %d device fds (%s); nvmlDeviceGetCount_v2: %s, %u", c->flags,
 		devfds(), fds, rs(f, r, b, sizeof(b)), n);
-	nv_ok(f, f->n.fn.shutdown());
+	gc_session_close(&s, "init-flags");
 	gc_assert_cmpint(devfds(), ==, f->fds0);
 }
 
@@ -903,6 +905,7 @@ static double lap(uint64_t *t0)
  */
 static void cost_cold(struct fx *f, double *lazy)
 {
+	const struct gc_session s = ses(f);
 	double init[COST_REPS], first[COST_REPS], shut[COST_REPS];
 	gc_nvml_device h;
 	gc_nvml_memory m;
@@ -910,13 +913,13 @@ static void cost_cold(struct fx *f, double *lazy)
 	for (unsigned i = 0; i < COST_REPS; i++) {
 		uint64_t t0 = gc_now_ns(), t1, t2, t3;
 
-		nv_ok(f, f->n.fn.init());
+		gc_session_open(&s);
 		t1 = gc_now_ns();
 		nv_ok(f, f->n.fn.by_uuid(f->dev[0].uuid, &h));
 		t2 = gc_now_ns();
 		nv_ok(f, f->n.fn.memory(h, &m));
 		t3 = gc_now_ns();
-		nv_ok(f, f->n.fn.shutdown());
+		gc_session_close(&s, "a cold session");
 		init[i] = (double)(t1 - t0);
 		first[i] = (double)(t2 - t1);
 		shut[i] = ns_since(t3);
@@ -955,6 +958,7 @@ static void cost_warm(struct fx *f, double *query)
 /* Each query of a request alone, in a held session: where a request's time goes. */
 static void cost_each_query(struct fx *f)
 {
+	const struct gc_session s = ses(f);
 	double t[6][COST_REPS];
 	static const char *const names[6] = { "query-name", "query-pci", "query-memory",
 					      "query-serial", "query-temperature",
@@ -966,7 +970,7 @@ static void cost_each_query(struct fx *f)
 	gc_nvml_pci pci;
 	unsigned temp;
 
-	nv_ok(f, f->n.fn.init());
+	gc_session_open(&s);
 	nv_ok(f, f->n.fn.by_uuid(f->dev[0].uuid, &h));
 	for (unsigned i = 0; i < COST_REPS; i++) {
 		uint64_t t0 = gc_now_ns();
@@ -984,7 +988,7 @@ static void cost_each_query(struct fx *f)
 		f->n.fn.utilization(h, &u);
 		t[5][i] = lap(&t0);
 	}
-	nv_ok(f, f->n.fn.shutdown());
+	gc_session_close(&s, "the held session");
 	for (unsigned q = 0; q < 6; q++)
 		gc_metric(names[q], "ns", GC_LOWER_IS_BETTER, t[q], COST_REPS);
 }

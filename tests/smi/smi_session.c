@@ -518,15 +518,15 @@ static ss_status request(struct ss_fx *f, double *ns)
 /* Per-request sessions from zero: init, request, shutdown, each timed. */
 static void cost_cold(struct ss_fx *f, double *init, double *shutdown, double *lazy)
 {
-	const struct ss_lib *l = &f->lib;
+	const struct gc_session s = ss_session(f);
 	double req;
 
 	for (unsigned i = 0; i < COST_REPS; i++) {
 		uint64_t t0 = gc_now_ns();
 
-		ss_ok(f, l->init_call, l->ops->init(l->ctx));
+		gc_session_open(&s);
 		init[i] = ns_since(t0);
-		ss_ok(f, l->resolve_call, request(f, &req));
+		ss_ok(f, f->lib.resolve_call, request(f, &req));
 		t0 = gc_now_ns();
 		ss_shut(f, "a cold session");
 		shutdown[i] = ns_since(t0);

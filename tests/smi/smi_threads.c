@@ -356,13 +356,14 @@ static void report_tally(struct run *run, const char *phase)
 static void fresh_session(struct ss_fx *f)
 {
 	const struct ss_lib *l = &f->lib;
+	const struct gc_session s = ss_session(f);
 	struct ss_answer a;
 	char b[400];
 	uintptr_t h;
 	bool wrong;
 	int q;
 
-	ss_ok(f, l->init_call, l->ops->init(l->ctx));
+	gc_session_open(&s);
 	ss_expect_count(f, "a session after the threads");
 	for (unsigned i = 0; i < f->n; i++) {
 		ss_ok(f, l->resolve_call, l->ops->resolve(l->ctx, f->dev[i].id, &h));
