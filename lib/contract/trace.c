@@ -130,6 +130,25 @@ void gc_trace_cycles(const struct gc_soak_cfg *cfg, struct gc_trace_windows *w,
 	gc_soak_end(s);
 }
 
+void gc_trace_attach_detach(const struct gc_gap_dev *d, const struct gc_shape *sh, void *graph,
+			    const struct gc_trace_attach *a)
+{
+	struct gc_gap_stats before, after;
+	pthread_t th;
+
+	before = gc_gaps_measure(d, sh, graph, GC_TRACE_LAUNCHES, "graph", NULL);
+	if (a->start)
+		a->start(a->ctx);
+	gc_assert(pthread_create(&th, NULL, a->launcher, a->arg) == 0);
+	gc_trace_cycles(&a->soak, a->w, a->cycle, a->ctx);
+	gc_trace_join(th, a->stop, a->watchdog_s);
+	a->records(a->ctx, &before);
+	after = gc_gaps_measure(d, sh, graph, GC_TRACE_LAUNCHES, "graph-detached", NULL);
+	gc_gap_ratios("detached", sh->name, &after, &before, false);
+	if (a->verdict)
+		a->verdict(a->ctx);
+}
+
 void gc_trace_join(pthread_t th, int *stop, int watchdog_s)
 {
 	struct timespec dl;

@@ -135,4 +135,37 @@ void gc_trace_cycles(const struct gc_soak_cfg *cfg, struct gc_trace_windows *w,
  */
 void gc_trace_join(pthread_t th, int *stop, int watchdog_s);
 
+/*
+ * attach-detach, the vendor's side: a thread that keeps launching the
+ * graph (launcher(arg), stopping once *stop is set), the soak of enabled
+ * windows (soak, cycle(ctx, stamps) into w) and the checks. ctx is the
+ * vendor's.
+ */
+struct gc_trace_attach {
+	void *(*launcher)(void *arg);
+	void *arg;
+	int *stop;
+	int watchdog_s;
+	struct gc_soak_cfg soak;
+	struct gc_trace_windows *w;
+	void (*cycle)(void *ctx, uint64_t *stamps);
+	void *ctx;
+	/* NULL, or what comes before the launcher starts (records so far dropped). */
+	void (*start)(void *ctx);
+	/* Take the soak's records and check them (before: the untraced gaps). */
+	void (*records)(void *ctx, const struct gc_gap_stats *before);
+	/* NULL, or the checks that come after the detached gaps are reported. */
+	void (*verdict)(void *ctx);
+};
+
+/*
+ * attach-detach: GC_TRACE_LAUNCHES untraced launches of graph ("graph"),
+ * the soak while the launcher launches, the launcher stopped (a hang fails),
+ * the records checked, GC_TRACE_LAUNCHES launches after the last detach
+ * ("graph-detached") and their gaps over the untraced ones as ratios
+ * ("detached"), then the verdict.
+ */
+void gc_trace_attach_detach(const struct gc_gap_dev *d, const struct gc_shape *sh, void *graph,
+			    const struct gc_trace_attach *a);
+
 #endif

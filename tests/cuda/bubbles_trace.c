@@ -695,10 +695,18 @@ static void check_windows(struct gc_cupti_take *t, const struct launcher *l,
 	free(per);
 }
 
+/* attach-detach's state, for its soak's cycles, its records and its verdict. */
+struct ad {
+	struct gc_cupti *cp;
+	struct launcher *l;
+	struct gc_trace_windows *w;
+	struct window_check wc;
+};
+
 /* One cycle: both kinds enabled for 2 ms, disabled, 1 ms off; its 32 bytes of stamps into w. */
 static void switch_cycle(void *ctx, uint64_t *w)
 {
-	struct gc_cupti *cp = ctx;
+	struct gc_cupti *cp = ((struct ad *)ctx)->cp;
 
 	cp->cuptiGetTimestamp(&w[0]);
 	bx_cupti_switch(cp, CUPTI_ACTIVITY_KIND_DRIVER, true);
@@ -719,15 +727,37 @@ static size_t records_held(void *arg)
 	return gc_cupti_held_bytes();
 }
 
-/* The level's cycles (a soak), while the launcher launches. */
-static void switch_cycles(struct bx *b, struct gc_cupti *cp, struct gc_trace_windows *w)
+/* The soak's records: some, each checked against the windows (check_windows). */
+static void ad_records(void *ctx, const struct gc_gap_stats *before)
 {
-	gc_trace_cycles(&(struct gc_soak_cfg){
-		.name = "attach-detach", .cycles = CYCLES, .quick = CYCLES_QUICK,
-		.cycle = "CUPTI concurrent-kernel and driver-API tracing enabled for 2 ms and "
-			 "disabled for 1 ms while a thread launches chain16",
-		.dev_used = gc_cuda_soak_dev0, .dev_arg = b->cu, .held_bytes = records_held },
-			w, switch_cycle, cp);
+	struct ad *a = ctx;
+	struct gc_cupti_take t;
+
+	(void)before;
+	gc_assert(gc_cupti_flush(a->cp) == 0);
+	gc_cupti_take(&t);
+	if (a->l->launches == MAX_LAUNCHES)
+		gc_info("the launcher stopped at %u launches (its bookkeeping); later windows had "
+			"no launch in flight", MAX_LAUNCHES);
+	gc_assert_f(t.nk > 0, "no record in %zu enabled windows of 2 ms", a->w->n);
+	check_windows(&t, a->l, a->w, &a->wc);
+	gc_cupti_take_free(&t);
+}
+
+static void ad_verdict(void *ctx)
+{
+	const struct window_check wc = ((struct ad *)ctx)->wc; /* a copy: the messages name wc. */
+
+	gc_assert_f(wc.missing == 0, "%u kernel records missing from %u launches made and "
+		    "finished while tracing was on", wc.missing, wc.inside);
+	gc_assert_f(wc.orphans <= 16 * wc.straddles, "%u kernel records belong to no recorded "
+		    "launch call, more than the %u launch calls that overlapped a switch explain "
+		    "(made while tracing was off); the first: %s", wc.orphans, wc.straddles,
+		    wc.first);
+	gc_assert_f(wc.outside == 0, "%u kernel records belong to launch calls made in no enabled "
+		    "window", wc.outside);
+	gc_assert_f(wc.early == 0, "%u kernel records start before their launch call began",
+		    wc.early);
 }
 
 /*
@@ -748,13 +778,10 @@ void test_attach_detach(void *data)
 	struct bx *b = data;
 	const struct gc_shape *sh = gc_shape_get("chain16");
 	struct launcher l = { .b = b };
-	struct gc_gap_stats before, after;
-	struct gc_cupti_take t;
-	struct window_check wc;
 	struct gc_trace_windows *w = calloc(1, sizeof(*w));
 	struct gc_cupti cp;
+	struct ad ad = { .cp = &cp, .l = &l, .w = w };
 	struct bx_graph gr;
-	pthread_t th;
 
 	bx_cupti_up(&cp);
 	l.c = &cp;
@@ -764,30 +791,15 @@ void test_attach_detach(void *data)
 	memset(l.t, 0, (size_t)MAX_LAUNCHES * 3 * sizeof(*l.t)); /* resident before the soak */
 	bx_graph_build(b, sh, &gr);
 	l.gr = &gr;
-	before = gc_gaps_measure(&b->dev, sh, &gr, TRACE_LAUNCHES, "graph", NULL);
-	gc_assert(pthread_create(&th, NULL, launcher_thread, &l) == 0);
-	switch_cycles(b, &cp, w);
-	gc_trace_join(th, &l.stop, 10);
-	gc_assert(gc_cupti_flush(&cp) == 0);
-	gc_cupti_take(&t);
-	if (l.launches == MAX_LAUNCHES)
-		gc_info("the launcher stopped at %u launches (its bookkeeping); later windows had "
-			"no launch in flight", MAX_LAUNCHES);
-	gc_assert_f(t.nk > 0, "no record in %zu enabled windows of 2 ms", w->n);
-	check_windows(&t, &l, w, &wc);
-	gc_cupti_take_free(&t);
-	after = gc_gaps_measure(&b->dev, sh, &gr, TRACE_LAUNCHES, "graph-detached", NULL);
-	gc_gap_ratios("detached", sh->name, &after, &before, false);
-	gc_assert_f(wc.missing == 0, "%u kernel records missing from %u launches made and "
-		    "finished while tracing was on", wc.missing, wc.inside);
-	gc_assert_f(wc.orphans <= 16 * wc.straddles, "%u kernel records belong to no recorded "
-		    "launch call, more than the %u launch calls that overlapped a switch explain "
-		    "(made while tracing was off); the first: %s", wc.orphans, wc.straddles,
-		    wc.first);
-	gc_assert_f(wc.outside == 0, "%u kernel records belong to launch calls made in no enabled "
-		    "window", wc.outside);
-	gc_assert_f(wc.early == 0, "%u kernel records start before their launch call began",
-		    wc.early);
+	gc_trace_attach_detach(&b->dev, sh, &gr, &(struct gc_trace_attach){
+		.launcher = launcher_thread, .arg = &l, .stop = &l.stop, .watchdog_s = 10,
+		.soak = { .name = "attach-detach", .cycles = CYCLES, .quick = CYCLES_QUICK,
+			  .cycle = "CUPTI concurrent-kernel and driver-API tracing enabled for 2 "
+				   "ms and disabled for 1 ms while a thread launches chain16",
+			  .dev_used = gc_cuda_soak_dev0, .dev_arg = b->cu,
+			  .held_bytes = records_held },
+		.w = w, .cycle = switch_cycle, .ctx = &ad, .records = ad_records,
+		.verdict = ad_verdict });
 	bx_graph_free(b, &gr);
 	free(l.t);
 	free(w->w);

@@ -877,10 +877,18 @@ static void check_windows(const struct hb_take *t, const struct gc_trace_windows
 	}
 }
 
+/* attach-detach's state, for its soak's cycles and its records. */
+struct ad {
+	struct hb *b;
+	struct hb_prof *p;
+	struct launcher *l;
+	struct gc_trace_windows *w;
+};
+
 /* One cycle: the context started for 2 ms, stopped, 1 ms off; its 16 bytes of stamps into w. */
 static void switch_cycle(void *ctx, uint64_t *w)
 {
-	struct hb_prof *p = ctx;
+	struct hb_prof *p = ((struct ad *)ctx)->p;
 
 	w[0] = rp_now(p);
 	ctx_switch(p, true);
@@ -902,23 +910,33 @@ static long long dev_used(void *arg)
 	return (long long)(total_b - free_b);
 }
 
-/* The level's cycles (a soak), while the launcher launches. */
-static void switch_cycles(struct hb *b, struct hb_prof *p, struct gc_trace_windows *w)
+/* Records so far dropped, before the launcher starts. */
+static void ad_start(void *ctx)
 {
-	gc_trace_cycles(&(struct gc_soak_cfg){
-		.name = "attach-detach", .cycles = CYCLES, .quick = CYCLES_QUICK,
-		.cycle = "rocprofiler-sdk kernel-dispatch tracing context started for 2 ms and "
-			 "stopped for 1 ms while a thread launches chain16",
-		.dev_used = dev_used, .dev_arg = b }, w, switch_cycle, p);
+	struct hb_take t;
+
+	collect(((struct ad *)ctx)->p, 0, 0, &t);
+	free(t.r);
 }
 
-static void join_launcher(struct hb *b, pthread_t th, struct launcher *l)
+/* The launcher never failed; the soak's records: some, each in an enabled window. */
+static void ad_records(void *ctx, const struct gc_gap_stats *before)
 {
+	struct ad *a = ctx;
+	const struct launcher *l = a->l;
+	struct hb_take t;
 	char err[160];
 
-	gc_trace_join(th, &l->stop, HB_WATCHDOG_S);
 	gc_assert_f(l->err == hipSuccess, "launch %u failed while tracing toggled: %s",
-		    l->launches, gc_hip_errstr(b->hip, l->err, err, sizeof(err)));
+		    l->launches, gc_hip_errstr(a->b->hip, l->err, err, sizeof(err)));
+	collect(a->p, 0, 1, &t);
+	/* tail: the longest untraced device span of one launch, twice */
+	check_windows(&t, a->w, (uint64_t)(2 * before->span_max_us * 1e3));
+	gc_info("%zu attach/detach cycles over %u launches%s: %zu kernel records, all inside "
+		"enabled windows", a->w->n, l->launches, l->launches == MAX_LAUNCHES ?
+		" (the launcher's limit: later windows had no launch in flight)" : "", t.n);
+	gc_assert_f(t.n > 0, "no record in %zu enabled windows of 2 ms", a->w->n);
+	free(t.r);
 }
 
 /*
@@ -937,30 +955,21 @@ void hb_test_attach_detach(struct hb *b)
 	const struct gc_shape *sh = gc_shape_get("chain16");
 	struct launcher l = { .b = b };
 	struct gc_trace_windows w = { .width = WINDOW_STAMPS };
-	struct gc_gap_stats before, after;
+	struct ad ad = { .b = b, .p = p, .l = &l, .w = &w };
 	struct hb_graph gr;
-	struct hb_take t;
-	pthread_t th;
 
 	hb_graph_build(b, sh, &gr);
 	l.gr = &gr;
-	before = gc_gaps_measure(&b->dev, sh, &gr, TRACE_LAUNCHES, "graph", NULL);
-	collect(p, 0, 0, &t);
-	free(t.r);
-	gc_assert(pthread_create(&th, NULL, launcher_thread, &l) == 0);
-	switch_cycles(b, p, &w);
-	join_launcher(b, th, &l);
-	collect(p, 0, 1, &t);
-	/* tail: the longest untraced device span of one launch, twice */
-	check_windows(&t, &w, (uint64_t)(2 * before.span_max_us * 1e3));
-	gc_info("%zu attach/detach cycles over %u launches%s: %zu kernel records, all inside "
-		"enabled windows", w.n, l.launches, l.launches == MAX_LAUNCHES ? " (the launcher's "
-		"limit: later windows had no launch in flight)" : "", t.n);
-	gc_assert_f(t.n > 0, "no record in %zu enabled windows of 2 ms", w.n);
-	free(t.r);
+	gc_trace_attach_detach(&b->dev, sh, &gr, &(struct gc_trace_attach){
+		.launcher = launcher_thread, .arg = &l, .stop = &l.stop,
+		.watchdog_s = HB_WATCHDOG_S,
+		.soak = { .name = "attach-detach", .cycles = CYCLES, .quick = CYCLES_QUICK,
+			  .cycle = "rocprofiler-sdk kernel-dispatch tracing context started for 2 "
+				   "ms and stopped for 1 ms while a thread launches chain16",
+			  .dev_used = dev_used, .dev_arg = b },
+		.w = &w, .cycle = switch_cycle, .ctx = &ad, .start = ad_start,
+		.records = ad_records });
 	free(w.w);
-	after = gc_gaps_measure(&b->dev, sh, &gr, TRACE_LAUNCHES, "graph-detached", NULL);
-	gc_gap_ratios("detached", sh->name, &after, &before, false);
 	hb_graph_free(b, &gr);
 }
 
