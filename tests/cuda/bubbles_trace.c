@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "bubbles.h"
+#include "contract/trace.h"
 #include "dl.h"
 #include "gc_cupti.h"
 #include "prof_sessions.h"
@@ -32,7 +33,7 @@
 #define GC_CUDA_RT_DIR "/usr/local/cuda"
 #endif
 
-#define TRACE_LAUNCHES 100     /* launches per shape under a profiler */
+#define TRACE_LAUNCHES GC_TRACE_LAUNCHES
 #define BRACKET_SLACK_NS 100   /* clock steps of both sides (32 ns on H100) */
 #define BRACKET_DRIFT_PPM 50   /* the two clocks' drift inside one launch (12-20 ppm seen) */
 #define MIN_I64(a, b) ((a) < (b) ? (a) : (b))
@@ -64,7 +65,7 @@ static const char *mode_name(CUpti_ActivityKind kind)
 /* -------------------------------------------------------- completeness */
 
 struct launch_stamps {
-	uint64_t *st; /* 2 per kernel, per launch */
+	const uint64_t *st; /* 2 per kernel, per launch */
 	unsigned n;   /* kernels per launch */
 };
 
@@ -286,6 +287,9 @@ struct tcase {
 	struct gc_cupti *c;
 	struct gc_cupti_clones *w;
 	CUpti_ActivityKind kind;
+	size_t since;          /* clones seen before the case's graph was built */
+	struct node_ids ids;   /* the ids its records may name */
+	struct gc_cupti_take t;
 };
 
 #define MAX_COPIES 8 /* ids kept per template node: its own and its copies' */
@@ -310,51 +314,111 @@ static void node_ids(struct tcase *c, const struct bx_graph *gr, size_t since,
 	qsort(ids->v, ids->n, sizeof(*ids->v), cmp_node_id);
 }
 
-static void traced_case(void *ctx, const struct gc_shape *sh)
+/* CUPTI's side of lib/contract/trace.h, over a struct tcase. */
+static void trace_begin(void *ctx, const struct gc_shape *sh)
 {
 	struct tcase *c = ctx;
-	struct launch_stamps ls = { .n = sh->kernels };
-	struct gc_cupti_take t;
-	struct gc_gap_stats plain, traced;
-	size_t since = gc_cupti_clones_seen(c->w);
-	struct bx_graph gr;
-	struct node_ids ids;
 
+	c->since = gc_cupti_clones_seen(c->w);
 	c->sh = sh;
-	bx_graph_build(c->b, c->sh, &gr);
-	ls.st = malloc((size_t)TRACE_LAUNCHES * 2 * ls.n * 8);
-	gc_assert(ls.st);
-	node_ids(c, &gr, since, &ids);
-	plain = gc_gaps_measure(&c->b->dev, c->sh, &gr, TRACE_LAUNCHES, "graph", NULL);
+}
+
+static void trace_built(void *ctx, const struct gc_shape *sh, void *graph)
+{
+	(void)sh;
+	node_ids(ctx, graph, ((struct tcase *)ctx)->since, &((struct tcase *)ctx)->ids);
+}
+
+static void trace_drain(void *ctx)
+{
+	struct tcase *c = ctx;
+	struct gc_cupti_take t;
+
 	gc_cupti_flush(c->c);
 	gc_cupti_take(&t);
 	gc_cupti_take_free(&t);
-	bx_cupti_switch(c->c, c->kind, true);
-	traced = gc_gaps_measure(&c->b->dev, c->sh, &gr, TRACE_LAUNCHES, mode_name(c->kind),
-				 ls.st);
-	bx_cupti_switch(c->c, c->kind, false);
-	gc_assert(gc_cupti_flush(c->c) == 0);
-	gc_cupti_take(&t);
-	gc_gap_ratios(c->kind == CUPTI_ACTIVITY_KIND_KERNEL ? "serial" : "trace", c->sh->name,
-		      &traced, &plain, true);
-	check_records(&t, &ids, &ls, TRACE_LAUNCHES, c->sh->name);
-	gc_cupti_take_free(&t);
-	free(ids.v);
-	free(ls.st);
-	bx_graph_free(c->b, &gr);
 }
+
+static void trace_enable(void *ctx, bool on)
+{
+	struct tcase *c = ctx;
+
+	bx_cupti_switch(c->c, c->kind, on);
+}
+
+static void trace_take(void *ctx, const struct gc_shape *sh, size_t want)
+{
+	struct tcase *c = ctx;
+
+	(void)sh, (void)want;
+	gc_assert(gc_cupti_flush(c->c) == 0);
+	gc_cupti_take(&c->t);
+}
+
+static void trace_check(void *ctx, const struct gc_shape *sh, const uint64_t *stamps,
+			unsigned launches)
+{
+	struct tcase *c = ctx;
+	const struct launch_stamps ls = { .st = stamps, .n = sh->kernels };
+
+	check_records(&c->t, &c->ids, &ls, launches, sh->name);
+}
+
+static void trace_end(void *ctx)
+{
+	struct tcase *c = ctx;
+
+	gc_cupti_take_free(&c->t);
+	free(c->ids.v);
+}
+
+/* trace-leak's take: the first of the measured launches drops one under the knob. */
+static struct gc_trace_count trace_count(void *ctx, size_t want, bool first)
+{
+	struct tcase *c = ctx;
+	struct gc_cupti_take t;
+	struct gc_trace_count n;
+
+	(void)want;
+	gc_cupti_flush(c->c);
+	gc_cupti_take(&t);
+	if (first)
+		bx_remove_record(&t);
+	n = (struct gc_trace_count){ t.nk, t.dropped };
+	gc_cupti_take_free(&t);
+	return n;
+}
+
+static struct gc_usage trace_usage(void *ctx)
+{
+	struct bx *b = ((struct tcase *)ctx)->b;
+	size_t free_bytes, total;
+
+	gc_cu_assert(b->cu, b->cu->cuMemGetInfo(&free_bytes, &total));
+	return gc_usage_now(free_bytes);
+}
+
+static const struct gc_trace_ops trace_ops = {
+	.begin = trace_begin, .built = trace_built, .drain = trace_drain,
+	.enable = trace_enable, .take = trace_take, .check = trace_check, .end = trace_end,
+	.count = trace_count, .usage = trace_usage, .leak_series = true, .ratios_first = true,
+};
 
 static void traced_subtest(struct bx *b, CUpti_ActivityKind kind)
 {
 	struct gc_cupti c;
 	struct gc_cupti_clones w;
 	struct tcase tc = { .b = b, .c = &c, .w = &w, .kind = kind };
+	const struct gc_trace_run run = {
+		.ops = &trace_ops, .ctx = &tc, .dev = &b->dev, .mode = mode_name(kind),
+		.ratio = kind == CUPTI_ACTIVITY_KIND_KERNEL ? "serial" : "trace",
+	};
 	char why[512];
 
 	bx_cupti_up(&c);
 	if (gc_cupti_clones_watch(&c, &w, why, sizeof(why)) < 0)
 		gc_warn("%s: records are matched to nodes by start order", why);
-	gc_each_shape(traced_case, &tc); /* every shape, by its name */
+	gc_trace_shapes(&run);
 	gc_cupti_clones_stop(&w);
 }
 
@@ -376,67 +440,20 @@ void test_traced_serialized(void *data)
 
 /* ---------------------------------------------------------------- leaks */
 
-static struct gc_usage usage_now(struct bx *b)
-{
-	size_t free_bytes, total;
-
-	gc_cu_assert(b->cu, b->cu->cuMemGetInfo(&free_bytes, &total));
-	return gc_usage_now(free_bytes);
-}
-
-#define LEAK_RSS_KIB (16 * 1024)      /* CUPTI keeps buffers and per-thread state */
-#define LEAK_DEV_BYTES (8u << 20)     /* one device allocation granule and some */
-
 /*
  * trace-leak: the pooled-signal leak class. 400 traced launches of chain256
  * (102,400 dispatches) after a warm-up: every record arrives, and host RSS,
- * device free memory and open fds come back within the stated tolerances.
+ * device free memory and open fds come back within the stated tolerances
+ * (CUPTI keeps buffers and per-thread state: GC_TRACE_LEAK_RSS_KIB).
  */
 void test_trace_leak(void *data)
 {
 	struct bx *b = data;
-	struct tcase c = { .b = b, .sh = gc_shape_get("chain256") };
 	struct gc_cupti cp;
-	struct gc_cupti_take t;
-	struct gc_usage u0, u1;
-	struct bx_graph gr;
-	size_t records = 0;
-	char series[256];
-	int n = 0;
+	struct tcase c = { .b = b, .c = &cp, .kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL };
 
 	bx_cupti_up(&cp);
-	c.c = &cp;
-	bx_graph_build(b, c.sh, &gr);
-	bx_cupti_switch(&cp, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, true);
-	for (int i = 0; i < 4; i++)
-		bx_run_graph(b, c.sh, &gr);
-	gc_cupti_flush(&cp);
-	gc_cupti_take(&t);
-	gc_cupti_take_free(&t);
-	u0 = usage_now(b);
-	for (int i = 0; i < 400; i++) {
-		bx_run_graph(b, c.sh, &gr);
-		if (i % 50 == 49) {
-			gc_cupti_flush(&cp);
-			gc_cupti_take(&t);
-			if (i == 49)
-				bx_remove_record(&t);
-			records += t.nk;
-			gc_assert_f(t.dropped == 0, "%llu records dropped",
-				    (unsigned long long)t.dropped);
-			gc_cupti_take_free(&t);
-			n += snprintf(series + n, sizeof(series) - n, " %ld",
-				      usage_now(b).rss_kib - u0.rss_kib);
-		}
-	}
-	u1 = usage_now(b);
-	bx_cupti_switch(&cp, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, false);
-	gc_info("102,400 traced dispatches: %zu records; RSS %ld -> %ld KiB (growth after each "
-		"12,800 dispatches, KiB:%s), device free %zu -> %zu, fds %d -> %d", records,
-		u0.rss_kib, u1.rss_kib, series, u0.dev_free, u1.dev_free, u0.fds, u1.fds);
-	gc_assert_cmpuint(records, ==, 400 * 256);
-	gc_usage_expect_back(&u0, &u1, LEAK_RSS_KIB, LEAK_DEV_BYTES);
-	bx_graph_free(b, &gr);
+	gc_trace_leak(&trace_ops, &c, &b->dev);
 }
 
 /* -------------------------------------------------------- attach/detach */
@@ -455,7 +472,7 @@ struct launcher {
 	struct bx *b;
 	struct gc_cupti *c;
 	struct bx_graph *gr;
-	volatile int stop;
+	int stop;
 	unsigned launches;
 	uint64_t *t;             /* 3 per launch: call, return, finished */
 	uint64_t st[2 * 16];
@@ -495,23 +512,21 @@ static void *launcher_thread(void *p)
 }
 
 /*
- * Enabled windows on CUPTI's clock: before enable, after it returned, before
- * disable, after; one per cycle, in time order (each stamp ascends with c).
+ * Enabled windows on CUPTI's clock (struct gc_trace_windows of width 4):
+ * before enable, after it returned, before disable, after; one per cycle, in
+ * time order (each stamp ascends with c).
  */
-struct windows {
-	uint64_t (*w)[4];
-	size_t n, cap;
-};
+#define WINDOW_STAMPS 4
 
 /* The last window c whose stamp k is at or before ts, or -1. */
-static long window_at(const struct windows *w, unsigned k, uint64_t ts)
+static long window_at(const struct gc_trace_windows *w, unsigned k, uint64_t ts)
 {
 	long lo = 0, hi = (long)w->n - 1, hit = -1;
 
 	while (lo <= hi) {
 		long mid = (lo + hi) / 2;
 
-		if (w->w[mid][k] <= ts)
+		if (gc_trace_window(w, mid)[k] <= ts)
 			hit = mid, lo = mid + 1;
 		else
 			hi = mid - 1;
@@ -539,23 +554,23 @@ static long launch_at(const struct launcher *l, uint64_t ts)
  * Whether launch i began and finished while tracing was surely on: inside
  * the last window whose enable returned before it began, if any.
  */
-static bool launch_inside(const struct launcher *l, const struct windows *w, long i)
+static bool launch_inside(const struct launcher *l, const struct gc_trace_windows *w, long i)
 {
 	const uint64_t *t = &l->t[3 * i];
 	long c = window_at(w, 1, t[0]);
 
-	return c >= 0 && t[2] <= w->w[c][2];
+	return c >= 0 && t[2] <= gc_trace_window(w, c)[2];
 }
 
 /*
  * Whether the call [start, end] overlaps some window (enable began .. disable
  * returned): the last one whose enable began before the call ended, if any.
  */
-static bool call_in_window(const struct windows *w, uint64_t start, uint64_t end)
+static bool call_in_window(const struct gc_trace_windows *w, uint64_t start, uint64_t end)
 {
 	long c = window_at(w, 0, end);
 
-	return c >= 0 && start <= w->w[c][3];
+	return c >= 0 && start <= gc_trace_window(w, c)[3];
 }
 
 /*
@@ -563,12 +578,13 @@ static bool call_in_window(const struct windows *w, uint64_t start, uint64_t end
  * driver-API record may then be missing while its kernels are recorded, the
  * two kinds being switched one after the other.
  */
-static bool launch_straddles(const struct launcher *l, const struct windows *w, long i)
+static bool launch_straddles(const struct launcher *l, const struct gc_trace_windows *w, long i)
 {
 	const uint64_t *t = &l->t[3 * i];
 	long on = window_at(w, 0, t[1]), off = window_at(w, 2, t[1]);
 
-	return (on >= 0 && t[0] <= w->w[on][1]) || (off >= 0 && t[0] <= w->w[off][3]);
+	return (on >= 0 && t[0] <= gc_trace_window(w, on)[1]) ||
+	       (off >= 0 && t[0] <= gc_trace_window(w, off)[3]);
 }
 
 static int cmp_api_corr(const void *a, const void *b)
@@ -597,7 +613,7 @@ struct window_check {
  * overlap an enabled window; counted against the launcher's launch made then.
  */
 static void check_record(const struct gc_cupti_kernel *k, size_t r, const struct launcher *l,
-			 const struct windows *w, const struct gc_cupti_take *t, uint8_t *per,
+			 const struct gc_trace_windows *w, const struct gc_cupti_take *t, uint8_t *per,
 			 struct window_check *wc)
 {
 	struct gc_cupti_api key = { .correlation_id = k->correlation_id };
@@ -625,7 +641,7 @@ static void check_record(const struct gc_cupti_kernel *k, size_t r, const struct
 
 /* GPUCONFORM_BUBBLES_REMOVE=record: drop a record of a launch made wholly inside a window. */
 static void remove_inside(struct gc_cupti_take *t, const struct launcher *l,
-			  const struct windows *w)
+			  const struct gc_trace_windows *w)
 {
 	for (size_t r = 0; gc_bubbles_remove("record") && r < t->nk; r++) {
 		struct gc_cupti_api key = { .correlation_id = t->k[r].correlation_id };
@@ -649,7 +665,7 @@ static void remove_inside(struct gc_cupti_take *t, const struct launcher *l,
  * of its records; no launch has more.
  */
 static void check_windows(struct gc_cupti_take *t, const struct launcher *l,
-			  const struct windows *w, struct window_check *wc)
+			  const struct gc_trace_windows *w, struct window_check *wc)
 {
 	uint8_t *per = calloc(l->launches ? l->launches : 1, 1);
 
@@ -679,20 +695,19 @@ static void check_windows(struct gc_cupti_take *t, const struct launcher *l,
 	free(per);
 }
 
-/* Room for one more window (its 32 bytes are the only thing a cycle keeps). */
-static uint64_t *window_next(struct windows *w)
-{
-	if (w->n == w->cap) {
-		w->cap = w->cap ? 2 * w->cap : 2 * CYCLES;
-		w->w = realloc(w->w, w->cap * sizeof(*w->w));
-		gc_assert(w->w);
-	}
-	return w->w[w->n++];
-}
+/* attach-detach's state, for its soak's cycles, its records and its verdict. */
+struct ad {
+	struct gc_cupti *cp;
+	struct launcher *l;
+	struct gc_trace_windows *w;
+	struct window_check wc;
+};
 
-/* One cycle: both kinds enabled for 2 ms, disabled, 1 ms off. */
-static void switch_cycle(struct gc_cupti *cp, uint64_t *w)
+/* One cycle: both kinds enabled for 2 ms, disabled, 1 ms off; its 32 bytes of stamps into w. */
+static void switch_cycle(void *ctx, uint64_t *w)
 {
+	struct gc_cupti *cp = ((struct ad *)ctx)->cp;
+
 	cp->cuptiGetTimestamp(&w[0]);
 	bx_cupti_switch(cp, CUPTI_ACTIVITY_KIND_DRIVER, true);
 	bx_cupti_switch(cp, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, true);
@@ -712,20 +727,37 @@ static size_t records_held(void *arg)
 	return gc_cupti_held_bytes();
 }
 
-/* The level's cycles (a soak), while the launcher launches. */
-static void switch_cycles(struct bx *b, struct gc_cupti *cp, struct windows *w)
+/* The soak's records: some, each checked against the windows (check_windows). */
+static void ad_records(void *ctx, const struct gc_gap_stats *before)
 {
-	struct gc_soak *s = gc_soak_start(&(struct gc_soak_cfg){
-		.name = "attach-detach", .cycles = CYCLES, .quick = CYCLES_QUICK,
-		.cycle = "CUPTI concurrent-kernel and driver-API tracing enabled for 2 ms and "
-			 "disabled for 1 ms while a thread launches chain16",
-		.dev_used = gc_cuda_soak_dev0, .dev_arg = b->cu, .held_bytes = records_held });
+	struct ad *a = ctx;
+	struct gc_cupti_take t;
 
-	while (gc_soak_claim(s)) {
-		switch_cycle(cp, window_next(w));
-		gc_soak_done(s);
-	}
-	gc_soak_end(s);
+	(void)before;
+	gc_assert(gc_cupti_flush(a->cp) == 0);
+	gc_cupti_take(&t);
+	if (a->l->launches == MAX_LAUNCHES)
+		gc_info("the launcher stopped at %u launches (its bookkeeping); later windows had "
+			"no launch in flight", MAX_LAUNCHES);
+	gc_assert_f(t.nk > 0, "no record in %zu enabled windows of 2 ms", a->w->n);
+	check_windows(&t, a->l, a->w, &a->wc);
+	gc_cupti_take_free(&t);
+}
+
+static void ad_verdict(void *ctx)
+{
+	const struct window_check wc = ((struct ad *)ctx)->wc; /* a copy: the messages name wc. */
+
+	gc_assert_f(wc.missing == 0, "%u kernel records missing from %u launches made and "
+		    "finished while tracing was on", wc.missing, wc.inside);
+	gc_assert_f(wc.orphans <= 16 * wc.straddles, "%u kernel records belong to no recorded "
+		    "launch call, more than the %u launch calls that overlapped a switch explain "
+		    "(made while tracing was off); the first: %s", wc.orphans, wc.straddles,
+		    wc.first);
+	gc_assert_f(wc.outside == 0, "%u kernel records belong to launch calls made in no enabled "
+		    "window", wc.outside);
+	gc_assert_f(wc.early == 0, "%u kernel records start before their launch call began",
+		    wc.early);
 }
 
 /*
@@ -746,50 +778,28 @@ void test_attach_detach(void *data)
 	struct bx *b = data;
 	const struct gc_shape *sh = gc_shape_get("chain16");
 	struct launcher l = { .b = b };
-	struct gc_gap_stats before, after;
-	struct gc_cupti_take t;
-	struct window_check wc;
-	struct windows *w = calloc(1, sizeof(*w));
+	struct gc_trace_windows *w = calloc(1, sizeof(*w));
 	struct gc_cupti cp;
+	struct ad ad = { .cp = &cp, .l = &l, .w = w };
 	struct bx_graph gr;
-	struct timespec dl;
-	pthread_t th;
 
 	bx_cupti_up(&cp);
 	l.c = &cp;
 	l.t = malloc((size_t)MAX_LAUNCHES * 3 * sizeof(*l.t));
 	gc_assert(w && l.t);
+	w->width = WINDOW_STAMPS;
 	memset(l.t, 0, (size_t)MAX_LAUNCHES * 3 * sizeof(*l.t)); /* resident before the soak */
 	bx_graph_build(b, sh, &gr);
 	l.gr = &gr;
-	before = gc_gaps_measure(&b->dev, sh, &gr, TRACE_LAUNCHES, "graph", NULL);
-	gc_assert(pthread_create(&th, NULL, launcher_thread, &l) == 0);
-	switch_cycles(b, &cp, w);
-	__atomic_store_n(&l.stop, 1, __ATOMIC_RELEASE);
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += 10;
-	gc_assert_f(pthread_timedjoin_np(th, NULL, &dl) == 0,
-		    "hang: the launcher did not stop within 10 s of the last detach");
-	gc_assert(gc_cupti_flush(&cp) == 0);
-	gc_cupti_take(&t);
-	if (l.launches == MAX_LAUNCHES)
-		gc_info("the launcher stopped at %u launches (its bookkeeping); later windows had "
-			"no launch in flight", MAX_LAUNCHES);
-	gc_assert_f(t.nk > 0, "no record in %zu enabled windows of 2 ms", w->n);
-	check_windows(&t, &l, w, &wc);
-	gc_cupti_take_free(&t);
-	after = gc_gaps_measure(&b->dev, sh, &gr, TRACE_LAUNCHES, "graph-detached", NULL);
-	gc_gap_ratios("detached", sh->name, &after, &before, false);
-	gc_assert_f(wc.missing == 0, "%u kernel records missing from %u launches made and "
-		    "finished while tracing was on", wc.missing, wc.inside);
-	gc_assert_f(wc.orphans <= 16 * wc.straddles, "%u kernel records belong to no recorded "
-		    "launch call, more than the %u launch calls that overlapped a switch explain "
-		    "(made while tracing was off); the first: %s", wc.orphans, wc.straddles,
-		    wc.first);
-	gc_assert_f(wc.outside == 0, "%u kernel records belong to launch calls made in no enabled "
-		    "window", wc.outside);
-	gc_assert_f(wc.early == 0, "%u kernel records start before their launch call began",
-		    wc.early);
+	gc_trace_attach_detach(&b->dev, sh, &gr, &(struct gc_trace_attach){
+		.launcher = launcher_thread, .arg = &l, .stop = &l.stop, .watchdog_s = 10,
+		.soak = { .name = "attach-detach", .cycles = CYCLES, .quick = CYCLES_QUICK,
+			  .cycle = "CUPTI concurrent-kernel and driver-API tracing enabled for 2 "
+				   "ms and disabled for 1 ms while a thread launches chain16",
+			  .dev_used = gc_cuda_soak_dev0, .dev_arg = b->cu,
+			  .held_bytes = records_held },
+		.w = w, .cycle = switch_cycle, .ctx = &ad, .records = ad_records,
+		.verdict = ad_verdict });
 	bx_graph_free(b, &gr);
 	free(l.t);
 	free(w->w);

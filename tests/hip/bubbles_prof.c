@@ -92,12 +92,13 @@
 #include <unistd.h>
 
 #include "bubbles_hip.h"
+#include "contract/trace.h"
 #include "measure.h"
 #include "prof_sessions.h"
 #include "soak.h"
 #include "usage.h"
 
-#define TRACE_LAUNCHES 100
+#define TRACE_LAUNCHES GC_TRACE_LAUNCHES
 /*
  * Bracketing tolerance: ROCr turns the packet processor's tick stamps into
  * its system clock by a calibrated linear map, and s_memrealtime is a second
@@ -681,35 +682,73 @@ static void check_records(struct hb *b, const struct gc_shape *sh, struct hb_tak
 struct tcase {
 	struct hb *b;
 	struct hb_prof *p;
-	const struct gc_shape *sh;
 	uint64_t kid;
+	struct hb_take t;
 };
 
-static void traced_case(void *ctx, const struct gc_shape *sh)
+/* rocprofiler-sdk's side of lib/contract/trace.h, over a struct tcase. */
+static void trace_drain(void *ctx)
 {
 	struct tcase *c = ctx;
-	uint64_t *keep = malloc((size_t)TRACE_LAUNCHES * 2 * sh->kernels * 8);
-	struct gc_gap_stats plain, traced;
 	struct hb_take t;
-	struct hb_graph gr;
 
-	c->sh = sh;
-	gc_assert(keep);
-	hb_graph_build(c->b, c->sh, &gr);
-	plain = gc_gaps_measure(&c->b->dev, c->sh, &gr, TRACE_LAUNCHES, "graph", NULL);
 	collect(c->p, 0, 0, &t);
 	free(t.r);
-	ctx_switch(c->p, true);
-	traced = gc_gaps_measure(&c->b->dev, c->sh, &gr, TRACE_LAUNCHES, "graph-trace", keep);
-	ctx_switch(c->p, false);
-	collect(c->p, c->kid, (size_t)TRACE_LAUNCHES * c->sh->kernels, &t);
-	keep_kernel(&t, c->kid);
-	check_records(c->b, c->sh, &t, keep, TRACE_LAUNCHES);
-	gc_gap_ratios("trace", c->sh->name, &traced, &plain, true);
-	free(t.r);
-	free(keep);
-	hb_graph_free(c->b, &gr);
 }
+
+static void trace_enable(void *ctx, bool on)
+{
+	ctx_switch(((struct tcase *)ctx)->p, on);
+}
+
+static void trace_take(void *ctx, const struct gc_shape *sh, size_t want)
+{
+	struct tcase *c = ctx;
+
+	(void)sh;
+	collect(c->p, c->kid, want, &c->t);
+	keep_kernel(&c->t, c->kid);
+}
+
+static void trace_check(void *ctx, const struct gc_shape *sh, const uint64_t *stamps,
+			unsigned launches)
+{
+	struct tcase *c = ctx;
+
+	check_records(c->b, sh, &c->t, stamps, launches);
+}
+
+static void trace_end(void *ctx)
+{
+	free(((struct tcase *)ctx)->t.r);
+}
+
+/* trace-leak's take: gc_stamp's records of `want` dispatches (no record-removal knob here). */
+static struct gc_trace_count trace_count(void *ctx, size_t want, bool first)
+{
+	struct tcase *c = ctx;
+	struct hb_take t;
+
+	(void)first;
+	collect(c->p, c->kid, want, &t);
+	keep_kernel(&t, c->kid);
+	free(t.r);
+	return (struct gc_trace_count){ t.n, t.dropped };
+}
+
+static struct gc_usage trace_usage(void *ctx)
+{
+	struct hb *b = ((struct tcase *)ctx)->b;
+	size_t free_bytes, total;
+
+	gc_hip_assert(b->hip, b->hip->hipMemGetInfo(&free_bytes, &total));
+	return gc_usage_now(free_bytes);
+}
+
+static const struct gc_trace_ops trace_ops = {
+	.drain = trace_drain, .enable = trace_enable, .take = trace_take, .check = trace_check,
+	.end = trace_end, .count = trace_count, .usage = trace_usage,
+};
 
 /*
  * traced-concurrent. Contract: with kernel-dispatch
@@ -722,12 +761,15 @@ static void traced_case(void *ctx, const struct gc_shape *sh)
 void hb_test_traced_concurrent(struct hb *b)
 {
 	struct tcase c = { .b = b };
+	const struct gc_trace_run run = {
+		.ops = &trace_ops, .ctx = &c, .dev = &b->dev, .mode = "graph-trace", .ratio = "trace",
+	};
 
 	c.p = prof_require(b);
 	c.kid = stamp_kernel_id(b, c.p);
 	gc_info("rocprofiler-sdk %s registered; gc_stamp is kernel_id %llu", c.p->soname,
 		(unsigned long long)c.kid);
-	gc_each_shape(traced_case, &c);
+	gc_trace_shapes(&run);
 }
 
 /*
@@ -749,59 +791,21 @@ void hb_test_traced_serialized(struct hb *b)
 
 /* ---------------------------------------------------------------- leaks */
 
-static struct gc_usage usage_now(struct hb *b)
-{
-	size_t free_bytes, total;
-
-	gc_hip_assert(b->hip, b->hip->hipMemGetInfo(&free_bytes, &total));
-	return gc_usage_now(free_bytes);
-}
-
-#define LEAK_RSS_KIB (16 * 1024)  /* the profiler's buffers and per-thread state */
-#define LEAK_DEV_BYTES (8u << 20) /* one device allocation granule and some */
-
 /*
  * trace-leak. Contract (the pooled-signal leak class: a profiler that pooled
  * completion signals ran past KFD's per-process signal-event limit): 400
  * traced launches of chain256 (102,400 dispatches) after a warm-up deliver
  * one record each, none dropped, and host RSS, device free memory and open
- * fds come back within LEAK_RSS_KIB, LEAK_DEV_BYTES and 0 of the start.
+ * fds come back within GC_TRACE_LEAK_RSS_KIB (the profiler's buffers and
+ * per-thread state), GC_TRACE_LEAK_DEV_BYTES and 0 of the start.
  */
 void hb_test_trace_leak(struct hb *b)
 {
-	struct hb_prof *p = prof_require(b);
-	const struct gc_shape *sh = gc_shape_get("chain256");
-	uint64_t kid = stamp_kernel_id(b, p);
-	size_t records = 0;
-	struct gc_usage u0, u1;
-	struct hb_graph gr;
-	struct hb_take t;
+	struct tcase c = { .b = b };
 
-	hb_graph_build(b, sh, &gr);
-	ctx_switch(p, true);
-	for (int i = 0; i < 4; i++)
-		hb_run_graph(b, sh, &gr);
-	collect(p, kid, 4 * 256, &t);
-	free(t.r);
-	u0 = usage_now(b);
-	for (int i = 0; i < 400; i++) {
-		hb_run_graph(b, sh, &gr);
-		if (i % 50 != 49)
-			continue;
-		collect(p, kid, 50 * 256, &t);
-		keep_kernel(&t, kid);
-		records += t.n;
-		gc_assert_f(t.dropped == 0, "%llu records dropped", (unsigned long long)t.dropped);
-		free(t.r);
-	}
-	u1 = usage_now(b);
-	ctx_switch(p, false);
-	gc_info("102,400 traced dispatches: %zu records; RSS %ld -> %ld KiB, device free %zu -> "
-		"%zu, fds %d -> %d", records, u0.rss_kib, u1.rss_kib, u0.dev_free, u1.dev_free,
-		u0.fds, u1.fds);
-	gc_assert_cmpuint(records, ==, 400 * 256);
-	gc_usage_expect_back(&u0, &u1, LEAK_RSS_KIB, LEAK_DEV_BYTES);
-	hb_graph_free(b, &gr);
+	c.p = prof_require(b);
+	c.kid = stamp_kernel_id(b, c.p);
+	gc_trace_leak(&trace_ops, &c, &b->dev);
 }
 
 /* -------------------------------------------------------- attach/detach */
@@ -832,21 +836,21 @@ static void *launcher_thread(void *arg)
 	return NULL;
 }
 
-/* Enabled windows on rocprofiler's clock, one per cycle, in time order. */
-struct windows {
-	uint64_t (*w)[2]; /* before start, after stop */
-	size_t n, cap;
-};
+/*
+ * Enabled windows on rocprofiler's clock (struct gc_trace_windows of width
+ * 2: before start, after stop), one per cycle, in time order.
+ */
+#define WINDOW_STAMPS 2
 
 /* The last window whose start came at or before ts, or -1. */
-static long window_at(const struct windows *w, uint64_t ts)
+static long window_at(const struct gc_trace_windows *w, uint64_t ts)
 {
 	long lo = 0, hi = (long)w->n - 1, hit = -1;
 
 	while (lo <= hi) {
 		long mid = (lo + hi) / 2;
 
-		if (w->w[mid][0] <= ts)
+		if (gc_trace_window(w, mid)[0] <= ts)
 			hit = mid, lo = mid + 1;
 		else
 			hi = mid - 1;
@@ -862,31 +866,30 @@ static long window_at(const struct windows *w, uint64_t ts)
  * the context was stopped", so a kernel enqueued just before off may run
  * after it: tail is one launch's longest untraced device span, twice.
  */
-static void check_windows(const struct hb_take *t, const struct windows *w, uint64_t tail)
+static void check_windows(const struct hb_take *t, const struct gc_trace_windows *w, uint64_t tail)
 {
 	for (size_t r = 0; r < t->n; r++) {
 		long c = window_at(w, t->r[r].end);
 
-		gc_assert_f(c >= 0 && t->r[r].start <= w->w[c][1] + tail, "record %zu [%llu, %llu] "
+		gc_assert_f(c >= 0 && t->r[r].start <= gc_trace_window(w, c)[1] + tail, "record %zu [%llu, %llu] "
 			    "lies in no enabled window", r, (unsigned long long)t->r[r].start,
 			    (unsigned long long)t->r[r].end);
 	}
 }
 
-/* Room for one more window (its 16 bytes are the only thing a cycle keeps). */
-static uint64_t *window_next(struct windows *w)
-{
-	if (w->n == w->cap) {
-		w->cap = w->cap ? 2 * w->cap : 2 * CYCLES;
-		w->w = realloc(w->w, w->cap * sizeof(*w->w));
-		gc_assert(w->w);
-	}
-	return w->w[w->n++];
-}
+/* attach-detach's state, for its soak's cycles and its records. */
+struct ad {
+	struct hb *b;
+	struct hb_prof *p;
+	struct launcher *l;
+	struct gc_trace_windows *w;
+};
 
-/* One cycle: the context started for 2 ms, stopped, 1 ms off. */
-static void switch_cycle(struct hb_prof *p, uint64_t *w)
+/* One cycle: the context started for 2 ms, stopped, 1 ms off; its 16 bytes of stamps into w. */
+static void switch_cycle(void *ctx, uint64_t *w)
 {
+	struct hb_prof *p = ((struct ad *)ctx)->p;
+
 	w[0] = rp_now(p);
 	ctx_switch(p, true);
 	usleep(2000);
@@ -907,35 +910,33 @@ static long long dev_used(void *arg)
 	return (long long)(total_b - free_b);
 }
 
-/* The level's cycles (a soak), while the launcher launches. */
-static void switch_cycles(struct hb *b, struct hb_prof *p, struct windows *w)
+/* Records so far dropped, before the launcher starts. */
+static void ad_start(void *ctx)
 {
-	struct gc_soak *s = gc_soak_start(&(struct gc_soak_cfg){
-		.name = "attach-detach", .cycles = CYCLES, .quick = CYCLES_QUICK,
-		.cycle = "rocprofiler-sdk kernel-dispatch tracing context started for 2 ms and "
-			 "stopped for 1 ms while a thread launches chain16",
-		.dev_used = dev_used, .dev_arg = b });
+	struct hb_take t;
 
-	while (gc_soak_claim(s)) {
-		switch_cycle(p, window_next(w));
-		gc_soak_done(s);
-	}
-	gc_soak_end(s);
+	collect(((struct ad *)ctx)->p, 0, 0, &t);
+	free(t.r);
 }
 
-static void join_launcher(struct hb *b, pthread_t th, struct launcher *l)
+/* The launcher never failed; the soak's records: some, each in an enabled window. */
+static void ad_records(void *ctx, const struct gc_gap_stats *before)
 {
-	struct timespec dl;
+	struct ad *a = ctx;
+	const struct launcher *l = a->l;
+	struct hb_take t;
 	char err[160];
 
-	__atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += HB_WATCHDOG_S;
-	gc_assert_f(pthread_timedjoin_np(th, NULL, &dl) == 0,
-		    "hang: the launcher did not stop within %d s of the last detach",
-		    HB_WATCHDOG_S);
 	gc_assert_f(l->err == hipSuccess, "launch %u failed while tracing toggled: %s",
-		    l->launches, gc_hip_errstr(b->hip, l->err, err, sizeof(err)));
+		    l->launches, gc_hip_errstr(a->b->hip, l->err, err, sizeof(err)));
+	collect(a->p, 0, 1, &t);
+	/* tail: the longest untraced device span of one launch, twice */
+	check_windows(&t, a->w, (uint64_t)(2 * before->span_max_us * 1e3));
+	gc_info("%zu attach/detach cycles over %u launches%s: %zu kernel records, all inside "
+		"enabled windows", a->w->n, l->launches, l->launches == MAX_LAUNCHES ?
+		" (the launcher's limit: later windows had no launch in flight)" : "", t.n);
+	gc_assert_f(t.n > 0, "no record in %zu enabled windows of 2 ms", a->w->n);
+	free(t.r);
 }
 
 /*
@@ -953,31 +954,22 @@ void hb_test_attach_detach(struct hb *b)
 	struct hb_prof *p = prof_require(b);
 	const struct gc_shape *sh = gc_shape_get("chain16");
 	struct launcher l = { .b = b };
-	struct windows w = { 0 };
-	struct gc_gap_stats before, after;
+	struct gc_trace_windows w = { .width = WINDOW_STAMPS };
+	struct ad ad = { .b = b, .p = p, .l = &l, .w = &w };
 	struct hb_graph gr;
-	struct hb_take t;
-	pthread_t th;
 
 	hb_graph_build(b, sh, &gr);
 	l.gr = &gr;
-	before = gc_gaps_measure(&b->dev, sh, &gr, TRACE_LAUNCHES, "graph", NULL);
-	collect(p, 0, 0, &t);
-	free(t.r);
-	gc_assert(pthread_create(&th, NULL, launcher_thread, &l) == 0);
-	switch_cycles(b, p, &w);
-	join_launcher(b, th, &l);
-	collect(p, 0, 1, &t);
-	/* tail: the longest untraced device span of one launch, twice */
-	check_windows(&t, &w, (uint64_t)(2 * before.span_max_us * 1e3));
-	gc_info("%zu attach/detach cycles over %u launches%s: %zu kernel records, all inside "
-		"enabled windows", w.n, l.launches, l.launches == MAX_LAUNCHES ? " (the launcher's "
-		"limit: later windows had no launch in flight)" : "", t.n);
-	gc_assert_f(t.n > 0, "no record in %zu enabled windows of 2 ms", w.n);
-	free(t.r);
+	gc_trace_attach_detach(&b->dev, sh, &gr, &(struct gc_trace_attach){
+		.launcher = launcher_thread, .arg = &l, .stop = &l.stop,
+		.watchdog_s = HB_WATCHDOG_S,
+		.soak = { .name = "attach-detach", .cycles = CYCLES, .quick = CYCLES_QUICK,
+			  .cycle = "rocprofiler-sdk kernel-dispatch tracing context started for 2 "
+				   "ms and stopped for 1 ms while a thread launches chain16",
+			  .dev_used = dev_used, .dev_arg = b },
+		.w = &w, .cycle = switch_cycle, .ctx = &ad, .start = ad_start,
+		.records = ad_records });
 	free(w.w);
-	after = gc_gaps_measure(&b->dev, sh, &gr, TRACE_LAUNCHES, "graph-detached", NULL);
-	gc_gap_ratios("detached", sh->name, &after, &before, false);
 	hb_graph_free(b, &gr);
 }
 
