@@ -6,6 +6,7 @@
  */
 #include "gc_cuda.h"
 #include "devfd.h"
+#include "leakcheck.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -32,27 +33,47 @@ int gc_cuda_snapshot(const struct gc_cuda *cu, struct gc_cuda_snapshot *s)
 	return s->nvidia_fds < 0 ? s->nvidia_fds : 0;
 }
 
+/* The probes: each device's free memory (slack bytes either way), then /dev/nvidia* fds. */
+static void probes(const struct gc_cuda_snapshot *s, size_t slack, struct gc_leak_reading *r)
+{
+	r->n = 0;
+	for (int i = 0; i < s->n_devices; i++) {
+		struct gc_leak_probe *p = &r->probe[r->n];
+
+		*p = (struct gc_leak_probe){ .slack = slack, .say = gc_leak_say_free_mem };
+		snprintf(p->name, sizeof(p->name), "device %d", i);
+		r->value[r->n++] = s->free_mem[i];
+	}
+	r->probe[r->n] = (struct gc_leak_probe){ .name = "/dev/nvidia", .say = gc_leak_say_devfds };
+	r->value[r->n++] = (uint64_t)s->nvidia_fds;
+}
+
+struct reader {
+	const struct gc_cuda *cu;
+	size_t slack;
+};
+
+static void read_probes(void *ctx, struct gc_leak_reading *r, const struct gc_leak_reading *before,
+			const char *when)
+{
+	const struct reader *rd = ctx;
+	struct gc_cuda_snapshot now;
+
+	(void)before;
+	(void)when;
+	if (gc_cuda_snapshot(rd->cu, &now))
+		gc_fail("leak check: cannot read device memory or /proc/self/fd");
+	probes(&now, rd->slack, r);
+}
+
 void gc_cuda_leak_check(const struct gc_cuda *cu, const struct gc_cuda_snapshot *before,
 			size_t slack)
 {
-	struct gc_cuda_snapshot now;
-	char fds[512];
+	struct reader rd = { .cu = cu, .slack = slack };
+	struct gc_leak_set set = { .read = read_probes, .ctx = &rd };
 
-	if (gc_cuda_snapshot(cu, &now))
-		gc_fail("leak check: cannot read device memory or /proc/self/fd");
-	for (int i = 0; i < now.n_devices; i++) {
-		long long lost = (long long)before->free_mem[i] - (long long)now.free_mem[i];
-
-		if (lost > (long long)slack || lost < -(long long)slack)
-			gc_fail("leak: device %d has %lld bytes less free memory than before the "
-				"subtest (%zu -> %zu; slack %zu)", i, lost, before->free_mem[i],
-				now.free_mem[i], slack);
-	}
-	if (now.nvidia_fds != before->nvidia_fds) {
-		gc_devfd_list("/dev/nvidia", fds, sizeof(fds));
-		gc_fail("leak: %d /dev/nvidia* fds open, %d before the subtest (now: %s)",
-			now.nvidia_fds, before->nvidia_fds, fds);
-	}
+	probes(before, slack, &set.before);
+	gc_leak_check(&set);
 }
 
 /* ------------------------------------------------------------ fixture */

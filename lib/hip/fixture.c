@@ -6,6 +6,7 @@
  */
 #include "gc_hip.h"
 #include "devfd.h"
+#include "leakcheck.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -49,32 +50,50 @@ static void snapshot_or_fail(const struct gc_hip *hip, struct gc_hip_snapshot *s
 		gc_fail("%s: reading /proc/self/fd: %s", when, strerror(-r));
 }
 
-static void fds_check(const char *node, int before, int now)
+/*
+ * The probes: each device's free memory (slack bytes either way), then the
+ * /dev/kfd and /dev/dri fds.
+ */
+static void probes(const struct gc_hip_snapshot *s, size_t slack, struct gc_leak_reading *r)
 {
-	char list[512];
+	r->n = 0;
+	for (int i = 0; i < s->n_devices; i++) {
+		struct gc_leak_probe *p = &r->probe[r->n];
 
-	if (now == before)
-		return;
-	gc_devfd_list(node, list, sizeof(list));
-	gc_fail("leak: %d %s* fds open, %d before the subtest (now: %s)", now, node, before, list);
+		*p = (struct gc_leak_probe){ .slack = slack, .say = gc_leak_say_free_mem };
+		snprintf(p->name, sizeof(p->name), "gpu%d", i);
+		r->value[r->n++] = s->free_mem[i];
+	}
+	r->probe[r->n] = (struct gc_leak_probe){ .name = "/dev/kfd", .say = gc_leak_say_devfds };
+	r->value[r->n++] = (uint64_t)s->kfd_fds;
+	r->probe[r->n] = (struct gc_leak_probe){ .name = "/dev/dri", .say = gc_leak_say_devfds };
+	r->value[r->n++] = (uint64_t)s->dri_fds;
+}
+
+struct reader {
+	const struct gc_hip *hip;
+	size_t slack;
+};
+
+static void read_probes(void *ctx, struct gc_leak_reading *r, const struct gc_leak_reading *before,
+			const char *when)
+{
+	const struct reader *rd = ctx;
+	struct gc_hip_snapshot now;
+
+	(void)before;
+	snapshot_or_fail(rd->hip, &now, when);
+	probes(&now, rd->slack, r);
 }
 
 void gc_hip_leak_check(const struct gc_hip *hip, const struct gc_hip_snapshot *before,
 		       size_t slack)
 {
-	struct gc_hip_snapshot now;
+	struct reader rd = { .hip = hip, .slack = slack };
+	struct gc_leak_set set = { .read = read_probes, .ctx = &rd };
 
-	snapshot_or_fail(hip, &now, "leak check");
-	for (int i = 0; i < now.n_devices; i++) {
-		long long lost = (long long)before->free_mem[i] - (long long)now.free_mem[i];
-
-		if (lost > (long long)slack || -lost > (long long)slack)
-			gc_fail("leak: gpu%d has %lld bytes less free memory than before the "
-				"subtest (%zu -> %zu; slack %zu)", i, lost, before->free_mem[i],
-				now.free_mem[i], slack);
-	}
-	fds_check("/dev/kfd", before->kfd_fds, now.kfd_fds);
-	fds_check("/dev/dri", before->dri_fds, now.dri_fds);
+	probes(before, slack, &set.before);
+	gc_leak_check(&set);
 }
 
 /* ------------------------------------------------------------ fixture */
