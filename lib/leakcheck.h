@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GC_LEAK_MAX_PROBES 40 /* 16 devices x 2 heaps, and the fd counts */
+#define GC_LEAK_MAX_PROBES 72 /* KFD: 64 nodes and its fd count; amdgpu: 16 devices x 2 heaps + 2 */
 
 /* When a change is a leak. */
 enum gc_leak_rule {
@@ -33,7 +33,7 @@ typedef void gc_leak_say_fn(const struct gc_leak_probe *p, uint64_t before, uint
 			    char *msg, size_t len);
 
 struct gc_leak_probe {
-	char name[64];          /* "gpu0", "/dev/kfd", "gpu1 (/dev/dri/renderD129)" */
+	char name[80];          /* "gpu0", "/dev/kfd", "gpu1 (/dev/dri/renderD129): VRAM" */
 	uint64_t slack;         /* the change tolerated */
 	enum gc_leak_rule rule;
 	gc_leak_say_fn *say;    /* NULL: "<name> <before> -> <now>" */

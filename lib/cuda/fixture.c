@@ -33,6 +33,8 @@ int gc_cuda_snapshot(const struct gc_cuda *cu, struct gc_cuda_snapshot *s)
 	return s->nvidia_fds < 0 ? s->nvidia_fds : 0;
 }
 
+_Static_assert(GC_CUDA_SNAPSHOT_MAX + 1 <= GC_LEAK_MAX_PROBES, "every probe fits one reading");
+
 /* The probes: each device's free memory (slack bytes either way), then /dev/nvidia* fds. */
 static void probes(const struct gc_cuda_snapshot *s, size_t slack, struct gc_leak_reading *r)
 {

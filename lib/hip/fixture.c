@@ -50,6 +50,8 @@ static void snapshot_or_fail(const struct gc_hip *hip, struct gc_hip_snapshot *s
 		gc_fail("%s: reading /proc/self/fd: %s", when, strerror(-r));
 }
 
+_Static_assert(GC_HIP_SNAPSHOT_MAX + 2 <= GC_LEAK_MAX_PROBES, "every probe fits one reading");
+
 /*
  * The probes: each device's free memory (slack bytes either way), then the
  * /dev/kfd and /dev/dri fds.

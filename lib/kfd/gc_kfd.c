@@ -598,6 +598,8 @@ static void say_available(const struct gc_leak_probe *p, uint64_t before, uint64
 	snprintf(msg, len, "%s: available %" PRIu64 " -> %" PRIu64 " bytes", p->name, before, now);
 }
 
+_Static_assert(GC_KFD_MAX_NODES + 1 <= GC_LEAK_MAX_PROBES, "every probe fits one reading");
+
 /* The probes: each GPU's available memory (slack bytes either way), then /dev/kfd fds. */
 static void probes(const struct gc_kfd_snapshot *s, uint64_t slack, struct gc_leak_reading *r)
 {
