@@ -104,5 +104,5 @@ void gc_leak_check(struct gc_leak_set *s)
 
 	memset(&now, 0, sizeof(now));
 	if (gc_leak_settle(s, &now, msg, len < sizeof(msg) ? len : sizeof(msg)))
-		gc_fail("leak: %s%s", msg, s->tail);
+		gc_fail("leak: %s%s", msg, s->tail ? s->tail : "");
 }

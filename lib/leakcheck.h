@@ -58,7 +58,7 @@ struct gc_leak_set {
 	unsigned settle_ms;     /* how long a release may take to show; 0: one reading */
 	unsigned poll_us;       /* between readings while settling */
 	bool every_leak;        /* name every leak, "; " between them (else the first one) */
-	char tail[160];         /* after the leaks in the failure: "leak: <leaks><tail>" */
+	const char *tail;       /* after the leaks in the failure: "leak: <leaks><tail>" */
 	size_t msg_len;         /* the failure's room for the leaks (0: 1024) */
 	struct gc_leak_reading before;
 };

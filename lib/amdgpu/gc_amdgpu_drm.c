@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -460,7 +459,7 @@ static void read_probes(void *ctx, struct gc_leak_reading *r, const struct gc_le
 void gc_amdgpu_leak_check(const struct gc_amdgpu *ag, const struct gc_amdgpu_snapshot *before,
 			  uint64_t slack, unsigned settle_ms)
 {
-	char names[GC_AMDGPU_MAX_DEVS][64];
+	char names[GC_AMDGPU_MAX_DEVS][64], tail[160];
 	const char *np[GC_AMDGPU_MAX_DEVS];
 	struct reader rd = { .ag = ag, .slack = slack, .names = np };
 	struct gc_leak_set set = { .read = read_probes, .ctx = &rd, .settle_ms = settle_ms,
@@ -470,7 +469,8 @@ void gc_amdgpu_leak_check(const struct gc_amdgpu *ag, const struct gc_amdgpu_sna
 		snprintf(names[i], sizeof(names[i]), "gpu%u (%s)", i, ag->devs[i].node);
 		np[i] = names[i];
 	}
-	snprintf(set.tail, sizeof(set.tail), " (after %u ms; heap usage is device-wide: another "
+	set.tail = tail;
+	snprintf(tail, sizeof(tail), " (after %u ms; heap usage is device-wide: another "
 		 "process allocating on the same GPU meanwhile shows here too)", settle_ms);
 	probes(before, slack, np, &set.before);
 	gc_leak_check(&set);

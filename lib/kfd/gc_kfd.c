@@ -642,8 +642,7 @@ void gc_kfd_leak_check(const struct gc_kfd *kfd, const struct gc_kfd_snapshot *b
 	struct gc_leak_set set = { .read = read_probes, .ctx = &rd, .settle_ms = settle_ms,
 				   .poll_us = 10000, .every_leak = true, .msg_len = 1024 };
 
-	if (settle_ms)
-		snprintf(set.tail, sizeof(set.tail), " (after waiting for asynchronous release)");
+	set.tail = settle_ms ? " (after waiting for asynchronous release)" : "";
 	probes(before, slack, &set.before);
 	gc_leak_check(&set);
 }
