@@ -7,9 +7,25 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+void gc_leak_add(struct gc_leak_reading *r, const struct gc_leak_probe *p, uint64_t value,
+		 const char *fmt, ...)
+{
+	struct gc_leak_probe *to = &r->probe[r->n];
+	va_list ap;
+
+	if (r->n >= GC_LEAK_MAX_PROBES)
+		return;
+	*to = *p;
+	va_start(ap, fmt);
+	vsnprintf(to->name, sizeof(to->name), fmt, ap);
+	va_end(ap);
+	r->value[r->n++] = value;
+}
 
 bool gc_leak_probe_leaked(const struct gc_leak_probe *p, uint64_t before, uint64_t now)
 {
@@ -81,7 +97,7 @@ int gc_leak_settle(struct gc_leak_set *s, struct gc_leak_reading *now, char *msg
 	uint64_t deadline = gc_now_ns() + (uint64_t)s->settle_ms * 1000000u;
 
 	for (;;) {
-		s->read(s->ctx, now, &s->before, "leak check");
+		s->read(s, now, "leak check");
 		if (!gc_leak_diff(&s->before, now, s->every_leak, msg, len))
 			return 0;
 		if (gc_now_ns() >= deadline)
@@ -93,7 +109,7 @@ int gc_leak_settle(struct gc_leak_set *s, struct gc_leak_reading *now, char *msg
 void gc_leak_snapshot(struct gc_leak_set *s)
 {
 	memset(&s->before, 0, sizeof(s->before));
-	s->read(s->ctx, &s->before, NULL, "leak snapshot");
+	s->read(s, &s->before, "leak snapshot");
 }
 
 void gc_leak_check(struct gc_leak_set *s)

@@ -49,12 +49,12 @@ struct gc_leak_reading {
 struct gc_leak_set {
 	/*
 	 * Fills r (probes and values) or fails the subtest itself, in the
-	 * stack's words: when is "leak snapshot" or "leak check". before is
-	 * NULL for the snapshot, else the reading it is compared with.
+	 * stack's words: when is "leak snapshot" or "leak check" (compared
+	 * with s->before).
 	 */
-	void (*read)(void *ctx, struct gc_leak_reading *r, const struct gc_leak_reading *before,
-		     const char *when);
-	void *ctx;
+	void (*read)(const struct gc_leak_set *s, struct gc_leak_reading *r, const char *when);
+	const void *ctx;        /* the stack's, for read() */
+	uint64_t slack;         /* for read(): the slack of the stack's counting probes */
 	unsigned settle_ms;     /* how long a release may take to show; 0: one reading */
 	unsigned poll_us;       /* between readings while settling */
 	bool every_leak;        /* name every leak, "; " between them (else the first one) */
@@ -62,6 +62,10 @@ struct gc_leak_set {
 	size_t msg_len;         /* the failure's room for the leaks (0: 1024) */
 	struct gc_leak_reading before;
 };
+
+/* Appends probe p, named by fmt, with its value to r. */
+void gc_leak_add(struct gc_leak_reading *r, const struct gc_leak_probe *p, uint64_t value,
+		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* Pure: whether probe i of now leaked against before's (same probe order). */
 bool gc_leak_probe_leaked(const struct gc_leak_probe *p, uint64_t before, uint64_t now);

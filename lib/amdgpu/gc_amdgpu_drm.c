@@ -395,12 +395,6 @@ static void say_heap(const struct gc_leak_probe *p, uint64_t before, uint64_t no
 		 " tolerated)", p->name, before, now, now - before, p->slack);
 }
 
-static void add(struct gc_leak_reading *r, const struct gc_leak_probe *p, uint64_t value)
-{
-	r->probe[r->n] = *p;
-	r->value[r->n++] = value;
-}
-
 _Static_assert(2 * GC_AMDGPU_MAX_DEVS + 2 <= GC_LEAK_MAX_PROBES, "every probe fits one reading");
 
 /*
@@ -410,19 +404,18 @@ _Static_assert(2 * GC_AMDGPU_MAX_DEVS + 2 <= GC_LEAK_MAX_PROBES, "every probe fi
 static void probes(const struct gc_amdgpu_snapshot *s, uint64_t slack, const char *const *names,
 		   struct gc_leak_reading *r)
 {
-	struct gc_leak_probe p = { .slack = slack, .rule = GC_LEAK_GROWTH, .say = say_heap };
+	const struct gc_leak_probe heap = { .slack = slack, .rule = GC_LEAK_GROWTH, .say = say_heap };
+	const struct gc_leak_probe fds = { 0 };
 	char own[32];
 
 	r->n = 0;
 	for (unsigned i = 0; i < s->n; i++) {
 		snprintf(own, sizeof(own), "gpu%u", i);
-		snprintf(p.name, sizeof(p.name), "%s: VRAM", names ? names[i] : own);
-		add(r, &p, s->use[i].vram);
-		snprintf(p.name, sizeof(p.name), "%s: GTT", names ? names[i] : own);
-		add(r, &p, s->use[i].gtt);
+		gc_leak_add(r, &heap, s->use[i].vram, "%s: VRAM", names ? names[i] : own);
+		gc_leak_add(r, &heap, s->use[i].gtt, "%s: GTT", names ? names[i] : own);
 	}
-	add(r, &(struct gc_leak_probe){ .name = "render-node fds" }, (uint64_t)s->render_fds);
-	add(r, &(struct gc_leak_probe){ .name = "dma-buf fds" }, (uint64_t)s->dmabuf_fds);
+	gc_leak_add(r, &fds, (uint64_t)s->render_fds, "render-node fds");
+	gc_leak_add(r, &fds, (uint64_t)s->dmabuf_fds, "dma-buf fds");
 }
 
 unsigned gc_amdgpu_snapshot_diff(const struct gc_amdgpu_snapshot *before,
@@ -436,24 +429,21 @@ unsigned gc_amdgpu_snapshot_diff(const struct gc_amdgpu_snapshot *before,
 	return gc_leak_diff(&b, &n, true, msg, len);
 }
 
-struct reader {
+struct named {
 	const struct gc_amdgpu *ag;
-	uint64_t slack;
 	const char *const *names;
 };
 
-static void read_probes(void *ctx, struct gc_leak_reading *r, const struct gc_leak_reading *before,
-			const char *when)
+static void read_probes(const struct gc_leak_set *set, struct gc_leak_reading *r, const char *when)
 {
-	const struct reader *rd = ctx;
+	const struct named *ctx = set->ctx;
 	struct gc_amdgpu_snapshot now;
-	int err = gc_amdgpu_snapshot(rd->ag, &now);
+	int err = gc_amdgpu_snapshot(ctx->ag, &now);
 
-	(void)before;
 	(void)when;
 	if (err)
 		gc_fail("leak check: cannot read heap usage or fds: %s", strerror(-err));
-	probes(&now, rd->slack, rd->names, r);
+	probes(&now, set->slack, ctx->names, r);
 }
 
 void gc_amdgpu_leak_check(const struct gc_amdgpu *ag, const struct gc_amdgpu_snapshot *before,
@@ -461,17 +451,17 @@ void gc_amdgpu_leak_check(const struct gc_amdgpu *ag, const struct gc_amdgpu_sna
 {
 	char names[GC_AMDGPU_MAX_DEVS][64], tail[160];
 	const char *np[GC_AMDGPU_MAX_DEVS];
-	struct reader rd = { .ag = ag, .slack = slack, .names = np };
-	struct gc_leak_set set = { .read = read_probes, .ctx = &rd, .settle_ms = settle_ms,
-				   .poll_us = 10000, .every_leak = true, .msg_len = 1536 };
+	struct named ctx = { .ag = ag, .names = np };
+	struct gc_leak_set set = { .read = read_probes, .ctx = &ctx, .slack = slack,
+				   .settle_ms = settle_ms, .poll_us = 10000, .every_leak = true,
+				   .msg_len = 1536, .tail = tail };
 
 	for (unsigned i = 0; i < ag->n; i++) {
 		snprintf(names[i], sizeof(names[i]), "gpu%u (%s)", i, ag->devs[i].node);
 		np[i] = names[i];
 	}
-	set.tail = tail;
-	snprintf(tail, sizeof(tail), " (after %u ms; heap usage is device-wide: another "
-		 "process allocating on the same GPU meanwhile shows here too)", settle_ms);
+	snprintf(tail, sizeof(tail), " (after %u ms; heap usage is device-wide: another process "
+		 "allocating on the same GPU meanwhile shows here too)", settle_ms);
 	probes(before, slack, np, &set.before);
 	gc_leak_check(&set);
 }

@@ -36,43 +36,31 @@ int gc_cuda_snapshot(const struct gc_cuda *cu, struct gc_cuda_snapshot *s)
 _Static_assert(GC_CUDA_SNAPSHOT_MAX + 1 <= GC_LEAK_MAX_PROBES, "every probe fits one reading");
 
 /* The probes: each device's free memory (slack bytes either way), then /dev/nvidia* fds. */
-static void probes(const struct gc_cuda_snapshot *s, size_t slack, struct gc_leak_reading *r)
+static void probes(const struct gc_cuda_snapshot *s, uint64_t slack, struct gc_leak_reading *r)
 {
-	r->n = 0;
-	for (int i = 0; i < s->n_devices; i++) {
-		struct gc_leak_probe *p = &r->probe[r->n];
+	const struct gc_leak_probe mem = { .slack = slack, .say = gc_leak_say_free_mem };
 
-		*p = (struct gc_leak_probe){ .slack = slack, .say = gc_leak_say_free_mem };
-		snprintf(p->name, sizeof(p->name), "device %d", i);
-		r->value[r->n++] = s->free_mem[i];
-	}
-	r->probe[r->n] = (struct gc_leak_probe){ .name = "/dev/nvidia", .say = gc_leak_say_devfds };
-	r->value[r->n++] = (uint64_t)s->nvidia_fds;
+	r->n = 0;
+	for (int i = 0; i < s->n_devices; i++)
+		gc_leak_add(r, &mem, s->free_mem[i], "device %d", i);
+	gc_leak_add(r, &(struct gc_leak_probe){ .say = gc_leak_say_devfds },
+		    (uint64_t)s->nvidia_fds, "/dev/nvidia");
 }
 
-struct reader {
-	const struct gc_cuda *cu;
-	size_t slack;
-};
-
-static void read_probes(void *ctx, struct gc_leak_reading *r, const struct gc_leak_reading *before,
-			const char *when)
+static void read_probes(const struct gc_leak_set *set, struct gc_leak_reading *r, const char *when)
 {
-	const struct reader *rd = ctx;
 	struct gc_cuda_snapshot now;
 
-	(void)before;
 	(void)when;
-	if (gc_cuda_snapshot(rd->cu, &now))
+	if (gc_cuda_snapshot(set->ctx, &now))
 		gc_fail("leak check: cannot read device memory or /proc/self/fd");
-	probes(&now, rd->slack, r);
+	probes(&now, set->slack, r);
 }
 
 void gc_cuda_leak_check(const struct gc_cuda *cu, const struct gc_cuda_snapshot *before,
 			size_t slack)
 {
-	struct reader rd = { .cu = cu, .slack = slack };
-	struct gc_leak_set set = { .read = read_probes, .ctx = &rd };
+	struct gc_leak_set set = { .read = read_probes, .ctx = cu, .slack = slack };
 
 	probes(before, slack, &set.before);
 	gc_leak_check(&set);

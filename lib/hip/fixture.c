@@ -50,49 +50,39 @@ static void snapshot_or_fail(const struct gc_hip *hip, struct gc_hip_snapshot *s
 		gc_fail("%s: reading /proc/self/fd: %s", when, strerror(-r));
 }
 
+static void probes(const struct gc_hip_snapshot *s, uint64_t slack, struct gc_leak_reading *r);
+
+/* A reading of the probes, or the subtest failed naming what could not be read. */
+static void read_probes(const struct gc_leak_set *set, struct gc_leak_reading *r, const char *when)
+{
+	struct gc_hip_snapshot now;
+
+	snapshot_or_fail(set->ctx, &now, when);
+	probes(&now, set->slack, r);
+}
+
 _Static_assert(GC_HIP_SNAPSHOT_MAX + 2 <= GC_LEAK_MAX_PROBES, "every probe fits one reading");
 
 /*
  * The probes: each device's free memory (slack bytes either way), then the
  * /dev/kfd and /dev/dri fds.
  */
-static void probes(const struct gc_hip_snapshot *s, size_t slack, struct gc_leak_reading *r)
+static void probes(const struct gc_hip_snapshot *s, uint64_t slack, struct gc_leak_reading *r)
 {
+	const struct gc_leak_probe mem = { .slack = slack, .say = gc_leak_say_free_mem };
+	const struct gc_leak_probe fds = { .say = gc_leak_say_devfds };
+
 	r->n = 0;
-	for (int i = 0; i < s->n_devices; i++) {
-		struct gc_leak_probe *p = &r->probe[r->n];
-
-		*p = (struct gc_leak_probe){ .slack = slack, .say = gc_leak_say_free_mem };
-		snprintf(p->name, sizeof(p->name), "gpu%d", i);
-		r->value[r->n++] = s->free_mem[i];
-	}
-	r->probe[r->n] = (struct gc_leak_probe){ .name = "/dev/kfd", .say = gc_leak_say_devfds };
-	r->value[r->n++] = (uint64_t)s->kfd_fds;
-	r->probe[r->n] = (struct gc_leak_probe){ .name = "/dev/dri", .say = gc_leak_say_devfds };
-	r->value[r->n++] = (uint64_t)s->dri_fds;
-}
-
-struct reader {
-	const struct gc_hip *hip;
-	size_t slack;
-};
-
-static void read_probes(void *ctx, struct gc_leak_reading *r, const struct gc_leak_reading *before,
-			const char *when)
-{
-	const struct reader *rd = ctx;
-	struct gc_hip_snapshot now;
-
-	(void)before;
-	snapshot_or_fail(rd->hip, &now, when);
-	probes(&now, rd->slack, r);
+	for (int i = 0; i < s->n_devices; i++)
+		gc_leak_add(r, &mem, s->free_mem[i], "gpu%d", i);
+	gc_leak_add(r, &fds, (uint64_t)s->kfd_fds, "/dev/kfd");
+	gc_leak_add(r, &fds, (uint64_t)s->dri_fds, "/dev/dri");
 }
 
 void gc_hip_leak_check(const struct gc_hip *hip, const struct gc_hip_snapshot *before,
 		       size_t slack)
 {
-	struct reader rd = { .hip = hip, .slack = slack };
-	struct gc_leak_set set = { .read = read_probes, .ctx = &rd };
+	struct gc_leak_set set = { .read = read_probes, .ctx = hip, .slack = slack };
 
 	probes(before, slack, &set.before);
 	gc_leak_check(&set);

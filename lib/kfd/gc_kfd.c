@@ -603,44 +603,34 @@ _Static_assert(GC_KFD_MAX_NODES + 1 <= GC_LEAK_MAX_PROBES, "every probe fits one
 /* The probes: each GPU's available memory (slack bytes either way), then /dev/kfd fds. */
 static void probes(const struct gc_kfd_snapshot *s, uint64_t slack, struct gc_leak_reading *r)
 {
-	r->n = 0;
-	for (unsigned i = 0; i < s->n; i++) {
-		struct gc_leak_probe *p = &r->probe[r->n];
+	const struct gc_leak_probe mem = { .slack = slack, .say = say_available };
 
-		*p = (struct gc_leak_probe){ .slack = slack, .say = say_available };
-		snprintf(p->name, sizeof(p->name), "gpu %u", s->gpu_id[i]);
-		r->value[r->n++] = s->available[i];
-	}
-	r->probe[r->n] = (struct gc_leak_probe){ .name = "/dev/kfd fds" };
-	r->value[r->n++] = (uint64_t)s->kfd_fds;
+	r->n = 0;
+	for (unsigned i = 0; i < s->n; i++)
+		gc_leak_add(r, &mem, s->available[i], "gpu %u", s->gpu_id[i]);
+	gc_leak_add(r, &(struct gc_leak_probe){ 0 }, (uint64_t)s->kfd_fds, "/dev/kfd fds");
 }
 
-struct reader {
-	const struct gc_kfd *kfd;
-	uint64_t slack;
-};
-
-static void read_probes(void *ctx, struct gc_leak_reading *r, const struct gc_leak_reading *before,
-			const char *when)
+/* A reading, failing where the GPUs with a VM are not those of the snapshot. */
+static void read_probes(const struct gc_leak_set *set, struct gc_leak_reading *r, const char *when)
 {
-	const struct reader *rd = ctx;
 	struct gc_kfd_snapshot now;
-	int err = gc_kfd_snapshot(rd->kfd, &now);
+	int err = gc_kfd_snapshot(set->ctx, &now);
 
 	(void)when;
 	if (err)
 		gc_fail("leak check: cannot read available memory: %s", strerror(-err));
-	if (now.n != before->n - 1)
-		gc_fail("leak check: %u GPUs with a VM now, %u before", now.n, before->n - 1);
-	probes(&now, rd->slack, r);
+	if (now.n != set->before.n - 1)
+		gc_fail("leak check: %u GPUs with a VM now, %u before", now.n, set->before.n - 1);
+	probes(&now, set->slack, r);
 }
 
 void gc_kfd_leak_check(const struct gc_kfd *kfd, const struct gc_kfd_snapshot *before,
 		       uint64_t slack, unsigned settle_ms)
 {
-	struct reader rd = { .kfd = kfd, .slack = slack };
-	struct gc_leak_set set = { .read = read_probes, .ctx = &rd, .settle_ms = settle_ms,
-				   .poll_us = 10000, .every_leak = true, .msg_len = 1024 };
+	struct gc_leak_set set = { .read = read_probes, .ctx = kfd, .slack = slack,
+				   .settle_ms = settle_ms, .poll_us = 10000, .every_leak = true,
+				   .msg_len = 1024 };
 
 	set.tail = settle_ms ? " (after waiting for asynchronous release)" : "";
 	probes(before, slack, &set.before);

@@ -16,20 +16,16 @@ struct fake {
 	unsigned n_script, reads;
 };
 
-static void fake_read(void *ctx, struct gc_leak_reading *r, const struct gc_leak_reading *before,
-		      const char *when)
+static void fake_read(const struct gc_leak_set *s, struct gc_leak_reading *r, const char *when)
 {
-	struct fake *f = ctx;
+	struct fake *f = (struct fake *)s->ctx; /* the test's own, counting its readings */
 	unsigned k = f->reads < f->n_script ? f->reads : f->n_script - 1;
 
-	(void)before;
 	(void)when;
 	f->reads++;
-	r->n = 2;
-	r->probe[0] = (struct gc_leak_probe){ .name = "gpu0", .slack = 4096 };
-	r->probe[1] = (struct gc_leak_probe){ .name = "fds", .rule = GC_LEAK_GROWTH };
-	r->value[0] = f->mem[k];
-	r->value[1] = f->fds[k];
+	r->n = 0;
+	gc_leak_add(r, &(struct gc_leak_probe){ .slack = 4096 }, f->mem[k], "gpu%d", 0);
+	gc_leak_add(r, &(struct gc_leak_probe){ .rule = GC_LEAK_GROWTH }, f->fds[k], "fds");
 }
 
 static struct gc_leak_set fake_set(struct fake *f, unsigned settle_ms, bool every)
@@ -80,39 +76,45 @@ static void test_rules(void *fx)
 	gc_assert(gc_leak_probe_leaked(&growth, 100, 111));
 }
 
+/*
+ * The snapshot reads script step 0, then the check reads steps 1.. (the
+ * last repeating) for up to settle_ms: gc_leak_settle()'s result.
+ */
+static int settle(struct fake *f, unsigned steps, unsigned settle_ms, char *msg, size_t len)
+{
+	struct gc_leak_set s = fake_set(f, settle_ms, false);
+	struct gc_leak_reading now;
+
+	f->n_script = 1;
+	f->reads = 0;
+	gc_leak_snapshot(&s);
+	f->n_script = steps;
+	return gc_leak_settle(&s, &now, msg, len);
+}
+
 /* Settling re-reads until the counts come back, and passes. */
 static void test_settles(void *fx)
 {
-	struct fake f = { .mem = { 100000, 0, 0, 100000 }, .fds = { 3, 3, 3, 3 }, .n_script = 1 };
-	struct gc_leak_set s = fake_set(&f, 5000, false);
-	struct gc_leak_reading now;
+	struct fake f = { .mem = { 100000, 0, 0, 100000 }, .fds = { 3, 3, 3, 3 } };
 	char msg[256];
 
 	(void)fx;
-	gc_leak_snapshot(&s);
-	f.n_script = 4;
-	gc_assert_cmpint(gc_leak_settle(&s, &now, msg, sizeof(msg)), ==, 0);
+	gc_assert_cmpint(settle(&f, 4, 5000, msg, sizeof(msg)), ==, 0);
 	gc_assert_cmpuint(f.reads, ==, 4); /* the snapshot, two leaking readings, the good one */
 }
 
 /* A count that never comes back fails once the settle time is over, naming the last reading. */
 static void test_never_settles(void *fx)
 {
-	struct fake f = { .mem = { 100000, 0 }, .fds = { 3, 3 }, .n_script = 1 };
-	struct gc_leak_set s = fake_set(&f, 20, false);
-	struct gc_leak_reading now;
+	struct fake f = { .mem = { 100000, 0 }, .fds = { 3, 3 } };
 	char msg[256];
 
 	(void)fx;
-	gc_leak_snapshot(&s);
-	f.n_script = 2;
-	gc_assert_cmpint(gc_leak_settle(&s, &now, msg, sizeof(msg)), ==, -EAGAIN);
+	gc_assert_cmpint(settle(&f, 2, 20, msg, sizeof(msg)), ==, -EAGAIN);
 	gc_assert_cmpuint(f.reads, >, 2); /* it did wait */
 	gc_assert_eq_str(msg, "gpu0 100000 -> 0");
-	f.reads = 1; /* no settle time: one reading */
-	s.settle_ms = 0;
-	gc_assert_cmpint(gc_leak_settle(&s, &now, msg, sizeof(msg)), ==, -EAGAIN);
-	gc_assert_cmpuint(f.reads, ==, 2);
+	gc_assert_cmpint(settle(&f, 2, 0, msg, sizeof(msg)), ==, -EAGAIN);
+	gc_assert_cmpuint(f.reads, ==, 2); /* no settle time: one reading after the snapshot */
 }
 
 /* The two stacks' words, as CUDA and HIP printed them. */
