@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@
 #include "devfd.h"
 #include "gc_amdgpu.h"
 #include "gc_amdgpu_drm.h"
+#include "leakcheck.h"
 #include "measure.h"
 
 #define RENDER_PREFIX "/dev/dri/renderD"
@@ -388,98 +388,82 @@ int gc_amdgpu_snapshot(const struct gc_amdgpu *ag, struct gc_amdgpu_snapshot *s)
 	return err;
 }
 
-/* Appends "; what" (or "what" first) to msg at *used. */
-static void append(char *msg, size_t len, size_t *used, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void append(char *msg, size_t len, size_t *used, const char *fmt, ...)
+static void say_heap(const struct gc_leak_probe *p, uint64_t before, uint64_t now, char *msg,
+		     size_t len)
 {
-	va_list ap;
-	int n;
-
-	if (*used + 1 >= len)
-		return;
-	if (*used) {
-		n = snprintf(msg + *used, len - *used, "; ");
-		*used += n > 0 ? (size_t)n : 0;
-		if (*used + 1 >= len)
-			return;
-	}
-	va_start(ap, fmt);
-	n = vsnprintf(msg + *used, len - *used, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		*used += (size_t)n < len - *used ? (size_t)n : len - *used - 1;
+	snprintf(msg, len, "%s heap usage %" PRIu64 " -> %" PRIu64 " bytes (+%" PRIu64 ", %" PRIu64
+		 " tolerated)", p->name, before, now, now - before, p->slack);
 }
 
-static void heap_diff(const char *name, const char *heap, uint64_t was, uint64_t is,
-		      uint64_t slack, char *msg, size_t len, size_t *used)
+_Static_assert(2 * GC_AMDGPU_MAX_DEVS + 2 <= GC_LEAK_MAX_PROBES, "every probe fits one reading");
+
+/*
+ * The probes: each device's VRAM and GTT heap usage (growth past slack
+ * bytes), then render-node and dma-buf fds; devices named names[i] or "gpu<i>".
+ */
+static void probes(const struct gc_amdgpu_snapshot *s, uint64_t slack, const char *const *names,
+		   struct gc_leak_reading *r)
 {
-	if (is > was + slack)
-		append(msg, len, used, "%s: %s heap usage %" PRIu64 " -> %" PRIu64 " bytes "
-		       "(+%" PRIu64 ", %" PRIu64 " tolerated)", name, heap, was, is, is - was,
-		       slack);
+	const struct gc_leak_probe heap = { .slack = slack, .rule = GC_LEAK_GROWTH, .say = say_heap };
+	const struct gc_leak_probe fds = { 0 };
+	char own[32];
+
+	r->n = 0;
+	for (unsigned i = 0; i < s->n; i++) {
+		snprintf(own, sizeof(own), "gpu%u", i);
+		gc_leak_add(r, &heap, s->use[i].vram, "%s: VRAM", names ? names[i] : own);
+		gc_leak_add(r, &heap, s->use[i].gtt, "%s: GTT", names ? names[i] : own);
+	}
+	gc_leak_add(r, &fds, (uint64_t)s->render_fds, "render-node fds");
+	gc_leak_add(r, &fds, (uint64_t)s->dmabuf_fds, "dma-buf fds");
 }
 
 unsigned gc_amdgpu_snapshot_diff(const struct gc_amdgpu_snapshot *before,
 				 const struct gc_amdgpu_snapshot *now, uint64_t slack,
 				 const char *const *names, char *msg, size_t len)
 {
-	unsigned bad = 0;
-	size_t used = 0;
-	char own[32];
+	struct gc_leak_reading b, n;
 
-	if (len)
-		msg[0] = '\0';
-	for (unsigned i = 0; i < before->n && i < now->n; i++) {
-		const char *name = names ? names[i] : own;
+	probes(before, slack, names, &b);
+	probes(now, slack, names, &n);
+	return gc_leak_diff(&b, &n, true, msg, len);
+}
 
-		snprintf(own, sizeof(own), "gpu%u", i);
-		if (!gc_amdgpu_grew(&before->use[i], &now->use[i], slack))
-			continue;
-		bad++;
-		heap_diff(name, "VRAM", before->use[i].vram, now->use[i].vram, slack, msg, len,
-			  &used);
-		heap_diff(name, "GTT", before->use[i].gtt, now->use[i].gtt, slack, msg, len, &used);
-	}
-	if (before->render_fds != now->render_fds) {
-		bad++;
-		append(msg, len, &used, "render-node fds %d -> %d", before->render_fds,
-		       now->render_fds);
-	}
-	if (before->dmabuf_fds != now->dmabuf_fds) {
-		bad++;
-		append(msg, len, &used, "dma-buf fds %d -> %d", before->dmabuf_fds,
-		       now->dmabuf_fds);
-	}
-	return bad;
+struct named {
+	const struct gc_amdgpu *ag;
+	const char *const *names;
+};
+
+static void read_probes(const struct gc_leak_set *set, struct gc_leak_reading *r, const char *when)
+{
+	const struct named *ctx = set->ctx;
+	struct gc_amdgpu_snapshot now;
+	int err = gc_amdgpu_snapshot(ctx->ag, &now);
+
+	(void)when;
+	if (err)
+		gc_fail("leak check: cannot read heap usage or fds: %s", strerror(-err));
+	probes(&now, set->slack, ctx->names, r);
 }
 
 void gc_amdgpu_leak_check(const struct gc_amdgpu *ag, const struct gc_amdgpu_snapshot *before,
 			  uint64_t slack, unsigned settle_ms)
 {
-	uint64_t deadline = gc_now_ns() + (uint64_t)settle_ms * 1000000u;
-	char names[GC_AMDGPU_MAX_DEVS][64], msg[1536];
+	char names[GC_AMDGPU_MAX_DEVS][64], tail[160];
 	const char *np[GC_AMDGPU_MAX_DEVS];
-	struct gc_amdgpu_snapshot now;
-	int err;
+	struct named ctx = { .ag = ag, .names = np };
+	struct gc_leak_set set = { .read = read_probes, .ctx = &ctx, .slack = slack,
+				   .settle_ms = settle_ms, .poll_us = 10000, .every_leak = true,
+				   .msg_len = 1536, .tail = tail };
 
 	for (unsigned i = 0; i < ag->n; i++) {
 		snprintf(names[i], sizeof(names[i]), "gpu%u (%s)", i, ag->devs[i].node);
 		np[i] = names[i];
 	}
-	for (;;) {
-		err = gc_amdgpu_snapshot(ag, &now);
-		if (err)
-			gc_fail("leak check: cannot read heap usage or fds: %s", strerror(-err));
-		if (!gc_amdgpu_snapshot_diff(before, &now, slack, np, msg, sizeof(msg)))
-			return;
-		if (gc_now_ns() >= deadline)
-			break;
-		usleep(10000);
-	}
-	gc_fail("leak: %s (after %u ms; heap usage is device-wide: another process allocating "
-		"on the same GPU meanwhile shows here too)", msg, settle_ms);
+	snprintf(tail, sizeof(tail), " (after %u ms; heap usage is device-wide: another process "
+		 "allocating on the same GPU meanwhile shows here too)", settle_ms);
+	probes(before, slack, np, &set.before);
+	gc_leak_check(&set);
 }
 
 /* ----------------------------------------------------------------- fixture */

@@ -186,9 +186,10 @@ struct gc_amdgpu_snapshot {
 int gc_amdgpu_snapshot(const struct gc_amdgpu *ag, struct gc_amdgpu_snapshot *s);
 
 /*
- * Pure: how many leaks now shows against before (gc_amdgpu_grew() per
- * device, any change in either fd count), described in msg with each
- * device named as names[i] ("gpu0 (/dev/dri/renderD128)"; NULL: "gpu<i>").
+ * Pure: how many leaks now shows against before (each device's VRAM and GTT
+ * heap that grew past slack, any change in either fd count: lib/leakcheck's
+ * probes), described in msg with each device named as names[i]
+ * ("gpu0 (/dev/dri/renderD128)"; NULL: "gpu<i>").
  */
 unsigned gc_amdgpu_snapshot_diff(const struct gc_amdgpu_snapshot *before,
 				 const struct gc_amdgpu_snapshot *now, uint64_t slack,

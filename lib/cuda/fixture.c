@@ -6,6 +6,7 @@
  */
 #include "gc_cuda.h"
 #include "devfd.h"
+#include "leakcheck.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -32,27 +33,37 @@ int gc_cuda_snapshot(const struct gc_cuda *cu, struct gc_cuda_snapshot *s)
 	return s->nvidia_fds < 0 ? s->nvidia_fds : 0;
 }
 
+_Static_assert(GC_CUDA_SNAPSHOT_MAX + 1 <= GC_LEAK_MAX_PROBES, "every probe fits one reading");
+
+/* The probes: each device's free memory (slack bytes either way), then /dev/nvidia* fds. */
+static void probes(const struct gc_cuda_snapshot *s, uint64_t slack, struct gc_leak_reading *r)
+{
+	const struct gc_leak_probe mem = { .slack = slack, .say = gc_leak_say_free_mem };
+
+	r->n = 0;
+	for (int i = 0; i < s->n_devices; i++)
+		gc_leak_add(r, &mem, s->free_mem[i], "device %d", i);
+	gc_leak_add(r, &(struct gc_leak_probe){ .say = gc_leak_say_devfds },
+		    (uint64_t)s->nvidia_fds, "/dev/nvidia");
+}
+
+static void read_probes(const struct gc_leak_set *set, struct gc_leak_reading *r, const char *when)
+{
+	struct gc_cuda_snapshot now;
+
+	(void)when;
+	if (gc_cuda_snapshot(set->ctx, &now))
+		gc_fail("leak check: cannot read device memory or /proc/self/fd");
+	probes(&now, set->slack, r);
+}
+
 void gc_cuda_leak_check(const struct gc_cuda *cu, const struct gc_cuda_snapshot *before,
 			size_t slack)
 {
-	struct gc_cuda_snapshot now;
-	char fds[512];
+	struct gc_leak_set set = { .read = read_probes, .ctx = cu, .slack = slack };
 
-	if (gc_cuda_snapshot(cu, &now))
-		gc_fail("leak check: cannot read device memory or /proc/self/fd");
-	for (int i = 0; i < now.n_devices; i++) {
-		long long lost = (long long)before->free_mem[i] - (long long)now.free_mem[i];
-
-		if (lost > (long long)slack || lost < -(long long)slack)
-			gc_fail("leak: device %d has %lld bytes less free memory than before the "
-				"subtest (%zu -> %zu; slack %zu)", i, lost, before->free_mem[i],
-				now.free_mem[i], slack);
-	}
-	if (now.nvidia_fds != before->nvidia_fds) {
-		gc_devfd_list("/dev/nvidia", fds, sizeof(fds));
-		gc_fail("leak: %d /dev/nvidia* fds open, %d before the subtest (now: %s)",
-			now.nvidia_fds, before->nvidia_fds, fds);
-	}
+	probes(before, slack, &set.before);
+	gc_leak_check(&set);
 }
 
 /* ------------------------------------------------------------ fixture */

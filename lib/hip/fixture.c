@@ -6,6 +6,7 @@
  */
 #include "gc_hip.h"
 #include "devfd.h"
+#include "leakcheck.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -49,32 +50,42 @@ static void snapshot_or_fail(const struct gc_hip *hip, struct gc_hip_snapshot *s
 		gc_fail("%s: reading /proc/self/fd: %s", when, strerror(-r));
 }
 
-static void fds_check(const char *node, int before, int now)
-{
-	char list[512];
+static void probes(const struct gc_hip_snapshot *s, uint64_t slack, struct gc_leak_reading *r);
 
-	if (now == before)
-		return;
-	gc_devfd_list(node, list, sizeof(list));
-	gc_fail("leak: %d %s* fds open, %d before the subtest (now: %s)", now, node, before, list);
+/* A reading of the probes, or the subtest failed naming what could not be read. */
+static void read_probes(const struct gc_leak_set *set, struct gc_leak_reading *r, const char *when)
+{
+	struct gc_hip_snapshot now;
+
+	snapshot_or_fail(set->ctx, &now, when);
+	probes(&now, set->slack, r);
+}
+
+_Static_assert(GC_HIP_SNAPSHOT_MAX + 2 <= GC_LEAK_MAX_PROBES, "every probe fits one reading");
+
+/*
+ * The probes: each device's free memory (slack bytes either way), then the
+ * /dev/kfd and /dev/dri fds.
+ */
+static void probes(const struct gc_hip_snapshot *s, uint64_t slack, struct gc_leak_reading *r)
+{
+	const struct gc_leak_probe mem = { .slack = slack, .say = gc_leak_say_free_mem };
+	const struct gc_leak_probe fds = { .say = gc_leak_say_devfds };
+
+	r->n = 0;
+	for (int i = 0; i < s->n_devices; i++)
+		gc_leak_add(r, &mem, s->free_mem[i], "gpu%d", i);
+	gc_leak_add(r, &fds, (uint64_t)s->kfd_fds, "/dev/kfd");
+	gc_leak_add(r, &fds, (uint64_t)s->dri_fds, "/dev/dri");
 }
 
 void gc_hip_leak_check(const struct gc_hip *hip, const struct gc_hip_snapshot *before,
 		       size_t slack)
 {
-	struct gc_hip_snapshot now;
+	struct gc_leak_set set = { .read = read_probes, .ctx = hip, .slack = slack };
 
-	snapshot_or_fail(hip, &now, "leak check");
-	for (int i = 0; i < now.n_devices; i++) {
-		long long lost = (long long)before->free_mem[i] - (long long)now.free_mem[i];
-
-		if (lost > (long long)slack || -lost > (long long)slack)
-			gc_fail("leak: gpu%d has %lld bytes less free memory than before the "
-				"subtest (%zu -> %zu; slack %zu)", i, lost, before->free_mem[i],
-				now.free_mem[i], slack);
-	}
-	fds_check("/dev/kfd", before->kfd_fds, now.kfd_fds);
-	fds_check("/dev/dri", before->dri_fds, now.dri_fds);
+	probes(before, slack, &set.before);
+	gc_leak_check(&set);
 }
 
 /* ------------------------------------------------------------ fixture */

@@ -18,7 +18,7 @@
 
 #include "devfd.h"
 #include "gc_kfd.h"
-#include "measure.h"
+#include "leakcheck.h"
 
 #define TOPOLOGY_ENV "GPUCONFORM_KFD_TOPOLOGY"
 #define VA_HINT_TRIES 64
@@ -592,57 +592,49 @@ int gc_kfd_snapshot(const struct gc_kfd *kfd, struct gc_kfd_snapshot *s)
 	return 0;
 }
 
-static uint64_t absdiff(uint64_t a, uint64_t b)
+static void say_available(const struct gc_leak_probe *p, uint64_t before, uint64_t now,
+			  char *msg, size_t len)
 {
-	return a > b ? a - b : b - a;
+	snprintf(msg, len, "%s: available %" PRIu64 " -> %" PRIu64 " bytes", p->name, before, now);
 }
 
-/* Number of differences, described in msg. */
-static unsigned leak_diff(const struct gc_kfd_snapshot *b, const struct gc_kfd_snapshot *now,
-			  uint64_t slack, char *msg, size_t len)
-{
-	size_t used = 0;
-	unsigned i, bad = 0;
+_Static_assert(GC_KFD_MAX_NODES + 1 <= GC_LEAK_MAX_PROBES, "every probe fits one reading");
 
-	msg[0] = '\0';
-	for (i = 0; i < b->n && i < now->n; i++) {
-		if (absdiff(b->available[i], now->available[i]) <= slack)
-			continue;
-		bad++;
-		used += (size_t)snprintf(msg + used, used < len ? len - used : 0,
-					 "%sgpu %u: available %" PRIu64 " -> %" PRIu64 " bytes",
-					 bad > 1 ? "; " : "", b->gpu_id[i], b->available[i],
-					 now->available[i]);
-	}
-	if (b->kfd_fds != now->kfd_fds) {
-		bad++;
-		snprintf(msg + used, used < len ? len - used : 0, "%s/dev/kfd fds %d -> %d",
-			 bad > 1 ? "; " : "", b->kfd_fds, now->kfd_fds);
-	}
-	return bad;
+/* The probes: each GPU's available memory (slack bytes either way), then /dev/kfd fds. */
+static void probes(const struct gc_kfd_snapshot *s, uint64_t slack, struct gc_leak_reading *r)
+{
+	const struct gc_leak_probe mem = { .slack = slack, .say = say_available };
+
+	r->n = 0;
+	for (unsigned i = 0; i < s->n; i++)
+		gc_leak_add(r, &mem, s->available[i], "gpu %u", s->gpu_id[i]);
+	gc_leak_add(r, &(struct gc_leak_probe){ 0 }, (uint64_t)s->kfd_fds, "/dev/kfd fds");
+}
+
+/* A reading, failing where the GPUs with a VM are not those of the snapshot. */
+static void read_probes(const struct gc_leak_set *set, struct gc_leak_reading *r, const char *when)
+{
+	struct gc_kfd_snapshot now;
+	int err = gc_kfd_snapshot(set->ctx, &now);
+
+	(void)when;
+	if (err)
+		gc_fail("leak check: cannot read available memory: %s", strerror(-err));
+	if (now.n != set->before.n - 1)
+		gc_fail("leak check: %u GPUs with a VM now, %u before", now.n, set->before.n - 1);
+	probes(&now, set->slack, r);
 }
 
 void gc_kfd_leak_check(const struct gc_kfd *kfd, const struct gc_kfd_snapshot *before,
 		       uint64_t slack, unsigned settle_ms)
 {
-	uint64_t deadline = gc_now_ns() + (uint64_t)settle_ms * 1000000u;
-	struct gc_kfd_snapshot now;
-	char msg[1024];
-	int err;
+	struct gc_leak_set set = { .read = read_probes, .ctx = kfd, .slack = slack,
+				   .settle_ms = settle_ms, .poll_us = 10000, .every_leak = true,
+				   .msg_len = 1024 };
 
-	for (;;) {
-		err = gc_kfd_snapshot(kfd, &now);
-		if (err)
-			gc_fail("leak check: cannot read available memory: %s", strerror(-err));
-		if (now.n != before->n)
-			gc_fail("leak check: %u GPUs with a VM now, %u before", now.n, before->n);
-		if (!leak_diff(before, &now, slack, msg, sizeof(msg)))
-			return;
-		if (gc_now_ns() >= deadline)
-			break;
-		usleep(10000);
-	}
-	gc_fail("leak: %s%s", msg, settle_ms ? " (after waiting for asynchronous release)" : "");
+	set.tail = settle_ms ? " (after waiting for asynchronous release)" : "";
+	probes(before, slack, &set.before);
+	gc_leak_check(&set);
 }
 
 static long gpu_place(const void *gpu, size_t i)
