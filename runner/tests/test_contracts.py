@@ -173,6 +173,28 @@ def test_built_subtest_without_row_says_what_to_write(tmp_path: Path) -> None:
     ]
 
 
+def test_twins_split_across_rows(tmp_path: Path) -> None:
+    """A subtest name that two vendors' binaries of one area share is one
+    contract (one body, each stack's calls): the rule wants both in one row,
+    and the failure names both rows."""
+    t = table_of(tmp_path, GOOD + """mem/lifecycle-hip   amd     hip_mem@map-over-mapped
+mem/lifecycle-hip   nvidia  none "a row of its own"
+mem/over-mapped     nvidia  cuda_mem@map-over-mapped
+mem/over-mapped     amd     none "split from its twin"
+""")
+    built = {"hip_mem": ["lifecycle", "map-over-mapped"], "cuda_mem": ["lifecycle", "map-over-mapped"],
+             "kfd_mem": ["lifecycle-vram", "lifecycle-gtt"], "kfd_svm": ["prefetch"],
+             "hipfile_io": ["read-matrix"], "cufile_io": ["read-matrix"]}
+    assert check(t, built) == [
+        f"{t.path}:11: hip_mem@map-over-mapped is in row mem/lifecycle-hip, its twin "
+        f"cuda_mem@map-over-mapped in row mem/over-mapped (line 13): one subtest name in two "
+        "vendors' mem binaries is one contract: put both in one row"]
+    moved = table_of(tmp_path, GOOD + """mem/over-mapped     amd     hip_mem@map-over-mapped
+mem/over-mapped     nvidia  cuda_mem@map-over-mapped
+""")
+    assert check(moved, built) == []
+
+
 def test_entry_naming_a_subtest_the_build_lacks(tmp_path: Path) -> None:
     t = table_of(tmp_path, GOOD)
     built = {"kfd_mem": ["lifecycle-vram", "lifecycle-gtt-x"], "hip_mem": ["lifecycle"],

@@ -357,6 +357,32 @@ def _stale_entry(table: Table, entry: Entry, subtests: Sequence[str]) -> str:
             f"{entry.subtest}{hint}: renamed or removed? fix or drop the entry")
 
 
+def area_of(binary: str) -> str:
+    """A binary's area, its name after the stack: cuda_mem, hip_mem and kfd_mem are mem."""
+    return binary.split("_", 1)[-1]
+
+
+def _split_twins(table: Table, built: Mapping[str, Sequence[str]]) -> list[str]:
+    """Twins the table splits: a subtest name that binaries of one area and
+    two vendors both have is one contract (one body over each stack's calls,
+    CONTRIBUTING.md), so its entries belong in one row."""
+    listed = table.entries()
+    problems: list[str] = []
+    names = sorted(b for b in built if vendor_of(b) in TWIN_VENDORS)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            if area_of(a) != area_of(b) or vendor_of(a) == vendor_of(b):
+                continue
+            for sub in sorted(set(built[a]) & set(built[b])):
+                ra, rb = listed.get(f"{a}@{sub}"), listed.get(f"{b}@{sub}")
+                if ra and rb and ra[0] is not rb[0]:
+                    problems.append(
+                        f"{table.path}:{rb[1].line}: {b}@{sub} is in row {rb[0].name}, its twin "
+                        f"{a}@{sub} in row {ra[0].name} (line {ra[1].line}): one subtest name in "
+                        f"two vendors' {area_of(a)} binaries is one contract: put both in one row")
+    return problems
+
+
 def check(table: Table, built: Mapping[str, Sequence[str]] | None = None) -> list[str]:
     """What breaks the rule, one line each (empty: nothing). built: each
     built binary's subtests; None checks the table alone."""
@@ -379,7 +405,7 @@ def check(table: Table, built: Mapping[str, Sequence[str]] | None = None) -> lis
         have = built.get(entry.binary)
         if have and entry.subtest not in have:
             problems.append(_stale_entry(table, entry, have))
-    return problems
+    return problems + _split_twins(table, built)
 
 
 # --------------------------------------------------------------------- view
