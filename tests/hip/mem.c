@@ -9,13 +9,15 @@
  * UNVERIFIED ON HARDWARE: built against Debian 12's HIP 5.2.3 headers with no
  * AMD GPU; seen only skipping. Nothing below was observed on AMD hardware.
  *
- * What hip_runtime_api.h (5.2.3) promises. Each VMM call's doc block ends
- * "@returns #hipSuccess, #hipErrorInvalidValue, #hipErrorNotSupported" and
- * "@warning : This API is marked as beta, meaning, while this is feature
+ * What hip_runtime_api.h (5.2.3) promises [src ROCm/HIP
+ * include/hip/hip_runtime_api.h @ rocm-5.2.3]. Each VMM call's doc block ends
+ * "@returns #hipSuccess, #hipErrorInvalidValue, #hipErrorNotSupported
+ * @warning : This API is marked as beta, meaning, while this is feature
  * complete, it is still open to changes and may have outstanding issues."
- * The only parameter rules it states are "flags - currently unused, must be
- * zero" (hipMemCreate, hipMemAddressReserve, hipMemMap) and, for hipMemMap,
- * "offset - offset into the memory, currently must be zero": a violation is
+ * The only parameter rules it states are "@param [in] flags - currently
+ * unused, must be zero." (hipMemCreate, hipMemAddressReserve, hipMemMap)
+ * and, for hipMemMap, "@param [in] offset - offset into the memory,
+ * currently must be zero." A violation is
  * expected to give hipErrorInvalidValue, the one argument error listed.
  * Everything else cuda.h states as a rule (granularity multiples, whole-range
  * unmap, the exact reservation to free) the HIP header leaves unsaid. There
@@ -24,7 +26,7 @@
  * code: the call is refused with one of the two listed errors (which one is
  * printed) and the state is intact; or, where a success can be harmless
  * (an address hint not taken), what the success gave must still honour the
- * request. Those places say "header silent".
+ * request. Those places say `header silent`.
  *
  * Why the data checks matter here. hipamd's hip_vm.cpp of the 5.1 / 5.2 era
  * (read, not run; the 5.2.3 library's disassembly looks the same) checks the
@@ -37,8 +39,8 @@
  * know the address, hipamd 5.x's ihipMemcpy answers hipErrorInvalidValue and
  * the subtest fails cleanly), then by gpuconform's gc_fill_u32 and
  * gc_check_u32 kernels. A kernel touching an address nothing backs faults,
- * and ROCr's default handler aborts the process ("Memory access fault by
- * GPU"): the runner then records a crash for that subtest.
+ * and ROCr's default handler aborts the process (`Memory access fault by
+ * GPU`): the runner then records a crash for that subtest.
  *
  * Left out of the twin: read-only-fault. It needs a helper process that
  * takes the write fault in its own context (cuda_fault_helper); on ROCm the
@@ -248,7 +250,11 @@ static hipError_t dev_malloc(struct mem_fx *fx, size_t size, void **p)
 /* The call `what` gave got; it must give want. */
 #define WANT(fx, call, want, what) want_code(SITE, H(fx), (call), (want), (what))
 #define OK(fx, call, what) WANT(fx, call, hipSuccess, what)
-/* A stated rule broken ("must be zero"): hipErrorInvalidValue, the argument error listed. */
+/*
+ * A stated rule broken ("@param [in] flags - currently unused, must be
+ * zero." [src ROCm/HIP include/hip/hip_runtime_api.h @ rocm-5.2.3]):
+ * hipErrorInvalidValue, the argument error listed.
+ */
 #define INVALID(fx, call, what) WANT(fx, call, hipErrorInvalidValue, what)
 /* Header silent on the rule or the code: refused with one of the listed codes, printed. */
 #define REFUSED(fx, call, what) \
@@ -323,9 +329,11 @@ static long long mem_dev_used(void *arg)
 }
 
 /*
- * hipMemGetInfo: "Returns in *free a snapshot of the current free memory"
- * ("On HCC, the free memory only accounts for memory allocated by this
- * process and may be optimistic": enough for what this process holds).
+ * hipMemGetInfo: "Returns in *free a snapshot of the current free memory."
+ * ("@warning On HCC, the free memory only accounts for memory allocated by
+ * this process and may be optimistic." [src ROCm/HIP
+ * include/hip/hip_runtime_api.h @ rocm-5.2.3]: enough for what this process
+ * holds).
  * held > 0: at least held bytes of base are taken (an allocation still has
  * its memory); held == 0: free memory is back to base, within GC_VMM_LEAK_SLACK.
  */
@@ -584,7 +592,7 @@ static const char *op_va_str(uint64_t va, char *buf, size_t len)
 	return buf;
 }
 
-/* hip_mem's stress-10k skip says "need" where cuda_mem's says "needs". */
+/* hip_mem's stress-10k skip says `need` where cuda_mem's says `needs`. */
 static const struct gc_mem_checks mem_checks = {
 	.drift = GC_MEM_NEED, .dev_free = dev_free, .dev_used = mem_dev_used,
 	.expect_backed = op_expect_backed, .expect_free_back = op_expect_free_back,
@@ -677,9 +685,11 @@ static void mem_teardown(void *data)
 GC_MEM_SUBTESTS(struct mem_fx, m);
 
 /*
- * Contract (hipMemGetAllocationGranularity "Calculates either the minimal or
- * recommended granularity"; "flags - currently unused, must be zero";
- * hipMemMap "offset - offset into the memory, currently must be zero"): the
+ * Contract (hipMemGetAllocationGranularity "@brief Calculates either the
+ * minimal or recommended granularity."; "@param [in] flags - currently
+ * unused, must be zero."; hipMemMap "@param [in] offset - offset into the
+ * memory, currently must be zero." [src ROCm/HIP
+ * include/hip/hip_runtime_api.h @ rocm-5.2.3]): the
  * granularities are powers of two, recommended >= minimal. Non-zero flags
  * and a non-zero map offset give hipErrorInvalidValue. Header silent: a size
  * that is not a multiple of the minimal granularity (hipMemCreate,
@@ -836,7 +846,8 @@ static void test_map_past_reservation(void *data)
 }
 
 /*
- * Contract (hipMemUnmap "Unmap memory allocation of a given address range";
+ * Contract (hipMemUnmap "@brief Unmap memory allocation of a given address
+ * range." [src ROCm/HIP include/hip/hip_runtime_api.h @ rocm-5.2.3];
  * header silent on sub-ranges and on ranges holding no mapping): unmapping
  * half of a mapping is refused with a listed code and leaves the mapping
  * whole, its data intact and its access unchanged. Unmapping a reservation
@@ -879,10 +890,12 @@ static void test_unmap_unmapped(void *data)
 }
 
 /*
- * Contract (hipMemRelease "Release a memory handle representing a memory
- * allocation"; hipMemMap "Maps an allocation handle": what is released is
- * the handle; the header is silent on a handle still mapped): released while
- * mapped, either the release is refused with a listed code and the mapping
+ * Contract (hipMemRelease "@brief Release a memory handle representing a
+ * memory allocation which was previously allocated through hipMemCreate.";
+ * hipMemMap "@brief Maps an allocation handle to a reserved virtual address
+ * range." [src ROCm/HIP include/hip/hip_runtime_api.h @ rocm-5.2.3]: what is
+ * released is the handle; the header is silent on a handle still mapped):
+ * released while mapped, either the release is refused with a listed code and the mapping
  * is intact, or it succeeds and the memory stays allocated, readable and
  * writable (GPU and CPU) until hipMemUnmap, which then gives it back. A
  * release that takes the memory from under a live mapping fails here.
@@ -922,10 +935,12 @@ static void test_release_while_mapped(void *data)
 }
 
 /*
- * Contract (hipMemAddressFree "Frees an address range reservation made via
- * hipMemAddressReserve", "devPtr - starting address of the range", "size -
- * size of the range"): a part of a reservation (half its size, or starting
- * inside it) is not a reservation made by hipMemAddressReserve: refused with
+ * Contract (hipMemAddressFree "@brief Frees an address range reservation
+ * made via hipMemAddressReserve [...]", "@param [in] devPtr - starting
+ * address of the range.", "@param [in] size - size of the range." [src
+ * ROCm/HIP include/hip/hip_runtime_api.h @ rocm-5.2.3]): a part of a
+ * reservation (half its size, or starting inside it) is not a reservation
+ * made by hipMemAddressReserve: refused with
  * a listed code (which: header silent). Freeing the reservation while it is
  * still mapped: header silent; the result is printed, a refusal leaves the
  * mapping intact, and whatever it did, everything can still be given back
@@ -977,8 +992,9 @@ static void test_address_free_ordering(void *data)
 /* ------------------------------------------------------------ capacity */
 
 /*
- * Contract (hipMemCreate; hipMemGetInfo "a snapshot of the current free
- * memory"): one allocation of 90% of the free memory is created, mapped,
+ * Contract (hipMemCreate; hipMemGetInfo "Returns in *free a snapshot of the
+ * current free memory." [src ROCm/HIP include/hip/hip_runtime_api.h @
+ * rocm-5.2.3]): one allocation of 90% of the free memory is created, mapped,
  * written and read back in full (GPU) and at its first, middle and last
  * pages (CPU), and given back.
  */
@@ -1003,7 +1019,9 @@ static void test_alloc_90pct(void *data)
 }
 
 /*
- * Contract (hipMalloc "@return #hipSuccess, #hipErrorOutOfMemory, ..."):
+ * Contract (hipMalloc "@return #hipSuccess, #hipErrorOutOfMemory,
+ * #hipErrorInvalidValue (bad context, null *ptr) [...]" [src ROCm/HIP
+ * include/hip/hip_runtime_api.h @ rocm-5.2.3]):
  * more than the device's total memory fails with hipErrorOutOfMemory.
  * hipMemCreate lists only hipErrorInvalidValue and hipErrorNotSupported: it
  * must refuse too, with hipErrorOutOfMemory or a listed code (printed).
@@ -1032,10 +1050,12 @@ static void test_oom(void *data)
 }
 
 /*
- * Contract (hipDeviceCanAccessPeer: "Returns "0" in @p canAccessPeer if
+ * Contract (hipDeviceCanAccessPeer: "Returns [...] in @p canAccessPeer if
  * deviceId == peerDeviceId, and both are valid devices : a device is not a
- * peer of itself"; hipDeviceEnablePeerAccess "Returns #hipSuccess,
- * #hipErrorInvalidDevice, #hipErrorInvalidValue"): the current device is not
+ * peer of itself." (the elided word is a quoted 0);
+ * hipDeviceEnablePeerAccess "Returns #hipSuccess, #hipErrorInvalidDevice,
+ * #hipErrorInvalidValue, [...]" [src ROCm/HIP include/hip/hip_runtime_api.h
+ * @ rocm-5.2.3]): the current device is not
  * its own peer, and enabling peer access to itself is refused with one of the
  * two errors (which: header silent). Needs one GPU only.
  */
