@@ -132,7 +132,6 @@ QUOTE_DEBT = {
     "tests/hip/bubbles.c": 6,
     "tests/hip/bubbles_gaps.c": 7,
     "tests/hip/bubbles_prof.c": 13,
-    "tests/hip/multigpu.c": 16,
     "tests/hipfile/batch.c": 8,
     "tests/hipfile/conc.c": 7,
     "tests/hipfile/edge.c": 17,

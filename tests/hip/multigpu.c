@@ -11,10 +11,13 @@
  * AMD GPU; seen only skipping. Nothing below was observed on AMD hardware.
  *
  * hip_runtime_api.h (5.2.3) says little about the VMM calls: "@returns
- * #hipSuccess, #hipErrorInvalidValue, #hipErrorNotSupported" and a beta
- * warning. It does not say that hipMemSetAccess is all-or-nothing: that is
- * the suite's contract (DESIGN, multigpu: "is all-or-nothing; never leaves
- * silent partial state"). Where several codes are possible and the header
+ * #hipSuccess, #hipErrorInvalidValue, #hipErrorNotSupported @warning : This
+ * API is marked as beta, meaning, while this is feature complete, it is
+ * still open to changes and may have outstanding issues." [src ROCm/HIP
+ * include/hip/hip_runtime_api.h @ rocm-5.2.3]. It does not say that
+ * hipMemSetAccess is all-or-nothing: that is the suite's contract (DESIGN,
+ * multigpu: all-or-nothing, or an exact report, never silent partial
+ * state). Where several codes are possible and the header
  * does not say which one a failure gives, the listed ones are accepted and
  * the one seen is printed. The peer-access calls are better documented, and
  * each expectation there quotes its sentence. hipamd's 5.1 / 5.2-era
@@ -239,10 +242,11 @@ static void shared_pair(void *ctx, const void *va, const void *vb)
 }
 
 /*
- * Contract (hipMemSetAccess "Set the access flags for each location
- * specified in desc for the given virtual address range";
+ * Contract (hipMemSetAccess "@brief Set the access flags for each location
+ * specified in desc for the given virtual address range.";
  * hipMemAccessFlagsProtReadWrite "Set the address range read-write
- * accessible"; DESIGN svm "same VA valid on several devices"): one
+ * accessible [...]" [src ROCm/HIP include/hip/hip_runtime_api.h @
+ * rocm-5.2.3]; DESIGN svm: the same VA valid on several devices): one
  * allocation, mapped once and made read-write for both devices, is the same
  * memory for both: hipMemGetAccess reports ProtReadWrite for each, and what
  * one writes the other reads, in each direction, with the allocation on
@@ -260,7 +264,8 @@ static void test_shared_mapping(void *data)
 
 /*
  * The codes a bad device may give: the VMM calls' list, and hipErrorInvalidDevice
- * ("DeviceID must be in range 0...#compute-devices", the enumerator's own doc).
+ * ("DeviceID must be in range 0...#compute-devices.", the enumerator's own
+ * doc [src ROCm/HIP include/hip/hip_runtime_api.h @ rocm-5.2.3]).
  */
 static const hipError_t bad_device_errors[] = { hipErrorInvalidValue, hipErrorNotSupported,
 						hipErrorInvalidDevice };
@@ -425,7 +430,7 @@ static void span_on_full(const struct gc_hip *hip, int b, size_t gran)
 		ran(hip, hip->hipMemRelease(h), "hipMemRelease of the unexpected allocation");
 	check_refused(hip, e, create_oom_errors, ARRAY_SIZE(create_oom_errors),
 		      "hipMemCreate(granularity) on the full device, just refused");
-	/* Whether hipMalloc still finds room: printed; if not, OOM (its "@return"). */
+	/* Whether hipMalloc still finds room: printed; if not, OOM (its `@return`). */
 	e = hip->hipMalloc(&d, gran);
 	gc_info("hipMalloc(%zu) on the full gpu%d: %s", gran, b,
 		gc_hip_errstr(hip, e, err, sizeof(err)));
@@ -531,11 +536,13 @@ static void span_pair(void *ctx, const void *va, const void *vb)
 }
 
 /*
- * Contract (DESIGN multigpu: "OOM on one device"): with device b driven out
+ * Contract (DESIGN multigpu: OOM on one device): with device b driven out
  * of memory by hipMemCreate (refused with hipErrorOutOfMemory or a listed
  * code) while device a has room, one more hipMemCreate on b is refused too;
  * hipMalloc there succeeds or gives hipErrorOutOfMemory (its "@return
- * #hipSuccess, #hipErrorOutOfMemory"); an allocation on a made accessible to
+ * #hipSuccess, #hipErrorOutOfMemory, #hipErrorInvalidValue (bad context,
+ * null *ptr) [...]" [src ROCm/HIP include/hip/hip_runtime_api.h @
+ * rocm-5.2.3]); an allocation on a made accessible to
  * a and b at once either succeeds completely (both have access, the data
  * written on a reads right on b) or fails leaving no access anywhere; a's
  * free memory is unchanged by all of it, and both devices get everything
@@ -611,7 +618,7 @@ static void peer_use(struct mfx *f, int x, int y, const void *before)
 	peer_free(f->dev.hip, y, later);
 }
 
-/* Flags != 0: header silent ("@param [in] flags"); what it left must agree with its answer. */
+/* Flags != 0: header silent (`@param [in] flags`); what it left must agree with its answer. */
 static void peer_flags(const struct gc_hip *hip, int x, int y)
 {
 	hipError_t e = hip->hipDeviceEnablePeerAccess(y, 1), left;
@@ -662,7 +669,7 @@ static bool peer_direction(struct mfx *f, int x, int y)
 		peer_refused(hip, x, y);
 		return false;
 	}
-	/* Allocated and filled before access is enabled: "already allocated" memory. */
+	/* Allocated and filled before access is enabled: memory already allocated. */
 	before = peer_buffer(f, y, SEED_PEER);
 	peer_cycle(f, x, y, before);
 	peer_free(hip, y, before);
@@ -683,20 +690,22 @@ static void peer_pair(void *ctx, const void *va, const void *vb)
 
 /*
  * Contract (hip_runtime_api.h, PeerToPeer, "@warning PeerToPeer support is
- * experimental"), each direction x -> y of each pair:
+ * experimental." [src ROCm/HIP include/hip/hip_runtime_api.h @
+ * rocm-5.2.3]), each direction x -> y of each pair:
  * - hipDeviceDisablePeerAccess before any enable: "Returns
  *   hipErrorPeerAccessNotEnabled if direct access to memory on peerDevice
- *   has not yet been enabled from the current device";
+ *   has not yet been enabled from the current device.";
  * - hipDeviceEnablePeerAccess: hipSuccess; "Memory which already allocated
  *   on peer device will be mapped into the address space of the current
  *   device. In addition, all future memory allocations on peerDeviceId will
- *   be mapped": a kernel on x reads y's memory allocated before and after
- *   the enable;
+ *   be mapped into the address space of the current device when the memory
+ *   is allocated.": a kernel on x reads y's memory allocated before and
+ *   after the enable;
  * - enable again: "@returns #hipErrorPeerAccessAlreadyEnabled if peer access
- *   is already enabled for this device";
+ *   is already enabled for this device.";
  * - disable: hipSuccess; disable again: hipErrorPeerAccessNotEnabled;
  * - flags = 1: header silent; printed, and the disable after it must agree.
- * A direction hipDeviceCanAccessPeer refuses ("0" if not capable) must have
+ * A direction hipDeviceCanAccessPeer refuses (`0` if not capable) must have
  * its enable refused; a pair refused both ways is skipped after that check.
  */
 static void test_peer_access(void *data)
