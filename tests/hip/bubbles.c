@@ -9,7 +9,7 @@
  *
  * Files: this one holds the fixture and deep-inflight (raw AQL queues);
  * bubbles_gaps.c gaps and launch-gap (HIP streams vs HIP graphs; its top
- * comment says how "graph" is realised on AMD and where the clock rate comes
+ * comment says how `graph` is realised on AMD and where the clock rate comes
  * from); bubbles_prof.c traced-concurrent, traced-serialized, trace-leak,
  * attach-detach and profiler-sessions (rocprofiler-sdk kernel-dispatch
  * tracing; profiler-sessions also with HIP runtime API or memory-copy
@@ -17,17 +17,21 @@
  *
  * Clock: gc_stamp stamps s_memrealtime, a constant-rate counter. Its rate is
  * HSA_AMD_AGENT_INFO_TIMESTAMP_FREQUENCY ("Timestamp value increase rate, in
- * Hz", hsa_ext_amd.h of ROCm >= 6.1; the HIP runtime reports the same value
- * / 1000 as hipDeviceAttributeWallClockRate). The HIP subtests fail saying so
- * where the runtime does not answer; deep-inflight needs no rate (it
- * compares ticks only).
+ * Hz.", hsa_ext_amd.h of ROCm >= 6.1 [src ROCm/ROCR-Runtime
+ * src/inc/hsa_ext_amd.h @ rocm-6.2.2]; the HIP runtime reports the same
+ * value / 1000 as hipDeviceAttributeWallClockRate). The HIP subtests fail
+ * saying so where the runtime does not answer; deep-inflight needs no rate
+ * (it compares ticks only).
  *
  * deep-inflight's traced case: hsa_amd_profiling_set_profiler_enabled() on
  * the queue, then hsa_amd_profiling_get_dispatch_time() per completion
  * signal ("This dispatch packet must have been issued to a queue with
  * profiling enabled and have already completed. Also the signal must not
- * have yet been used in any other packet"). Its timestamps are "in the HSA
- * system clock domain", not s_memrealtime's: a record is checked for
+ * have yet been used in any other packet following the completion of the
+ * profiled dispatch packet."). Its timestamps are in the HSA system clock
+ * domain ("@param[out] time Packet processing timestamps in the HSA system
+ * clock domain." [src ROCm/ROCR-Runtime src/inc/hsa_ext_amd.h @
+ * rocm-5.2.3]), not s_memrealtime's: a record is checked for
  * presence and start <= end, not for bracketing the stamps. HSA profiling has
  * no serialized mode: traced-serialized skips saying so.
  */
@@ -168,7 +172,12 @@ static void deep_dispatch(struct bub_fx *fx, bool traced)
 
 		ka = fx->kernargs + stride * (i + 1);
 		gc_hsa_stamp_args(ka, fx->stamps, fx->counts, i, 0);
-		/* barrier bit: "the packet processor ... waits for all the previous packets". */
+		/*
+		 * barrier bit: "If the barrier bit is set, the processing of the
+		 * current packet only launches when all preceding packets (within
+		 * the same queue) are complete." [src ROCm/ROCR-Runtime
+		 * src/inc/hsa.h @ rocm-5.2.3]
+		 */
 		gc_assert_ok(gc_hsa_dispatch(&fx->h, fx->q, &fx->h.stamp, ka, s, true, deadline));
 	}
 }
@@ -213,7 +222,7 @@ static void deep_check_records(struct bub_fx *fx)
 /*
  * Contract: AQL barrier-bit packets behind a running gate do not start
  * (counts all 0 while it is shut); once the host opens the gate, all DEEP_N
- * complete (watchdog: "hang: N of M kernels done"), each stamped once, in
+ * complete (watchdog: `hang: N of M kernels done`), each stamped once, in
  * order; traced, each has its dispatch-time record.
  */
 static void deep(struct bub_fx *fx, bool traced)
