@@ -7,12 +7,12 @@
  * UNVERIFIED ON HARDWARE: built against Debian 12's HIP 5.2.3 headers with no
  * AMD GPU; seen only skipping.
  *
- * "graph" is a HIP graph: hipGraphCreate, one hipGraphAddKernelNode per
+ * `graph` is a HIP graph: hipGraphCreate, one hipGraphAddKernelNode per
  * gc_stamp dispatch (hipMemsetNode / hipMemcpyNode1D between them for
- * "mixed"), hipGraphInstantiate once, hipGraphLaunch per launch. HIP graphs,
+ * `mixed`), hipGraphInstantiate once, hipGraphLaunch per launch. HIP graphs,
  * because that is where the seed's rocprofiler-sdk
  * failures were (graph kernel-trace runs that crashed or emitted nothing, wide
- * graphs the hard case); a hand-built AQL "graph" on a raw HSA queue would
+ * graphs the hard case); a hand-built AQL graph on a raw HSA queue would
  * measure the packet processor alone and miss HIP's graph executor, which is
  * the code under test. The kernel is the code object's gc_stamp, loaded with
  * hipModuleLoadData from the same data/kernels/gpuconform.<gfx>.hsaco bytes
@@ -22,8 +22,9 @@
  * kernelParams (the graph node copies them by the kernel's signature);
  * stream launches pass them by `extra` (HIP_LAUNCH_PARAM_BUFFER_POINTER),
  * because Debian 5.2.3's hip_runtime_api.h says of hipModuleLaunchKernel:
- * "kernellParams argument is not yet implemented in HIP. Please use extra".
- * "stream" is hipModuleLaunchKernel back to back on one non-blocking stream.
+ * "@warning kernellParams argument is not yet implemented in HIP. Please use
+ * extra instead." [src ROCm/HIP include/hip/hip_runtime_api.h @ rocm-5.2.3].
+ * `stream` is hipModuleLaunchKernel back to back on one non-blocking stream.
  *
  * libamdhip64 is lib/hip's runtime (gc_hip_load(): dlopen'd, libamdhip64.so,
  * .so.7, .so.6, .so.5, never linked, for the reason lib/hip/gc_hip.h gives):
@@ -33,7 +34,8 @@
  *
  * Clock: gc_stamp stamps s_memrealtime. HIP documents its rate as
  * hipDeviceAttributeWallClockRate ("Constant frequency of wall clock in
- * kilohertz"), which the HIP runtime (ROCclr rocdevice.cpp) fills from
+ * kilohertz." [src ROCm/HIP include/hip/hip_runtime_api.h @ rocm-6.2.2]),
+ * which the HIP runtime (ROCclr rocdevice.cpp) fills from
  * HSA_AMD_AGENT_INFO_TIMESTAMP_FREQUENCY / 1000; gc_hsa reads that same HSA
  * attribute in Hz (Debian's 5.2.3 HIP header has no WallClockRate
  * enumerator to ask for). When ROCr does not answer it, a subtest that needs
@@ -256,7 +258,7 @@ unsigned hb_done_count(struct hb *b, unsigned n)
 	return done;
 }
 
-/* The stream with a watchdog: "hang: N of M kernels done" instead of the runner's timeout. */
+/* The stream with a watchdog: `hang: N of M kernels done` instead of the runner's timeout. */
 void hb_wait(struct hb *b, unsigned n, const char *what)
 {
 	uint64_t deadline = gc_now_ns() + HB_WATCHDOG_S * 1000000000ull;
