@@ -129,7 +129,6 @@ QUOTE_DEBT = {
     "tests/amdgpu/interrupt.c": 15,
     "tests/amdgpu/mem.c": 43,
     "tests/amdgpu/multigpu.c": 30,
-    "tests/hip/bubbles_prof.c": 13,
     "tests/hipfile/batch.c": 8,
     "tests/hipfile/conc.c": 7,
     "tests/hipfile/edge.c": 17,

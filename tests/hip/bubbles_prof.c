@@ -17,10 +17,15 @@
  * The ABI used, restated from ROCm/rocprofiler-sdk's public headers
  * (source/include/rocprofiler-sdk/, tag rocm-6.2.2, rocprofiler-sdk 0.4.0),
  * since Debian ships none of them:
- *  - registration.h: rocprofiler_force_configure(configure_func), "can be
- *    invoked before any ROCm runtimes (lazily) initialize"; it returns
- *    ROCPROFILER_STATUS_ERROR_CONFIGURATION_LOCKED "if rocprofiler has
- *    already been configured". The configure function fills in the
+ *  - registration.h [src ROCm/rocprofiler-sdk
+ *    source/include/rocprofiler-sdk/registration.h @ rocm-6.2.2]:
+ *    rocprofiler_force_configure(configure_func), "This can be invoked
+ *    before any ROCm runtimes (lazily) initialize and context(s) can be
+ *    started before the runtimes initialize."; it returns
+ *    ROCPROFILER_STATUS_ERROR_CONFIGURATION_LOCKED ("@retval
+ *    ::ROCPROFILER_STATUS_ERROR_CONFIGURATION_LOCKED Returned if rocprofiler
+ *    has already been configured, or is currently being configured [...]").
+ *    The configure function fills in the
  *    rocprofiler_client_id_t { name, handle } it is given and returns a
  *    rocprofiler_tool_configure_result_t { size, initialize, finalize,
  *    tool_data }; initialize(finalize_func, tool_data) creates the contexts;
@@ -29,27 +34,35 @@
  *  - buffer.h: rocprofiler_create_buffer(context, size, watermark, policy,
  *    callback, data, &buffer) and rocprofiler_flush_buffer(buffer); the
  *    callback gets (context, buffer, headers, num_headers, data, drop_count).
- *  - buffer_tracing.h: rocprofiler_configure_buffer_tracing_service(context,
+ *  - buffer_tracing.h [src ROCm/rocprofiler-sdk
+ *    source/include/rocprofiler-sdk/buffer_tracing.h @ rocm-6.2.2]:
+ *    rocprofiler_configure_buffer_tracing_service(context,
  *    kind, NULL, 0, buffer), once per kind; the records:
  *    rocprofiler_buffer_tracing_kernel_dispatch_record_t { size, kind,
  *    operation, correlation_id {internal, external}, thread_id,
- *    start_timestamp, end_timestamp ("in nanoseconds"), dispatch_info } and
+ *    start_timestamp, end_timestamp (documented in nanoseconds),
+ *    dispatch_info } and
  *    rocprofiler_buffer_tracing_memory_copy_record_t { size, kind,
  *    operation, correlation_id, thread_id, start_timestamp, end_timestamp,
- *    dst_agent_id, src_agent_id, bytes ("bytes copied") }: 80 bytes, bytes
+ *    dst_agent_id, src_agent_id, bytes (documented as the bytes copied) }:
+ *    80 bytes, bytes
  *    at offset 72. HIP runtime API records are counted by their header
  *    alone (their payload is not read).
- *  - fwd.h: enumerators (ROCPROFILER_BUFFER_CATEGORY_TRACING = 1,
+ *  - fwd.h [src ROCm/rocprofiler-sdk source/include/rocprofiler-sdk/fwd.h @
+ *    rocm-6.2.2]: enumerators (ROCPROFILER_BUFFER_CATEGORY_TRACING = 1,
  *    ROCPROFILER_BUFFER_POLICY_LOSSLESS = 2; rocprofiler_buffer_tracing_
  *    kind_t counts up from NONE = 0: HIP_RUNTIME_API = 5, MEMORY_COPY = 10,
  *    KERNEL_DISPATCH = 11), rocprofiler_record_header_t { category, kind;
  *    payload }, rocprofiler_correlation_id_t { internal, external } (16
  *    bytes), rocprofiler_agent_id_t { handle }, rocprofiler_kernel_
  *    dispatch_info_t (128 bytes: size, agent_id, queue_id, kernel_id,
- *    dispatch_id "unique id for each dispatch", segment sizes, workgroup and
+ *    dispatch_id (documented as a unique id for each dispatch), segment
+ *    sizes, workgroup and
  *    grid sizes, padding).
- *  - rocprofiler.h: rocprofiler_get_timestamp ("the timestamp value that
- *    rocprofiler uses"), rocprofiler_get_status_name.
+ *  - rocprofiler.h [src ROCm/rocprofiler-sdk
+ *    source/include/rocprofiler-sdk/rocprofiler.h @ rocm-6.2.2]:
+ *    rocprofiler_get_timestamp (documented to get the timestamp value that
+ *    rocprofiler uses), rocprofiler_get_status_name.
  * ROCm/rocm-systems' projects/rocprofiler-sdk, read for comparison (fwd.h
  * at commit 0409832, buffer_tracing.h at 00db669), keeps the three kinds'
  * values and both records' offsets; both records grew at their end (the
@@ -489,10 +502,11 @@ static bool prof_wanted(const char *first, char *why, size_t len)
 /*
  * A plan's process of profiler-sessions creates its plan's configuration
  * alone. rocprofiler-sdk decides when a runtime registers which of its calls
- * to wrap from every registered context, started or not: "we loop over all
- * the *registered* contexts and see if any of them, at any point in time,
- * might require callback or buffered API tracing" (should_wrap_functor,
- * source/lib/rocprofiler-sdk/hip/hip.cpp, rocm-6.2.2); async_copy_init
+ * to wrap from every registered context, started or not (should_wrap_functor
+ * loops over all the registered contexts and asks whether any of them, at
+ * any point in time, might require callback or buffered API tracing [src
+ * ROCm/rocprofiler-sdk source/lib/rocprofiler-sdk/hip/hip.cpp @
+ * rocm-6.2.2]); async_copy_init
  * (hsa/async_copy.cpp, same tag) wraps ROCr's async copies and switches on
  * its async-copy profiling when any registered context traces memory
  * copies. Another configuration's context, never started, would still
@@ -776,8 +790,12 @@ void hb_test_traced_concurrent(struct hb *b)
  * traced-serialized: rocprofiler-sdk's kernel-dispatch tracing has no
  * serialized mode (buffer_tracing.h / callback_tracing.h configure a kind
  * and its operations, nothing else). The one service that serializes
- * kernels is dispatch counting: its documentation says "dispatch counting
- * allows only a single kernel to execute in hardware at a time", but that is
+ * kernels is dispatch counting: its documentation says "Dispatch profiling
+ * is useful for collecting highly detailed counters for a specific kernel
+ * execution in isolation (Note: dispatch profiling allows only a single
+ * kernel to execute in hardware at a time)." [src ROCm/rocprofiler-sdk
+ * source/docs/api-reference/counter_collection_services.md @ rocm-6.2.2],
+ * but that is
  * hardware counter collection with a counter profile per agent, not a
  * tracing mode, and HSA's dispatch-time profiling has none either.
  */
@@ -862,8 +880,11 @@ static long window_at(const struct gc_trace_windows *w, uint64_t ts)
  * Every record overlaps an enabled window [on, off + tail] (the last one that
  * began before the record ended: the windows and their tails ascend).
  * context.h and fwd.h (ROCPROFILER_KERNEL_DISPATCH_ENQUEUE): contexts active
- * at enqueue "will be considered active when the kernel completes even if
- * the context was stopped", so a kernel enqueued just before off may run
+ * at enqueue are captured, and "These captured contexts will be considered
+ * [...] when the kernel completes even if the context was stopped before the
+ * kernel completes [...]" (the elided word is a quoted active) [src
+ * ROCm/rocprofiler-sdk source/include/rocprofiler-sdk/fwd.h @ rocm-6.2.2],
+ * so a kernel enqueued just before off may run
  * after it: tail is one launch's longest untraced device span, twice.
  */
 static void check_windows(const struct hb_take *t, const struct gc_trace_windows *w, uint64_t tail)
@@ -1117,12 +1138,16 @@ static uint64_t sess_stray(void *ctx)
 }
 
 /*
- * registration.h (rocm-6.2.2), rocprofiler_client_finalize_t: "This function
+ * registration.h [src ROCm/rocprofiler-sdk
+ * source/include/rocprofiler-sdk/registration.h @ rocm-6.2.2],
+ * rocprofiler_client_finalize_t: "This function
  * can be used to explicitly invoke the client tools
  * ::rocprofiler_tool_finalize_t finalization function prior to the `atexit`
- * handler which calls it." and, of the client's handle, the client can "pass
- * it to the @ref rocprofiler_client_finalize_t function to force
- * finalization (i.e. deactivate all of it's contexts) for the client". So
+ * handler which calls it." and, of the client's handle, "The handle member
+ * is a unique identifer assigned by rocprofiler for the client and the
+ * client can store it and pass it to the @ref rocprofiler_client_finalize_t
+ * function to force finalization (i.e. deactivate all of it's contexts) for
+ * the client." So
  * this finalize is the client's, not an unload: librocprofiler-sdk stays
  * mapped, which the after-finalize report should be read with. Called after
  * a synchronize and a flush, as cuptiFinalize is in cuda_bubbles; our tool's
@@ -1172,11 +1197,13 @@ static void sess_release(void *arg)
 }
 
 /*
- * profiler-sessions. The bubbles contract (DESIGN.md): "the gap between them
- * is measured per kernel, with and without a profiler tracing, and every
- * dispatch appears in the trace"; and context.h (rocm-6.2.2), of a context:
+ * profiler-sessions. The bubbles contract (DESIGN.md): the gap between
+ * kernels is measured per kernel, with and without a profiler tracing, and
+ * every dispatch appears in the trace; and context.h, of a context:
  * "This handle is used to activate/deactivate the services during the
- * application runtime." A context stopped is its services deactivated, so
+ * application runtime." [src ROCm/rocprofiler-sdk
+ * source/include/rocprofiler-sdk/context.h @ rocm-6.2.2]. A context
+ * stopped is its services deactivated, so
  * once a session has stopped its context no record arrives and the process
  * costs what it cost before the first start: the same gaps and graph times,
  * on graphs instantiated before, during and after the sessions.
