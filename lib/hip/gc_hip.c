@@ -414,7 +414,7 @@ uint32_t gc_hip_name_seed(const char *subtest, const char *dynamic, unsigned n)
 	for (int i = 0; i < 2; i++) {
 		for (const char *c = names[i] ? names[i] : ""; *c; c++)
 			h = (h ^ (unsigned char)*c) * 16777619u;
-		h = (h ^ '@') * 16777619u; /* "ab" + "" differs from "a" + "b" */
+		h = (h ^ '@') * 16777619u; /* `ab` + the empty string differs from `a` + `b` */
 	}
 	return h + n;
 }
@@ -611,7 +611,11 @@ static hipError_t launch(const struct gc_hip *hip, hipFunction_t f, uint64_t wor
 			  &size, HIP_LAUNCH_PARAM_END };
 	unsigned blocks = (unsigned)((words + GC_HIP_BLOCK - 1) / GC_HIP_BLOCK);
 
-	/* kernelParams: "not yet implemented in HIP. Please use extra instead" (5.2.3). */
+	/*
+	 * kernelParams: "@warning kernellParams argument is not yet implemented
+	 * in HIP. Please use extra instead." [src ROCm/HIP
+	 * include/hip/hip_runtime_api.h @ rocm-5.2.3]
+	 */
 	return hip->hipModuleLaunchKernel(f, blocks, 1, 1, GC_HIP_BLOCK, 1, 1, 0, NULL, NULL,
 					  extra);
 }

@@ -9,7 +9,7 @@
  * (hip_mem, hip_multigpu) also: the devices, the VMM calls wrapped the way
  * lib/cuda wraps cuMem*, gpuconform's fill / check kernels launched from the
  * committed AMDGPU code objects, and the leak-checked fixture with per-device
- * and per-pair dynamic subtests ("gpu0", "gpu0-gpu1").
+ * and per-pair dynamic subtests (`gpu0`, `gpu0-gpu1`).
  *
  * UNVERIFIED ON HARDWARE: nothing here has run on an AMD GPU; it was built
  * against the 5.2.3 headers and seen skipping (no /dev/kfd).
@@ -30,7 +30,7 @@
  * A process holds one runtime: a library that links libamdhip64 itself
  * (hipFile) is loaded first and gc_hip_load() takes the runtime it pulled in.
  *
- * Errors print as "hipErrorInvalidValue" (HIP 5.x's hipGetErrorString gives
+ * Errors print as `hipErrorInvalidValue` (HIP 5.x's hipGetErrorString gives
  * the name again; a runtime with a text adds it in parentheses).
  */
 #ifndef GPUCONFORM_GC_HIP_H
@@ -94,7 +94,7 @@ typedef hipError_t gc_hip_get_proc_address_fn(const char *symbol, void **pfn, in
 struct gc_hip_device {
 	int ordinal;
 	char name[256];
-	char pci_bus_id[32]; /* "0000:c1:00.0" */
+	char pci_bus_id[32]; /* `0000:c1:00.0` */
 	size_t total_mem;
 };
 
@@ -118,16 +118,16 @@ struct gc_hip {
  * else the first of gc_hip_sonames that loads. On failure *out is NULL, a
  * one-line reason is in why[] and the result is -ENOENT (no library:
  * dlerror()'s words), -ENOSYS (the first of needs[0..n_needs) the runtime
- * lacks: "libamdhip64.so.5 has no hipMemCreate; HIP runtime 5.0.13601
- * (libamdhip64.so.5)") or -ENOMEM. Never exits.
+ * lacks: `libamdhip64.so.5 has no hipMemCreate; HIP runtime 5.0.13601
+ * (libamdhip64.so.5)`) or -ENOMEM. Never exits.
  */
 int gc_hip_load(struct gc_hip **out, const enum gc_hip_entry *needs, size_t n_needs,
 		void *beside, char *why, size_t why_len);
 /*
  * The HIP twins' open: gc_hip_load() needing the twins' entries, then count
  * and describe the devices and make device 0 current. Besides
- * gc_hip_load()'s failures, -ENODEV ("no HIP device: hipGetDeviceCount:
- * hipErrorNoDevice ...") and -EIO (another runtime error, named).
+ * gc_hip_load()'s failures, -ENODEV (`no HIP device: hipGetDeviceCount:
+ * hipErrorNoDevice ...`) and -EIO (another runtime error, named).
  */
 int gc_hip_open(struct gc_hip **out, char *why, size_t why_len);
 void gc_hip_close(struct gc_hip *hip);
@@ -135,16 +135,16 @@ void gc_hip_close(struct gc_hip *hip);
 /* gc_hip_open() or gc_skip() with its reason (-EIO, -ENOMEM: gc_fail()). */
 struct gc_hip *gc_hip_require(void);
 /*
- * The same for a binary that needs n devices: with fewer, "needs 2 GPUs,
- * found 1" (found 0 carries the reason: "... (no HIP device: ...)").
+ * The same for a binary that needs n devices: with fewer, `needs 2 GPUs,
+ * found 1` (found 0 carries the reason: `... (no HIP device: ...)`).
  */
 struct gc_hip *gc_hip_require_n(int n);
 
-/* "hipErrorInvalidValue", or "hipErrorX (text)" where the runtime has a text. */
+/* `hipErrorInvalidValue`, or `hipErrorX (text)` where the runtime has a text. */
 const char *gc_hip_errstr(const struct gc_hip *hip, hipError_t e, char *buf, size_t len);
-/* "5.2.21153" from 50221153 (HIP_VERSION: major * 10^7 + minor * 10^5 + patch). */
+/* `5.2.21153` from 50221153 (HIP_VERSION: major * 10^7 + minor * 10^5 + patch). */
 const char *gc_hip_version_name(int version, char *buf, size_t len);
-/* "HIP runtime 5.2.21153 (libamdhip64.so)": what every skip reason ends with. */
+/* `HIP runtime 5.2.21153 (libamdhip64.so)`: what every skip reason ends with. */
 const char *gc_hip_runtime_name(const struct gc_hip *hip, char *buf, size_t len);
 
 /* Make device i current on this thread (hipSetDevice). */
@@ -173,7 +173,8 @@ void gc__hip_call_fail(const struct gc_hip *hip, const char *file, int line, con
 
 /*
  * The codes hip_runtime_api.h lists for every VMM call: "@returns
- * #hipSuccess, #hipErrorInvalidValue, #hipErrorNotSupported".
+ * #hipSuccess, #hipErrorInvalidValue, #hipErrorNotSupported [...]" [src
+ * ROCm/HIP include/hip/hip_runtime_api.h @ rocm-5.2.3].
  */
 extern const hipError_t gc_hip_vmm_errors[2];
 /* Pure: e is one of the n codes of listed[]. */
@@ -194,7 +195,7 @@ hipError_t gc_hip_vmm_set_access(const struct gc_hip *hip, void *va, size_t size
 /* hipMemGetAccess for device dev; *flags starts as ~0 so an untouched value shows. */
 hipError_t gc_hip_vmm_get_access(const struct gc_hip *hip, void *va, int dev,
 				 unsigned long long *flags);
-/* "ProtNone", "ProtRead", "ProtReadWrite" or "?" for what hipMemGetAccess gave. */
+/* `ProtNone`, `ProtRead`, `ProtReadWrite` or `?` for what hipMemGetAccess gave. */
 const char *gc_hip_access_name(unsigned long long flags);
 
 /*
@@ -222,9 +223,10 @@ hipError_t gc_hip_vmm_free(const struct gc_hip *hip, struct gc_hip_vmm *m);
 
 /*
  * gc_fill_u32 / gc_check_u32 index words from the pointer they are given and
- * HIP launches fewer than 2^32 work-items ("HIP does not support kernel
- * launch with total work items defined in dimension with size gridDim x
- * blockDim >= 2^32", hipModuleLaunchKernel): a range is filled and checked
+ * HIP launches fewer than 2^32 work-items ("Please note, HIP does not
+ * support kernel launch with total work items defined in dimension with
+ * size gridDim x blockDim >= 2^32.", hipModuleLaunchKernel [src ROCm/HIP
+ * include/hip/hip_runtime_api.h @ rocm-5.2.3]): a range is filled and checked
  * in chunks of GC_HIP_CHUNK_WORDS words, chunk c with the seed
  * gc_hip_chunk_seed(seed, c), so that two chunks never hold the same data.
  */
@@ -233,15 +235,18 @@ hipError_t gc_hip_vmm_free(const struct gc_hip *hip, struct gc_hip_vmm *m);
 uint32_t gc_hip_chunk_seed(uint32_t seed, uint64_t c);
 /*
  * Pure: a pattern seed for the n-th place a (dynamic) subtest writes: FNV-1a
- * of its names (NULL counts as ""), plus n. Places of one subtest differ by n,
- * subtests by their names, so a check that reads another place's data fails.
+ * of its names (NULL counts as the empty string), plus n. Places of one
+ * subtest differ by n, subtests by their names, so a check that reads
+ * another place's data fails.
  */
 uint32_t gc_hip_name_seed(const char *subtest, const char *dynamic, unsigned n);
 
 /*
  * The explicit arguments of the two kernels as hipModuleLaunchKernel's
- * `extra` buffer ("must be in the memory layout and alignment expected by
- * the kernel"): the code objects' metadata gives gc_fill_u32 (p, n, seed) at
+ * `extra` buffer ("These are passed directly to the kernel and must be in
+ * the memory layout and alignment expected by the kernel." [src ROCm/HIP
+ * include/hip/hip_runtime_api.h @ rocm-5.2.3]): the code objects' metadata
+ * gives gc_fill_u32 (p, n, seed) at
  * offsets 0, 8, 16 (kernarg_segment_size 20) and gc_check_u32 (p, n, seed,
  * out) at 0, 8, 16, 24 (32). Pure; the buffer is GC_HIP_KERNARG_BYTES.
  */
@@ -258,7 +263,7 @@ struct gc_hip_kernels {
 };
 
 /*
- * Pure: the names "gpuconform.<target>.hsaco" among names[0..n), sorted, into
+ * Pure: the names `gpuconform.<target>.hsaco` among names[0..n), sorted, into
  * out[] (at most max, pointers into names); returns how many.
  */
 size_t gc_hip_code_objects(const char *const *names, size_t n, const char **out, size_t max);
@@ -337,7 +342,7 @@ void gc_hip_fixture_free(void *data);     /* teardown(): give back, gc_hip_close
 /*
  * The first n devices (all when n < 0 or n > hip->n_devices), in ordinal
  * order, as lib/core.h's device list: gc_each_device() and
- * gc_each_device_pair() over it name each "gpu<N>", N the ordinal's
+ * gc_each_device_pair() over it name each `gpu<N>`, N the ordinal's
  * gc_device_index(), and hand the body a const struct gc_hip_device *.
  */
 struct gc_devices gc_hip_devices(const struct gc_hip *hip, int n);

@@ -112,8 +112,6 @@ def test_the_form_can_fail(block: str, want: str | None) -> None:
 QUOTE_DEBT = {
     "lib/amdgpu/gc_amdgpu_drm.c": 3,
     "lib/amdgpu/gc_amdgpu_drm.h": 18,
-    "lib/hip/gc_hip.c": 5,
-    "lib/hip/gc_hip.h": 22,
     "lib/hipfile/gc_hipfile.h": 21,
     "lib/hsa/gc_hsa.c": 1,
     "lib/hsa/gc_hsa.h": 4,
