@@ -135,7 +135,6 @@ QUOTE_DEBT = {
     "tests/hipfile/io.c": 16,
     "tests/hipfile/sustained.c": 1,
     "tests/hsa/pools.c": 63,
-    "tests/hsa/signals.c": 7,
     "tests/kfd/events.c": 15,
     "tests/kfd/interrupt.c": 12,
     "tests/kfd/kfd_ops.h": 8,

@@ -7,25 +7,32 @@
  *
  * Why: KFD gives a process KFD_SIGNAL_EVENT_LIMIT (4096) signal
  * events (kfd_events tests the kernel side). ROCr backs a signal that the
- * host may wait on with such an event (an "interrupt signal"), so that a
+ * host may wait on with such an event (an interrupt signal), so that a
  * blocked wait sleeps in AMDKFD_IOC_WAIT_EVENTS. A profiler that pooled
  * completion signals ran past the limit. What the documentation says, and
  * what is asserted:
- *  - hsa.h, hsa_signal_create: num_consumers 0 means "any agent might wait
- *    on the signal" (so the host may: the case that needs an event); success
+ *  - hsa.h, hsa_signal_create: "A value of 0 indicates that any agent might
+ *    wait on the signal." (num_consumers) [src ROCm/ROCR-Runtime
+ *    src/inc/hsa.h @ rocm-5.2.3] (so the host may: the case that needs an
+ *    event); success
  *    or HSA_STATUS_ERROR_OUT_OF_RESOURCES. Which signals get a KFD event, and
  *    the fallback past the limit (a polled signal), is ROCr's implementation,
  *    not documented: asserted is only the documented effect, that every
  *    created signal works.
- *  - hsa_ext_amd.h, hsa_amd_signal_create: "Requesting no attributes
- *    (attributes == 0) results in the same signal as would have been
- *    obtained via hsa_signal_create": the same checks run on those.
- *  - hsa.h, hsa_kernel_dispatch_packet_t.completion_signal: "the packet
- *    processor decrements the value of the completion signal" when the
- *    kernel completes; each signal starts at 1 and must reach 0.
- *  - hsa_signal_wait_scacquire: "may return before the condition is met"
+ *  - hsa_ext_amd.h, hsa_amd_signal_create: "Requesting no attributes (@p
+ *    attributes == 0) results in the same signal as would have been
+ *    obtained via hsa_signal_create." [src ROCm/ROCR-Runtime
+ *    src/inc/hsa_ext_amd.h @ rocm-5.2.3]: the same checks run on those.
+ *  - hsa.h, hsa_kernel_dispatch_packet_t.completion_signal: the packet
+ *    processor decrements the value of the completion signal when the
+ *    kernel completes (a rule quoted here before without a source; hsa.h
+ *    5.2.3 says only "Signal used to indicate completion of the job."); each
+ *    signal starts at 1 and must reach 0.
+ *  - hsa_signal_wait_scacquire: "@details A wait operation can spuriously
+ *    resume at any time sooner than the timeout (for example, due to system
+ *    or other external factors) even when the condition has not been met."
  *    and timeout_hint is a hint: waits are re-issued until our own watchdog
- *    (gc_hsa_wait_eq), so a lost completion fails "hang: N of M ... done"
+ *    (gc_hsa_wait_eq), so a lost completion fails `hang: N of M ... done`
  *    instead of hanging. HSA_WAIT_STATE_BLOCKED is used: the state in which
  *    the waiter sleeps, i.e. the interrupt (KFD event) path.
  * Each dispatch runs gc_stamp, which counts itself: counts[i] must be 1.
@@ -188,7 +195,7 @@ static void test_dispatch_wait(void *data)
 	dispatch_wait(data, make_plain);
 }
 
-/* Contract: the same with hsa_amd_signal_create(attributes 0) ("the same signal"). */
+/* Contract: the same with hsa_amd_signal_create(attributes 0) (the same signal). */
 static void test_amd_dispatch_wait(void *data)
 {
 	dispatch_wait(data, make_amd);
