@@ -25,9 +25,11 @@
 #define GC_HSA_BLOCK 256 /* the kernels' reqd_work_group_size */
 
 /*
- * hsa_ext_amd.h of ROCm >= 6.1 (ROCR-Runtime): "HSA_AMD_AGENT_INFO_TIMESTAMP_
- * FREQUENCY = 0xA016: Timestamp value increase rate, in Hz". Debian's 5.2.3
- * header lacks it; ROCr then answers HSA_STATUS_ERROR_INVALID_ARGUMENT.
+ * hsa_ext_amd.h of ROCm >= 6.1 (ROCR-Runtime) documents
+ * `HSA_AMD_AGENT_INFO_TIMESTAMP_FREQUENCY = 0xA016` as "Timestamp value
+ * increase rate, in Hz." [src ROCm/ROCR-Runtime src/inc/hsa_ext_amd.h @
+ * rocm-6.2.2]. Debian's 5.2.3 header lacks it; ROCr then answers
+ * HSA_STATUS_ERROR_INVALID_ARGUMENT.
  */
 #define GC_HSA_AGENT_INFO_TIMESTAMP_FREQUENCY 0xA016
 
@@ -138,7 +140,7 @@ int gc_hsa_load_mem(struct gc_hsa *h, char *why, size_t len);
 /* gc_hsa_open or gc_skip() with its reason (-ENOMEM etc.: gc_fail()). */
 void gc_hsa_require(struct gc_hsa *h);
 
-/* "HSA_STATUS_ERROR_...: text" for a status. */
+/* `HSA_STATUS_ERROR_...: text` for a status. */
 const char *gc_hsa_err(const struct gc_hsa *h, hsa_status_t st);
 
 /* Fine-grained system memory the GPU may access, zeroed. NULL on failure. */
@@ -170,14 +172,17 @@ void gc_hsa_gate_args(void *kernarg, volatile uint32_t *flag, uint64_t timeout,
 
 /*
  * Waits until signal value == want or deadline_ns passes; re-waits through
- * the spec's "may return before the condition is met". True when reached.
+ * early returns: "A wait operation can spuriously resume at any time sooner
+ * than the timeout (for example, due to system or other external factors)
+ * even when the condition has not been met." [src ROCm/ROCR-Runtime
+ * src/inc/hsa.h @ rocm-5.2.3]. True when reached.
  */
 bool gc_hsa_wait_eq(struct gc_hsa *h, hsa_signal_t s, hsa_signal_value_t want,
 		    uint64_t deadline_ns, hsa_wait_state_t state);
 
 /* ------------------------------------------- pure helpers (tests/unit/test_hsa_pools.c) */
 
-/* "HSA_STATUS_ERROR_INVALID_AGENT": the name <hsa/hsa.h> / <hsa/hsa_ext_amd.h> give st, or NULL. */
+/* `HSA_STATUS_ERROR_INVALID_AGENT`: the name <hsa/hsa.h> / <hsa/hsa_ext_amd.h> give st, or NULL. */
 const char *gc_hsa_status_name(hsa_status_t st);
 
 /* size rounded up to a multiple of granule in *out; false when granule is 0 or the sum wraps. */
