@@ -470,19 +470,28 @@ static void pool_own_rules(struct pools_fx *fx, const struct agent *ag, const st
 {
 	const char *l = LABEL(ag);
 
-	/* RUNTIME_ALLOC_ALLOWED: "always false for pools in the group and private segments" */
+	/*
+	 * RUNTIME_ALLOC_ALLOWED: "The value of this flag is always false for
+	 * memory pools in the group and private segments." [src
+	 * ROCm/ROCR-Runtime src/inc/hsa_ext_amd.h @ rocm-5.2.3]
+	 */
 	if (p->seg == HSA_AMD_SEGMENT_GROUP || p->seg == HSA_AMD_SEGMENT_PRIVATE)
 		gc_check_f(!p->alloc, "%s pool %u (segment %d): RUNTIME_ALLOC_ALLOWED is true", l,
 			   i, (int)p->seg);
 	if (p->seg == HSA_AMD_SEGMENT_GLOBAL) {
-		/* FINE_GRAINED: "If this flag is set, then ...COARSE_GRAINED must not be set." */
+		/*
+		 * FINE_GRAINED: "If this flag is set, then
+		 * ::HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED must not be set."
+		 * [src ROCm/ROCR-Runtime src/inc/hsa_ext_amd.h @ rocm-5.2.3]
+		 */
 		gc_check_f(!((p->flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED) &&
 			     (p->flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED)),
 			   "%s pool %u: both FINE_GRAINED and COARSE_GRAINED (flags 0x%x)", l, i,
 			   p->flags);
 		/*
 		 * hsa_amd_agent_iterate_memory_pools: "A memory pool of fine-grained
-		 * type must be associated only with the host."
+		 * type must be associated only with the host." [src ROCm/ROCR-Runtime
+		 * src/inc/hsa_ext_amd.h @ rocm-5.2.3]
 		 */
 		gc_check_f(!(p->flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED) ||
 			   ag->type == HSA_DEVICE_TYPE_CPU,
@@ -490,13 +499,27 @@ static void pool_own_rules(struct pools_fx *fx, const struct agent *ag, const st
 			   i, p->flags);
 	}
 	if (p->alloc) {
-		/* RUNTIME_ALLOC_ALIGNMENT: "must be a power of 2" */
+		/*
+		 * RUNTIME_ALLOC_ALIGNMENT: "The value of this attribute is only
+		 * defined if ::HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED is true
+		 * for this pool, and must be a power of 2." [src ROCm/ROCR-Runtime
+		 * src/inc/hsa_ext_amd.h @ rocm-5.2.3]
+		 */
 		gc_check_f(p->align && !(p->align & (p->align - 1)),
 			   "%s pool %u: RUNTIME_ALLOC_ALIGNMENT %zu", l, i, p->align);
-		/* RUNTIME_ALLOC_GRANULE: "The size of a buffer ... is a multiple of" it: not 0. */
+		/*
+		 * RUNTIME_ALLOC_GRANULE: "The size of a buffer allocated in this pool
+		 * is a multiple of the value of this attribute." [src
+		 * ROCm/ROCR-Runtime src/inc/hsa_ext_amd.h @ rocm-5.2.3]: not 0.
+		 */
 		gc_check_f(p->granule > 0, "%s pool %u: RUNTIME_ALLOC_GRANULE 0", l, i);
 	}
-	/* ACCESS: "If the memory pool is associated with the agent, ... must not be NEVER_..." */
+	/*
+	 * ACCESS: "If the memory pool is associated with the agent, or it is of
+	 * fined-grained type, the result must not be
+	 * HSA_AMD_MEMORY_POOL_ACCESS_NEVER_ALLOWED." [src ROCm/ROCR-Runtime
+	 * src/inc/hsa_ext_amd.h @ rocm-5.2.3]
+	 */
 	gc_check_f(access_of(fx, ag, p) != HSA_AMD_MEMORY_POOL_ACCESS_NEVER_ALLOWED,
 		   "%s is NEVER_ALLOWED on its own pool %u", l, i);
 }
@@ -515,20 +538,32 @@ static void pool_other_rules(struct pools_fx *fx, const struct agent *ag, const 
 		if (associated(x, p))
 			continue;
 		acc = access_of(fx, x, p);
-		/* ACCESS: "... or it is of fined-grained type, the result must not be NEVER_..." */
+		/*
+		 * ACCESS: "If the memory pool is associated with the agent, or it is
+		 * of fined-grained type, the result must not be
+		 * HSA_AMD_MEMORY_POOL_ACCESS_NEVER_ALLOWED." [src ROCm/ROCR-Runtime
+		 * src/inc/hsa_ext_amd.h @ rocm-5.2.3]
+		 */
 		gc_check_f(!fine || acc != HSA_AMD_MEMORY_POOL_ACCESS_NEVER_ALLOWED,
 			   "%s is NEVER_ALLOWED on fine-grained pool %u of %s", LABEL(x), i,
 			   LABEL(ag));
 		/*
 		 * ACCESS: "If the memory pool is not associated with the agent, and
 		 * does not reside in the global segment, the result must be
-		 * HSA_AMD_MEMORY_POOL_ACCESS_NEVER_ALLOWED."
+		 * HSA_AMD_MEMORY_POOL_ACCESS_NEVER_ALLOWED." [src ROCm/ROCR-Runtime
+		 * src/inc/hsa_ext_amd.h @ rocm-5.2.3]
 		 */
 		gc_check_f(p->seg == HSA_AMD_SEGMENT_GLOBAL ||
 			   acc == HSA_AMD_MEMORY_POOL_ACCESS_NEVER_ALLOWED,
 			   "%s has access %d to non-global pool %u of %s", LABEL(x), (int)acc, i,
 			   LABEL(ag));
-		/* ACCESSIBLE_BY_ALL: "(...get_info does not return NEVER_ALLOWED for any agent)" */
+		/*
+		 * ACCESSIBLE_BY_ALL: "This memory_pool can be made directly
+		 * accessible by all the agents in the system
+		 * (::hsa_amd_agent_memory_pool_get_info does not return
+		 * ::HSA_AMD_MEMORY_POOL_ACCESS_NEVER_ALLOWED for any agent)." [src
+		 * ROCm/ROCR-Runtime src/inc/hsa_ext_amd.h @ rocm-5.2.3]
+		 */
 		gc_check_f(!p->all || acc != HSA_AMD_MEMORY_POOL_ACCESS_NEVER_ALLOWED,
 			   "%s is NEVER_ALLOWED on pool %u of %s, which is ACCESSIBLE_BY_ALL",
 			   LABEL(x), i, LABEL(ag));
@@ -557,7 +592,11 @@ AGENT_SUBTEST(test_pool_info, true, fx, ag)
 		pool_own_rules(fx, ag, &ag->pools[i], i);
 		pool_other_rules(fx, ag, &ag->pools[i], i);
 	}
-	/* iterate_memory_pools: "HSA_STATUS_ERROR_INVALID_AGENT The agent is invalid." */
+	/*
+	 * iterate_memory_pools: "@retval ::HSA_STATUS_ERROR_INVALID_AGENT The
+	 * agent is invalid." [src ROCm/ROCR-Runtime src/inc/hsa_ext_amd.h @
+	 * rocm-5.2.3]
+	 */
 	st = fx->h.f.amd_agent_iterate_memory_pools(zero, count_pool, &n);
 	gc_check_f(st == HSA_STATUS_ERROR_INVALID_AGENT && n == 0,
 		   "pools of agent handle 0: %s after %u callbacks", SN(st), n);
@@ -573,21 +612,30 @@ static void lifecycle_pool(struct pools_fx *fx, const struct agent *ag, const st
 	const struct agent *owner;
 	struct view v;
 
-	/* allocate: "The returned base address is aligned to ...RUNTIME_ALLOC_ALIGNMENT" */
+	/*
+	 * allocate: "The returned base address is aligned to the value of
+	 * ::HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT in @p memory_pool."
+	 * [src ROCm/ROCR-Runtime src/inc/hsa_ext_amd.h @ rocm-5.2.3]
+	 */
 	gc_check_f((uintptr_t)p % pl->align == 0, "%s pool %u: %p not aligned to %zu", LABEL(ag), i,
 		   p, pl->align);
 	view_of(fx, p, &v);
 	view_ok(&v, p);
-	/* HSA_EXT_POINTER_TYPE_HSA: "Memory was allocated with an HSA memory allocator." */
+	/*
+	 * HSA_EXT_POINTER_TYPE_HSA: "Memory was allocated with an HSA memory
+	 * allocator." [src ROCm/ROCR-Runtime src/inc/hsa_ext_amd.h @ rocm-5.2.3]
+	 */
 	gc_check_f(v.info.type == HSA_EXT_POINTER_TYPE_HSA, "%s pool %u: pointer type %s",
 		   LABEL(ag), i, ptr_type(v.info.type));
 	gc_check_f(v.info.sizeInBytes == size, "%s pool %u: sizeInBytes %zu, allocated %zu",
 		   LABEL(ag), i, v.info.sizeInBytes, size);
 	/*
-	 * agentOwner: "an agent which "owns" (ie has preferred access to) the pool
-	 * in which the allocation was made. When multiple agents share equal
-	 * access to a pool (ex: multiple CPU agents, or multi-die GPU boards) any
-	 * such agent may be returned": a GPU pool's owner is that GPU or another
+	 * agentOwner: "Reports an agent which [...] (ie has preferred access to)
+	 * the pool in which the allocation was made. When multiple agents share
+	 * equal access to a pool (ex: multiple CPU agents, or multi-die GPU
+	 * boards) any such agent may be returned." (the elided word is a quoted
+	 * owns) [src ROCm/ROCR-Runtime src/inc/hsa_ext_amd.h @ rocm-5.2.3]: a
+	 * GPU pool's owner is that GPU or another
 	 * agent the pool is associated with; a system pool's, any CPU agent.
 	 */
 	owner = agent_of(fx, v.info.agentOwner);
@@ -595,7 +643,11 @@ static void lifecycle_pool(struct pools_fx *fx, const struct agent *ag, const st
 						  : owner->type == HSA_DEVICE_TYPE_CPU),
 		   "%s pool %u: agentOwner %s", LABEL(ag), i, owner ? LABEL(owner) : "unknown");
 	if (ag->type == HSA_DEVICE_TYPE_GPU) {
-		/* hsa_amd_memory_fill: "Sets the first @p count of uint32_t ... to ... value." */
+		/*
+		 * hsa_amd_memory_fill: "@brief Sets the first @p count of uint32_t
+		 * of the block of memory pointed by @p ptr to the specified @p
+		 * value." [src ROCm/ROCR-Runtime src/inc/hsa_ext_amd.h @ rocm-5.2.3]
+		 */
 		hsa_status_t st = fill(&fx->h, p, size, SEED_LIFE);
 
 		gc_check_f(st == HSA_STATUS_SUCCESS, "%s pool %u: hsa_amd_memory_fill: %s",
@@ -614,7 +666,11 @@ static void lifecycle_pool(struct pools_fx *fx, const struct agent *ag, const st
 	pool_free(fx, p);
 	view_of(fx, p, &v);
 	view_ok(&v, p);
-	/* HSA_EXT_POINTER_TYPE_UNKNOWN: "Memory is not known to the HSA driver. Unallocated ..." */
+	/*
+	 * HSA_EXT_POINTER_TYPE_UNKNOWN: "Memory is not known to the HSA driver.
+	 * Unallocated or unlocked system memory." [src ROCm/ROCR-Runtime
+	 * src/inc/hsa_ext_amd.h @ rocm-5.2.3]
+	 */
 	gc_check_f(v.info.type == HSA_EXT_POINTER_TYPE_UNKNOWN,
 		   "%s pool %u: freed pointer still of type %s", LABEL(ag), i,
 		   ptr_type(v.info.type));
@@ -643,10 +699,12 @@ AGENT_SUBTEST(test_lifecycle, true, fx, ag)
 /* ---------------------------------------------------------- granularity */
 
 /*
- * Contract (hsa_amd_memory_pool_allocate): size "is rounded up to the nearest
- * multiple of ::HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE"; what the
- * allocation became is read back as hsa_amd_pointer_info's sizeInBytes ("Size
- * of the allocation"). Sizes 1, granule - 1, granule + 1, 3 granules - 1.
+ * Contract (hsa_amd_memory_pool_allocate): "This value is rounded up to the
+ * nearest multiple of ::HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE in @p
+ * memory_pool." (size) [src ROCm/ROCR-Runtime src/inc/hsa_ext_amd.h @
+ * rocm-5.2.3]; what the allocation became is read back as
+ * hsa_amd_pointer_info's sizeInBytes (documented as the size of the
+ * allocation). Sizes 1, granule - 1, granule + 1, 3 granules - 1.
  */
 AGENT_SUBTEST(test_granularity, true, fx, ag)
 {
