@@ -750,17 +750,20 @@ static void alloc_refused(struct pools_fx *fx, const struct pool *pl, size_t siz
 }
 
 /*
- * Contract (hsa_amd_memory_pool_allocate, its @retval lines): in every pool of
+ * Contract (hsa_amd_memory_pool_allocate, its @retval lines [src
+ * ROCm/ROCR-Runtime src/inc/hsa_ext_amd.h @ rocm-5.2.3]): in every pool of
  * the agent
- *  - size 0 or ptr NULL: INVALID_ARGUMENT "@p ptr is NULL, or @p size is 0";
- *  - more than ALLOC_MAX_SIZE: INVALID_ALLOCATION "@p size is greater than the
- *    value of HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE";
- *  - a pool with RUNTIME_ALLOC_ALLOWED false: INVALID_ALLOCATION "The host is
- *    not allowed to allocate memory in @p memory_pool";
- *  - pool handle 0: INVALID_MEMORY_POOL "The memory pool is invalid."
+ *  - size 0 or ptr NULL: "@retval ::HSA_STATUS_ERROR_INVALID_ARGUMENT @p ptr
+ *    is NULL, or @p size is 0, or flags is not 0.";
+ *  - more than ALLOC_MAX_SIZE, or a pool with RUNTIME_ALLOC_ALLOWED false:
+ *    "@retval ::HSA_STATUS_ERROR_INVALID_ALLOCATION The host is not allowed
+ *    to allocate memory in @p memory_pool, or @p size is greater than the
+ *    value of HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE in @p memory_pool.";
+ *  - pool handle 0: "@retval ::HSA_STATUS_ERROR_INVALID_MEMORY_POOL The
+ *    memory pool is invalid."
  * Nothing is allocated (the leak check; an unexpected success is freed).
  * flags != 0 is not tried: the 5.2.3 header says "Reserved parameter, must be
- * 0", newer headers define flag bits and no longer say so.
+ * 0.", newer headers define flag bits and no longer say so.
  */
 AGENT_SUBTEST(test_alloc_invalid, true, fx, ag)
 {
