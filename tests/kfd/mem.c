@@ -25,8 +25,9 @@
  * allocation defers its give-back when it is made, so a failed subtest
  * leaves nothing; after_each requires every GPU's available memory and the
  * /dev/kfd fd count to be back where they were. AVAILABLE_MEMORY counts
- * VRAM (amdgpu_amdkfd_get_available_memory); GTT and USERPTR allocations are not visible to it, so for them the leak
- * check only proves VRAM was not touched.
+ * VRAM (amdgpu_amdkfd_get_available_memory); GTT and USERPTR allocations
+ * are not visible to it, so for them the leak check only proves VRAM was
+ * not touched.
  */
 #include <errno.h>
 #include <fcntl.h>
