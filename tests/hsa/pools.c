@@ -217,7 +217,7 @@ static struct held *held_new(struct pools_fx *fx, enum held_kind kind, size_t si
 	return h;
 }
 
-static void *pool_take(struct pools_fx *fx, const struct pool *p, size_t size)
+static void *pool_alloc(struct pools_fx *fx, const struct pool *p, size_t size)
 {
 	void *ptr = NULL;
 	hsa_status_t st = fx->h.f.amd_memory_pool_allocate(p->p, size, 0, &ptr);
@@ -228,26 +228,27 @@ static void *pool_take(struct pools_fx *fx, const struct pool *p, size_t size)
 }
 
 /* hsa_amd_memory_pool_free of a pointer allocate returned: "HSA_STATUS_SUCCESS". */
-static void pool_release(struct pools_fx *fx, void *ptr)
+static void pool_free(struct pools_fx *fx, void *ptr)
 {
 	hsa_status_t st = fx->h.f.amd_memory_pool_free(ptr);
 
 	gc_assert_f(st == HSA_STATUS_SUCCESS, "hsa_amd_memory_pool_free(%p): %s", ptr, SN(st));
 }
 
-static struct held *pool_alloc(struct pools_fx *fx, const struct pool *p, size_t size)
+/* pool_alloc(), held: freed at the scope's end unless pool_drop() freed it. */
+static struct held *pool_hold(struct pools_fx *fx, const struct pool *p, size_t size)
 {
 	struct held *h = held_new(fx, HELD_POOL, size);
 
-	h->p = pool_take(fx, p, size);
+	h->p = pool_alloc(fx, p, size);
 	h->live = true;
 	return h;
 }
 
-static void pool_free(struct pools_fx *fx, struct held *h)
+static void pool_drop(struct pools_fx *fx, struct held *h)
 {
 	h->live = false;
-	pool_release(fx, h->p);
+	pool_free(fx, h->p);
 }
 
 /* A call that should have failed allocated: give it back, the caller reports it. */
@@ -257,7 +258,7 @@ static void free_unexpected(struct pools_fx *fx, hsa_status_t st, void *ptr)
 		fx->h.f.amd_memory_pool_free(ptr);
 }
 
-static void *map_take(size_t size)
+static void *host_map(size_t size)
 {
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -266,16 +267,17 @@ static void *map_take(size_t size)
 	return p;
 }
 
-static struct held *host_map(struct pools_fx *fx, size_t size)
+/* host_map(), held: unmapped (and unlocked) at the scope's end unless host_drop() was called. */
+static struct held *host_hold(struct pools_fx *fx, size_t size)
 {
 	struct held *h = held_new(fx, HELD_MAP, size);
 
-	h->p = map_take(size);
+	h->p = host_map(size);
 	h->live = true;
 	return h;
 }
 
-static void host_unmap(struct held *h)
+static void host_drop(struct held *h)
 {
 	h->live = false;
 	munmap(h->p, h->size);
@@ -372,7 +374,7 @@ static size_t first_other(const uint32_t *w, size_t n, uint32_t want)
 static void expect_words(struct pools_fx *fx, const void *p, size_t bytes, uint32_t want,
 			 const char *what)
 {
-	struct held *hm = host_map(fx, bytes);
+	struct held *hm = host_hold(fx, bytes);
 	uint32_t *host = hm->p;
 	size_t n = bytes / sizeof(uint32_t), i;
 	hsa_status_t st = fx->h.m.memory_copy(host, p, bytes);
@@ -381,7 +383,7 @@ static void expect_words(struct pools_fx *fx, const void *p, size_t bytes, uint3
 	i = st == HSA_STATUS_SUCCESS ? first_other(host, n, want) : n;
 	gc_check_f(i == n, "%s: word %zu of %zu is 0x%08" PRIx32 ", want 0x%08" PRIx32, what, i, n,
 		   host[i], want);
-	host_unmap(hm);
+	host_drop(hm);
 }
 
 /* ------------------------------------------------------ agent and pools */
@@ -580,7 +582,7 @@ static void lifecycle_pool(struct pools_fx *fx, const struct agent *ag, const st
 			   unsigned i)
 {
 	size_t size = granules(pl, LIFE_SIZE);
-	struct held *m = pool_alloc(fx, pl, size);
+	struct held *m = pool_hold(fx, pl, size);
 	void *p = m->p;
 	const struct agent *owner;
 	struct view v;
@@ -623,7 +625,7 @@ static void lifecycle_pool(struct pools_fx *fx, const struct agent *ag, const st
 		gc_check_f(gc_pattern_check(p, size, 0, SEED_HOST, &mm) < 0, "%s pool %u: %s",
 			   LABEL(ag), i, gc_mismatch_str(&mm, msg, sizeof(msg)));
 	}
-	pool_free(fx, m);
+	pool_drop(fx, m);
 	view_of(fx, p, &v);
 	view_ok(&v, p);
 	/* HSA_EXT_POINTER_TYPE_UNKNOWN: "Memory is not known to the HSA driver. Unallocated ..." */
@@ -676,7 +678,7 @@ AGENT_SUBTEST(test_granularity, true, fx, ag)
 		sizes[n++] = pl->granule + 1;
 		sizes[n++] = 3 * pl->granule - 1;
 		for (size_t k = 0; k < n; k++) {
-			struct held *m = pool_alloc(fx, pl, sizes[k]);
+			struct held *m = pool_hold(fx, pl, sizes[k]);
 			void *p = m->p;
 			struct view v;
 
@@ -685,7 +687,7 @@ AGENT_SUBTEST(test_granularity, true, fx, ag)
 			gc_check_f(v.info.sizeInBytes == granules(pl, sizes[k]),
 				   "%s pool %u: %zu bytes asked, %zu allocated, granule %zu",
 				   LABEL(ag), i, sizes[k], v.info.sizeInBytes, pl->granule);
-			pool_free(fx, m);
+			pool_drop(fx, m);
 		}
 		done++;
 	}
@@ -811,7 +813,7 @@ static bool pick_system_grant(struct pools_fx *fx, const struct agent *gpu, stru
 static void refused_grant(struct pools_fx *fx, const struct grant *g, const hsa_agent_t *list,
 			  size_t n, const hsa_status_t *ok, size_t n_ok)
 {
-	struct held *m = pool_alloc(fx, g->pool, granules(g->pool, LIFE_SIZE));
+	struct held *m = pool_hold(fx, g->pool, granules(g->pool, LIFE_SIZE));
 	void *p = m->p;
 	struct view before, after;
 	hsa_status_t st;
@@ -843,7 +845,7 @@ static void refused_grant(struct pools_fx *fx, const struct grant *g, const hsa_
 		   "after the refused grant to %s the accessible agents went from %s to %s",
 		   AGENTS(fx, list, n), AGENTS(fx, before.who, before.n),
 		   AGENTS(fx, after.who, after.n));
-	pool_free(fx, m);
+	pool_drop(fx, m);
 }
 
 /*
@@ -853,7 +855,7 @@ static void refused_grant(struct pools_fx *fx, const struct grant *g, const hsa_
  */
 static void control_grant(struct pools_fx *fx, const struct grant *g)
 {
-	struct held *m = pool_alloc(fx, g->pool, granules(g->pool, LIFE_SIZE));
+	struct held *m = pool_hold(fx, g->pool, granules(g->pool, LIFE_SIZE));
 	void *p = m->p;
 	hsa_status_t st = fx->h.f.amd_agents_allow_access((uint32_t)g->n, g->who, NULL, p);
 	struct view v;
@@ -873,7 +875,7 @@ static void control_grant(struct pools_fx *fx, const struct grant *g)
 			   "control: %s can access a buffer granted only to %s",
 			   AGENTS(fx, &v.who[i], 1), AGENTS(fx, g->who, g->n));
 	}
-	pool_free(fx, m);
+	pool_drop(fx, m);
 }
 
 /*
@@ -1024,7 +1026,7 @@ static void expect_type(struct pools_fx *fx, const void *p, hsa_amd_pointer_type
  */
 AGENT_SUBTEST(test_lock_unlock, false, fx, gpu)
 {
-	struct held *hm = host_map(fx, HOST_SIZE);
+	struct held *hm = host_hold(fx, HOST_SIZE);
 	void *host = hm->p, *aptr = NULL;
 	hsa_status_t st;
 	struct view v;
@@ -1062,7 +1064,7 @@ AGENT_SUBTEST(test_lock_unlock, false, fx, gpu)
 			   AGENTS(fx, v.who, v.n));
 	st = unlock(fx, hm);
 	gc_check_f(st == HSA_STATUS_SUCCESS, "hsa_amd_memory_unlock (all agents): %s", SN(st));
-	host_unmap(hm);
+	host_drop(hm);
 }
 
 struct lock_null {
@@ -1110,7 +1112,7 @@ static void lock_refused(struct pools_fx *fx, void *host, size_t size, hsa_agent
  */
 AGENT_SUBTEST(test_lock_invalid, false, fx, gpu)
 {
-	struct held *hm = host_map(fx, HOST_SIZE);
+	struct held *hm = host_hold(fx, HOST_SIZE);
 	void *host = hm->p;
 	struct lock_null x = { &fx->h, host, gpu->a };
 	const hsa_agent_t zero = { 0 };
@@ -1139,7 +1141,7 @@ AGENT_SUBTEST(test_lock_invalid, false, fx, gpu)
 		   "NULL) %s (fate %d, code %d; its stderr says what it returned)",
 		   cs.fate == GC_CHILD_SIGNALED ? "crashed the process" : "did not give "
 		   "HSA_STATUS_ERROR_INVALID_ARGUMENT", (int)cs.fate, cs.code);
-	host_unmap(hm);
+	host_drop(hm);
 }
 
 /*
@@ -1151,7 +1153,7 @@ AGENT_SUBTEST(test_lock_invalid, false, fx, gpu)
  */
 AGENT_SUBTEST(test_unlock_unlocked, false, fx, gpu)
 {
-	struct held *hm = host_map(fx, HOST_SIZE);
+	struct held *hm = host_hold(fx, HOST_SIZE);
 	void *host = hm->p, *aptr = NULL;
 	hsa_status_t st;
 
@@ -1170,7 +1172,7 @@ AGENT_SUBTEST(test_unlock_unlocked, false, fx, gpu)
 		st = unlock(fx, hm);
 		gc_check_f(st == HSA_STATUS_SUCCESS, "unlock after the double unlock: %s", SN(st));
 	}
-	host_unmap(hm);
+	host_drop(hm);
 }
 
 /* ----------------------------------------------------------------- IPC */
@@ -1483,7 +1485,7 @@ AGENT_SUBTEST(test_ipc, false, fx, gpu)
 
 	gc_require_f(vram, "%s has no coarse-grained allocatable pool (VRAM)", LABEL(gpu));
 	s.len = granules(vram, IPC_SIZE);
-	m = pool_alloc(fx, vram, s.len);
+	m = pool_hold(fx, vram, s.len);
 	p = m->p;
 	st = fill(&fx->h, p, s.len, SEED_IPC_PARENT);
 	gc_assert_f(st == HSA_STATUS_SUCCESS, "hsa_amd_memory_fill: %s", SN(st));
@@ -1492,7 +1494,7 @@ AGENT_SUBTEST(test_ipc, false, fx, gpu)
 	judge_attacher(&cs);
 	if (!(cs.code & (IPC_ATTACH | IPC_WRITE)))
 		expect_words(fx, p, s.len, SEED_IPC_CHILD, "exporter after the importer's write");
-	pool_free(fx, m);
+	pool_drop(fx, m);
 	expect_type(fx, p, HSA_EXT_POINTER_TYPE_UNKNOWN, "freed after the importer detached");
 }
 
@@ -1557,9 +1559,9 @@ AGENT_SUBTEST(test_ipc_invalid, false, fx, gpu)
 
 	gc_require_f(vram, "%s has no coarse-grained allocatable pool (VRAM)", LABEL(gpu));
 	s.len = granules(vram, IPC_SIZE);
-	m = pool_alloc(fx, vram, s.len);
+	m = pool_hold(fx, vram, s.len);
 	p = m->p;
-	hm = host_map(fx, HOST_SIZE);
+	hm = host_hold(fx, HOST_SIZE);
 	host = hm->p;
 	ipc_create_refused(fx, p, s.len, true, "handle NULL");
 	ipc_create_refused(fx, host, HOST_SIZE, false, "a host mmap");
@@ -1570,8 +1572,8 @@ AGENT_SUBTEST(test_ipc_invalid, false, fx, gpu)
 	share(fx, gpu, p, &s);
 	run_attacher(&s, &cs);
 	judge_attacher(&cs);
-	host_unmap(hm);
-	pool_free(fx, m);
+	host_drop(hm);
+	pool_drop(fx, m);
 }
 
 /* ------------------------------------------------------------ fixture */
@@ -1689,8 +1691,8 @@ static void warm_up(struct pools_fx *fx, struct agent *g)
 	if (!vram)
 		return;
 	size = granules(vram, LIFE_SIZE);
-	p = pool_take(fx, vram, size);
-	host = map_take(size);
+	p = pool_alloc(fx, vram, size);
+	host = host_map(size);
 	st = fill(&fx->h, p, size, SEED_WARM);
 	gc_assert_f(st == HSA_STATUS_SUCCESS, "warm-up fill on %s: %s", LABEL(g), SN(st));
 	st = fx->h.m.memory_copy(host, p, size);
@@ -1698,7 +1700,7 @@ static void warm_up(struct pools_fx *fx, struct agent *g)
 	st = fx->h.m.memory_copy(p, host, size);
 	gc_assert_f(st == HSA_STATUS_SUCCESS, "warm-up copy to %s: %s", LABEL(g), SN(st));
 	munmap(host, size);
-	pool_release(fx, p);
+	pool_free(fx, p);
 }
 
 static void *pools_setup(void)
