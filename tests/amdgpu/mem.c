@@ -45,12 +45,11 @@
 #define GPU_PAGE ((uint64_t)4096) /* AMDGPU_GPU_PAGE_SIZE */
 #define LEAK_SLACK (1 * MiB)
 #define SETTLE_MS 1000
-#define MAX_HELD 8
 #define SEED 0x61d6
 
 #define VA_RWX (AMDGPU_VM_PAGE_READABLE | AMDGPU_VM_PAGE_WRITEABLE | AMDGPU_VM_PAGE_EXECUTABLE)
 
-/* One buffer and what was made for it; after_each gives back what a failed subtest left. */
+/* One buffer and what was made for it; what a failed subtest left goes back at its end. */
 struct held {
 	amdgpu_bo_handle bo;   /* NULL: none, or freed */
 	amdgpu_va_handle va_h; /* libdrm VA range reserved for it (NULL: none) */
@@ -59,7 +58,7 @@ struct held {
 	unsigned cpu_maps;     /* amdgpu_bo_cpu_map() calls not undone yet */
 };
 
-/* A GEM handle made by a raw ioctl (libdrm does not know it). */
+/* A GEM handle made by a raw ioctl (libdrm does not know it); closed at the scope's end if live. */
 struct raw_bo {
 	const struct gc_amdgpu_dev *d;
 	uint32_t handle;
@@ -68,19 +67,9 @@ struct raw_bo {
 
 struct mem_fx {
 	struct gc_amdgpu_fixture dev; /* first: devices and the leak check (lib/amdgpu) */
-	struct held held[MAX_HELD];
-	struct raw_bo raw[MAX_HELD];
 };
 
 /* ----------------------------------------------------------------- holding */
-
-static struct held *held_slot(struct mem_fx *fx)
-{
-	for (size_t i = 0; i < MAX_HELD; i++)
-		if (!fx->held[i].bo && !fx->held[i].va_h)
-			return &fx->held[i];
-	gc_fail("more than %d buffers held at once", MAX_HELD);
-}
 
 /* Unmaps, frees and gives the VA range back, whatever is left; no check. */
 static void held_release(struct held *h)
@@ -96,18 +85,33 @@ static void held_release(struct held *h)
 	memset(h, 0, sizeof(*h));
 }
 
+static void held_give_back(void *h)
+{
+	held_release(h);
+	free(h);
+}
+
+/* A zeroed record whose held_release() runs when the (dynamic) subtest ends, however it ends. */
+static struct held *held_new(void)
+{
+	struct held *h = calloc(1, sizeof(*h));
+
+	gc_assert_f(h != NULL, "calloc(%zu): %s", sizeof(*h), strerror(errno));
+	gc_defer(held_give_back, h);
+	return h;
+}
+
 static const char *heap_name(uint32_t heap)
 {
 	return heap == AMDGPU_GEM_DOMAIN_VRAM ? "VRAM" : "GTT";
 }
 
 /* A BO_SIZE buffer in heap with flags, and a VA range of its size (libdrm's VA manager). */
-static struct held *bo_new(struct mem_fx *fx, const struct gc_amdgpu_dev *d, uint32_t heap,
-			   uint64_t flags)
+static struct held *bo_new(const struct gc_amdgpu_dev *d, uint32_t heap, uint64_t flags)
 {
 	struct amdgpu_bo_alloc_request req = { .alloc_size = BO_SIZE, .phys_alignment = 4096,
 					       .preferred_heap = heap, .flags = flags };
-	struct held *h = held_slot(fx);
+	struct held *h = held_new();
 	int r = amdgpu_bo_alloc(d->adev, &req, &h->bo);
 
 	if (r)
@@ -205,8 +209,7 @@ static void check_pattern(const void *p, size_t len, uint64_t seed, const char *
  * the heap's usage comes back. The rise is read device-wide: it assumes no
  * other process frees memory on the device meanwhile.
  */
-static void lifecycle(struct mem_fx *fx, const struct gc_amdgpu_dev *d, uint32_t heap,
-		      uint64_t flags)
+static void lifecycle(const struct gc_amdgpu_dev *d, uint32_t heap, uint64_t flags)
 {
 	struct gc_amdgpu_usage u0, u1;
 	struct amdgpu_bo_info info;
@@ -214,7 +217,7 @@ static void lifecycle(struct mem_fx *fx, const struct gc_amdgpu_dev *d, uint32_t
 	void *p;
 
 	gc_amdgpu_read_usage(d, &u0);
-	h = bo_new(fx, d, heap, flags);
+	h = bo_new(d, heap, flags);
 	gc_amdgpu_read_usage(d, &u1);
 	gc_check_cmpuint(heap_of(&u1, heap), >=, heap_of(&u0, heap) + h->size);
 	gc_assert_ok(amdgpu_bo_query_info(h->bo, &info));
@@ -236,12 +239,14 @@ static void lifecycle(struct mem_fx *fx, const struct gc_amdgpu_dev *d, uint32_t
 /* CPU_ACCESS_REQUIRED: amdgpu_drm.h "CPU access will be required for the case of VRAM domain". */
 GC_AMDGPU_DEV_SUBTEST(test_lifecycle_vram, struct mem_fx, fx, d)
 {
-	lifecycle(fx, d, AMDGPU_GEM_DOMAIN_VRAM, AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED);
+	(void)fx;
+	lifecycle(d, AMDGPU_GEM_DOMAIN_VRAM, AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED);
 }
 
 GC_AMDGPU_DEV_SUBTEST(test_lifecycle_gtt, struct mem_fx, fx, d)
 {
-	lifecycle(fx, d, AMDGPU_GEM_DOMAIN_GTT, 0);
+	(void)fx;
+	lifecycle(d, AMDGPU_GEM_DOMAIN_GTT, 0);
 }
 
 /* ----------------------------------------------------------------- CPU map */
@@ -253,9 +258,9 @@ GC_AMDGPU_DEV_SUBTEST(test_lifecycle_gtt, struct mem_fx, fx, d)
  * first of two unmaps keeps the mapping ("mapped multiple times"), and an
  * unmap of an unmapped buffer is -EINVAL ("not mapped").
  */
-static void cpu_map_refcount(struct mem_fx *fx, const struct gc_amdgpu_dev *d)
+static void cpu_map_refcount(const struct gc_amdgpu_dev *d)
 {
-	struct held *h = bo_new(fx, d, AMDGPU_GEM_DOMAIN_GTT, 0);
+	struct held *h = bo_new(d, AMDGPU_GEM_DOMAIN_GTT, 0);
 	void *p1 = cpu_map(h), *p2 = cpu_map(h);
 
 	gc_assert_f(p1 == p2, "second amdgpu_bo_cpu_map: %p, the first gave %p", p2, p1);
@@ -274,9 +279,9 @@ static void cpu_map_refcount(struct mem_fx *fx, const struct gc_amdgpu_dev *d)
  * AMDGPU_GEM_CREATE_NO_CPU_ACCESS)) { ... return -EPERM;", which libdrm's
  * drmCommandWriteRead hands back as it is.
  */
-static void cpu_map_no_access(struct mem_fx *fx, const struct gc_amdgpu_dev *d)
+static void cpu_map_no_access(const struct gc_amdgpu_dev *d)
 {
-	struct held *h = bo_new(fx, d, AMDGPU_GEM_DOMAIN_VRAM, AMDGPU_GEM_CREATE_NO_CPU_ACCESS);
+	struct held *h = bo_new(d, AMDGPU_GEM_DOMAIN_VRAM, AMDGPU_GEM_CREATE_NO_CPU_ACCESS);
 	void *p = NULL;
 	int r = amdgpu_bo_cpu_map(h->bo, &p);
 
@@ -287,8 +292,9 @@ static void cpu_map_no_access(struct mem_fx *fx, const struct gc_amdgpu_dev *d)
 
 GC_AMDGPU_DEV_SUBTEST(test_cpu_map, struct mem_fx, fx, d)
 {
-	cpu_map_refcount(fx, d);
-	cpu_map_no_access(fx, d);
+	(void)fx;
+	cpu_map_refcount(d);
+	cpu_map_no_access(d);
 }
 
 /* ---------------------------------------------------------- VA alignment */
@@ -327,9 +333,10 @@ static void expect_map_refused(const struct gc_amdgpu_dev *d, const struct held 
  */
 GC_AMDGPU_DEV_SUBTEST(test_granularity, struct mem_fx, fx, d)
 {
-	struct held *h = bo_new(fx, d, AMDGPU_GEM_DOMAIN_GTT, 0);
+	struct held *h = bo_new(d, AMDGPU_GEM_DOMAIN_GTT, 0);
 	const uint64_t half = GPU_PAGE / 2, most = h->size - GPU_PAGE;
 
+	(void)fx;
 	expect_map_refused(d, h, h->va + half, 0, most, EINVAL, "unaligned address");
 	expect_map_refused(d, h, h->va, half, most, EINVAL, "unaligned offset");
 	expect_map_refused(d, h, h->va, 0, most + half, EINVAL, "unaligned size");
@@ -353,10 +360,11 @@ GC_AMDGPU_DEV_SUBTEST(test_granularity, struct mem_fx, fx, d)
  */
 GC_AMDGPU_DEV_SUBTEST(test_map_past_reservation, struct mem_fx, fx, d)
 {
-	struct held *h = bo_new(fx, d, AMDGPU_GEM_DOMAIN_GTT, 0);
+	struct held *h = bo_new(d, AMDGPU_GEM_DOMAIN_GTT, 0);
 	amdgpu_va_handle half_h = NULL;
 	uint64_t va = 0;
 
+	(void)fx;
 	gc_assert_ok(amdgpu_va_range_alloc(d->adev, amdgpu_gpu_va_range_general, h->size / 2, 0,
 					   0, &va, &half_h, 0));
 	gc_check_ok(va_op(h, AMDGPU_VA_OP_MAP, va));
@@ -377,9 +385,10 @@ GC_AMDGPU_DEV_SUBTEST(test_map_past_reservation, struct mem_fx, fx, d)
  */
 GC_AMDGPU_DEV_SUBTEST(test_map_over_mapped, struct mem_fx, fx, d)
 {
-	struct held *a = bo_new(fx, d, AMDGPU_GEM_DOMAIN_GTT, 0);
-	struct held *b = bo_new(fx, d, AMDGPU_GEM_DOMAIN_GTT, 0);
+	struct held *a = bo_new(d, AMDGPU_GEM_DOMAIN_GTT, 0);
+	struct held *b = bo_new(d, AMDGPU_GEM_DOMAIN_GTT, 0);
 
+	(void)fx;
 	va_map(a);
 	expect_map_refused(d, a, a->va, 0, a->size, EINVAL, "the same buffer again");
 	expect_map_refused(d, b, a->va, 0, b->size, EINVAL, "another buffer at the same address");
@@ -401,8 +410,9 @@ GC_AMDGPU_DEV_SUBTEST(test_map_over_mapped, struct mem_fx, fx, d)
  */
 GC_AMDGPU_DEV_SUBTEST(test_unmap_unmapped, struct mem_fx, fx, d)
 {
-	struct held *h = bo_new(fx, d, AMDGPU_GEM_DOMAIN_GTT, 0);
+	struct held *h = bo_new(d, AMDGPU_GEM_DOMAIN_GTT, 0);
 
+	(void)fx;
 	gc_check_errno(va_op(h, AMDGPU_VA_OP_UNMAP, h->va), ENOENT);
 	va_map(h);
 	gc_check_errno(va_op(h, AMDGPU_VA_OP_UNMAP, h->va + GPU_PAGE), ENOENT);
@@ -432,11 +442,12 @@ GC_AMDGPU_DEV_SUBTEST(test_release_while_mapped, struct mem_fx, fx, d)
 	struct held *a, *b;
 	int r;
 
+	(void)fx;
 	gc_amdgpu_read_usage(d, &u0);
-	a = bo_new(fx, d, AMDGPU_GEM_DOMAIN_VRAM, 0);
+	a = bo_new(d, AMDGPU_GEM_DOMAIN_VRAM, 0);
 	va_map(a);
 	bo_free(a);
-	b = bo_new(fx, d, AMDGPU_GEM_DOMAIN_GTT, 0);
+	b = bo_new(d, AMDGPU_GEM_DOMAIN_GTT, 0);
 	r = va_op(b, AMDGPU_VA_OP_MAP, a->va);
 	gc_check_f(r == 0, "map of another buffer where the freed one was mapped: %d (%s)", r,
 		   strerror(-r));
@@ -449,30 +460,27 @@ GC_AMDGPU_DEV_SUBTEST(test_release_while_mapped, struct mem_fx, fx, d)
 
 /* ------------------------------------------------------------ raw handles */
 
-static void raw_release_all(struct mem_fx *fx)
+static void raw_give_back(void *arg)
 {
-	for (size_t i = 0; i < MAX_HELD; i++) {
-		if (fx->raw[i].live)
-			gc_amdgpu_gem_close(fx->raw[i].d, fx->raw[i].handle);
-		fx->raw[i].live = false;
-	}
+	struct raw_bo *b = arg;
+
+	if (b->live)
+		gc_amdgpu_gem_close(b->d, b->handle);
+	free(b);
 }
 
-/* A BO_SIZE GTT buffer made by DRM_IOCTL_AMDGPU_GEM_CREATE, recorded for clean-up. */
-static struct raw_bo *raw_new(struct mem_fx *fx, const struct gc_amdgpu_dev *d)
+/* A BO_SIZE GTT buffer made by DRM_IOCTL_AMDGPU_GEM_CREATE, its close deferred. */
+static struct raw_bo *raw_new(const struct gc_amdgpu_dev *d)
 {
-	for (size_t i = 0; i < MAX_HELD; i++) {
-		struct raw_bo *b = &fx->raw[i];
+	struct raw_bo *b = calloc(1, sizeof(*b));
 
-		if (b->live)
-			continue;
-		b->d = d;
-		gc_assert_ok(gc_amdgpu_gem_create(d, GC_AMDGPU_RAW, BO_SIZE, AMDGPU_GEM_DOMAIN_GTT,
-						  0, &b->handle));
-		b->live = true;
-		return b;
-	}
-	gc_fail("more than %d raw buffers held at once", MAX_HELD);
+	gc_assert_f(b != NULL, "calloc(%zu): %s", sizeof(*b), strerror(errno));
+	gc_defer(raw_give_back, b);
+	b->d = d;
+	gc_assert_ok(gc_amdgpu_gem_create(d, GC_AMDGPU_RAW, BO_SIZE, AMDGPU_GEM_DOMAIN_GTT, 0,
+					  &b->handle));
+	b->live = true;
+	return b;
 }
 
 /* A libdrm VA range of BO_SIZE, for ioctls that must get past the address checks. */
@@ -525,10 +533,11 @@ GC_AMDGPU_DEV_SUBTEST(test_invalid_handle, struct mem_fx, fx, d)
  */
 GC_AMDGPU_DEV_SUBTEST(test_double_free, struct mem_fx, fx, d)
 {
-	struct raw_bo *b = raw_new(fx, d);
+	struct raw_bo *b = raw_new(d);
 	amdgpu_va_handle vh = NULL;
 	uint64_t va = va_range(d, &vh);
 
+	(void)fx;
 	gc_assert_ok(gc_amdgpu_gem_close(d, b->handle));
 	b->live = false;
 	gc_check_errno(gc_amdgpu_gem_close(d, b->handle), EINVAL);
@@ -545,21 +554,11 @@ static void *mem_setup(void)
 				     SETTLE_MS);
 }
 
-static void mem_after_each(void *data)
-{
-	struct mem_fx *fx = data;
-
-	for (size_t i = 0; i < MAX_HELD; i++)
-		held_release(&fx->held[i]);
-	raw_release_all(fx);
-	gc_amdgpu_fixture_check(fx);
-}
-
 static const struct gc_fixture fixture = {
 	.setup = mem_setup,
 	.teardown = gc_amdgpu_fixture_free,
 	.before_each = gc_amdgpu_fixture_snapshot,
-	.after_each = mem_after_each,
+	.after_each = gc_amdgpu_fixture_check,
 };
 
 static const struct gc_subtest subtests[] = {

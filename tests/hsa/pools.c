@@ -72,7 +72,6 @@
 
 #define MAX_AGENTS 32
 #define MAX_POOLS 16
-#define MAX_HELD 32
 #define LIFE_SIZE (64 * KiB)
 #define HOST_SIZE (64 * KiB)
 #define IPC_SIZE (2 * MiB)
@@ -110,19 +109,21 @@ struct agent {
 	uint64_t avail;     /* its value before the running subtest */
 };
 
-/* What a subtest holds; after_each gives back what a failed one left. */
-enum held_kind { HELD_NONE, HELD_POOL, HELD_LOCK, HELD_MAP };
+/* Pool memory or a host range a subtest holds; its give-back is deferred when it is taken. */
+enum held_kind { HELD_POOL, HELD_MAP };
 struct held {
+	struct pools_fx *fx;
 	enum held_kind kind;
 	void *p;
 	size_t size;
+	bool live;   /* allocated or mapped, not given back yet */
+	bool locked; /* HELD_MAP: locked, not unlocked since */
 };
 
 struct pools_fx {
 	struct gc_hsa h;
 	unsigned n_cpus, n_gpus;
 	struct agent cpus[MAX_AGENTS], gpus[MAX_AGENTS];
-	struct held held[MAX_HELD];
 };
 
 /* ------------------------------------------------------------ names */
@@ -185,47 +186,35 @@ static const char *agents_str(struct pools_fx *fx, const hsa_agent_t *l, size_t 
 
 /* ------------------------------------------------------- what is held */
 
-static void hold(struct pools_fx *fx, enum held_kind kind, void *p, size_t size)
+static void warn_give_back(const void *p, hsa_status_t st)
 {
-	for (int i = 0; i < MAX_HELD; i++) {
-		if (fx->held[i].kind == HELD_NONE) {
-			fx->held[i] = (struct held){ kind, p, size };
-			return;
-		}
-	}
-	gc_fail("more than %d buffers held at once", MAX_HELD);
+	if (st != HSA_STATUS_SUCCESS)
+		gc_warn("giving back %p: %s", p, SN(st));
 }
 
-static void drop(struct pools_fx *fx, enum held_kind kind, const void *p)
+/* Unlock, then free or unmap, whatever is still held (no check); then the record. */
+static void held_give_back(void *arg)
 {
-	for (int i = 0; i < MAX_HELD; i++)
-		if (fx->held[i].kind == kind && fx->held[i].p == p)
-			fx->held[i].kind = HELD_NONE;
+	struct held *h = arg;
+
+	if (h->locked)
+		warn_give_back(h->p, h->fx->h.m.amd_memory_unlock(h->p));
+	if (h->live && h->kind == HELD_POOL)
+		warn_give_back(h->p, h->fx->h.f.amd_memory_pool_free(h->p));
+	else if (h->live)
+		munmap(h->p, h->size);
+	free(h);
 }
 
-/* Locks first (they pin host maps), then pool memory, then host maps. */
-static void give_back(struct pools_fx *fx)
+/* An empty record whose give-back runs when the (dynamic) subtest ends, however it ends. */
+static struct held *held_new(struct pools_fx *fx, enum held_kind kind, size_t size)
 {
-	static const enum held_kind order[] = { HELD_LOCK, HELD_POOL, HELD_MAP };
+	struct held *h = calloc(1, sizeof(*h));
 
-	for (size_t k = 0; k < ARRAY_SIZE(order); k++) {
-		for (int i = 0; i < MAX_HELD; i++) {
-			struct held *h = &fx->held[i];
-			hsa_status_t st = HSA_STATUS_SUCCESS;
-
-			if (h->kind != order[k])
-				continue;
-			if (h->kind == HELD_LOCK)
-				st = fx->h.m.amd_memory_unlock(h->p);
-			else if (h->kind == HELD_POOL)
-				st = fx->h.f.amd_memory_pool_free(h->p);
-			else
-				munmap(h->p, h->size);
-			if (st != HSA_STATUS_SUCCESS)
-				gc_warn("giving back %p: %s", h->p, SN(st));
-			h->kind = HELD_NONE;
-		}
-	}
+	gc_assert_f(h != NULL, "calloc(%zu): %s", sizeof(*h), strerror(errno));
+	*h = (struct held){ .fx = fx, .kind = kind, .size = size };
+	gc_defer(held_give_back, h);
+	return h;
 }
 
 static void *pool_alloc(struct pools_fx *fx, const struct pool *p, size_t size)
@@ -235,7 +224,6 @@ static void *pool_alloc(struct pools_fx *fx, const struct pool *p, size_t size)
 
 	gc_assert_f(st == HSA_STATUS_SUCCESS && ptr, "hsa_amd_memory_pool_allocate(%zu bytes): %s",
 		    size, SN(st));
-	hold(fx, HELD_POOL, ptr, size);
 	return ptr;
 }
 
@@ -244,8 +232,23 @@ static void pool_free(struct pools_fx *fx, void *ptr)
 {
 	hsa_status_t st = fx->h.f.amd_memory_pool_free(ptr);
 
-	drop(fx, HELD_POOL, ptr);
 	gc_assert_f(st == HSA_STATUS_SUCCESS, "hsa_amd_memory_pool_free(%p): %s", ptr, SN(st));
+}
+
+/* pool_alloc(), held: freed at the scope's end unless pool_drop() freed it. */
+static struct held *pool_hold(struct pools_fx *fx, const struct pool *p, size_t size)
+{
+	struct held *h = held_new(fx, HELD_POOL, size);
+
+	h->p = pool_alloc(fx, p, size);
+	h->live = true;
+	return h;
+}
+
+static void pool_drop(struct pools_fx *fx, struct held *h)
+{
+	h->live = false;
+	pool_free(fx, h->p);
 }
 
 /* A call that should have failed allocated: give it back, the caller reports it. */
@@ -255,37 +258,46 @@ static void free_unexpected(struct pools_fx *fx, hsa_status_t st, void *ptr)
 		fx->h.f.amd_memory_pool_free(ptr);
 }
 
-static void *host_map(struct pools_fx *fx, size_t size)
+static void *host_map(size_t size)
 {
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 
 	gc_assert_f(p != MAP_FAILED, "mmap(%zu): %s", size, strerror(errno));
-	hold(fx, HELD_MAP, p, size);
 	return p;
 }
 
-static void host_unmap(struct pools_fx *fx, void *p, size_t size)
+/* host_map(), held: unmapped (and unlocked) at the scope's end unless host_drop() was called. */
+static struct held *host_hold(struct pools_fx *fx, size_t size)
 {
-	drop(fx, HELD_MAP, p);
-	munmap(p, size);
+	struct held *h = held_new(fx, HELD_MAP, size);
+
+	h->p = host_map(size);
+	h->live = true;
+	return h;
 }
 
-/* hsa_amd_memory_lock; a success is recorded (unlocked by after_each if the subtest stops). */
-static hsa_status_t lock(struct pools_fx *fx, void *p, size_t size, hsa_agent_t *agents, int n,
+static void host_drop(struct held *h)
+{
+	h->live = false;
+	munmap(h->p, h->size);
+}
+
+/* hsa_amd_memory_lock of the whole range; a success left locked is unlocked at the scope's end. */
+static hsa_status_t lock(struct pools_fx *fx, struct held *m, hsa_agent_t *agents, int n,
 			 void **agent_ptr)
 {
-	hsa_status_t st = fx->h.m.amd_memory_lock(p, size, agents, n, agent_ptr);
+	hsa_status_t st = fx->h.m.amd_memory_lock(m->p, m->size, agents, n, agent_ptr);
 
 	if (st == HSA_STATUS_SUCCESS)
-		hold(fx, HELD_LOCK, p, size);
+		m->locked = true;
 	return st;
 }
 
-static hsa_status_t unlock(struct pools_fx *fx, void *p)
+static hsa_status_t unlock(struct pools_fx *fx, struct held *m)
 {
-	drop(fx, HELD_LOCK, p);
-	return fx->h.m.amd_memory_unlock(p);
+	m->locked = false;
+	return fx->h.m.amd_memory_unlock(m->p);
 }
 
 /* ------------------------------------------------------- pointer info */
@@ -362,7 +374,8 @@ static size_t first_other(const uint32_t *w, size_t n, uint32_t want)
 static void expect_words(struct pools_fx *fx, const void *p, size_t bytes, uint32_t want,
 			 const char *what)
 {
-	uint32_t *host = host_map(fx, bytes);
+	struct held *hm = host_hold(fx, bytes);
+	uint32_t *host = hm->p;
 	size_t n = bytes / sizeof(uint32_t), i;
 	hsa_status_t st = fx->h.m.memory_copy(host, p, bytes);
 
@@ -370,7 +383,7 @@ static void expect_words(struct pools_fx *fx, const void *p, size_t bytes, uint3
 	i = st == HSA_STATUS_SUCCESS ? first_other(host, n, want) : n;
 	gc_check_f(i == n, "%s: word %zu of %zu is 0x%08" PRIx32 ", want 0x%08" PRIx32, what, i, n,
 		   host[i], want);
-	host_unmap(fx, host, bytes);
+	host_drop(hm);
 }
 
 /* ------------------------------------------------------ agent and pools */
@@ -608,7 +621,8 @@ static void lifecycle_pool(struct pools_fx *fx, const struct agent *ag, const st
 			   unsigned i)
 {
 	size_t size = granules(pl, LIFE_SIZE);
-	void *p = pool_alloc(fx, pl, size);
+	struct held *m = pool_hold(fx, pl, size);
+	void *p = m->p;
 	const struct agent *owner;
 	struct view v;
 
@@ -663,7 +677,7 @@ static void lifecycle_pool(struct pools_fx *fx, const struct agent *ag, const st
 		gc_check_f(gc_pattern_check(p, size, 0, SEED_HOST, &mm) < 0, "%s pool %u: %s",
 			   LABEL(ag), i, gc_mismatch_str(&mm, msg, sizeof(msg)));
 	}
-	pool_free(fx, p);
+	pool_drop(fx, m);
 	view_of(fx, p, &v);
 	view_ok(&v, p);
 	/*
@@ -722,7 +736,8 @@ AGENT_SUBTEST(test_granularity, true, fx, ag)
 		sizes[n++] = pl->granule + 1;
 		sizes[n++] = 3 * pl->granule - 1;
 		for (size_t k = 0; k < n; k++) {
-			void *p = pool_alloc(fx, pl, sizes[k]);
+			struct held *m = pool_hold(fx, pl, sizes[k]);
+			void *p = m->p;
 			struct view v;
 
 			view_of(fx, p, &v);
@@ -730,7 +745,7 @@ AGENT_SUBTEST(test_granularity, true, fx, ag)
 			gc_check_f(v.info.sizeInBytes == granules(pl, sizes[k]),
 				   "%s pool %u: %zu bytes asked, %zu allocated, granule %zu",
 				   LABEL(ag), i, sizes[k], v.info.sizeInBytes, pl->granule);
-			pool_free(fx, p);
+			pool_drop(fx, m);
 		}
 		done++;
 	}
@@ -859,7 +874,8 @@ static bool pick_system_grant(struct pools_fx *fx, const struct agent *gpu, stru
 static void refused_grant(struct pools_fx *fx, const struct grant *g, const hsa_agent_t *list,
 			  size_t n, const hsa_status_t *ok, size_t n_ok)
 {
-	void *p = pool_alloc(fx, g->pool, granules(g->pool, LIFE_SIZE));
+	struct held *m = pool_hold(fx, g->pool, granules(g->pool, LIFE_SIZE));
+	void *p = m->p;
 	struct view before, after;
 	hsa_status_t st;
 	bool good = false;
@@ -890,7 +906,7 @@ static void refused_grant(struct pools_fx *fx, const struct grant *g, const hsa_
 		   "after the refused grant to %s the accessible agents went from %s to %s",
 		   AGENTS(fx, list, n), AGENTS(fx, before.who, before.n),
 		   AGENTS(fx, after.who, after.n));
-	pool_free(fx, p);
+	pool_drop(fx, m);
 }
 
 /*
@@ -900,7 +916,8 @@ static void refused_grant(struct pools_fx *fx, const struct grant *g, const hsa_
  */
 static void control_grant(struct pools_fx *fx, const struct grant *g)
 {
-	void *p = pool_alloc(fx, g->pool, granules(g->pool, LIFE_SIZE));
+	struct held *m = pool_hold(fx, g->pool, granules(g->pool, LIFE_SIZE));
+	void *p = m->p;
 	hsa_status_t st = fx->h.f.amd_agents_allow_access((uint32_t)g->n, g->who, NULL, p);
 	struct view v;
 
@@ -919,7 +936,7 @@ static void control_grant(struct pools_fx *fx, const struct grant *g)
 			   "control: %s can access a buffer granted only to %s",
 			   AGENTS(fx, &v.who[i], 1), AGENTS(fx, g->who, g->n));
 	}
-	pool_free(fx, p);
+	pool_drop(fx, m);
 }
 
 /*
@@ -1070,12 +1087,13 @@ static void expect_type(struct pools_fx *fx, const void *p, hsa_amd_pointer_type
  */
 AGENT_SUBTEST(test_lock_unlock, false, fx, gpu)
 {
-	void *host = host_map(fx, HOST_SIZE), *aptr = NULL;
+	struct held *hm = host_hold(fx, HOST_SIZE);
+	void *host = hm->p, *aptr = NULL;
 	hsa_status_t st;
 	struct view v;
 
 	require_dgpu_lock(gpu);
-	st = lock(fx, host, HOST_SIZE, &gpu->a, 1, &aptr);
+	st = lock(fx, hm, &gpu->a, 1, &aptr);
 	gc_assert_f(st == HSA_STATUS_SUCCESS && aptr, "hsa_amd_memory_lock(%s): %s, agent_ptr %p",
 		    LABEL(gpu), SN(st), aptr);
 	view_of(fx, host, &v);
@@ -1093,11 +1111,11 @@ AGENT_SUBTEST(test_lock_unlock, false, fx, gpu)
 			   "fill through agent_ptr, want 0x%08" PRIx32, i, n,
 			   ((uint32_t *)host)[i], SEED_LOCK);
 	}
-	st = unlock(fx, host);
+	st = unlock(fx, hm);
 	gc_check_f(st == HSA_STATUS_SUCCESS, "hsa_amd_memory_unlock: %s", SN(st));
 	expect_type(fx, host, HSA_EXT_POINTER_TYPE_UNKNOWN, "after unlock");
 
-	st = lock(fx, host, HOST_SIZE, NULL, 0, &aptr);
+	st = lock(fx, hm, NULL, 0, &aptr);
 	gc_assert_f(st == HSA_STATUS_SUCCESS, "hsa_amd_memory_lock(all agents): %s", SN(st));
 	view_of(fx, host, &v);
 	view_ok(&v, host);
@@ -1105,9 +1123,9 @@ AGENT_SUBTEST(test_lock_unlock, false, fx, gpu)
 		gc_check_f(gc_hsa_agent_in(v.who, v.n, fx->gpus[i].a), "locked for all agents, but "
 			   "%s is not among the accessible agents %s", LABEL(&fx->gpus[i]),
 			   AGENTS(fx, v.who, v.n));
-	st = unlock(fx, host);
+	st = unlock(fx, hm);
 	gc_check_f(st == HSA_STATUS_SUCCESS, "hsa_amd_memory_unlock (all agents): %s", SN(st));
-	host_unmap(fx, host, HOST_SIZE);
+	host_drop(hm);
 }
 
 struct lock_null {
@@ -1155,7 +1173,8 @@ static void lock_refused(struct pools_fx *fx, void *host, size_t size, hsa_agent
  */
 AGENT_SUBTEST(test_lock_invalid, false, fx, gpu)
 {
-	void *host = host_map(fx, HOST_SIZE);
+	struct held *hm = host_hold(fx, HOST_SIZE);
+	void *host = hm->p;
 	struct lock_null x = { &fx->h, host, gpu->a };
 	const hsa_agent_t zero = { 0 };
 	struct gc_child_status cs;
@@ -1183,7 +1202,7 @@ AGENT_SUBTEST(test_lock_invalid, false, fx, gpu)
 		   "NULL) %s (fate %d, code %d; its stderr says what it returned)",
 		   cs.fate == GC_CHILD_SIGNALED ? "crashed the process" : "did not give "
 		   "HSA_STATUS_ERROR_INVALID_ARGUMENT", (int)cs.fate, cs.code);
-	host_unmap(fx, host, HOST_SIZE);
+	host_drop(hm);
 }
 
 /*
@@ -1195,25 +1214,26 @@ AGENT_SUBTEST(test_lock_invalid, false, fx, gpu)
  */
 AGENT_SUBTEST(test_unlock_unlocked, false, fx, gpu)
 {
-	void *host = host_map(fx, HOST_SIZE), *aptr = NULL;
+	struct held *hm = host_hold(fx, HOST_SIZE);
+	void *host = hm->p, *aptr = NULL;
 	hsa_status_t st;
 
 	require_dgpu_lock(gpu);
-	st = lock(fx, host, HOST_SIZE, &gpu->a, 1, &aptr);
+	st = lock(fx, hm, &gpu->a, 1, &aptr);
 	gc_assert_f(st == HSA_STATUS_SUCCESS, "hsa_amd_memory_lock: %s", SN(st));
-	st = unlock(fx, host);
+	st = unlock(fx, hm);
 	gc_assert_f(st == HSA_STATUS_SUCCESS, "hsa_amd_memory_unlock: %s", SN(st));
-	st = unlock(fx, host);
+	st = unlock(fx, hm);
 	gc_check_f(st == HSA_STATUS_SUCCESS, "second hsa_amd_memory_unlock: %s", SN(st));
 	expect_type(fx, host, HSA_EXT_POINTER_TYPE_UNKNOWN, "after the second unlock");
-	st = lock(fx, host, HOST_SIZE, &gpu->a, 1, &aptr);
+	st = lock(fx, hm, &gpu->a, 1, &aptr);
 	gc_check_f(st == HSA_STATUS_SUCCESS, "lock after the double unlock: %s", SN(st));
 	if (st == HSA_STATUS_SUCCESS) {
 		expect_type(fx, host, HSA_EXT_POINTER_TYPE_LOCKED, "locked again");
-		st = unlock(fx, host);
+		st = unlock(fx, hm);
 		gc_check_f(st == HSA_STATUS_SUCCESS, "unlock after the double unlock: %s", SN(st));
 	}
-	host_unmap(fx, host, HOST_SIZE);
+	host_drop(hm);
 }
 
 /* ----------------------------------------------------------------- IPC */
@@ -1521,11 +1541,13 @@ AGENT_SUBTEST(test_ipc, false, fx, gpu)
 				     .seen = SEED_IPC_PARENT, .write = SEED_IPC_CHILD };
 	struct gc_child_status cs;
 	hsa_status_t st;
+	struct held *m;
 	void *p;
 
 	gc_require_f(vram, "%s has no coarse-grained allocatable pool (VRAM)", LABEL(gpu));
 	s.len = granules(vram, IPC_SIZE);
-	p = pool_alloc(fx, vram, s.len);
+	m = pool_hold(fx, vram, s.len);
+	p = m->p;
 	st = fill(&fx->h, p, s.len, SEED_IPC_PARENT);
 	gc_assert_f(st == HSA_STATUS_SUCCESS, "hsa_amd_memory_fill: %s", SN(st));
 	share(fx, gpu, p, &s);
@@ -1533,7 +1555,7 @@ AGENT_SUBTEST(test_ipc, false, fx, gpu)
 	judge_attacher(&cs);
 	if (!(cs.code & (IPC_ATTACH | IPC_WRITE)))
 		expect_words(fx, p, s.len, SEED_IPC_CHILD, "exporter after the importer's write");
-	pool_free(fx, p);
+	pool_drop(fx, m);
 	expect_type(fx, p, HSA_EXT_POINTER_TYPE_UNKNOWN, "freed after the importer detached");
 }
 
@@ -1593,12 +1615,15 @@ AGENT_SUBTEST(test_ipc_invalid, false, fx, gpu)
 	const struct pool *vram = vram_pool(gpu);
 	struct gc_hsa_ipc_spec s = { .mode = IPC_MODE_BAD_LEN, .node = gpu->node };
 	struct gc_child_status cs;
+	struct held *m, *hm;
 	void *p, *host;
 
 	gc_require_f(vram, "%s has no coarse-grained allocatable pool (VRAM)", LABEL(gpu));
 	s.len = granules(vram, IPC_SIZE);
-	p = pool_alloc(fx, vram, s.len);
-	host = host_map(fx, HOST_SIZE);
+	m = pool_hold(fx, vram, s.len);
+	p = m->p;
+	hm = host_hold(fx, HOST_SIZE);
+	host = hm->p;
 	ipc_create_refused(fx, p, s.len, true, "handle NULL");
 	ipc_create_refused(fx, host, HOST_SIZE, false, "a host mmap");
 	ipc_create_refused(fx, (char *)p + vram->granule, s.len - vram->granule, false,
@@ -1608,8 +1633,8 @@ AGENT_SUBTEST(test_ipc_invalid, false, fx, gpu)
 	share(fx, gpu, p, &s);
 	run_attacher(&s, &cs);
 	judge_attacher(&cs);
-	host_unmap(fx, host, HOST_SIZE);
-	pool_free(fx, p);
+	host_drop(hm);
+	pool_drop(fx, m);
 }
 
 /* ------------------------------------------------------------ fixture */
@@ -1728,14 +1753,14 @@ static void warm_up(struct pools_fx *fx, struct agent *g)
 		return;
 	size = granules(vram, LIFE_SIZE);
 	p = pool_alloc(fx, vram, size);
-	host = host_map(fx, size);
+	host = host_map(size);
 	st = fill(&fx->h, p, size, SEED_WARM);
 	gc_assert_f(st == HSA_STATUS_SUCCESS, "warm-up fill on %s: %s", LABEL(g), SN(st));
 	st = fx->h.m.memory_copy(host, p, size);
 	gc_assert_f(st == HSA_STATUS_SUCCESS, "warm-up copy from %s: %s", LABEL(g), SN(st));
 	st = fx->h.m.memory_copy(p, host, size);
 	gc_assert_f(st == HSA_STATUS_SUCCESS, "warm-up copy to %s: %s", LABEL(g), SN(st));
-	host_unmap(fx, host, size);
+	munmap(host, size);
 	pool_free(fx, p);
 }
 
@@ -1780,7 +1805,6 @@ static void pools_teardown(void *data)
 {
 	struct pools_fx *fx = data;
 
-	give_back(fx);
 	gc_hsa_close(&fx->h);
 	free(fx);
 }
@@ -1810,7 +1834,6 @@ static void pools_after_each(void *data)
 	char msg[1024];
 	bool back;
 
-	give_back(fx);
 	for (;;) {
 		size_t used = 0;
 

@@ -64,8 +64,11 @@ struct sig_fx {
 
 /* -------------------------------------------------------- resources */
 
-static void give_back(struct sig_fx *fx)
+/* Whatever the subtest still holds; deferred at its start, also called on its way. */
+static void give_back(void *data)
 {
+	struct sig_fx *fx = data;
+
 	for (unsigned i = 0; i < fx->n_sig; i++)
 		fx->h.f.signal_destroy(fx->sig[i]);
 	fx->n_sig = 0;
@@ -174,6 +177,7 @@ static void dispatch_wait(struct sig_fx *fx, make_fn make)
 	uint64_t t0;
 	double ms;
 
+	gc_defer(give_back, fx);
 	setup_dispatch(fx);
 	create_all(fx, make);
 	t0 = gc_now_ns();
@@ -212,6 +216,7 @@ static void test_create_destroy_cycles(void *data)
 	struct sig_fx *fx = data;
 	uint64_t deadline = gc_now_ns() + WATCHDOG_NS;
 
+	gc_defer(give_back, fx);
 	for (int c = 0; c < CYCLES; c++) {
 		unsigned seen = 0;
 
@@ -248,15 +253,9 @@ static void sig_teardown(void *data)
 	free(fx);
 }
 
-static void sig_after_each(void *data)
-{
-	give_back(data);
-}
-
 static const struct gc_fixture fixture = {
 	.setup = sig_setup,
 	.teardown = sig_teardown,
-	.after_each = sig_after_each,
 };
 
 static const struct gc_subtest subtests[] = {

@@ -21,12 +21,13 @@
  * the render node at mmap_offset over that same range.
  *
  * Fixture: /dev/kfd, topology, ACQUIRE_VM on every GPU. before_each takes
- * AMDKFD_IOC_AVAILABLE_MEMORY per GPU (UAPI 1.9, required); after_each
- * gives back whatever a failed subtest still holds, then requires every
- * GPU's available memory and the /dev/kfd fd count to be back where they
- * were. AVAILABLE_MEMORY counts VRAM (amdgpu_amdkfd_get_available_memory);
- * GTT and USERPTR allocations are not visible to it, so for them the leak
- * check only proves VRAM was not touched.
+ * AMDKFD_IOC_AVAILABLE_MEMORY per GPU (UAPI 1.9, required). Each
+ * allocation defers its give-back when it is made, so a failed subtest
+ * leaves nothing; after_each requires every GPU's available memory and the
+ * /dev/kfd fd count to be back where they were. AVAILABLE_MEMORY counts
+ * VRAM (amdgpu_amdkfd_get_available_memory); GTT and USERPTR allocations
+ * are not visible to it, so for them the leak check only proves VRAM was
+ * not touched.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,15 +47,15 @@
 #define BO_ALIGN (2 * MiB)
 #define ACCOUNT_SIZE (64 * MiB)
 #define LAT_REPS 100
-#define MAX_HELD 16
 
 #define VRAM (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
 #define GTT (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
 #define USERPTR (KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
 #define PUBLIC KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC
 
-/* One allocation and everything made for it; after_each gives back what is left. */
+/* One allocation and everything made for it; what is left goes back at the scope's end. */
 struct held {
+	const struct gc_kfd *kfd;
 	bool live;       /* handle not freed yet */
 	uint64_t handle;
 	uint32_t gpu_id;
@@ -68,30 +69,61 @@ struct held {
 
 struct mem_fx {
 	struct gc_kfd_fixture dev; /* first: /dev/kfd and the leak check (lib/kfd) */
-	struct held held[MAX_HELD];
 	uint64_t page;
 };
 
 /* ----------------------------------------------------------- helpers */
 
-static struct held *held_slot(struct mem_fx *fx)
+static void bo_release_host(struct held *h)
 {
-	for (int i = 0; i < MAX_HELD; i++) {
-		struct held *h = &fx->held[i];
-
-		if (!h->live && !h->va && !h->user) {
-			memset(h, 0, sizeof(*h));
-			return h;
-		}
+	if (h->va) {
+		gc_kfd_va_release(h->va, h->size);
+		h->va = 0;
+		h->cpu_mapped = false;
 	}
-	gc_fail("more than %d allocations held at once", MAX_HELD);
+	if (h->user) {
+		munmap(h->user, h->size);
+		h->user = NULL;
+	}
+}
+
+/* Whatever of h is still held, given back without a check; then h itself. */
+static void held_give_back(void *arg)
+{
+	struct held *h = arg;
+	int err;
+
+	if (h->cpu_mapped)
+		gc_kfd_cpu_unmap(h->va, h->size);
+	h->cpu_mapped = false;
+	if (h->live && h->gpu_mapped)
+		gc_kfd_unmap(h->kfd, h->handle, &h->gpu_id, 1, NULL);
+	if (h->live) {
+		err = gc_kfd_free(h->kfd, h->handle);
+		if (err)
+			gc_warn("giving back handle 0x%" PRIx64 ": %s", h->handle, strerror(-err));
+	}
+	h->live = h->gpu_mapped = false;
+	bo_release_host(h);
+	free(h);
+}
+
+/* An empty record whose give-back runs when the (dynamic) subtest ends, however it ends. */
+static struct held *held_new(struct mem_fx *fx)
+{
+	struct held *h = calloc(1, sizeof(*h));
+
+	gc_assert_f(h != NULL, "calloc(%zu): %s", sizeof(*h), strerror(errno));
+	h->kfd = fx->dev.kfd;
+	gc_defer(held_give_back, h);
+	return h;
 }
 
 /* Everything but the handle: GPU VA, and for USERPTR the host buffer. */
 static struct held *bo_prepare(struct mem_fx *fx, uint32_t gpu_id, uint64_t size,
 			       uint32_t flags)
 {
-	struct held *h = held_slot(fx);
+	struct held *h = held_new(fx);
 
 	h->gpu_id = gpu_id;
 	h->size = size;
@@ -141,46 +173,11 @@ static void bo_unmap(struct mem_fx *fx, struct held *h)
 	gc_assert_eq_uint(n_success, 1);
 }
 
-static void bo_release_host(struct held *h)
-{
-	if (h->va) {
-		gc_kfd_va_release(h->va, h->size);
-		h->va = 0;
-		h->cpu_mapped = false;
-	}
-	if (h->user) {
-		munmap(h->user, h->size);
-		h->user = NULL;
-	}
-}
-
 static void bo_free(struct mem_fx *fx, struct held *h)
 {
 	gc_assert_ok(gc_kfd_free(fx->dev.kfd, h->handle));
 	h->live = false;
 	bo_release_host(h);
-}
-
-static void give_back_all(struct mem_fx *fx)
-{
-	for (int i = 0; i < MAX_HELD; i++) {
-		struct held *h = &fx->held[i];
-		int err;
-
-		if (h->cpu_mapped)
-			gc_kfd_cpu_unmap(h->va, h->size);
-		h->cpu_mapped = false;
-		if (h->live && h->gpu_mapped)
-			gc_kfd_unmap(fx->dev.kfd, h->handle, &h->gpu_id, 1, NULL);
-		if (h->live) {
-			err = gc_kfd_free(fx->dev.kfd, h->handle);
-			if (err)
-				gc_warn("giving back handle 0x%" PRIx64 ": %s", h->handle,
-					strerror(-err));
-		}
-		h->live = h->gpu_mapped = false;
-		bo_release_host(h);
-	}
 }
 
 static bool node_large_bar(const struct gc_kfd_node *n)
@@ -631,19 +628,11 @@ static void *mem_setup(void)
 	return fx;
 }
 
-static void mem_after_each(void *data)
-{
-	struct mem_fx *fx = data;
-
-	give_back_all(fx);
-	gc_kfd_fixture_check(fx);
-}
-
 static const struct gc_fixture fixture = {
 	.setup = mem_setup,
 	.teardown = gc_kfd_fixture_free,
 	.before_each = gc_kfd_fixture_snapshot,
-	.after_each = mem_after_each,
+	.after_each = gc_kfd_fixture_check,
 };
 
 static const struct gc_subtest subtests[] = {
