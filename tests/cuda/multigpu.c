@@ -14,9 +14,12 @@
  * codes without saying which a given failure gives, a test accepts the
  * listed ones and prints the one it saw ("undocumented: observed").
  *
- * Every experiment records what happened, gives back what it took (and
- * switches peer access off again) and only then asserts: a failed pair does
- * not leave state that fails the next one. The leak check after each subtest
+ * Every experiment asserts at the point where a result is known, and
+ * defers (gc_defer) the giving back of what it takes, switching peer access
+ * off again included: a failed pair does not leave state that fails the
+ * next one. On the way that goes through, each is given back explicitly
+ * where the experiment is done with it, and its deferred cleanup then finds
+ * nothing left. The leak check after each subtest
  * covers every device (gc_cuda_snapshot), and oom-spanning checks both
  * devices of its pair again at the end of each pair.
  */
@@ -48,6 +51,7 @@ struct mfx {
 struct pair {
 	struct mfx *f;
 	int a, b;
+	bool home; /* device 0's context made current again */
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -57,38 +61,72 @@ static const char *cu_str(const struct gc_cuda *cu, CUresult r, char *buf, size_
 	return gc_cu_strerror(cu, r, buf, len);
 }
 
-/*
- * A chain of calls that stops at the first failure, remembering which step
- * it was: the experiment runs on, gives back what it holds, and the failure
- * is asserted afterwards.
- */
-struct steps {
-	const char *failed;
-	CUresult r;
-};
-
-static bool step(struct steps *st, const char *what, CUresult r)
-{
-	if (st->failed)
-		return false;
-	if (r != CUDA_SUCCESS) {
-		st->failed = what;
-		st->r = r;
-	}
-	return r == CUDA_SUCCESS;
-}
-
-static void steps_assert(const struct gc_cuda *cu, const struct steps *st)
+/* A call the experiment needs: fails the (dynamic) subtest at once, naming the step. */
+static void step(const struct gc_cuda *cu, const char *what, CUresult r)
 {
 	char err[160];
 
-	gc_assert_f(!st->failed, "%s: %s", st->failed, cu_str(cu, st->r, err, sizeof(err)));
+	gc_assert_f(r == CUDA_SUCCESS, "%s: %s", what, cu_str(cu, r, err, sizeof(err)));
 }
 
-static void cleanup_record(CUresult *first, CUresult r)
+/*
+ * A pair's dynamic subtest, on the heap: its deferred end makes device 0's
+ * context current again unless the body got there (home) itself.
+ */
+static void pair_end(void *arg)
 {
-	if (r && !*first)
-		*first = r;
+	struct pair *p = arg;
+
+	if (!p->home)
+		gc_cuda_use(p->f->dev.cu, 0);
+	free(p);
+}
+
+/* Zeroed heap memory for what a dynamic subtest holds, with drop deferred on it. */
+static void *held_new(size_t size, void (*drop)(void *))
+{
+	void *h = calloc(1, size);
+
+	gc_assert_f(h != NULL, "out of host memory");
+	gc_defer(drop, h);
+	return h;
+}
+
+static struct pair *pair_take(struct mfx *f, int a, int b)
+{
+	struct pair *p = held_new(sizeof(*p), pair_end);
+
+	*p = (struct pair){ .f = f, .a = a, .b = b };
+	return p;
+}
+
+/* Back on device 0 at the end of a pair that went through. */
+static void pair_home(struct pair *p)
+{
+	gc_cuda_use(p->f->dev.cu, 0);
+	p->home = true;
+}
+
+/* A VMM allocation, given back (gc_vmm_free: what is still held) on any exit. */
+struct vmm_held {
+	const struct gc_cuda *cu;
+	struct gc_vmm m;
+};
+
+static void vmm_drop(void *arg)
+{
+	struct vmm_held *h = arg;
+
+	gc_vmm_free(h->cu, &h->m); /* after a failure, which is the one reported */
+	free(h);
+}
+
+static struct gc_vmm *vmm_take(const struct gc_cuda *cu)
+{
+	struct vmm_held *h = held_new(sizeof(*h), vmm_drop);
+
+	h->cu = cu;
+	return &h->m;
 }
 
 static CUresult free_mem(const struct gc_cuda *cu, int dev, size_t *out)
@@ -170,88 +208,76 @@ static void each_pair(struct mfx *f, enum gc_pairs which,
 
 #define SHARED_SIZE (64 * MiB)
 
-struct shared_res {
-	struct steps st;
-	unsigned long long flags[2];        /* owner, other after the grant */
-	uint64_t bad_read, first_read;      /* filled on the owner, checked on the other */
-	uint64_t bad_write, first_write;    /* filled on the other, checked on the owner */
-	uint64_t bad_stale, first_stale;    /* the other checks for the overwritten seed */
-	uint64_t n;
-	CUresult freed;
+/* A check of n words by dev's kernel: how many are wrong for seed, and the first. */
+struct words {
+	uint64_t bad, first;
 };
 
-/* Allocation on owner mapped read-write for both; written and read by each. */
-static void shared_run(struct mfx *f, int owner, int other, struct shared_res *res)
+static void shared_grant(const struct gc_cuda *cu, int owner, int other, struct gc_vmm *m)
 {
-	const struct gc_cuda *cu = f->dev.cu;
 	int devs[2] = { owner, other };
-	struct gc_vmm m;
-	struct steps *st = &res->st;
+	unsigned long long flags[2] = { 0, 0 }; /* owner, other after the grant */
 
-	memset(&m, 0, sizeof(m));
-	if (!(step(st, "cuCtxSetCurrent(owner)", gc_cuda_use(cu, owner)) &&
-	      step(st, "allocation on the owner", gc_vmm_alloc(cu, owner, SHARED_SIZE, &m)) &&
-	      step(st, "cuMemSetAccess(owner + other, READWRITE)",
-		   gc_vmm_set_access(cu, m.va, m.size, devs, 2, RW)) &&
-	      step(st, "cuMemGetAccess(owner)", get_access(cu, m.va, owner, &res->flags[0])) &&
-	      step(st, "cuMemGetAccess(other)", get_access(cu, m.va, other, &res->flags[1]))))
-		goto out;
-	res->n = m.size / sizeof(uint32_t);
-	(void)(step(st, "fill on the owner", gc_cu_fill_u32(cu, &f->k[owner], m.va, res->n,
-							    SEED_A, 0)) &&
-	       step(st, "cuCtxSynchronize(owner)", cu->cuCtxSynchronize()) &&
-	       step(st, "cuCtxSetCurrent(other)", gc_cuda_use(cu, other)) &&
-	       step(st, "check on the other", gc_cu_check_u32(cu, &f->k[other], m.va, res->n,
-							      SEED_A, &res->bad_read,
-							      &res->first_read)) &&
-	       step(st, "fill on the other", gc_cu_fill_u32(cu, &f->k[other], m.va, res->n,
-							    SEED_B, 0)) &&
-	       step(st, "cuCtxSynchronize(other)", cu->cuCtxSynchronize()) &&
-	       step(st, "stale-seed check on the other",
-		    gc_cu_check_u32(cu, &f->k[other], m.va, res->n, SEED_A, &res->bad_stale,
-				    &res->first_stale)) &&
-	       step(st, "cuCtxSetCurrent(owner)", gc_cuda_use(cu, owner)) &&
-	       step(st, "check on the owner", gc_cu_check_u32(cu, &f->k[owner], m.va, res->n,
-							      SEED_B, &res->bad_write,
-							      &res->first_write)));
-out:
-	res->freed = gc_vmm_free(cu, &m);
+	step(cu, "cuMemSetAccess(owner + other, READWRITE)",
+	     gc_vmm_set_access(cu, m->va, m->size, devs, 2, RW));
+	step(cu, "cuMemGetAccess(owner)", get_access(cu, m->va, owner, &flags[0]));
+	step(cu, "cuMemGetAccess(other)", get_access(cu, m->va, other, &flags[1]));
+	gc_info("allocation on gpu%d: access %s for gpu%d, %s for gpu%d", owner,
+		flags_str(flags[0]), owner, flags_str(flags[1]), other);
+	gc_assert_f(flags[0] == RW && flags[1] == RW, "cuMemGetAccess after granting "
+		    "READWRITE to gpu%d and gpu%d: 0x%llx and 0x%llx", owner, other,
+		    flags[0], flags[1]);
 }
 
-static void shared_assert(const struct gc_cuda *cu, int owner, int other,
-			  const struct shared_res *res)
+/* Allocation on owner mapped read-write for both; written and read by each. */
+static void shared_run(struct mfx *f, int owner, int other)
 {
-	gc_info("allocation on gpu%d: access %s for gpu%d, %s for gpu%d", owner,
-		flags_str(res->flags[0]), owner, flags_str(res->flags[1]), other);
-	steps_assert(cu, &res->st);
-	gc_cu_assert(cu, res->freed);
-	gc_assert_f(res->flags[0] == RW && res->flags[1] == RW, "cuMemGetAccess after granting "
-		    "READWRITE to gpu%d and gpu%d: 0x%llx and 0x%llx", owner, other,
-		    res->flags[0], res->flags[1]);
-	gc_assert_f(!res->bad_read, "written on gpu%d, read on gpu%d: %" PRIu64 " words wrong, "
-		    "the first at %" PRIu64, owner, other, res->bad_read, res->first_read);
-	gc_assert_f(!res->bad_write, "written on gpu%d, read on gpu%d: %" PRIu64 " words wrong, "
-		    "the first at %" PRIu64, other, owner, res->bad_write, res->first_write);
+	const struct gc_cuda *cu = f->dev.cu;
+	struct gc_vmm *m = vmm_take(cu);
+	struct words rd, wr, stale; /* read on other, written by other, old seed on other */
+	uint64_t n;
+
+	step(cu, "cuCtxSetCurrent(owner)", gc_cuda_use(cu, owner));
+	step(cu, "allocation on the owner", gc_vmm_alloc(cu, owner, SHARED_SIZE, m));
+	shared_grant(cu, owner, other, m);
+	n = m->size / sizeof(uint32_t);
+	step(cu, "fill on the owner", gc_cu_fill_u32(cu, &f->k[owner], m->va, n, SEED_A, 0));
+	step(cu, "cuCtxSynchronize(owner)", cu->cuCtxSynchronize());
+	step(cu, "cuCtxSetCurrent(other)", gc_cuda_use(cu, other));
+	step(cu, "check on the other", gc_cu_check_u32(cu, &f->k[other], m->va, n, SEED_A,
+						       &rd.bad, &rd.first));
+	gc_assert_f(!rd.bad, "written on gpu%d, read on gpu%d: %" PRIu64 " words wrong, "
+		    "the first at %" PRIu64, owner, other, rd.bad, rd.first);
+	step(cu, "fill on the other", gc_cu_fill_u32(cu, &f->k[other], m->va, n, SEED_B, 0));
+	step(cu, "cuCtxSynchronize(other)", cu->cuCtxSynchronize());
+	step(cu, "stale-seed check on the other",
+	     gc_cu_check_u32(cu, &f->k[other], m->va, n, SEED_A, &stale.bad, &stale.first));
 	/* Control: gpu`other`'s check really reads the memory (the old seed is gone). */
-	gc_assert_f(res->bad_stale > res->n / 2, "gpu%d checking for the overwritten seed found "
-		    "only %" PRIu64 " of %" PRIu64 " words wrong", other, res->bad_stale, res->n);
+	gc_assert_f(stale.bad > n / 2, "gpu%d checking for the overwritten seed found "
+		    "only %" PRIu64 " of %" PRIu64 " words wrong", other, stale.bad, n);
+	step(cu, "cuCtxSetCurrent(owner)", gc_cuda_use(cu, owner));
+	step(cu, "check on the owner", gc_cu_check_u32(cu, &f->k[owner], m->va, n, SEED_B,
+						       &wr.bad, &wr.first));
+	gc_assert_f(!wr.bad, "written on gpu%d, read on gpu%d: %" PRIu64 " words wrong, "
+		    "the first at %" PRIu64, other, owner, wr.bad, wr.first);
+	gc_cu_assert(cu, gc_vmm_free(cu, m));
 }
 
 static void shared_pair(void *ctx, const void *va, const void *vb)
 {
 	const struct gc_cuda_device *da = va, *db = vb;
-	struct pair pair = { ctx, da->ordinal, db->ordinal }, *p = &pair;
-	const struct gc_cuda *cu = p->f->dev.cu;
-	struct shared_res ab = { 0 }, ba = { 0 };
+	struct mfx *f = ctx;
+	const struct gc_cuda *cu = f->dev.cu;
+	int a = da->ordinal, b = db->ordinal;
+	struct pair *p;
 
-	require_vmm_pair(cu, p->a, p->b);
-	require_peer(cu, p->a, p->b);
-	require_peer(cu, p->b, p->a);
-	shared_run(p->f, p->a, p->b, &ab);
-	shared_run(p->f, p->b, p->a, &ba);
-	gc_cuda_use(cu, 0);
-	shared_assert(cu, p->a, p->b, &ab);
-	shared_assert(cu, p->b, p->a, &ba);
+	require_vmm_pair(cu, a, b);
+	require_peer(cu, a, b);
+	require_peer(cu, b, a);
+	p = pair_take(f, a, b);
+	shared_run(f, a, b);
+	shared_run(f, b, a);
+	pair_home(p);
 }
 
 /*
@@ -270,17 +296,6 @@ static void test_shared_mapping(void *data)
 #define N_BAD 2
 #define N_POS 3 /* the bad device before a, between a and b, after b */
 
-struct inval_res {
-	struct steps st;
-	int bad_dev[N_BAD];
-	CUresult set[N_BAD][N_POS];
-	CUresult get[N_BAD][N_POS][MAX_DEV];
-	unsigned long long flags[N_BAD][N_POS][MAX_DEV];
-	CUresult ctl_set, ctl_get[MAX_DEV];
-	unsigned long long ctl_flags[MAX_DEV];
-	CUresult freed;
-};
-
 /* [a, b] with bad inserted at position pos. */
 static void list_with_bad(int a, int b, int bad, int pos, int out[3])
 {
@@ -290,127 +305,108 @@ static void list_with_bad(int a, int b, int bad, int pos, int out[3])
 		out[i] = i == pos ? bad : real[j++];
 }
 
-/* One try: a fresh mapping (no access), the bad list, what every device then has. */
-static bool inval_try(const struct mfx *f, const struct pair *p, struct gc_vmm *m,
-		      struct inval_res *res, int v, int pos)
-{
-	const struct gc_cuda *cu = f->dev.cu;
-	int list[3];
-
-	if (!step(&res->st, "cuMemMap", cu->cuMemMap(m->va, m->size, 0, m->handle, 0)))
-		return false;
-	m->mapped = true;
-	list_with_bad(p->a, p->b, res->bad_dev[v], pos, list);
-	res->set[v][pos] = gc_vmm_set_access(cu, m->va, m->size, list, 3, RW);
-	get_access_all(cu, f->n, m->va, res->get[v][pos], res->flags[v][pos]);
-	if (!step(&res->st, "cuMemUnmap", cu->cuMemUnmap(m->va, m->size)))
-		return false;
-	m->mapped = false;
-	return true;
-}
-
-/* The control: [a, b] alone is granted and cuMemGetAccess sees it. */
-static void inval_control(const struct mfx *f, const struct pair *p, struct gc_vmm *m,
-			  struct inval_res *res)
-{
-	const struct gc_cuda *cu = f->dev.cu;
-	int list[2] = { p->a, p->b };
-
-	if (!step(&res->st, "cuMemMap", cu->cuMemMap(m->va, m->size, 0, m->handle, 0)))
-		return;
-	m->mapped = true;
-	res->ctl_set = gc_vmm_set_access(cu, m->va, m->size, list, 2, RW);
-	get_access_all(cu, f->n, m->va, res->ctl_get, res->ctl_flags);
-}
-
-static void inval_run(const struct mfx *f, const struct pair *p, struct inval_res *res)
-{
-	const struct gc_cuda *cu = f->dev.cu;
-	CUmemAllocationProp prop = gc_vmm_prop(p->a);
-	struct gc_vmm_gran g;
-	struct gc_vmm m;
-	bool ok;
-
-	memset(&m, 0, sizeof(m));
-	ok = step(&res->st, "cuCtxSetCurrent(a)", gc_cuda_use(cu, p->a)) &&
-	     step(&res->st, "granularity", gc_vmm_granularity(cu, p->a, &g));
-	m.size = ok ? g.minimum : 0;
-	ok = ok && step(&res->st, "cuMemCreate", cu->cuMemCreate(&m.handle, m.size, &prop, 0));
-	m.created = ok;
-	ok = ok && step(&res->st, "cuMemAddressReserve",
-			cu->cuMemAddressReserve(&m.va, m.size, 0, 0, 0));
-	m.reserved = ok;
-	for (int v = 0; v < N_BAD && ok; v++)
-		for (int pos = 0; pos < N_POS && ok; pos++)
-			ok = inval_try(f, p, &m, res, v, pos);
-	if (ok)
-		inval_control(f, p, &m, res);
-	res->freed = gc_vmm_free(cu, &m);
-}
-
+/* What one try gave: cuMemSetAccess with the bad list, then every device's access. */
 static void inval_assert_try(const struct gc_cuda *cu, int n, const struct pair *p,
-			     const struct inval_res *res, int v, int pos)
+			     const int list[3], int pos, CUresult r, const CUresult *get,
+			     const unsigned long long *flags)
 {
-	int bad = res->bad_dev[v], list[3];
 	char err[160];
-	CUresult r = res->set[v][pos];
 
-	list_with_bad(p->a, p->b, bad, pos, list);
 	/* undocumented: observed CUDA_ERROR_INVALID_VALUE on one H100 (which code is not said) */
 	gc_info("cuMemSetAccess([%d, %d, %d]) on gpu%d's memory: %s", list[0], list[1], list[2],
 		p->a, cu_str(cu, r, err, sizeof(err)));
 	gc_assert_f(r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_INVALID_DEVICE,
 		    "cuMemSetAccess with device %d at position %d of [%d, %d, %d] returned %s; "
-		    "cuda.h lists CUDA_ERROR_INVALID_VALUE and CUDA_ERROR_INVALID_DEVICE", bad, pos,
-		    list[0], list[1], list[2], cu_str(cu, r, err, sizeof(err)));
+		    "cuda.h lists CUDA_ERROR_INVALID_VALUE and CUDA_ERROR_INVALID_DEVICE",
+		    list[pos], pos, list[0], list[1], list[2], cu_str(cu, r, err, sizeof(err)));
 	for (int d = 0; d < n; d++) {
-		gc_assert_f(res->get[v][pos][d] == CUDA_SUCCESS, "cuMemGetAccess(gpu%d) after the "
-			    "failed grant: %s", d,
-			    cu_str(cu, res->get[v][pos][d], err, sizeof(err)));
+		gc_assert_f(get[d] == CUDA_SUCCESS, "cuMemGetAccess(gpu%d) after the "
+			    "failed grant: %s", d, cu_str(cu, get[d], err, sizeof(err)));
 		/* the suite's all-or-nothing contract; cuda.h is silent. Observed on one H100. */
-		gc_assert_f(res->flags[v][pos][d] == NONE, "gpu%d has access %s (0x%llx) after "
+		gc_assert_f(flags[d] == NONE, "gpu%d has access %s (0x%llx) after "
 			    "cuMemSetAccess([%d, %d, %d]) failed with %s: a failed grant left "
-			    "partial state", d, flags_str(res->flags[v][pos][d]),
-			    res->flags[v][pos][d], list[0], list[1], list[2],
-			    cu_str(cu, r, err, sizeof(err)));
+			    "partial state", d, flags_str(flags[d]), flags[d], list[0], list[1],
+			    list[2], cu_str(cu, r, err, sizeof(err)));
 	}
 }
 
-static void inval_assert(const struct gc_cuda *cu, int n, const struct pair *p,
-			 const struct inval_res *res)
+/* One try: a fresh mapping (no access), the bad list, what every device then has. */
+static void inval_try(const struct pair *p, struct gc_vmm *m, int bad, int pos)
 {
+	const struct gc_cuda *cu = p->f->dev.cu;
+	CUresult get[MAX_DEV], r;
+	unsigned long long flags[MAX_DEV];
+	int list[3];
+
+	step(cu, "cuMemMap", cu->cuMemMap(m->va, m->size, 0, m->handle, 0));
+	m->mapped = true;
+	list_with_bad(p->a, p->b, bad, pos, list);
+	r = gc_vmm_set_access(cu, m->va, m->size, list, 3, RW);
+	get_access_all(cu, p->f->n, m->va, get, flags);
+	step(cu, "cuMemUnmap", cu->cuMemUnmap(m->va, m->size));
+	m->mapped = false;
+	inval_assert_try(cu, p->f->n, p, list, pos, r, get, flags);
+}
+
+/* The control: [a, b] alone is granted and cuMemGetAccess sees it. */
+static void inval_control(const struct pair *p, struct gc_vmm *m)
+{
+	const struct gc_cuda *cu = p->f->dev.cu;
+	int n = p->f->n, list[2] = { p->a, p->b };
+	CUresult ctl_set, ctl_get[MAX_DEV];
+	unsigned long long ctl_flags[MAX_DEV];
 	char err[160];
 
-	steps_assert(cu, &res->st);
-	gc_cu_assert(cu, res->freed);
-	for (int v = 0; v < N_BAD; v++)
-		for (int pos = 0; pos < N_POS; pos++)
-			inval_assert_try(cu, n, p, res, v, pos);
+	step(cu, "cuMemMap", cu->cuMemMap(m->va, m->size, 0, m->handle, 0));
+	m->mapped = true;
+	ctl_set = gc_vmm_set_access(cu, m->va, m->size, list, 2, RW);
+	get_access_all(cu, n, m->va, ctl_get, ctl_flags);
 	/* Control, documented: the listed devices get the flags; the others keep none. */
-	gc_cu_assert(cu, res->ctl_set);
+	gc_cu_assert(cu, ctl_set);
 	for (int d = 0; d < n; d++) {
 		unsigned long long want = d == p->a || d == p->b ? RW : NONE;
 
-		gc_assert_f(res->ctl_get[d] == CUDA_SUCCESS, "cuMemGetAccess(gpu%d): %s", d,
-			    cu_str(cu, res->ctl_get[d], err, sizeof(err)));
-		gc_assert_f(res->ctl_flags[d] == want, "control grant to [%d, %d]: gpu%d has %s, "
-			    "want %s", p->a, p->b, d, flags_str(res->ctl_flags[d]),
-			    flags_str(want));
+		gc_assert_f(ctl_get[d] == CUDA_SUCCESS, "cuMemGetAccess(gpu%d): %s", d,
+			    cu_str(cu, ctl_get[d], err, sizeof(err)));
+		gc_assert_f(ctl_flags[d] == want, "control grant to [%d, %d]: gpu%d has %s, "
+			    "want %s", p->a, p->b, d, flags_str(ctl_flags[d]), flags_str(want));
 	}
+}
+
+static void inval_run(const struct pair *p)
+{
+	const struct gc_cuda *cu = p->f->dev.cu;
+	CUmemAllocationProp prop = gc_vmm_prop(p->a);
+	int bad_dev[N_BAD] = { cu->n_devices, -1 };
+	struct gc_vmm *m = vmm_take(cu);
+	struct gc_vmm_gran g;
+
+	step(cu, "cuCtxSetCurrent(a)", gc_cuda_use(cu, p->a));
+	step(cu, "granularity", gc_vmm_granularity(cu, p->a, &g));
+	m->size = g.minimum;
+	step(cu, "cuMemCreate", cu->cuMemCreate(&m->handle, m->size, &prop, 0));
+	m->created = true;
+	step(cu, "cuMemAddressReserve", cu->cuMemAddressReserve(&m->va, m->size, 0, 0, 0));
+	m->reserved = true;
+	for (int v = 0; v < N_BAD; v++)
+		for (int pos = 0; pos < N_POS; pos++)
+			inval_try(p, m, bad_dev[v], pos);
+	inval_control(p, m);
+	gc_cu_assert(cu, gc_vmm_free(cu, m));
 }
 
 static void inval_pair(void *ctx, const void *va, const void *vb)
 {
 	const struct gc_cuda_device *da = va, *db = vb;
-	struct pair pair = { ctx, da->ordinal, db->ordinal }, *p = &pair;
-	const struct gc_cuda *cu = p->f->dev.cu;
-	struct inval_res res = { .bad_dev = { cu->n_devices, -1 } };
+	struct mfx *f = ctx;
+	const struct gc_cuda *cu = f->dev.cu;
+	struct pair *p;
 
-	require_vmm_pair(cu, p->a, p->b);
-	require_peer(cu, p->b, p->a);
-	inval_run(p->f, p, &res);
-	gc_cuda_use(cu, 0);
-	inval_assert(cu, p->f->n, p, &res);
+	require_vmm_pair(cu, da->ordinal, db->ordinal);
+	require_peer(cu, db->ordinal, da->ordinal);
+	p = pair_take(f, da->ordinal, db->ordinal);
+	inval_run(p);
+	pair_home(p);
 }
 
 /*
@@ -431,167 +427,117 @@ static void test_access_invalid_device(void *data)
 #define FILL_CHUNK GiB
 #define MAX_FILL_HANDLES 8192
 
-/* Device memory taken with cuMemCreate until it runs out. */
+/* Device memory taken with cuMemCreate until it runs out; released on any exit. */
 struct filler {
+	const struct gc_cuda *cu;
 	CUmemGenericAllocationHandle *h;
 	size_t count, bytes;
 	CUresult last; /* the result that ended the fill */
 	bool capped;   /* MAX_FILL_HANDLES reached first */
-	CUresult released;
 };
 
-/* Creates chunks of 1 GiB, halving after each OOM, down to the granularity. */
-static void fill_device(const struct gc_cuda *cu, int dev, size_t gran, struct filler *fl)
+/* Every handle released (all are tried); the first failure. */
+static CUresult filler_release(struct filler *fl)
 {
+	CUresult first = CUDA_SUCCESS, r;
+
+	for (size_t i = 0; fl->h && i < fl->count; i++)
+		if ((r = fl->cu->cuMemRelease(fl->h[i])) && !first)
+			first = r;
+	free(fl->h);
+	fl->h = NULL;
+	fl->count = 0;
+	return first;
+}
+
+static void filler_drop(void *arg)
+{
+	filler_release(arg); /* after a failure, which is the one reported */
+	free(arg);
+}
+
+/* Creates chunks of 1 GiB, halving after each OOM, down to the granularity. */
+static struct filler *fill_device(const struct gc_cuda *cu, int dev, size_t gran)
+{
+	struct filler *fl = held_new(sizeof(*fl), filler_drop);
 	CUmemAllocationProp p = gc_vmm_prop(dev);
 	size_t size = gc_align_up(FILL_CHUNK, gran);
-	CUresult r;
 
+	fl->cu = cu;
 	fl->h = calloc(MAX_FILL_HANDLES, sizeof(*fl->h));
 	if (!fl->h) {
 		fl->last = CUDA_ERROR_OUT_OF_MEMORY;
 		fl->capped = true;
-		return;
+		return fl;
 	}
 	for (;;) {
 		if (fl->count == MAX_FILL_HANDLES) {
 			fl->capped = true;
-			return;
+			return fl;
 		}
-		r = cu->cuMemCreate(&fl->h[fl->count], size, &p, 0);
-		if (r == CUDA_SUCCESS) {
+		fl->last = cu->cuMemCreate(&fl->h[fl->count], size, &p, 0);
+		if (fl->last == CUDA_SUCCESS) {
 			fl->count++;
 			fl->bytes += size;
 			continue;
 		}
-		fl->last = r;
-		if (r != CUDA_ERROR_OUT_OF_MEMORY || size == gran)
-			return;
+		if (fl->last != CUDA_ERROR_OUT_OF_MEMORY || size == gran)
+			return fl;
 		size = gc_align_up(size / 2, gran);
 	}
 }
 
-static void filler_release(const struct gc_cuda *cu, struct filler *fl)
-{
-	for (size_t i = 0; fl->h && i < fl->count; i++)
-		cleanup_record(&fl->released, cu->cuMemRelease(fl->h[i]));
-	free(fl->h);
-	fl->h = NULL;
-}
-
-struct span_res {
-	struct steps st;
-	struct gc_vmm_gran ga, gb;
-	size_t free_a0, free_a_full, free_a_end, free_b0, free_b_full;
-	struct filler fl;
-	CUresult create_b, alloc_b, access;
-	CUresult get[MAX_DEV];
-	unsigned long long flags[MAX_DEV];
-	uint64_t n, bad_a, first_a, bad_b, first_b;
-	bool checked;
-	CUresult freed;
+/* Free memory of a and b before the fill, with b full, and of a at the end. */
+struct span_free {
+	size_t a0, a_full, a_end, b0, b_full;
 };
 
-/* With b full: a new allocation on b, by each allocator. */
-static void span_on_full(const struct gc_cuda *cu, int b, struct span_res *res)
-{
-	CUmemAllocationProp p = gc_vmm_prop(b);
-	CUmemGenericAllocationHandle h;
-	CUdeviceptr d = 0;
-
-	if (!step(&res->st, "cuCtxSetCurrent(b)", gc_cuda_use(cu, b)))
-		return;
-	res->create_b = cu->cuMemCreate(&h, res->gb.minimum, &p, 0);
-	if (res->create_b == CUDA_SUCCESS)
-		step(&res->st, "cuMemRelease of the unexpected allocation", cu->cuMemRelease(h));
-	res->alloc_b = cu->cuMemAlloc(&d, res->gb.minimum);
-	if (res->alloc_b == CUDA_SUCCESS)
-		step(&res->st, "cuMemFree of the unexpected allocation", cu->cuMemFree(d));
-}
-
-/* With b full: memory on a (which has room), mapped, access for a and b at once. */
-static void span_grant(const struct mfx *f, int a, int b, struct gc_vmm *m,
-		       struct span_res *res)
-{
-	const struct gc_cuda *cu = f->dev.cu;
-	CUmemAllocationProp p = gc_vmm_prop(a);
-	int devs[2] = { a, b };
-
-	m->size = res->ga.minimum;
-	res->n = m->size / sizeof(uint32_t);
-	if (!step(&res->st, "cuCtxSetCurrent(a)", gc_cuda_use(cu, a)) ||
-	    !step(&res->st, "cuMemCreate on a", cu->cuMemCreate(&m->handle, m->size, &p, 0)))
-		return;
-	m->created = true;
-	if (!step(&res->st, "cuMemAddressReserve",
-		  cu->cuMemAddressReserve(&m->va, m->size, 0, 0, 0)))
-		return;
-	m->reserved = true;
-	if (!step(&res->st, "cuMemMap", cu->cuMemMap(m->va, m->size, 0, m->handle, 0)))
-		return;
-	m->mapped = true;
-	res->access = gc_vmm_set_access(cu, m->va, m->size, devs, 2, RW);
-	get_access_all(cu, f->n, m->va, res->get, res->flags);
-	if (res->access == CUDA_SUCCESS)
-		(void)(step(&res->st, "fill on a", gc_cu_fill_u32(cu, &f->k[a], m->va, res->n,
-								   SEED_SPAN, 0)) &&
-		       step(&res->st, "check on a", gc_cu_check_u32(cu, &f->k[a], m->va, res->n,
-								    SEED_SPAN, &res->bad_a,
-								    &res->first_a)));
-}
-
-static void span_run(const struct mfx *f, int a, int b, struct span_res *res)
-{
-	const struct gc_cuda *cu = f->dev.cu;
-	struct gc_vmm m;
-
-	memset(&m, 0, sizeof(m));
-	if (!(step(&res->st, "granularity of a", gc_vmm_granularity(cu, a, &res->ga)) &&
-	      step(&res->st, "granularity of b", gc_vmm_granularity(cu, b, &res->gb)) &&
-	      step(&res->st, "cuMemGetInfo(a)", free_mem(cu, a, &res->free_a0)) &&
-	      step(&res->st, "cuMemGetInfo(b)", free_mem(cu, b, &res->free_b0))))
-		return;
-	fill_device(cu, b, res->gb.minimum, &res->fl);
-	if (step(&res->st, "cuMemGetInfo(a), b full", free_mem(cu, a, &res->free_a_full)) &&
-	    step(&res->st, "cuMemGetInfo(b), b full", free_mem(cu, b, &res->free_b_full))) {
-		span_on_full(cu, b, res);
-		span_grant(f, a, b, &m, res);
-	}
-	filler_release(cu, &res->fl);
-	/* b has room again: its kernel reads what a wrote through the one mapping. */
-	if (res->access == CUDA_SUCCESS && m.mapped && !res->st.failed)
-		res->checked = step(&res->st, "cuCtxSetCurrent(b)", gc_cuda_use(cu, b)) &&
-			       step(&res->st, "check on b",
-				    gc_cu_check_u32(cu, &f->k[b], m.va, res->n, SEED_SPAN,
-						    &res->bad_b, &res->first_b));
-	res->freed = gc_vmm_free(cu, &m);
-	step(&res->st, "cuMemGetInfo(a), at the end", free_mem(cu, a, &res->free_a_end));
-}
-
-static void span_assert_fill(const struct gc_cuda *cu, int b, const struct span_res *res)
+/* b filled: how far, and a's memory untouched by it. */
+static void span_assert_fill(const struct gc_cuda *cu, int a, int b, const struct filler *fl,
+			     const struct span_free *fr)
 {
 	char err[160];
 
 	gc_info("gpu%d filled: %zu allocations, %zu MiB, ended by %s; free %zu -> %zu MiB", b,
-		res->fl.count, res->fl.bytes / MiB, cu_str(cu, res->fl.last, err, sizeof(err)),
-		res->free_b0 / MiB, res->free_b_full / MiB);
-	gc_assert_f(!res->fl.capped, "gpu%d did not run out of memory within %d allocations",
+		fl->count, fl->bytes / MiB, cu_str(cu, fl->last, err, sizeof(err)),
+		fr->b0 / MiB, fr->b_full / MiB);
+	gc_assert_f(!fl->capped, "gpu%d did not run out of memory within %d allocations",
 		    b, MAX_FILL_HANDLES);
 	/* documented: cuMemCreate lists CUDA_ERROR_OUT_OF_MEMORY */
-	gc_cu_assert_err(cu, res->fl.last, CUDA_ERROR_OUT_OF_MEMORY);
-	gc_cu_assert(cu, res->fl.released);
-	/* The same request failed just before and nothing was given back since. */
-	gc_cu_assert_err(cu, res->create_b, CUDA_ERROR_OUT_OF_MEMORY);
-	/* undocumented: whether cuMemAlloc still finds room; if it fails, OOM is listed */
-	gc_info("cuMemAlloc of %zu bytes on the full gpu%d: %s", res->gb.minimum, b,
-		cu_str(cu, res->alloc_b, err, sizeof(err)));
-	gc_assert_f(res->alloc_b == CUDA_SUCCESS || res->alloc_b == CUDA_ERROR_OUT_OF_MEMORY,
-		    "cuMemAlloc on the full gpu%d: %s", b,
-		    cu_str(cu, res->alloc_b, err, sizeof(err)));
+	gc_cu_assert_err(cu, fl->last, CUDA_ERROR_OUT_OF_MEMORY);
+	/* cuMemCreate allocates on the device its prop names: filling b took nothing from a. */
+	gc_assert_f(fr->a_full == fr->a0, "gpu%d's free memory went %zu -> %zu "
+		    "while gpu%d was filled", a, fr->a0, fr->a_full, b);
 }
 
-static void span_assert_grant(const struct gc_cuda *cu, int n, int a, int b,
-			      const struct span_res *res)
+/* With b full: a new allocation on b, by each allocator. */
+static void span_on_full(const struct gc_cuda *cu, int b, size_t gran)
+{
+	CUmemAllocationProp p = gc_vmm_prop(b);
+	CUmemGenericAllocationHandle h;
+	CUdeviceptr d = 0;
+	CUresult create_b, alloc_b;
+	char err[160];
+
+	step(cu, "cuCtxSetCurrent(b)", gc_cuda_use(cu, b));
+	create_b = cu->cuMemCreate(&h, gran, &p, 0);
+	if (create_b == CUDA_SUCCESS)
+		step(cu, "cuMemRelease of the unexpected allocation", cu->cuMemRelease(h));
+	/* The same request failed just before and nothing was given back since. */
+	gc_cu_assert_err(cu, create_b, CUDA_ERROR_OUT_OF_MEMORY);
+	alloc_b = cu->cuMemAlloc(&d, gran);
+	if (alloc_b == CUDA_SUCCESS)
+		step(cu, "cuMemFree of the unexpected allocation", cu->cuMemFree(d));
+	/* undocumented: whether cuMemAlloc still finds room; if it fails, OOM is listed */
+	gc_info("cuMemAlloc of %zu bytes on the full gpu%d: %s", gran, b,
+		cu_str(cu, alloc_b, err, sizeof(err)));
+	gc_assert_f(alloc_b == CUDA_SUCCESS || alloc_b == CUDA_ERROR_OUT_OF_MEMORY,
+		    "cuMemAlloc on the full gpu%d: %s", b, cu_str(cu, alloc_b, err, sizeof(err)));
+}
+
+/* After cuMemSetAccess([a, b]) gave access: all or nothing, on every device. */
+static void span_assert_grant(const struct gc_cuda *cu, int n, int a, int b, CUresult access,
+			      const CUresult *get, const unsigned long long *flags)
 {
 	char err[160];
 
@@ -601,52 +547,98 @@ static void span_assert_grant(const struct gc_cuda *cu, int n, int a, int b,
 	 * the codes cuda.h lists for cuMemSetAccess: printed, not refused.
 	 */
 	gc_info("cuMemSetAccess([%d, %d]) on gpu%d's memory with gpu%d full: %s", a, b, a, b,
-		cu_str(cu, res->access, err, sizeof(err)));
+		cu_str(cu, access, err, sizeof(err)));
 	for (int d = 0; d < n; d++) {
-		unsigned long long want = res->access == CUDA_SUCCESS &&
-					  (d == a || d == b) ? RW : NONE;
+		unsigned long long want = access == CUDA_SUCCESS && (d == a || d == b) ? RW : NONE;
 
-		gc_assert_f(res->get[d] == CUDA_SUCCESS, "cuMemGetAccess(gpu%d): %s", d,
-			    cu_str(cu, res->get[d], err, sizeof(err)));
-		gc_assert_f(res->flags[d] == want, "after cuMemSetAccess([%d, %d]) gave %s, gpu%d "
-			    "has %s, want %s", a, b, cu_str(cu, res->access, err, sizeof(err)), d,
-			    flags_str(res->flags[d]), flags_str(want));
+		gc_assert_f(get[d] == CUDA_SUCCESS, "cuMemGetAccess(gpu%d): %s", d,
+			    cu_str(cu, get[d], err, sizeof(err)));
+		gc_assert_f(flags[d] == want, "after cuMemSetAccess([%d, %d]) gave %s, gpu%d "
+			    "has %s, want %s", a, b, cu_str(cu, access, err, sizeof(err)), d,
+			    flags_str(flags[d]), flags_str(want));
 	}
-	if (res->access != CUDA_SUCCESS)
-		return;
-	gc_assert(res->checked);
-	gc_assert_f(!res->bad_a && !res->bad_b, "written on gpu%d: %" PRIu64 " words wrong read "
-		    "on gpu%d, %" PRIu64 " on gpu%d", a, res->bad_a, a, res->bad_b, b);
 }
 
-static void span_assert(const struct gc_cuda *cu, int n, int a, int b,
-			const struct span_res *res)
+/* With b full: memory on a (which has room), mapped, access for a and b at once. */
+static CUresult span_grant(const struct mfx *f, int a, int b, struct gc_vmm *m,
+			   uint64_t *bad_a)
 {
-	steps_assert(cu, &res->st);
-	gc_cu_assert(cu, res->freed);
-	span_assert_fill(cu, b, res);
-	span_assert_grant(cu, n, a, b, res);
-	/* cuMemCreate allocates on the device its prop names: filling b took nothing from a. */
-	gc_assert_f(res->free_a_full == res->free_a0, "gpu%d's free memory went %zu -> %zu "
-		    "while gpu%d was filled", a, res->free_a0, res->free_a_full, b);
-	gc_assert_f(res->free_a_end == res->free_a0, "gpu%d's free memory went %zu -> %zu over "
-		    "the failed spanning operations: it leaked", a, res->free_a0, res->free_a_end);
+	const struct gc_cuda *cu = f->dev.cu;
+	CUmemAllocationProp p = gc_vmm_prop(a);
+	int devs[2] = { a, b };
+	CUresult access, get[MAX_DEV];
+	unsigned long long flags[MAX_DEV];
+	uint64_t first;
+
+	step(cu, "cuCtxSetCurrent(a)", gc_cuda_use(cu, a));
+	step(cu, "cuMemCreate on a", cu->cuMemCreate(&m->handle, m->size, &p, 0));
+	m->created = true;
+	step(cu, "cuMemAddressReserve", cu->cuMemAddressReserve(&m->va, m->size, 0, 0, 0));
+	m->reserved = true;
+	step(cu, "cuMemMap", cu->cuMemMap(m->va, m->size, 0, m->handle, 0));
+	m->mapped = true;
+	access = gc_vmm_set_access(cu, m->va, m->size, devs, 2, RW);
+	get_access_all(cu, f->n, m->va, get, flags);
+	span_assert_grant(cu, f->n, a, b, access, get, flags);
+	if (access == CUDA_SUCCESS) {
+		step(cu, "fill on a", gc_cu_fill_u32(cu, &f->k[a], m->va, m->size / 4, SEED_SPAN,
+						     0));
+		step(cu, "check on a", gc_cu_check_u32(cu, &f->k[a], m->va, m->size / 4,
+						       SEED_SPAN, bad_a, &first));
+	}
+	return access;
+}
+
+static void span_run(const struct mfx *f, int a, int b)
+{
+	const struct gc_cuda *cu = f->dev.cu;
+	struct gc_vmm *m = vmm_take(cu);
+	struct gc_vmm_gran ga, gb;
+	struct span_free fr;
+	struct filler *fl;
+	uint64_t bad_a = 0, bad_b = 0, first;
+	CUresult access;
+
+	step(cu, "granularity of a", gc_vmm_granularity(cu, a, &ga));
+	step(cu, "granularity of b", gc_vmm_granularity(cu, b, &gb));
+	step(cu, "cuMemGetInfo(a)", free_mem(cu, a, &fr.a0));
+	step(cu, "cuMemGetInfo(b)", free_mem(cu, b, &fr.b0));
+	fl = fill_device(cu, b, gb.minimum);
+	step(cu, "cuMemGetInfo(a), b full", free_mem(cu, a, &fr.a_full));
+	step(cu, "cuMemGetInfo(b), b full", free_mem(cu, b, &fr.b_full));
+	span_assert_fill(cu, a, b, fl, &fr);
+	span_on_full(cu, b, gb.minimum);
+	m->size = ga.minimum;
+	access = span_grant(f, a, b, m, &bad_a);
+	gc_cu_assert(cu, filler_release(fl));
+	/* b has room again: its kernel reads what a wrote through the one mapping. */
+	if (access == CUDA_SUCCESS) {
+		step(cu, "cuCtxSetCurrent(b)", gc_cuda_use(cu, b));
+		step(cu, "check on b", gc_cu_check_u32(cu, &f->k[b], m->va, m->size / 4,
+						       SEED_SPAN, &bad_b, &first));
+		gc_assert_f(!bad_a && !bad_b, "written on gpu%d: %" PRIu64 " words wrong read "
+			    "on gpu%d, %" PRIu64 " on gpu%d", a, bad_a, a, bad_b, b);
+	}
+	gc_cu_assert(cu, gc_vmm_free(cu, m));
+	step(cu, "cuMemGetInfo(a), at the end", free_mem(cu, a, &fr.a_end));
+	gc_assert_f(fr.a_end == fr.a0, "gpu%d's free memory went %zu -> %zu over "
+		    "the failed spanning operations: it leaked", a, fr.a0, fr.a_end);
 }
 
 static void span_pair(void *ctx, const void *va, const void *vb)
 {
 	const struct gc_cuda_device *da = va, *db = vb;
-	struct pair pair = { ctx, da->ordinal, db->ordinal }, *p = &pair;
-	const struct gc_cuda *cu = p->f->dev.cu;
+	struct mfx *f = ctx;
+	const struct gc_cuda *cu = f->dev.cu;
 	struct gc_cuda_snapshot before;
-	struct span_res res = { 0 };
+	struct pair *p;
 
-	require_vmm_pair(cu, p->a, p->b);
-	require_peer(cu, p->b, p->a);
+	require_vmm_pair(cu, da->ordinal, db->ordinal);
+	require_peer(cu, db->ordinal, da->ordinal);
 	gc_assert_ok(gc_cuda_snapshot(cu, &before));
-	span_run(p->f, p->a, p->b, &res);
-	gc_cuda_use(cu, 0);
-	span_assert(cu, p->f->n, p->a, p->b, &res);
+	p = pair_take(f, da->ordinal, db->ordinal);
+	span_run(f, p->a, p->b);
+	pair_home(p);
 	gc_cuda_leak_check(cu, &before, LEAK_SLACK);
 }
 
@@ -668,77 +660,49 @@ static void test_oom_spanning(void *data)
 
 #define PEER_SIZE (16 * MiB)
 
-/* x's context accessing y's memory; every result recorded, asserted later. */
-struct peer_res {
-	int can;
-	CUresult unsupported;   /* can == 0: the enable that must be refused */
-	CUresult pre_disable;   /* nothing enabled yet */
-	CUresult enable, enable_again, disable, disable_again;
-	CUresult enable_flags, flags_left; /* Flags != 0, then what it left enabled */
-	struct steps st;
-	uint64_t n, bad, first, bad_stale, first_stale;
-	CUresult cleanup;
+/* y's cuMemAlloc memory, freed (in y's context) on any exit. */
+struct peer_buf {
+	const struct gc_cuda *cu;
+	int y;
+	CUdeviceptr d;
 };
 
-/* y's memory, read by x's kernel while x has peer access to y. */
-static void peer_read(const struct mfx *f, int x, CUdeviceptr d, struct peer_res *res)
+/* Both calls are made; the first failure. */
+static CUresult peer_buf_back(struct peer_buf *pb)
 {
-	const struct gc_cuda *cu = f->dev.cu;
+	CUresult r = CUDA_SUCCESS, f;
 
-	(void)(step(&res->st, "cuCtxSetCurrent(x)", gc_cuda_use(cu, x)) &&
-	       step(&res->st, "peer check on x", gc_cu_check_u32(cu, &f->k[x], d, res->n,
-							       SEED_PEER, &res->bad,
-							       &res->first)) &&
-	       step(&res->st, "stale-seed peer check on x",
-		    gc_cu_check_u32(cu, &f->k[x], d, res->n, SEED_STALE, &res->bad_stale,
-				    &res->first_stale)));
+	if (pb->d) {
+		r = gc_cuda_use(pb->cu, pb->y);
+		f = pb->cu->cuMemFree(pb->d);
+		r = r ? r : f;
+		pb->d = 0;
+	}
+	return r;
 }
 
-/* Enable, enable again, use, disable, disable again; then the refused enables. */
-static void peer_cycle(const struct mfx *f, int x, int y, CUdeviceptr d, struct peer_res *res)
+static void peer_buf_drop(void *arg)
 {
-	const struct gc_cuda *cu = f->dev.cu;
-	CUcontext cy = cu->devices[y].ctx;
-
-	if (!step(&res->st, "cuCtxSetCurrent(x)", gc_cuda_use(cu, x)))
-		return;
-	res->pre_disable = cu->cuCtxDisablePeerAccess(cy);
-	res->enable = cu->cuCtxEnablePeerAccess(cy, 0);
-	res->enable_again = cu->cuCtxEnablePeerAccess(cy, 0);
-	if (res->enable == CUDA_SUCCESS)
-		peer_read(f, x, d, res);
-	cleanup_record(&res->cleanup, gc_cuda_use(cu, x));
-	res->disable = cu->cuCtxDisablePeerAccess(cy);
-	res->disable_again = cu->cuCtxDisablePeerAccess(cy);
-	res->enable_flags = cu->cuCtxEnablePeerAccess(cy, 1);
-	res->flags_left = cu->cuCtxDisablePeerAccess(cy);
+	peer_buf_back(arg); /* after a failure, which is the one reported */
+	free(arg);
 }
 
-static void peer_run(const struct mfx *f, int x, int y, struct peer_res *res)
-{
-	const struct gc_cuda *cu = f->dev.cu;
-	CUdeviceptr d = 0;
+/* x's peer access to y while it may be on: switched off again (from x) on any exit. */
+struct peer_on {
+	const struct gc_cuda *cu;
+	int x, y;
+	bool on;
+};
 
-	res->can = can_peer(cu, x, y);
-	res->n = PEER_SIZE / sizeof(uint32_t);
-	if (!res->can) {
-		if (step(&res->st, "cuCtxSetCurrent(x)", gc_cuda_use(cu, x)))
-			res->unsupported = cu->cuCtxEnablePeerAccess(cu->devices[y].ctx, 0);
-		if (res->unsupported == CUDA_SUCCESS)
-			cleanup_record(&res->cleanup,
-				       cu->cuCtxDisablePeerAccess(cu->devices[y].ctx));
-		return;
+static void peer_on_drop(void *arg)
+{
+	struct peer_on *po = arg;
+
+	if (po->on) {
+		gc_cuda_use(po->cu, po->x);
+		po->cu->cuCtxDisablePeerAccess(po->cu->devices[po->y].ctx);
 	}
-	/* Allocated and filled before access is enabled: "all allocations" covers it. */
-	if (step(&res->st, "cuCtxSetCurrent(y)", gc_cuda_use(cu, y)) &&
-	    step(&res->st, "cuMemAlloc on y", cu->cuMemAlloc(&d, PEER_SIZE)) &&
-	    step(&res->st, "fill on y", gc_cu_fill_u32(cu, &f->k[y], d, res->n, SEED_PEER, 0)) &&
-	    step(&res->st, "cuCtxSynchronize(y)", cu->cuCtxSynchronize()))
-		peer_cycle(f, x, y, d, res);
-	if (d) {
-		cleanup_record(&res->cleanup, gc_cuda_use(cu, y));
-		cleanup_record(&res->cleanup, cu->cuMemFree(d));
-	}
+	free(po);
 }
 
 static void peer_expect(const struct gc_cuda *cu, int x, int y, const char *what, CUresult got,
@@ -750,50 +714,107 @@ static void peer_expect(const struct gc_cuda *cu, int x, int y, const char *what
 		    cu_str(cu, got, g, sizeof(g)), cu_str(cu, want, w, sizeof(w)));
 }
 
-static void peer_assert(const struct gc_cuda *cu, int x, int y, const struct peer_res *res)
+/* y's memory, read by x's kernel while x has peer access to y. */
+static void peer_read(const struct mfx *f, int x, int y, CUdeviceptr d)
 {
-	gc_cu_assert(cu, res->cleanup);
-	steps_assert(cu, &res->st);
-	if (!res->can) {
-		/* documented: refused when cuDeviceCanAccessPeer says no */
-		peer_expect(cu, x, y, "enable although cuDeviceCanAccessPeer = 0",
-			    res->unsupported, CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
-		return;
-	}
-	/* Each expectation below is a sentence of cuda.h (cuCtxEnable/DisablePeerAccess). */
-	peer_expect(cu, x, y, "disable before any enable", res->pre_disable,
-		    CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
-	peer_expect(cu, x, y, "enable", res->enable, CUDA_SUCCESS);
-	peer_expect(cu, x, y, "enable again", res->enable_again,
-		    CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
-	peer_expect(cu, x, y, "disable", res->disable, CUDA_SUCCESS);
-	peer_expect(cu, x, y, "disable again", res->disable_again,
-		    CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
-	peer_expect(cu, x, y, "enable with Flags = 1", res->enable_flags,
-		    CUDA_ERROR_INVALID_VALUE);
-	peer_expect(cu, x, y, "disable after the refused enable (nothing enabled)",
-		    res->flags_left, CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+	const struct gc_cuda *cu = f->dev.cu;
+	uint64_t n = PEER_SIZE / sizeof(uint32_t), bad, first, bad_stale, first_stale;
+
+	step(cu, "cuCtxSetCurrent(x)", gc_cuda_use(cu, x));
+	step(cu, "peer check on x", gc_cu_check_u32(cu, &f->k[x], d, n, SEED_PEER, &bad,
+						    &first));
+	step(cu, "stale-seed peer check on x", gc_cu_check_u32(cu, &f->k[x], d, n, SEED_STALE,
+							       &bad_stale, &first_stale));
 	/* documented: once enabled, all allocations of the peer context are accessible */
-	gc_assert_f(!res->bad, "gpu%d reading gpu%d's memory through peer access: %" PRIu64
-		    " words wrong, the first at %" PRIu64, x, y, res->bad, res->first);
-	gc_assert_f(res->bad_stale > res->n / 2, "control: gpu%d checking gpu%d's memory for a "
+	gc_assert_f(!bad, "gpu%d reading gpu%d's memory through peer access: %" PRIu64
+		    " words wrong, the first at %" PRIu64, x, y, bad, first);
+	gc_assert_f(bad_stale > n / 2, "control: gpu%d checking gpu%d's memory for a "
 		    "seed never written found only %" PRIu64 " of %" PRIu64 " words wrong", x, y,
-		    res->bad_stale, res->n);
+		    bad_stale, n);
+}
+
+/*
+ * Enable, enable again, use, disable, disable again; then the refused enables.
+ * Each expectation is a sentence of cuda.h (cuCtxEnable/DisablePeerAccess).
+ */
+static void peer_cycle(const struct mfx *f, int x, int y, CUdeviceptr d)
+{
+	const struct gc_cuda *cu = f->dev.cu;
+	CUcontext cy = cu->devices[y].ctx;
+	struct peer_on *po;
+	CUresult r;
+
+	step(cu, "cuCtxSetCurrent(x)", gc_cuda_use(cu, x));
+	po = held_new(sizeof(*po), peer_on_drop);
+	*po = (struct peer_on){ .cu = cu, .x = x, .y = y };
+	peer_expect(cu, x, y, "disable before any enable", cu->cuCtxDisablePeerAccess(cy),
+		    CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+	po->on = true; /* from the first enable on, switched off again whatever it says */
+	peer_expect(cu, x, y, "enable", cu->cuCtxEnablePeerAccess(cy, 0), CUDA_SUCCESS);
+	peer_expect(cu, x, y, "enable again", cu->cuCtxEnablePeerAccess(cy, 0),
+		    CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
+	peer_read(f, x, y, d);
+	gc_cu_assert(cu, gc_cuda_use(cu, x));
+	r = cu->cuCtxDisablePeerAccess(cy);
+	po->on = r != CUDA_SUCCESS;
+	peer_expect(cu, x, y, "disable", r, CUDA_SUCCESS);
+	peer_expect(cu, x, y, "disable again", cu->cuCtxDisablePeerAccess(cy),
+		    CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+	po->on = true;
+	peer_expect(cu, x, y, "enable with Flags = 1", cu->cuCtxEnablePeerAccess(cy, 1),
+		    CUDA_ERROR_INVALID_VALUE);
+	po->on = false; /* the disable below is the switching off */
+	peer_expect(cu, x, y, "disable after the refused enable (nothing enabled)",
+		    cu->cuCtxDisablePeerAccess(cy), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+}
+
+/* x cannot access y: enabling must be refused (and is switched off again if not). */
+static void peer_refused(const struct gc_cuda *cu, int x, int y)
+{
+	CUcontext cy = cu->devices[y].ctx;
+	CUresult r;
+
+	step(cu, "cuCtxSetCurrent(x)", gc_cuda_use(cu, x));
+	r = cu->cuCtxEnablePeerAccess(cy, 0);
+	if (r == CUDA_SUCCESS)
+		gc_cu_assert(cu, cu->cuCtxDisablePeerAccess(cy));
+	/* documented: refused when cuDeviceCanAccessPeer says no */
+	peer_expect(cu, x, y, "enable although cuDeviceCanAccessPeer = 0", r,
+		    CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
+}
+
+/* x's context accessing y's memory; false when cuDeviceCanAccessPeer says it cannot. */
+static bool peer_direction(const struct mfx *f, int x, int y)
+{
+	const struct gc_cuda *cu = f->dev.cu;
+	struct peer_buf *pb;
+
+	if (!can_peer(cu, x, y)) {
+		peer_refused(cu, x, y);
+		return false;
+	}
+	/* Allocated and filled before access is enabled: "all allocations" covers it. */
+	pb = held_new(sizeof(*pb), peer_buf_drop);
+	*pb = (struct peer_buf){ .cu = cu, .y = y };
+	step(cu, "cuCtxSetCurrent(y)", gc_cuda_use(cu, y));
+	step(cu, "cuMemAlloc on y", cu->cuMemAlloc(&pb->d, PEER_SIZE));
+	step(cu, "fill on y", gc_cu_fill_u32(cu, &f->k[y], pb->d, PEER_SIZE / sizeof(uint32_t),
+					     SEED_PEER, 0));
+	step(cu, "cuCtxSynchronize(y)", cu->cuCtxSynchronize());
+	peer_cycle(f, x, y, pb->d);
+	gc_cu_assert(cu, peer_buf_back(pb));
+	return true;
 }
 
 static void peer_pair(void *ctx, const void *va, const void *vb)
 {
 	const struct gc_cuda_device *da = va, *db = vb;
-	struct pair pair = { ctx, da->ordinal, db->ordinal }, *p = &pair;
-	const struct gc_cuda *cu = p->f->dev.cu;
-	struct peer_res ab = { 0 }, ba = { 0 };
+	struct pair *p = pair_take(ctx, da->ordinal, db->ordinal);
+	bool ab = peer_direction(p->f, p->a, p->b);
+	bool ba = peer_direction(p->f, p->b, p->a);
 
-	peer_run(p->f, p->a, p->b, &ab);
-	peer_run(p->f, p->b, p->a, &ba);
-	gc_cuda_use(cu, 0);
-	peer_assert(cu, p->a, p->b, &ab);
-	peer_assert(cu, p->b, p->a, &ba);
-	gc_require_f(ab.can || ba.can, "gpu%d and gpu%d cannot peer (cuDeviceCanAccessPeer = 0 "
+	pair_home(p);
+	gc_require_f(ab || ba, "gpu%d and gpu%d cannot peer (cuDeviceCanAccessPeer = 0 "
 		     "both ways; enabling was refused with CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "
 		     "as documented)", p->a, p->b);
 }
