@@ -134,7 +134,7 @@ QUOTE_DEBT = {
     "tests/hipfile/io.c": 16,
     "tests/hipfile/sustained.c": 1,
     "tests/hsa/pools.c": 40,
-    "tests/kfd/events.c": 15,
+    "tests/kfd/events.c": 1,
     "tests/kfd/interrupt.c": 12,
     "tests/kfd/kfd_ops.h": 8,
     "tests/kfd/kfd_restart.h": 7,
