@@ -135,7 +135,7 @@ QUOTE_DEBT = {
     "tests/hipfile/sustained.c": 1,
     "tests/hsa/pools.c": 40,
     "tests/kfd/events.c": 1,
-    "tests/kfd/interrupt.c": 12,
+    "tests/kfd/interrupt.c": 0,
     "tests/kfd/kfd_ops.h": 8,
     "tests/kfd/kfd_restart.h": 7,
     "tests/kfd/mem.c": 27,
