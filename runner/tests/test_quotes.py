@@ -136,7 +136,7 @@ QUOTE_DEBT = {
     "tests/hsa/pools.c": 40,
     "tests/kfd/events.c": 1,
     "tests/kfd/interrupt.c": 0,
-    "tests/kfd/kfd_ops.h": 8,
+    "tests/kfd/kfd_ops.h": 0,
     "tests/kfd/kfd_restart.h": 7,
     "tests/kfd/mem.c": 27,
     "tests/kfd/multigpu.c": 10,
