@@ -137,7 +137,7 @@ QUOTE_DEBT = {
     "tests/kfd/events.c": 1,
     "tests/kfd/interrupt.c": 0,
     "tests/kfd/kfd_ops.h": 0,
-    "tests/kfd/kfd_restart.h": 7,
+    "tests/kfd/kfd_restart.h": 0,
     "tests/kfd/mem.c": 27,
     "tests/kfd/multigpu.c": 10,
     "tests/kfd/svm.c": 22,
