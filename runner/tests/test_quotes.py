@@ -139,7 +139,7 @@ QUOTE_DEBT = {
     "tests/kfd/kfd_ops.h": 0,
     "tests/kfd/kfd_restart.h": 0,
     "tests/kfd/mem.c": 27,
-    "tests/kfd/multigpu.c": 10,
+    "tests/kfd/multigpu.c": 0,
     "tests/kfd/svm.c": 22,
     "tests/smi/amdsmi_session.c": 10,
     "tests/smi/rsmi_session.c": 16,
