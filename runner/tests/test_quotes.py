@@ -138,7 +138,7 @@ QUOTE_DEBT = {
     "tests/kfd/interrupt.c": 0,
     "tests/kfd/kfd_ops.h": 0,
     "tests/kfd/kfd_restart.h": 0,
-    "tests/kfd/mem.c": 27,
+    "tests/kfd/mem.c": 14,
     "tests/kfd/multigpu.c": 0,
     "tests/kfd/svm.c": 22,
     "tests/smi/amdsmi_session.c": 10,
