@@ -11,34 +11,36 @@
  * a profiler that pooled HSA completion signals hit it. <linux/kfd_ioctl.h>
  * defines the limit and the wait results but names no error code, so each
  * errno here is taken from drivers/gpu/drm/amd/amdkfd/kfd_events.c and
- * kfd_chardev.c (torvalds/linux, read at commit 026e14a2, the CRIU era;
- * older kernels may differ):
- *  - kfd_event_init_process(): "p->signal_event_count = 1" and event ID 0 is
- *    allocated for the process itself ("used for a fast path to ignore bogus
- *    events"): one slot of the page is never the user's.
- *  - create_signal_event(): "if (p->signal_mapped_size &&
- *    p->signal_event_count == p->signal_mapped_size / 8) ... return -ENOSPC":
+ * kfd_chardev.c (torvalds/linux, the CRIU era; older kernels may differ)
+ * [src torvalds/linux drivers/gpu/drm/amd/amdkfd/kfd_events.c @ 026e14a276c6]
+ * [src torvalds/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 00af6729b52e]:
+ *  - kfd_event_init_process(): `p->signal_event_count = 1;` and event ID 0 is
+ *    allocated for the process itself ("Allocate event ID 0. It is used for a
+ *    fast path to ignore bogus events [...]"): one slot of the page is never
+ *    the user's.
+ *  - create_signal_event(): `if (p->signal_mapped_size &&
+ *    p->signal_event_count == p->signal_mapped_size / 8)` ... `return -ENOSPC;`:
  *    the limit is enforced against the MAPPED size of the signal page, not
  *    against KFD_SIGNAL_EVENT_LIMIT directly.
  *  - the event page need not be allocated by user space first: with
  *    event_page_offset 0 the first signal event makes the kernel allocate
  *    its own page (allocate_event_notification_slot -> allocate_signal_page,
- *    KFD_SIGNAL_EVENT_LIMIT * 8 bytes) and sets "signal_mapped_size =
- *    256*8" ("Oldest user mode expects 256 event slots"): 255 events. A
+ *    KFD_SIGNAL_EVENT_LIMIT * 8 bytes) and sets `p->signal_mapped_size =
+ *    256*8;` (its comment: `Oldest user mode expects 256 event slots`): 255 events. A
  *    non-zero event_page_offset instead names a user GTT BO (kfd_chardev.c,
- *    "For dGPUs the event page is allocated in user mode", kfd_kmap_event_page;
+ *    "For dGPUs the event page is allocated in user mode.", kfd_kmap_event_page;
  *    what libhsakmt does on dGPUs); not used here.
  *  - kfd_event_mmap(): mmap of /dev/kfd at the returned event_page_offset
- *    (KFD_MMAP_TYPE_EVENTS) sets "p->signal_mapped_size = vma->vm_end -
- *    vma->vm_start", after refusing (EINVAL) a vma whose get_order exceeds
+ *    (KFD_MMAP_TYPE_EVENTS) sets `p->signal_mapped_size = vma->vm_end -
+ *    vma->vm_start;`, after refusing (EINVAL) a vma whose get_order exceeds
  *    that of KFD_SIGNAL_EVENT_LIMIT * 8. Mapping the 32 KiB page therefore
  *    raises the limit to 32768 / 8 - 1 = 4095 user events (= the limit minus
  *    the reserved ID 0). PAGE-SIZE DEPENDENT: the vma is whole pages, so with
  *    pages larger than 32 KiB the mapped size, and the limit, is one page / 8
  *    - 1 (8191 with 64 KiB pages). We expect mapped_bytes / 8 - 1.
- *  - kfd_event_create(): a signal event gets "*event_page_offset =
- *    KFD_MMAP_TYPE_EVENTS", "*event_slot_index = ev->event_id" and
- *    "*event_trigger_data = ev->event_id"; its slot is set to
+ *  - kfd_event_create(): a signal event gets `*event_page_offset =
+ *    KFD_MMAP_TYPE_EVENTS;`, `*event_slot_index = ev->event_id;` and
+ *    `*event_trigger_data = ev->event_id;`; its slot is set to
  *    UNSIGNALED_EVENT_SLOT ((uint64_t)-1, kfd_events.h).
  *  - IDs come from idr_alloc(&p->event_idr, ev, 0, signal_mapped_size / 8):
  *    with every other slot taken, the one freed is the only one left.
@@ -46,23 +48,24 @@
  *    kfd_event_destroy / kfd_set_event / kfd_reset_event of an unknown ID:
  *    -EINVAL; kfd_wait_on_events with an unknown ID: init_event_waiter
  *    -EINVAL, returned as is.
- *  - set_event(): with no waiter "ev->signaled = !ev->auto_reset ||
- *    !waitqueue_active(&ev->wq)" = true; init_event_waiter():
- *    "ev->signaled = ev->signaled && !ev->auto_reset": a wait consumes an
+ *  - set_event(): with no waiter `ev->signaled = !ev->auto_reset ||
+ *    !waitqueue_active(&ev->wq);` = true; init_event_waiter():
+ *    `ev->signaled = ev->signaled && !ev->auto_reset;`: a wait consumes an
  *    auto-reset event and leaves a manual one signaled; reset_event() clears.
  *  - kfd_wait_on_events(): returns 0 with wait_result COMPLETE or TIMEOUT
  *    (timeout 0 is KFD_EVENT_TIMEOUT_IMMEDIATE: one check, no sleep).
- *
+ */
+/*
  * Two kinds of kernel, both written here, the one found printed by every
  * subtest that creates an event. The amd-gfx series of June 2026 "remove
  * dead kernel-allocated signal page code" (not in any release read) drops
  * the kernel's own page: without a user-mapped page the first CREATE_EVENT
  * then fails with ENOMEM. So the first CREATE_EVENT of each child, made
  * without a page, decides the side:
- *  - it succeeds: "this kernel allocates the event page itself"; the
+ *  - it succeeds: `this kernel allocates the event page itself`; the
  *    promises above hold (255 events unmapped, mapped_bytes / 8 - 1 with the
  *    page mmapped at the returned offset).
- *  - it fails with ENOMEM: "this kernel has no kernel-allocated event page".
+ *  - it fails with ENOMEM: `this kernel has no kernel-allocated event page`.
  *    limit-unmapped skips saying so (its promise is the kernel page's);
  *    limit-mapped and destroy-frees-slot map the page first as libhsakmt
  *    does on dGPUs: a GTT BO of KFD_SIGNAL_EVENT_LIMIT * 8 bytes, its handle

@@ -152,7 +152,8 @@ struct fx {
 /* ---------------------------------------------------------------- helpers */
 
 /*
- * AVAILABLE_MEMORY (UAPI 1.9: "Add available memory ioctl") until it reads
+ * AVAILABLE_MEMORY (UAPI 1.9, the header's version list: `1.9 - Add available
+ * memory ioctl` [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]) until it reads
  * want, for up to SETTLE_MS: a freed buffer's memory may be given back by a
  * worker. 0 when it did (*now = want), -EAGAIN when it did not, -errno.
  */
@@ -232,14 +233,14 @@ static void soaked_sweep_assert(const struct gc_storm_sweep *sw, unsigned long d
 
 /* The handler a subtest's storms install: without SA_RESTART, or with it. */
 struct mode {
-	const char *suffix; /* appended to the subtest's name: "" or "-sa-restart" */
+	const char *suffix; /* appended to the subtest's name: nothing or `-sa-restart` */
 	bool sa_restart;
 };
 
 static const struct mode MODE_EINTR = { "", false };
 static const struct mode MODE_SA_RESTART = { "-sa-restart", true };
 
-/* "6.1.0-18-amd64": which kernel an EINTR under SA_RESTART came from. */
+/* `6.1.0-18-amd64` (say): which kernel an EINTR under SA_RESTART came from. */
 static const char *kernel_release(char *buf, size_t len)
 {
 	struct utsname u;
@@ -413,7 +414,11 @@ static bool af_alloc(struct af *a, struct gc_storm *s, unsigned i, uint64_t avai
 		    MAX_CALLS);
 }
 
-/* kfd_chardev.c: "If freeing the buffer failed, leave the handle in place": reissue. */
+/*
+ * kfd_chardev.c: "If freeing the buffer failed, leave the handle in place for
+ * clean-up during process tear-down." [src torvalds/linux
+ * drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 00af6729b52e]: reissue.
+ */
 static bool af_free(struct af *a, struct gc_storm *s, unsigned i, uint64_t handle)
 {
 	char e[96];
@@ -525,8 +530,9 @@ static void test_alloc_free(void *data)
 
 /*
  * Contract: the same with SA_RESTART. An allocation the kernel restarted
- * itself (amdgpu_bo_create()'s TTM context is interruptible: ".interruptible
- * = (bp->type != ttm_bo_type_kernel)") must take its memory once: the cycle's
+ * itself (amdgpu_bo_create()'s TTM context is interruptible: `.interruptible
+ * = (bp->type != ttm_bo_type_kernel),` [src torvalds/linux
+ * drivers/gpu/drm/amd/amdgpu/amdgpu_object.c @ 0010b838db9f]) must take its memory once: the cycle's
  * check that all the VRAM is back after the free catches a restarted ALLOC
  * that allocated twice. EINTR from FREE (its drm_exec reservation) or ALLOC
  * (no origin found, none ruled out; see the top of this file) is recorded
@@ -548,7 +554,7 @@ struct ma {
 	uint32_t n;
 	uint64_t handle;
 	bool test_unmap; /* unmap-all: the unmap is the call under test */
-	const char *unit; /* "cycle" or "pass", for messages */
+	const char *unit; /* `cycle` or `pass`, for messages */
 	struct kfd_op op[MA_N];
 	struct restart_sum sum[2]; /* MA_MAP, MA_UNMAP */
 	struct verdict v;
@@ -681,9 +687,10 @@ static void ma_run(struct fx *f, bool test_unmap, const struct mode *m)
 }
 
 /*
- * Contract (UAPI, struct kfd_ioctl_map_memory_to_gpu_args: n_success "can be
- * passed into a subsequent retry call to skip those devices"; "If the ioctl
- * completes with return code 0 (success), n_success == n_devices"): a map of
+ * Contract (UAPI, struct kfd_ioctl_map_memory_to_gpu_args: n_success "[...] It
+ * can be passed into a subsequent retry call to skip those devices."; "If the
+ * ioctl completes with return code 0 (success), n_success == n_devices."
+ * [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]): a map of
  * one buffer to every GPU, under signal storms and reissued with the
  * returned n_success while it gives EINTR, converges with n_success == n,
  * and leaves the buffer mapped exactly once on each GPU (each answers a lone
@@ -707,7 +714,8 @@ static void test_map_all_sa_restart(void *data)
 }
 
 /*
- * Contract (UAPI: unmap takes the "same arguments as for mapping"): the
+ * Contract (UAPI: unmap takes the same arguments, `same arguments as for
+ * mapping` [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]): the
  * unmap of every GPU under storms, reissued with the returned n_success,
  * converges with n_success == n and leaves no GPU mapped (each answers a
  * lone unmap with -EINVAL, and the free is not -EBUSY).
@@ -719,8 +727,9 @@ static void test_unmap_all(void *data)
 
 /*
  * Contract: the same with SA_RESTART: a restarted unmap resumes from its
- * n_success (a device unmapped twice would answer -EINVAL: "If no VMs were
- * reserved, it means the BO wasn't actually mapped"), converges, leaves no
+ * n_success (a device unmapped twice would answer -EINVAL: `If no VMs were
+ * reserved, it means the BO wasn't actually mapped` [src torvalds/linux
+ * drivers/gpu/drm/amd/amdgpu/amdgpu_amdkfd_gpuvm.c @ 002c6ca75289]), converges, leaves no
  * GPU mapped; EINTR with n_success == n (the sync wait after the loop gives
  * -ERESTARTSYS; the dmaunmap reservation after it is not interruptible) fails.
  */

@@ -7,13 +7,15 @@
  * Which devices hold a mapping is not something KFD reports; it is told here
  * by unmapping each device alone. Per amdgpu_amdkfd_gpuvm.c (read, not run),
  * amdgpu_amdkfd_gpuvm_unmap_memory_from_gpu() reserves only the VMs the
- * buffer is mapped in and, when there are none, fails with -EINVAL ("If no
- * VMs were reserved, it means the BO wasn't actually mapped"); so a device
+ * buffer is mapped in and, when there are none, fails with -EINVAL (`If no
+ * VMs were reserved, it means the BO wasn't actually mapped`); so a device
  * that held a mapping answers 0 and one that did not answers -EINVAL. After
  * that nothing is mapped, and FREE_MEMORY_OF_GPU must then succeed: per the
  * same file amdgpu_amdkfd_gpuvm_free_memory_of_gpu() refuses with -EBUSY
- * while the buffer's mapping count is above zero ("is still mapped"), so a
- * mapping made twice, or one the check missed, shows there.
+ * while the buffer's mapping count is above zero (its debug message:
+ * `BO VA 0x%llx size 0x%lx is still mapped.`), so a mapping made twice, or
+ * one the check missed, shows there.
+ * [src torvalds/linux drivers/gpu/drm/amd/amdgpu/amdgpu_amdkfd_gpuvm.c @ 002c6ca75289]
  */
 #ifndef GPUCONFORM_KFD_OPS_H
 #define GPUCONFORM_KFD_OPS_H
@@ -32,7 +34,7 @@
 
 /* ------------------------------------------------------------ errno names */
 
-/* "EINTR", "0", "ERESTARTSYS (512)"... for messages. */
+/* `-EINTR`, `0`, `-512 (ERESTARTSYS: ...)`... for messages. */
 static inline const char *kfd_errname(int r, char *buf, size_t len)
 {
 	const char *name = r < 0 ? strerrorname_np(-r) : NULL;
@@ -128,7 +130,7 @@ static inline void kfd_op_report(const struct kfd_op *o, const char *what)
 }
 
 /*
- * lib/interrupt.h: "EINTR implies a hit, a hit does not imply EINTR". An
+ * lib/interrupt.h: EINTR implies a hit, a hit does not imply EINTR. An
  * EINTR from a bracketed ioctl with no signal inside it came from nowhere.
  */
 static inline void kfd_op_assert_eintr_hit(const struct kfd_op *o)
@@ -168,7 +170,7 @@ static inline int kfd_multi_run(struct kfd_multi *m, unsigned max_calls, struct 
 }
 
 /*
- * "(0->2 -EINTR) (2->4 0)": n_success sent -> returned, and the return, of the
+ * `(0->2 -EINTR) (2->4 0)`: n_success sent -> returned, and the return, of the
  * last calls (the oldest first), then the impossible report if there was one.
  */
 static inline const char *kfd_restart_str(const struct kfd_restart *r, char *buf, size_t len)
@@ -247,7 +249,7 @@ static inline bool kfd_mapped_check(const struct kfd_multi *m, uint32_t k, unsig
 	return out->ok;
 }
 
-/* "gpu 1234 (position 2) answered the lone unmap with 0, expected -EINVAL (...)" */
+/* `gpu 1234 (position 2) answered the lone unmap with 0, expected -EINVAL (...)` */
 static inline const char *kfd_mapped_str(const struct kfd_multi *m, const struct kfd_mapped *c,
 					 char *buf, size_t len)
 {

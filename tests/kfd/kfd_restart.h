@@ -7,8 +7,8 @@
  * map and unmap through kfd_restart_run().
  *
  * What it rests on, the UAPI (<linux/kfd_ioctl.h>, struct
- * kfd_ioctl_map_memory_to_gpu_args; the unmap struct has "same arguments as
- * for mapping"):
+ * kfd_ioctl_map_memory_to_gpu_args; the unmap struct has `same arguments as
+ * for mapping`) [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]:
  *   "@n_success returns information to the caller how many devices from
  *    the start of the array have mapped the buffer successfully. It can be
  *    passed into a subsequent retry call to skip those devices. For the
@@ -27,12 +27,14 @@
  * -EINTR with n_success == n is issued again too. Per kfd_chardev.c (read,
  * not run): after its per-device loop the map ioctl waits, interruptibly, for
  * the page-table updates (amdgpu_amdkfd_gpuvm_sync_memory(..., true), whose
- * failure its debug message calls "wait interrupted by user signal") and only
+ * failure its debug message calls `Sync memory failed, wait interrupted by
+ * user signal`) and only
  * then flushes the TLBs; the unmap ioctl waits the same way before its TLB
  * flush (when kfd_flush_tlb_after_unmap()). An EINTR there means every device
  * is done but the wait and flush were not: the reissued call skips all the
- * devices (n_success == n_devices passes the kernel's "n_success exceeds
- * n_devices" check, which is strict) and redoes the wait and the flush.
+ * devices (n_success == n_devices passes the kernel's `n_success exceeds
+ * n_devices` check, which is strict) and redoes the wait and the flush.
+ * [src torvalds/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 29633d0e204d]
  */
 #ifndef GPUCONFORM_KFD_RESTART_H
 #define GPUCONFORM_KFD_RESTART_H
@@ -44,8 +46,9 @@
 #include "interrupt.h"
 
 /*
- * include/linux/errno.h: ERESTARTSYS is 512, one of the codes that "should
- * never be seen by user programs". With the handler lib/interrupt installs
+ * include/linux/errno.h: ERESTARTSYS is 512, one of the codes under its
+ * comment `Should never be seen by user programs`
+ * [src torvalds/linux include/linux/errno.h @ 1da177e4c3f4]. With the handler lib/interrupt installs
  * (no SA_RESTART) the x86 handle_signal() turns -ERESTARTSYS into -EINTR; a
  * 512 reaching user space is a kernel bug, reported by name.
  */
@@ -125,7 +128,7 @@ static inline int kfd_restart_run(struct kfd_restart *r, uint32_t n, unsigned ma
 {
 	*r = (struct kfd_restart){ .n = n, .max_calls = max_calls };
 	gc_progress_init(&r->p, n);
-	if (n == 0) /* the kernel refuses an empty list: "Device IDs array empty" */
+	if (n == 0) /* the kernel refuses an empty list: `Device IDs array empty` */
 		return r->ret = -EINVAL;
 	for (;;) {
 		struct kfd_call c = { .sent = (uint32_t)r->p.done };

@@ -152,8 +152,9 @@ static struct held *bo_alloc(struct mem_fx *fx, uint32_t gpu_id, uint64_t size, 
 
 /*
  * kfd_ioctl.h: "If the ioctl completes with return code 0 (success),
- * n_success == n_devices"; "For the first call the caller should
- * initialize it to 0". Unmap: "same arguments as for mapping".
+ * n_success == n_devices."; "[...] For the first call the caller should
+ * initialize it to 0." Unmap: `same arguments as for mapping`.
+ * [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]
  */
 static void bo_map(struct mem_fx *fx, struct held *h)
 {
@@ -209,7 +210,10 @@ GC_KFD_GPU_SUBTEST(test_lifecycle_vram, struct mem_fx, fx, gpu)
 	struct held *h1, *h2;
 
 	h1 = bo_alloc(fx, gpu->node.gpu_id, BO_SIZE, VRAM);
-	/* kfd_ioctl.h: @handle is "used to refer to this allocation": two differ. */
+	/*
+	 * kfd_ioctl.h: @handle is `used to refer to this allocation`
+	 * [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]: two differ.
+	 */
 	h2 = bo_alloc(fx, gpu->node.gpu_id, BO_SIZE, VRAM);
 	gc_assert_f(h1->handle != h2->handle, "two allocations share handle 0x%" PRIx64,
 		    h1->handle);
@@ -222,8 +226,9 @@ GC_KFD_GPU_SUBTEST(test_lifecycle_vram, struct mem_fx, fx, gpu)
 }
 
 /*
- * Host-visible BO: CPU-map it at mmap_offset ("for CPU-mapping the
- * allocation by mmapping a render node", kfd_ioctl.h), write a pattern,
+ * Host-visible BO: CPU-map it at mmap_offset (`for CPU-mapping the
+ * allocation by mmapping a render node`, kfd_ioctl.h
+ * [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]), write a pattern,
  * GPU-map it, and read the pattern through a second CPU mapping of the same
  * offset: both mappings reach the BO, not private memory.
  */
@@ -273,8 +278,8 @@ GC_KFD_GPU_SUBTEST(test_lifecycle_gtt, struct mem_fx, fx, gpu)
 }
 
 /*
- * USERPTR: kfd_ioctl.h, @mmap_offset "for userptrs this is overloaded to
- * specify the CPU address". The CPU accesses its own pages; they must keep
+ * USERPTR: kfd_ioctl.h, @mmap_offset `for userptrs this is overloaded to
+ * specify the CPU address` [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]. The CPU accesses its own pages; they must keep
  * their content through alloc, map, CPU writes while mapped, unmap, free.
  */
 GC_KFD_GPU_SUBTEST(test_lifecycle_userptr, struct mem_fx, fx, gpu)
@@ -387,8 +392,11 @@ GC_KFD_GPU_SUBTEST(test_double_free, struct mem_fx, fx, gpu)
 }
 
 /*
- * amdgpu_amdkfd_gpuvm.c: "BO VA ... is still mapped" -> -EBUSY; kfd_chardev.c:
- * "If freeing the buffer failed, leave the handle in place": the handle
+ * amdgpu_amdkfd_gpuvm.c: `BO VA 0x%llx size 0x%lx is still mapped.` -> -EBUSY
+ * [src torvalds/linux drivers/gpu/drm/amd/amdgpu/amdgpu_amdkfd_gpuvm.c @ 002c6ca75289];
+ * kfd_chardev.c: "If freeing the buffer failed, leave the handle in place for
+ * clean-up during process tear-down." [src torvalds/linux
+ * drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 00af6729b52e]: the handle
  * still unmaps and frees.
  */
 GC_KFD_GPU_SUBTEST(test_free_while_mapped, struct mem_fx, fx, gpu)
@@ -402,9 +410,11 @@ GC_KFD_GPU_SUBTEST(test_free_while_mapped, struct mem_fx, fx, gpu)
 }
 
 /*
- * amdgpu_amdkfd_gpuvm.c unmap: "If no VMs were reserved, it means the BO
- * wasn't actually mapped" -> -EINVAL; kfd_chardev.c only advances
- * n_success after a device succeeded ("args->n_success = i+1").
+ * amdgpu_amdkfd_gpuvm.c unmap: `If no VMs were reserved, it means the BO
+ * wasn't actually mapped` -> -EINVAL [src torvalds/linux drivers/gpu/drm/amd/amdgpu/amdgpu_amdkfd_gpuvm.c @ 002c6ca75289];
+ * kfd_chardev.c only advances n_success after a device succeeded
+ * (`args->n_success = i+1;`)
+ * [src torvalds/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 29633d0e204d].
  */
 GC_KFD_GPU_SUBTEST(test_unmap_unmapped, struct mem_fx, fx, gpu)
 {
@@ -422,8 +432,9 @@ GC_KFD_GPU_SUBTEST(test_unmap_unmapped, struct mem_fx, fx, gpu)
 }
 
 /*
- * kfd_chardev.c, map and unmap: "if (!args->n_devices) ... Device IDs array
- * empty ... return -EINVAL" and "n_success exceeds n_devices" -> -EINVAL.
+ * kfd_chardev.c, map and unmap: `if (!args->n_devices)` ... `Device IDs array
+ * empty` ... `return -EINVAL;` and `n_success exceeds n_devices` -> -EINVAL
+ * [src torvalds/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 29633d0e204d].
  * Neither maps anything: the BO then frees at once (free of a mapped BO is
  * -EBUSY, see free-while-mapped).
  */
@@ -443,8 +454,8 @@ GC_KFD_GPU_SUBTEST(test_map_empty_list, struct mem_fx, fx, gpu)
 }
 
 /*
- * kfd_ioctl.h: n_success "can be passed into a subsequent retry call to
- * skip those devices". n_success = n_devices = 1 skips the only device: the
+ * kfd_ioctl.h: n_success "[...] It can be passed into a subsequent retry
+ * call to skip those devices." [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]. n_success = n_devices = 1 skips the only device: the
  * call succeeds, n_success stays 1, and nothing was mapped (the BO frees).
  */
 GC_KFD_GPU_SUBTEST(test_map_resume_skips, struct mem_fx, fx, gpu)

@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
  * kfd_multigpu: the multigpu contract on KFD (DESIGN, multigpu, AMD column):
- * "a multi-device operation that fails part-way reports exactly what happened
- * (n_success) or is all-or-nothing; never leaves silent partial state", for
+ * a multi-device operation that fails part-way reports exactly what happened
+ * (n_success) or is all-or-nothing, and never leaves silent partial state; for
  * MAP_MEMORY_TO_GPU with an invalid / unacquired / out-of-memory device in
  * its list, and the unmap that follows a partial map.
  *
  * What n_success must be, from the UAPI (<linux/kfd_ioctl.h>, struct
  * kfd_ioctl_map_memory_to_gpu_args): "@n_success returns information to the
  * caller how many devices from the start of the array have mapped the buffer
- * successfully", and "If the ioctl completes with return code 0 (success),
- * n_success == n_devices". And from kfd_ioctl_map_memory_to_gpu() in
+ * successfully.", and "If the ioctl completes with return code 0 (success),
+ * n_success == n_devices." [src torvalds/linux include/uapi/linux/kfd_ioctl.h
+ * @ v6.1]. And from kfd_ioctl_map_memory_to_gpu() in
  * kfd_chardev.c (read, not run; the same in 6.1 and in current mainline):
  *  - before any device, only the list itself is checked (n_devices not 0,
  *    n_success not above n_devices, the array copied in) and the buffer's
@@ -35,7 +36,7 @@
  * create: the mapped state is checked through the kernel's own bookkeeping
  * only.
  *
- * Every subtest needs two GPUs ("needs 2 GPUs, found N"). Dynamic subtests:
+ * Every subtest needs two GPUs (`needs 2 GPUs, found N`). Dynamic subtests:
  * per GPU (gpu<index>, its gpu_id printed) where one device owns the buffer
  * and the list holds them all, per ordered pair (gpu<a>-gpu<b>) otherwise.
  * Every experiment gives back what it took before asserting; the fixture
@@ -80,7 +81,7 @@ struct pair {
 
 /* ---------------------------------------------------------------- helpers */
 
-/* "[1234, 5678, 0]" */
+/* `[1234, 5678, 0]` */
 static const char *list_str(const uint32_t *ids, uint32_t n, char *buf, size_t len)
 {
 	size_t used = (size_t)snprintf(buf, len, "[");
@@ -256,8 +257,10 @@ static void inval_gpu(void *ctx, const void *vowner)
 }
 
 /*
- * Contract (UAPI: n_success is "how many devices from the start of the array
- * have mapped the buffer successfully"; kfd_ioctl_map_memory_to_gpu(), read,
+ * Contract (UAPI: "@n_success returns information to the caller how many
+ * devices from the start of the array have mapped the buffer successfully."
+ * [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1];
+ * kfd_ioctl_map_memory_to_gpu(), read,
  * not run: ids looked up one by one in the loop, not up front): a map to
  * every GPU with an invalid gpu_id (0, the CPU node's, or one no GPU has) at
  * each position p fails with -EINVAL and n_success p, and exactly the p GPUs
@@ -560,8 +563,8 @@ static void oom_pair(void *ctx, const void *va, const void *vb)
 }
 
 /*
- * Contract (DESIGN multigpu: "reports exactly what happened (n_success) or is
- * all-or-nothing"; UAPI n_success as above): with gpu b's VRAM taken by
+ * Contract (DESIGN multigpu: it reports exactly what happened (n_success) or
+ * is all-or-nothing; UAPI n_success as above): with gpu b's VRAM taken by
  * buffers until AVAILABLE_MEMORY reports less than 2 MiB, a map of a's GTT
  * buffer to [a, b] and to [b, a] either succeeds on both GPUs, or fails with
  * n_success equal to b's position and exactly the GPUs before b mapped.
@@ -631,7 +634,8 @@ static void partial_pair(void *ctx, const void *va, const void *vb)
 }
 
 /*
- * Contract (UAPI: unmap takes the "same arguments as for mapping"; the unmap
+ * Contract (UAPI: unmap takes the same arguments, `same arguments as for
+ * mapping` [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]; the unmap
  * loop of kfd_chardev.c, read, not run): after a map stopped by an unknown
  * gpu_id, (1) unmapping the n_success GPUs it reported undoes it (0,
  * n_success 2); (2) the same list with the unknown id fails -EINVAL with
@@ -649,7 +653,7 @@ static void test_unmap_partial(void *data)
 
 /* ------------------------------------------------------------------ fixture */
 
-/* gc_kfd_require(), except that no GPU at all is "found 0" like one is "found 1". */
+/* gc_kfd_require(), except that no GPU at all is `found 0` like one is `found 1`. */
 static struct gc_kfd *open_two(void)
 {
 	struct gc_kfd *kfd;
