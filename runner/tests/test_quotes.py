@@ -141,7 +141,7 @@ QUOTE_DEBT = {
     "tests/kfd/mem.c": 27,
     "tests/kfd/multigpu.c": 10,
     "tests/kfd/svm.c": 22,
-    "tests/smi/amdsmi_session.c": 10,
+    "tests/smi/amdsmi_session.c": 1,
     "tests/smi/rsmi_session.c": 16,
     "tests/smi/smi_session.c": 6,
     "tests/smi/smi_session.h": 7,
