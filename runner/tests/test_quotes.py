@@ -142,9 +142,7 @@ QUOTE_DEBT = {
     "tests/kfd/multigpu.c": 10,
     "tests/kfd/svm.c": 22,
     "tests/smi/amdsmi_session.c": 1,
-    "tests/smi/smi_session.c": 6,
     "tests/smi/smi_session.h": 7,
-    "tests/smi/smi_threads.c": 1,
 }
 
 
