@@ -142,7 +142,6 @@ QUOTE_DEBT = {
     "tests/kfd/multigpu.c": 10,
     "tests/kfd/svm.c": 22,
     "tests/smi/amdsmi_session.c": 1,
-    "tests/smi/smi_session.h": 7,
 }
 
 
