@@ -128,7 +128,6 @@ QUOTE_DEBT = {
     "tests/hipfile/hf_util.h": 3,
     "tests/hipfile/io.c": 16,
     "tests/hipfile/sustained.c": 1,
-    "tests/hsa/pools.c": 40,
     "tests/kfd/events.c": 15,
     "tests/kfd/interrupt.c": 12,
     "tests/kfd/kfd_ops.h": 8,
