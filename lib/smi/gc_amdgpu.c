@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* "card0", "card12": a DRM minor; "card0-DP-1" is a connector of it. */
+/* `card0`, `card12`: a DRM minor; `card0-DP-1` is a connector of it. */
 static bool is_card(const char *name)
 {
 	const char *p = name + 4;

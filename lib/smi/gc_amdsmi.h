@@ -63,7 +63,7 @@ const char *gc_amdsmi_missing(const struct gc_amdsmi *a);
  */
 int gc_amdsmi_check_version(struct gc_amdsmi *a, char *why, size_t why_len);
 
-/* "AMDSMI_STATUS_NOT_INIT" for the codes gc_amdsmi_abi.h declares, else "amdsmi_status_t N". */
+/* `AMDSMI_STATUS_NOT_INIT` for the codes gc_amdsmi_abi.h declares, else `amdsmi_status_t N`. */
 const char *gc_amdsmi_status_name(gc_amdsmi_ret r, char *buf, size_t len);
 
 /* The name and the library's words (amdsmi_status_code_to_string), the name once. */

@@ -7,11 +7,12 @@
  * Every value below is taken from amdsmi.h as published in
  * ROCm/rocm-systems at commit a881068735de99de46183f9a0a37ef0ba5f89de6,
  * projects/amdsmi/include/amd_smi/amdsmi.h, whose library version is
- * AMDSMI_LIB_VERSION_MAJOR 26, MINOR 2, RELEASE 1. That header says the
- * major version "should be changed for every header change that breaks
- * ABI", so gc_amdsmi_open() accepts a library only when
+ * AMDSMI_LIB_VERSION_MAJOR 26, MINOR 2, RELEASE 1. That header says:
+ * "Major version should be changed for every header change that breaks ABI [...]"
+ * [src ROCm/rocm-systems projects/amdsmi/include/amd_smi/amdsmi.h @
+ * a881068735de], so gc_amdsmi_open() accepts a library only when
  * amdsmi_get_lib_version() reports the same major (GC_AMDSMI_ABI_MAJOR).
- * Older libraries (23.x, 24.x) laid amdsmi_version_t out with a "year"
+ * Older libraries (23.x, 24.x) laid amdsmi_version_t out with a `year`
  * first; gc_amdsmi_version_buf leaves room for either layout, and their
  * year reads as a major that differs.
  *

@@ -12,11 +12,11 @@
 
 #include <rocm_smi/rocm_smi.h>
 
-/* "RSMI_STATUS_BUSY" for every code rocm_smi.h names, else "rsmi_status_t N". Pure. */
+/* `RSMI_STATUS_BUSY` for every code rocm_smi.h names, else `rsmi_status_t N`. Pure. */
 const char *gc_rsmi_status_name(rsmi_status_t r, char *buf, size_t len);
 
 /*
- * "RSMI_STATUS_INIT_ERROR (An error occurred during initialization, ...)":
+ * `RSMI_STATUS_INIT_ERROR (An error occurred during initialization, ...)`:
  * the name and rsmi_status_string's words, the name once where the words
  * already start with it.
  */

@@ -9,24 +9,29 @@
  * no AMD GPU; seen only skipping. Every expectation quotes the header sentence
  * it checks. Where the header is silent or says less than the code does, the
  * comment names the ROCR-Runtime source read (public ROCm/ROCR-Runtime copies
- * older and newer than 5.2.3; the 5.2.3 source itself was not read): read,
- * not run.
+ * older and newer than 5.2.3; the 5.2.3 source only where a citation names
+ * rocm-5.2.3): read, not run.
  *
- * Dynamic subtests: one per agent, named "gpu<node>" / "cpu<node>" after
- * HSA_AMD_AGENT_INFO_DRIVER_NODE_ID ("Internal driver node identifier", the
- * KFD topology node; kfd_* binaries name GPUs by gpu_id, which ROCr 5.2.3
+ * Dynamic subtests: one per agent, named `gpu<node>` / `cpu<node>` after
+ * HSA_AMD_AGENT_INFO_DRIVER_NODE_ID ("Internal driver node identifier." [src ROCm/ROCR-Runtime
+ * src/inc/hsa_ext_amd.h @ rocm-5.2.3],
+ * the KFD topology node; kfd_* binaries name GPUs by gpu_id, which ROCr 5.2.3
  * does not report). Pools belong to agents, so the pool subtests run for CPU
  * agents (the system pools) too; access, lock and IPC run per GPU.
  *
- * How access is observed. hsa_amd_pointer_info's accessible list ("the list
- * of agents which can directly access the allocation") is read before and
+ * How access is observed. hsa_amd_pointer_info's accessible list
+ * ("Optionally returns the number and list of agents which can directly
+ * access the allocation." [src ROCm/ROCR-Runtime src/inc/hsa_ext_amd.h @ rocm-5.2.3]) is read
+ * before and
  * after every grant. ROCr builds it from libhsakmt's record of the GPU nodes
  * a buffer is mapped to (runtime.cpp PtrInfo: hsaKmtQueryPointerInfo's
  * MappedNodes): so it sees what the thunk believes is mapped, not the page
  * tables. The alternatives say less: HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS
  * describes an agent and a pool, not one buffer, and does not change when a
  * buffer is granted; hsa_amd_memory_pool_can_migrate is about migration (and
- * ROCr answers "not implemented yet": MemoryRegion::CanMigrate); a GPU access
+ * ROCr answers "TODO: not implemented yet." in MemoryRegion::CanMigrate [src ROCm/ROCR-Runtime
+ * src/core/runtime/amd_memory_region.cpp @ rocm-5.2.3]);
+ * a GPU access
  * to a buffer it was not granted is a GPU page fault, on which ROCr aborts the
  * process (runtime.cpp VMFaultHandler: std::abort()). The accessible list
  * holds GPU agents only (MappedNodes are GPU nodes): a CPU agent's access is
@@ -46,8 +51,11 @@
  * so per GPU. The fixture sets HSA_DISABLE_FRAGMENT_ALLOCATOR=1 before
  * hsa_init: otherwise ROCr sub-allocates VRAM from blocks it keeps after a
  * free (amd_memory_region.cpp BlockAllocator), so a freed pointer stays
- * "known" and grants are shared by the block ("Make accessibility sticky for
- * fragments"). ROCr's copy engines start on first use: setup fills and
+ * known to ROCr and grants are shared by the block (AllowAccess: "Make
+ * accessibility sticky for fragments since this will satisfy the union of
+ * accessible agents between the fragments in the block." [src ROCm/ROCR-Runtime
+ * src/core/runtime/amd_memory_region.cpp @ rocm-5.2.3]). ROCr's copy engines start on first
+ * use: setup fills and
  * copies once per GPU before any snapshot.
  */
 #include <errno.h>
@@ -64,9 +72,10 @@
 #include "measure.h"
 
 /*
- * Newer hsa_ext_amd.h (ROCR-Runtime): "HSA_AMD_AGENT_INFO_MEMORY_AVAIL = 0xA015:
- * Queries the amount of memory available in bytes accross all global pools
- * owned by the agent." Debian's 5.2.3 header lacks it.
+ * Newer hsa_ext_amd.h (ROCR-Runtime), HSA_AMD_AGENT_INFO_MEMORY_AVAIL (0xA015):
+ * "Queries the amount of memory available in bytes accross all global pools
+ * owned by the agent." [src ROCm/ROCR-Runtime src/inc/hsa_ext_amd.h @
+ * rocm-5.3.0] Debian's 5.2.3 header lacks it.
  */
 #define AGENT_INFO_MEMORY_AVAIL 0xA015
 
@@ -162,7 +171,7 @@ static const struct agent *agent_of(struct pools_fx *fx, hsa_agent_t h)
 	return NULL;
 }
 
-/* "[gpu1, cpu0, 0x0]": an agent list as the suite names its members. */
+/* `[gpu1, cpu0, 0x0]`: an agent list as the suite names its members. */
 static const char *agents_str(struct pools_fx *fx, const hsa_agent_t *l, size_t n, char *buf,
 			      size_t len)
 {
@@ -227,7 +236,7 @@ static void *pool_alloc(struct pools_fx *fx, const struct pool *p, size_t size)
 	return ptr;
 }
 
-/* hsa_amd_memory_pool_free of a pointer allocate returned: "HSA_STATUS_SUCCESS". */
+/* hsa_amd_memory_pool_free of a pointer allocate returned: `HSA_STATUS_SUCCESS`. */
 static void pool_free(struct pools_fx *fx, void *ptr)
 {
 	hsa_status_t st = fx->h.f.amd_memory_pool_free(ptr);
@@ -395,7 +404,7 @@ static hsa_amd_memory_pool_access_t access_of(struct pools_fx *fx, const struct 
 	hsa_status_t st = fx->h.m.amd_agent_memory_pool_get_info(a->a, p->p,
 		HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS, &acc);
 
-	/* hsa_amd_agent_memory_pool_get_info documents "HSA_STATUS_SUCCESS" only. */
+	/* hsa_amd_agent_memory_pool_get_info documents `HSA_STATUS_SUCCESS` only. */
 	gc_assert_f(st == HSA_STATUS_SUCCESS, "ACCESS of %s to a pool: %s", LABEL(a), SN(st));
 	return acc;
 }
@@ -434,7 +443,7 @@ static size_t granules(const struct pool *p, size_t want)
 
 /* ----------------------------------------------------------- per agent */
 
-/* The agents as lib/core.h's device list, named "gpu<node>" / "cpu<node>". */
+/* The agents as lib/core.h's device list, named `gpu<node>` / `cpu<node>`. */
 struct agent_call {
 	void (*body)(struct pools_fx *fx, struct agent *a);
 	struct pools_fx *fx;
@@ -467,7 +476,7 @@ static void each_agent(struct pools_fx *fx, bool cpus_too,
 	gc_each_device(&gpus, agent_run, &k);
 }
 
-/* A subtest whose body runs once per agent (cpus_too) or per GPU, as "cpu<node>" / "gpu<node>". */
+/* A subtest whose body runs once per agent (cpus_too) or per GPU, as `cpu<node>` / `gpu<node>`. */
 #define AGENT_SUBTEST(fn, cpus_too, fx, a)                                      \
 	static void fn##__one(struct pools_fx *fx, struct agent *a);             \
 	static void fn(void *data)                                               \
@@ -884,10 +893,11 @@ static void refused_grant(struct pools_fx *fx, const struct grant *g, const hsa_
 	view_ok(&before, p);
 	/*
 	 * ACCESS: "If the buffer is currently located in a memory pool that is not
-	 * associated with the agent, and the value returned ... is not
-	 * NEVER_ALLOWED, the application still needs to invoke
-	 * ::hsa_amd_agents_allow_access in order to gain direct access": a fresh
-	 * buffer is not accessible to an agent that is DISALLOWED_BY_DEFAULT.
+	 * associated with the agent, and the value returned [...] is not
+	 * HSA_AMD_MEMORY_POOL_ACCESS_NEVER_ALLOWED, the application still needs to
+	 * invoke ::hsa_amd_agents_allow_access in order to gain direct access to
+	 * the buffer." [src ROCm/ROCR-Runtime src/inc/hsa_ext_amd.h @ rocm-5.2.3]:
+	 * a fresh buffer is not accessible to an agent that is DISALLOWED_BY_DEFAULT.
 	 */
 	for (size_t i = 0; i < g->n; i++)
 		gc_check_f(!gc_hsa_agent_in(before.who, before.n, g->who[i]),
@@ -912,7 +922,8 @@ static void refused_grant(struct pools_fx *fx, const struct grant *g, const hsa_
 /*
  * The control: the same agents without the bad one are granted. allow_access:
  * "Upon return, only the listed agents and the agent associated with the
- * buffer's memory pool have direct access to the @p ptr."
+ * buffer's memory pool have direct access to the @p ptr." [src ROCm/ROCR-Runtime
+ * src/inc/hsa_ext_amd.h @ rocm-5.2.3]
  */
 static void control_grant(struct pools_fx *fx, const struct grant *g)
 {
@@ -947,9 +958,10 @@ static void control_grant(struct pools_fx *fx, const struct grant *g)
  * buffer's accessible list is what it was before the call.
  * The status: hsa_ext_amd.h lists no HSA_STATUS_ERROR_INVALID_AGENT for this
  * function, only INVALID_ARGUMENT (for other causes); ROCr returns
- * INVALID_AGENT (amd_memory_region.cpp AllowAccess: "if (agent == NULL ||
- * !agent->IsValid()) return HSA_STATUS_ERROR_INVALID_AGENT;", before any
- * mapping). Accepted: INVALID_AGENT (observed in source) or INVALID_ARGUMENT
+ * INVALID_AGENT (amd_memory_region.cpp AllowAccess: `if (agent == NULL ||
+ * !agent->IsValid()) return HSA_STATUS_ERROR_INVALID_AGENT;`, before any
+ * mapping, [src ROCm/ROCR-Runtime src/core/runtime/amd_memory_region.cpp @ rocm-5.2.3]).
+ * Accepted: INVALID_AGENT (observed in source) or INVALID_ARGUMENT
  * (the header's only argument error). Then the list without the bad agent is
  * granted (control).
  */
@@ -1056,7 +1068,8 @@ static void require_dgpu_lock(const struct agent *gpu)
 {
 	/*
 	 * amd_memory_region.cpp (read, not run) MemoryRegion::Lock: "For APU, any
-	 * host pointer is always accessible by the gpu": full profile returns the
+	 * host pointer is always accessible by the gpu." [src ROCm/ROCR-Runtime
+	 * src/core/runtime/amd_memory_region.cpp @ rocm-5.2.3]: full profile returns the
 	 * host pointer without registering it, there is no lock to observe.
 	 */
 	gc_require_f(gpu->profile == HSA_PROFILE_BASE, "%s is a full-profile agent (APU): ROCr "
@@ -1076,14 +1089,18 @@ static void expect_type(struct pools_fx *fx, const void *p, hsa_amd_pointer_type
 
 /*
  * Contract (hsa_amd_memory_lock / _unlock): a host range locked for this GPU
- * gives HSA_STATUS_SUCCESS and "a new pointer accessible by the @p agents";
- * hsa_amd_pointer_info calls it LOCKED ("System memory which has been locked
- * for use with an HSA agent") with the GPU among its accessible agents; a
- * fill through agent_ptr (the GPU's blit, runtime.cpp FillMemory: "Selects
- * GPU fill for SVM and Locked allocations") reaches the host's pages; unlock
- * gives SUCCESS and the range is UNKNOWN again ("Unallocated or unlocked
- * system memory"). Locked with agents NULL and num_agent 0, "all agents in the
- * platform will gain access": every GPU is accessible.
+ * gives HSA_STATUS_SUCCESS and "[...] return a new pointer accessible by the
+ * @p agents."; hsa_amd_pointer_info calls it LOCKED ("System memory which has
+ * been locked for use with an HSA agent.") with the GPU among its accessible
+ * agents; a fill through agent_ptr (the GPU's blit, runtime.cpp FillMemory:
+ * "Selects GPU fill for SVM and Locked allocations if a GPU address is given
+ * and is mapped." [src ROCm/ROCR-Runtime src/core/runtime/runtime.cpp @
+ * rocm-5.2.3]) reaches the host's pages; unlock gives SUCCESS and the range
+ * is UNKNOWN again ("Unallocated or unlocked system memory."). Locked with
+ * agents NULL and num_agent 0: "If this parameter is NULL and the @p
+ * num_agent is 0, all agents in the platform will gain access to the @p
+ * host_ptr." Every GPU is accessible. [src ROCm/ROCR-Runtime src/inc/hsa_ext_amd.h @
+ * rocm-5.2.3]
  */
 AGENT_SUBTEST(test_lock_unlock, false, fx, gpu)
 {
@@ -1161,13 +1178,14 @@ static void lock_refused(struct pools_fx *fx, void *host, size_t size, hsa_agent
 }
 
 /*
- * Contract (hsa_amd_memory_lock, its @retval lines): INVALID_ARGUMENT "@p size
+ * Contract (hsa_amd_memory_lock, its @retval lines [src ROCm/ROCR-Runtime src/inc/hsa_ext_amd.h
+ * @ rocm-5.2.3]): INVALID_ARGUMENT "@p size
  * is 0 or @p host_ptr or @p agent_ptr is NULL or @p agents not NULL but @p
- * num_agent is 0 or @p agents is NULL but @p num_agent is not 0";
- * INVALID_AGENT "One or more agent in @p agents is invalid" (a zeroed handle
+ * num_agent is 0 or @p agents is NULL but @p num_agent is not 0.";
+ * INVALID_AGENT "One or more agent in @p agents is invalid." (a zeroed handle
  * before and after this GPU). Nothing is locked: the range stays UNKNOWN.
  * agent_ptr NULL is tried in a forked child: an older ROCr copy stored through
- * agent_ptr before checking it (hsa_ext_amd.cpp: "*agent_ptr = NULL;" first),
+ * agent_ptr before checking it (hsa_ext_amd.cpp: `*agent_ptr = NULL;` first),
  * newer ones check first; the call fails before reaching the KFD, so the
  * child needs no runtime state of its own.
  */
@@ -1208,7 +1226,10 @@ AGENT_SUBTEST(test_lock_invalid, false, fx, gpu)
 /*
  * Contract (hsa_amd_memory_unlock): it documents HSA_STATUS_SUCCESS and, for a
  * runtime not initialised, NOT_INITIALIZED, nothing else: unlocking a range
- * already unlocked (it "was pinned previously") returns SUCCESS (ROCr,
+ * already unlocked (of host_ptr: "A buffer allocated by C/C++ or OS allocator
+ * that was pinned previously via ::hsa_amd_memory_lock or
+ * ::hsa_amd_memory_lock_to_pool." [src ROCm/ROCR-Runtime src/inc/hsa_ext_amd.h @ rocm-5.2.3])
+ * returns SUCCESS (ROCr,
  * MemoryRegion::Unlock, returns SUCCESS whatever the thunk says), the range
  * stays UNKNOWN, and it locks and unlocks again normally.
  */
@@ -1386,7 +1407,10 @@ static int child_share(struct gc_hsa *h, const struct gc_hsa_ipc_spec *s, hsa_ag
 		fprintf(stderr, "ipc child: attach for gpu%" PRIu32 ": %s\n", s->node, SN(st));
 		return IPC_ATTACH;
 	}
-	/* "attached multiple times in a process each attach may return a different address" */
+	/*
+ * "If a shared memory handle is attached multiple times in a process each attach may
+ * return a different address." [src ROCm/ROCR-Runtime src/inc/hsa_ext_amd.h @ rocm-5.2.3]
+ */
 	st = h->m.amd_ipc_memory_attach(&s->handle, s->len, 1, &gpu, &b);
 	if (st != HSA_STATUS_SUCCESS) {
 		fprintf(stderr, "ipc child: second attach: %s\n", SN(st));
@@ -1503,12 +1527,13 @@ static void judge_attacher(const struct gc_child_status *cs)
 /*
  * Share len bytes of p (the whole allocation) and tell the attaching process
  * what to do. hsa_amd_ipc_memory_create(ptr, full length) of an allocation
- * made through ROCr documents HSA_STATUS_SUCCESS ("allocation is prepared for
- * interprocess sharing") or OUT_OF_RESOURCES; either of the other two is a
+ * made through ROCr documents HSA_STATUS_SUCCESS ("@retval HSA_STATUS_SUCCESS
+ * allocation is prepared for interprocess sharing." [src ROCm/ROCR-Runtime
+ * src/inc/hsa_ext_amd.h @ rocm-5.2.3]) or OUT_OF_RESOURCES; either of the other two is a
  * failure here. ROCr shares through libhsakmt's hsaKmtShareMemory, and
  * Debian's libhsakmt 5.2.3 issues ioctl 0xc0204b81 there (disassembled here):
- * AMDKFD_IOC_IPC_EXPORT_HANDLE, one of the ROCm DKMS driver's "non-upstream
- * ioctls" that upstream <linux/kfd_ioctl.h> does not define.
+ * AMDKFD_IOC_IPC_EXPORT_HANDLE, one of the ROCm DKMS driver's ioctls that
+ * upstream <linux/kfd_ioctl.h> does not define.
  */
 static void share(struct pools_fx *fx, const struct agent *gpu, void *p,
 		  struct gc_hsa_ipc_spec *s)
@@ -1524,15 +1549,20 @@ static void share(struct pools_fx *fx, const struct agent *gpu, void *p,
  * Contract (hsa_amd_ipc_memory_create / _attach / _detach), across processes:
  * VRAM of this GPU, filled by the exporter, is shared (see share()); a fresh
  * process (this binary re-executed) attaches the handle for the GPU twice
- * ("each attach may return a different address"; each SUCCESS, each address
+ * ("If a shared memory handle is attached multiple times in a process each
+ * attach may return a different address."; each SUCCESS, each address
  * of type IPC), sees the exporter's bytes through both, writes its own word,
  * detaches both (SUCCESS) and once more (INVALID_ARGUMENT). Then the exporter
  * sees the importer's word (one memory, not a copy) and frees it, after the
- * importer detached ("applications should confirm that a shared memory
- * region has been attached ... prior to releasing that memory in the local
- * process"): SUCCESS, and the pointer is unknown afterwards. Not attached with
- * num_agents 0 ("all agents"): on GPUs without peer access that may rightly
- * be INVALID_ARGUMENT, "some agent ... can not access the shared memory".
+ * importer detached ("In general applications should confirm that a shared
+ * memory region has been attached (via hsa_amd_ipc_memory_attach) in the
+ * remote process prior to releasing that memory in the local process."):
+ * SUCCESS, and the pointer is unknown afterwards. Not attached with
+ * num_agents 0 ("May be zero if all agents are to be allowed access."): on
+ * GPUs without peer access that may rightly be INVALID_ARGUMENT, "@retval
+ * HSA_STATUS_ERROR_INVALID_ARGUMENT [...] or some agent for which access was
+ * requested can not access the shared memory." [src ROCm/ROCR-Runtime src/inc/hsa_ext_amd.h @
+ * rocm-5.2.3]
  */
 AGENT_SUBTEST(test_ipc, false, fx, gpu)
 {
@@ -1594,21 +1624,24 @@ static void ipc_local_refusals(struct pools_fx *fx, void *p, size_t len, void *h
  * Contract (hsa_amd_ipc_memory_create / _attach / _detach, their @retval lines):
  *  - create: INVALID_ARGUMENT "@p ptr does not point to the first byte of an
  *    allocation made through ROCr, or len is not the full length of the
- *    allocation or handle is NULL": handle NULL, a host mmap, ptr one granule
+ *    allocation or handle is NULL.": handle NULL, a host mmap, ptr one granule
  *    into the allocation, len one granule short. (The ROCr source read,
  *    runtime.cpp IPCCreate, shares the enclosing block of a pointer or length
  *    that does not match an allocation when the block is 2 MiB aligned, and
  *    answers SUCCESS: there the last two checks fail, naming the header
  *    sentence the runtime does not keep.)
- *  - attach of a zeroed handle: INVALID_ARGUMENT "@p handle is not valid";
+ *  - attach of a zeroed handle: INVALID_ARGUMENT "@p handle is not valid, @p
+ *    len is incorrect, @p mapped_ptr is NULL, or some agent for which access
+ *    was requested can not access the shared memory." (the first cause);
  *  - detach of a pool allocation never attached, and of a host mmap:
  *    INVALID_ARGUMENT "@p mapped_ptr was not imported with
- *    hsa_amd_ipc_memory_attach";
+ *    hsa_amd_ipc_memory_attach.";
  *  - in another process, attach of the real handle with half its length:
- *    INVALID_ARGUMENT "@p len is incorrect" (len: "Must be the full length of
- *    the shared allocation in this version"; the ROCr source read, IPCAttach,
- *    uses len for fragments only).
- * The allocation is untouched: it frees with SUCCESS.
+ *    INVALID_ARGUMENT, the second cause of the same line (len: "Must be the
+ *    full length of the shared allocation in this version."; the ROCr source
+ *    read, IPCAttach, uses len for fragments only).
+ * The allocation is untouched: it frees with SUCCESS. [src ROCm/ROCR-Runtime
+ * src/inc/hsa_ext_amd.h @ rocm-5.2.3]
  */
 AGENT_SUBTEST(test_ipc_invalid, false, fx, gpu)
 {

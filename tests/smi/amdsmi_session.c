@@ -7,12 +7,11 @@
  * how amdsmi does each step and what its documentation promises.
  *
  * amdsmi.h (26.2.1), amdsmi_init and amdsmi_shut_down: "Singleton Design,
- * requires the same number of inits as shutdowns", each returning
- * "AMDSMI_STATUS_SUCCESS on success, non-zero on fail"; later documentation
- * of amdsmi_init (rocm.docs.amd.com/projects/amdsmi/en/docs-10.2.0,
- * reference/amdsmi-cpp-api/functions.html, not the 26.2.1 header) adds
- * "Threads may call amdsmi_init and amdsmi_shut_down concurrently; the
- * calls are serialized". What the library keeps depends on its version
+ * requires the same number of inits as shutdowns.", each returning
+ * AMDSMI_STATUS_SUCCESS on success and non-zero on fail (their `@return`
+ * lines) [src ROCm/rocm-systems projects/amdsmi/include/amd_smi/amdsmi.h @
+ * a881068735de]; later documentation of amdsmi_init (below) adds that
+ * concurrent calls are serialized. What the library keeps depends on its version
  * (see count_promise below): lib.refcounted is set from the version that
  * amdsmi_get_lib_version gives inside the setup's session, and every
  * subtest prints the version and the promise it holds. Nothing says which
@@ -22,8 +21,8 @@
  * Devices are the processors of type AMDSMI_PROCESSOR_TYPE_AMD_GPU found
  * through amdsmi_get_socket_handles and amdsmi_get_processor_handles; a
  * request finds one again by its UUID (amdsmi_get_gpu_device_uuid,
- * amdsmi_get_processor_handle_from_uuid: "Returns the processor handle from
- * the given UUID"). The session a daemon opens is
+ * amdsmi_get_processor_handle_from_uuid, whose brief says it returns the
+ * processor handle from the given UUID). The session a daemon opens is
  * amdsmi_init(AMDSMI_INIT_AMD_GPUS).
  *
  * The host library of AMD's GIM virtualisation hosts (libamdsmi from
@@ -33,6 +32,12 @@
  *
  * NOT RUN: no AMD GPU and no libamd_smi were available when this was
  * written; here every subtest skips with the loader's words.
+ */
+/*
+ * Later documentation of amdsmi_init (rocm.docs.amd.com/projects/amdsmi/en/docs-10.2.0,
+ * reference/amdsmi-cpp-api/functions.html, not the 26.2.1 header) adds
+ * "Threads may call amdsmi_init and amdsmi_shut_down concurrently; the
+ * calls are serialized".
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -109,7 +114,7 @@ static ss_status a_count(void *ctx, unsigned *n)
 	return gpus(ctx, UINT_MAX, NULL, n);
 }
 
-/* The index-th AMD GPU; AMDSMI_STATUS_NOT_FOUND ("Processor Not found") past the last. */
+/* The index-th AMD GPU; AMDSMI_STATUS_NOT_FOUND (`Processor Not found`) past the last. */
 static ss_status a_handle(void *ctx, unsigned index, uintptr_t *h)
 {
 	unsigned n;
@@ -128,7 +133,11 @@ static ss_status a_resolve(void *ctx, const char *id, uintptr_t *h)
 	return r;
 }
 
-/* amdsmi_get_gpu_device_uuid: the length "must be equal or greater than AMDSMI_GPU_UUID_SIZE". */
+/*
+ * amdsmi_get_gpu_device_uuid, of uuid_length: "As input, must be equal or greater than
+ * AMDSMI_GPU_UUID_SIZE and be allocated by user." [src ROCm/rocm-systems
+ * projects/amdsmi/include/amd_smi/amdsmi.h @ a881068735de]
+ */
 static ss_status a_id_of(void *ctx, uintptr_t h, char *id, size_t len)
 {
 	const struct gc_amdsmi *a = ctx;
@@ -333,10 +342,11 @@ static void expect_no_device(struct afx *x, const char *uuid, const char *what)
 }
 
 /*
- * unknown-uuid: amdsmi_get_processor_handle_from_uuid "Returns the
- * processor handle from the given UUID", "non-zero on fail": a well-formed
- * UUID no device has, and a malformed one, cannot succeed. Which non-zero
- * status each gives is not documented and is recorded.
+ * unknown-uuid: amdsmi_get_processor_handle_from_uuid returns the processor
+ * handle from the given UUID, and non-zero on fail (its `@brief` and `@return`
+ * lines) [src ROCm/rocm-systems projects/amdsmi/include/amd_smi/amdsmi.h @
+ * a881068735de]: a well-formed UUID no device has, and a malformed one, cannot
+ * succeed. Which non-zero status each gives is not documented and is recorded.
  */
 struct unknown {
 	struct afx *x;
@@ -383,8 +393,9 @@ GC_VARIANTS(struct flag_case, flag_cases, flag_one) = {
  * What one processor-type flag opens: the init's status, the AMD GPUs it
  * lists, the device nodes; released at shutdown. amdsmi.h: "AMDSMI_INIT_AMD_GPUS
  * returns sockets with AMD GPUS, and AMDSMI_INIT_AMD_GPUS |
- * AMDSMI_INIT_AMD_CPUS returns sockets with either AMD GPUS or CPUS", "Both
- * AMDSMI_INIT_AMD_GPUS and AMDSMI_INIT_AMD_CPUS flags are supported". So
+ * AMDSMI_INIT_AMD_CPUS returns sockets with either AMD GPUS or CPUS." "Both
+ * AMDSMI_INIT_AMD_GPUS and AMDSMI_INIT_AMD_CPUS flags are supported." [src
+ * ROCm/rocm-systems projects/amdsmi/include/amd_smi/amdsmi.h @ a881068735de] So
  * AMD_GPUS must initialise, and any init that succeeds with the GPU bit
  * lists the reference session's GPUs. Whether the CPU and non-AMD flags
  * initialise depends on drivers the docs name only as statuses

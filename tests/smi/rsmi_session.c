@@ -5,28 +5,30 @@
  * smi_session.h's; this file says how rocm_smi does each step and what its
  * documentation promises.
  *
- * rocm_smi.h documents rsmi_init as "RSMI_STATUS_SUCCESS is returned upon
- * successful call" and rsmi_shut_down only as "Do any necessary clean up"
- * (no return value, nothing about a shutdown without an init); ROCm's
- * "Using ROCm SMI" adds that rsmi_shut_down "provides a way to do any
- * releasing of resources that ROCm-SMI may have held". Neither promises a
+ * rocm_smi.h documents rsmi_init as "::RSMI_STATUS_SUCCESS is returned upon
+ * successful call." and rsmi_shut_down only as "Do any necessary clean up."
+ * (no return value, nothing about a shutdown without an init) [src
+ * ROCm/rocm_smi_lib include/rocm_smi/rocm_smi.h @ rocm-5.2.3]; rocm_smi_lib's
+ * README adds of rsmi_shut_down: "This provides a way to do any
+ * releasing of resources that ROCm-SMI may have held." [src ROCm/rocm_smi_lib
+ * README.md @ rocm-5.2.3] Neither promises a
  * reference count or thread safety (the status list has
- * RSMI_STATUS_REFCOUNT_OVERFLOW, "An internal reference counter exceeded
- * INT32_MAX", and RSMI_STATUS_BUSY, "A resource or mutex could not be
- * acquired because it is already being used", but no function documents
+ * RSMI_STATUS_REFCOUNT_OVERFLOW, `An internal reference counter exceeded
+ * INT32_MAX`, and RSMI_STATUS_BUSY, `A resource or mutex could not be
+ * acquired because it is already being used`, but no function documents
  * either). The library's source does keep a count under a mutex (see
  * fx_setup), and lib.refcounted holds that: nested and concurrent sessions
  * must keep working until the last shutdown.
  *
  * Seen on a machine without an amdgpu device (librocm-smi64 5.2.3):
- * rsmi_init(0) returns RSMI_STATUS_INIT_ERROR after printing "Failed to open
- * drm root directory /sys/class/drm." on stderr; rsmi_shut_down then
+ * rsmi_init(0) returns RSMI_STATUS_INIT_ERROR after printing `Failed to open
+ * drm root directory /sys/class/drm.` on stderr; rsmi_shut_down then
  * returns RSMI_STATUS_INIT_ERROR as well.
  *
- * A device is found again by its rsmi_dev_unique_id_get answer ("Get Unique
- * ID"): rocm_smi has no lookup by id, so a request scans the indices, as a
+ * A device is found again by its rsmi_dev_unique_id_get answer (`Get Unique
+ * ID`): rocm_smi has no lookup by id, so a request scans the indices, as a
  * daemon must. Where a device answers RSMI_STATUS_NOT_SUPPORTED, its PCI id
- * (rsmi_dev_pci_id_get: "the unique PCI device identifier") stands in, and
+ * (rsmi_dev_pci_id_get: the unique PCI device identifier) stands in, and
  * the setup says so.
  *
  * NOT RUN ON AMD HARDWARE: no AMD GPU was available when this was written.
@@ -64,7 +66,11 @@ static ss_status r_count(void *ctx, unsigned *n)
 	return r;
 }
 
-/* rocm_smi's handle is the index ("Monitors are referenced by the index"). */
+/*
+ * rocm_smi's handle is the index: "Monitors are referenced by the index which can be
+ * between 0 and @p num_devices - 1." [src ROCm/rocm_smi_lib include/rocm_smi/rocm_smi.h @
+ * rocm-5.2.3]
+ */
 static ss_status r_handle(void *ctx, unsigned index, uintptr_t *h)
 {
 	(void)ctx;
@@ -93,7 +99,7 @@ static ss_status r_id_of(void *ctx, uintptr_t h, char *id, size_t len)
 
 /*
  * The scan a daemon does: the index whose id is id, else RSMI_STATUS_NOT_FOUND
- * ("An item was searched for but not found").
+ * (`An item was searched for but not found`).
  */
 static ss_status r_resolve(void *ctx, const char *id, uintptr_t *h)
 {
@@ -201,11 +207,13 @@ static void fx_teardown(void *data)
 /*
  * unknown-uuid: an id no device has. The scan visits every index, each
  * answering, and finds nothing: RSMI_STATUS_NOT_FOUND from the scan, never
- * another device. An index past the last one ("the index which can be
- * between 0 and num_devices - 1"): rsmi_dev_unique_id_get fails with one of
- * its documented failures, RSMI_STATUS_INVALID_ARGS ("the provided
- * arguments are not valid") or RSMI_STATUS_NOT_SUPPORTED ("not supported
- * with the given arguments"); which one is recorded.
+ * another device. An index past the last one ("Monitors are referenced by
+ * the index which can be between 0 and @p num_devices - 1." [src
+ * ROCm/rocm_smi_lib include/rocm_smi/rocm_smi.h @ rocm-5.2.3]):
+ * rsmi_dev_unique_id_get fails with one of its documented failures,
+ * RSMI_STATUS_INVALID_ARGS (`the provided arguments are not valid`) or
+ * RSMI_STATUS_NOT_SUPPORTED (the software or hardware does not support it
+ * with the given arguments); which one is recorded.
  */
 struct unknown {
 	struct ss_fx *f;
@@ -256,10 +264,12 @@ struct flag_case {
 
 /*
  * init-flags: rsmi_init(0) and RSMI_INIT_FLAG_ALL_GPUS ("Attempt to add all
- * GPUs found (including non-AMD) to the list of devices ... By default, only
- * AMD devices are enumerated"): each initialises, all-gpus sees at least the
+ * GPUs found (including non-AMD) to the list of devices from which SMI
+ * information can be retrieved." "By default, only AMD devices are
+ * enumerated by RSMI." [src ROCm/rocm_smi_lib include/rocm_smi/rocm_smi.h @
+ * rocm-5.2.3]): each initialises, all-gpus sees at least the
  * default's devices, both release what they opened.
- * RSMI_INIT_FLAG_RESRV_TEST1 is "Reserved for test" and not tried.
+ * RSMI_INIT_FLAG_RESRV_TEST1 is `Reserved for test` and not tried.
  */
 GC_VARIANTS(struct flag_case, flag_cases, flag_one) = {
 	{ "default", 0 },

@@ -346,11 +346,13 @@ void ss_extra_shutdown(struct ss_fx *f, const char *after)
 
 /*
  * refcount: k inits, then k shutdowns. Asserted: every init succeeds
- * (rsmi_init: "RSMI_STATUS_SUCCESS is returned upon successful call";
- * amdsmi_init: "AMDSMI_STATUS_SUCCESS on success"), the session then sees
+ * (rsmi_init: "::RSMI_STATUS_SUCCESS is returned upon successful call." [src
+ * ROCm/rocm_smi_lib include/rocm_smi/rocm_smi.h @ rocm-5.2.3]; amdsmi_init:
+ * AMDSMI_STATUS_SUCCESS on success, its `@return` line), the session then sees
  * the devices, and the device nodes are back once the k-th shutdown
  * returned. Where the library promises the count (lib.refcounted: amdsmi.h,
- * "Singleton Design, requires the same number of inits as shutdowns";
+ * "Singleton Design, requires the same number of inits as shutdowns." [src
+ * ROCm/rocm-systems projects/amdsmi/include/amd_smi/amdsmi.h @ a881068735de];
  * rocm_smi, by its source, rsmi_session.c) every shutdown succeeds and the
  * session still answers after each of the first k - 1; where it does not,
  * those are recorded. What follows the last shutdown is recorded.
@@ -471,10 +473,12 @@ static void handle_again(void *ctx)
  * session, used after a full shutdown and a new init, in a forked child
  * because a dangling handle may fault. Neither library documents what it
  * does, so an error or a crash is recorded; a hang fails, and so does an
- * answer naming another device (ROCm's "Using ROCm SMI" warns only that
- * "a device may end up with a different index after a reboot"). The device
- * found again by its id (amdsmi: "Returns the
- * processor handle from the given UUID"; rocm_smi: the index whose
+ * answer naming another device (rocm_smi_lib's README warns only: "It is
+ * important to note that a device may end up with a different index after a
+ * reboot, so an index should not be relied upon to be constant over
+ * reboots." [src ROCm/rocm_smi_lib README.md @ rocm-5.2.3]). The device
+ * found again by its id (amdsmi: amdsmi_get_processor_handle_from_uuid, which
+ * returns the processor handle from the given UUID; rocm_smi: the index whose
  * rsmi_dev_unique_id_get answer is the id) has the same PCI bus id and
  * serial.
  */

@@ -20,8 +20,10 @@
  * tests record what is open inside a session and assert only that the
  * count is back to what it was before the first init once the outermost
  * shutdown returned (rocm_smi.h, rsmi_shut_down: "Do any necessary clean
- * up"; amdsmi.h, amdsmi_shut_down: "shuts down the library and internal
- * data structures and performs any necessary clean ups").
+ * up." [src ROCm/rocm_smi_lib include/rocm_smi/rocm_smi.h @ rocm-5.2.3];
+ * amdsmi.h, amdsmi_shut_down: "This function shuts down the library and
+ * internal data structures and performs any necessary clean ups." [src
+ * ROCm/rocm-systems projects/amdsmi/include/amd_smi/amdsmi.h @ a881068735de]).
  *
  * NOT RUN ON AMD HARDWARE: no AMD GPU was available when this was written.
  */
@@ -73,7 +75,7 @@ struct ss_ops {
 };
 
 struct ss_lib {
-	const char *name; /* "rocm_smi" */
+	const char *name; /* `rocm_smi` */
 	const char *init_call, *shutdown_call, *count_call, *handle_call, *resolve_call,
 		*id_call;
 	const char *query_call[SS_NQ];
@@ -133,7 +135,7 @@ void ss_record_count(struct ss_fx *f, const char *when);
 const char *ss_rs(const struct ss_fx *f, ss_status r, char *buf, size_t len);
 int ss_devfds(void);
 void ss_devfds_list(char *buf, size_t len);
-/* "exited with status 2", "killed by signal 11 (...)", "still running after 20 s (killed)". */
+/* `exited with status 2`, `killed by signal 11 (...)`, `still running after 20 s (killed)`. */
 const char *ss_fate(const struct gc_child_status *cs, unsigned timeout_ms, char *buf, size_t len);
 /* In a child (gc_fork_run), one shutdown more than there were inits, its status printed. */
 void ss_extra_shutdown(struct ss_fx *f, const char *after);
@@ -154,7 +156,7 @@ void ss_extra_shutdown(struct ss_fx *f, const char *after);
 void ss_unknown_id(const struct ss_fx *f, char *id, size_t len);
 /* The first query whose status or (compared) value differs from ref; -1 when none. */
 int ss_diff(const struct ss_answer *ref, const struct ss_answer *a, bool *wrong);
-/* "rsmi_dev_name_get: RSMI_STATUS_BUSY, the reference RSMI_STATUS_SUCCESS" or the two values. */
+/* `rsmi_dev_name_get: RSMI_STATUS_BUSY, the reference RSMI_STATUS_SUCCESS` or the two values. */
 void ss_diff_text(const struct ss_fx *f, const struct ss_dev *d, const struct ss_answer *a, int q,
 		  char *buf, size_t len);
 

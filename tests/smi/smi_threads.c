@@ -277,7 +277,7 @@ static void join(struct run *run, unsigned from, unsigned to)
 
 /* ------------------------------------------------------------ watchdog */
 
-/* "rsmi_init x7, the queries x5": threads [from, to) inside the library, by call. */
+/* `rsmi_init x7, the queries x5`: threads [from, to) inside the library, by call. */
 static unsigned inside(struct run *run, unsigned from, unsigned to, char *buf, size_t len)
 {
 	const char *calls[8];
