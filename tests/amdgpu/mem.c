@@ -6,11 +6,14 @@
  * GEM ioctls themselves where libdrm cannot express the misuse (a stale or
  * unknown GEM handle: libdrm's amdgpu_bo_handle is a pointer).
  *
- * Where the expectations come from. amdgpu.h (libdrm 2.4.114) documents
- * every return as "0 on success / <0 - Negative POSIX Error code" and names
- * no code; which code comes back is read from the kernel (amdgpu_gem.c,
- * amdgpu_vm.c, drm_gem.c, ttm) and from libdrm's amdgpu_bo.c, not run: no AMD
- * GPU was available when this was written. Each check quotes the line it
+ * Where the expectations come from. amdgpu.h (libdrm 2.4.114: the commit
+ * cited below bumps the version to 2.4.114, and its amdgpu.h is Debian 12's
+ * /usr/include/libdrm/amdgpu.h byte for byte) documents every return as
+ * `\return 0 on success\n` / `<0 - Negative POSIX Error code`
+ * [src mesa/drm amdgpu/amdgpu.h @ b9ca37b31348] and names no code; which
+ * code comes back is read from the kernel (amdgpu_gem.c, amdgpu_vm.c,
+ * drm_gem.c, ttm) and from libdrm's amdgpu_bo.c, not run: no AMD GPU was
+ * available when this was written. Each check quotes the line it
  * rests on. Kernel quotes are from the 6.x sources (the Debian 12 kernel is
  * 6.1); where older kernels differ in wording but not in errno, the comment
  * says so.
@@ -21,8 +24,9 @@
  * Leak check (lib/amdgpu's fixture): after every subtest each device's VRAM
  * and GTT heap usage (amdgpu_query_heap_info) may exceed what before_each
  * read by at most LEAK_SLACK, re-read for up to SETTLE_MS, and the
- * render-node and dma-buf fd counts must be unchanged. heap_usage "includes
- * all processes and private allocations in the kernel" (amdgpu.h): usage
+ * render-node and dma-buf fd counts must be unchanged. heap_usage: "This
+ * includes all processes and private allocations in the kernel." (amdgpu.h,
+ * above): usage
  * that fell is never a leak, another process's short-lived allocation
  * settles, a lasting one fails the check with a message saying the counter
  * is device-wide; so is a buffer of ours that is still alive. LEAK_SLACK
@@ -160,7 +164,10 @@ static void cpu_unmap(struct held *h)
 	h->cpu_maps--;
 }
 
-/* amdgpu.h amdgpu_bo_free: "\return 0 on success". The VA range stays reserved. */
+/*
+ * amdgpu.h amdgpu_bo_free: `\return 0 on success\n` [src mesa/drm amdgpu/amdgpu.h @ b9ca37b31348].
+ * The VA range stays reserved.
+ */
 static void bo_free(struct held *h)
 {
 	gc_check_ok(amdgpu_bo_free(h->bo));
@@ -198,11 +205,12 @@ static void check_pattern(const void *p, size_t len, uint64_t seed, const char *
 /* --------------------------------------------------------------- lifecycle */
 
 /*
- * Contract (amdgpu.h: amdgpu_bo_alloc "Allocate memory to be used by UMD for
- * GPU related operations", amdgpu_bo_query_info, amdgpu_bo_va_op
- * "AMDGPU_VA_OP_MAP or AMDGPU_VA_OP_UNMAP", amdgpu_bo_cpu_map "Request CPU
- * access to GPU accessible memory", amdgpu_bo_free; heap_usage "changes when
- * new buffers are allocated, freed, and moved"): the allocation raises its
+ * Contract (amdgpu.h: amdgpu_bo_alloc `Allocate memory to be used by UMD for
+ * GPU related operations`, amdgpu_bo_query_info, amdgpu_bo_va_op
+ * `AMDGPU_VA_OP_MAP or AMDGPU_VA_OP_UNMAP`, amdgpu_bo_cpu_map `Request CPU
+ * access to GPU accessible memory`, amdgpu_bo_free; heap_usage "It changes
+ * when new buffers are allocated, freed, and moved."
+ * [src mesa/drm amdgpu/amdgpu.h @ b9ca37b31348]): the allocation raises its
  * heap's usage by at least its size, amdgpu_bo_query_info reports the size
  * and heap asked for, the buffer maps at a GPU VA and unmaps, bytes written
  * through one CPU mapping read back through a fresh one, and after the free
@@ -236,7 +244,10 @@ static void lifecycle(const struct gc_amdgpu_dev *d, uint32_t heap, uint64_t fla
 	check_usage_back(d, &u0, "the free");
 }
 
-/* CPU_ACCESS_REQUIRED: amdgpu_drm.h "CPU access will be required for the case of VRAM domain". */
+/*
+ * CPU_ACCESS_REQUIRED: amdgpu_drm.h `Flag that CPU access will be required for
+ * the case of VRAM domain` [src mesa/drm include/drm/amdgpu_drm.h @ b9ca37b31348].
+ */
 GC_AMDGPU_DEV_SUBTEST(test_lifecycle_vram, struct mem_fx, fx, d)
 {
 	(void)fx;
@@ -252,11 +263,14 @@ GC_AMDGPU_DEV_SUBTEST(test_lifecycle_gtt, struct mem_fx, fx, d)
 /* ----------------------------------------------------------------- CPU map */
 
 /*
- * Contract (libdrm amdgpu_bo.c; amdgpu.h says only "Request CPU access" /
- * "Release CPU access"): a second amdgpu_bo_cpu_map of a mapped buffer
- * returns the same address ("already mapped" ... "bo->cpu_map_count++"), the
- * first of two unmaps keeps the mapping ("mapped multiple times"), and an
- * unmap of an unmapped buffer is -EINVAL ("not mapped").
+ * Contract (libdrm amdgpu_bo.c [src mesa/drm amdgpu/amdgpu_bo.c @
+ * b9ca37b31348]; amdgpu.h says only `Request CPU access to GPU accessible
+ * memory` / `Release CPU access to GPU memory` [src mesa/drm amdgpu/amdgpu.h
+ * @ b9ca37b31348]): a second amdgpu_bo_cpu_map of a mapped buffer returns the
+ * same address (commented `already mapped`: `bo->cpu_map_count++;`), the
+ * first of two unmaps keeps the mapping (commented `mapped multiple times`),
+ * and an unmap of an unmapped buffer is -EINVAL (commented `not mapped`:
+ * `return -EINVAL;`).
  */
 static void cpu_map_refcount(const struct gc_amdgpu_dev *d)
 {
@@ -352,7 +366,8 @@ GC_AMDGPU_DEV_SUBTEST(test_granularity, struct mem_fx, fx, d)
 
 /*
  * Contract (amdgpu.h amdgpu_va_range_alloc: "Neither kernel driver nor
- * libdrm_amdpgu are able to prevent and detect wrong va assignment."): a
+ * libdrm_amdpgu are able to prevent and detect wrong va assignment."
+ * [src mesa/drm amdgpu/amdgpu.h @ b9ca37b31348]): a
  * mapping that runs past the end of its VA range is not refused. The range
  * here is half the buffer; the whole buffer maps at its start (nothing else
  * is mapped past it) and unmaps again. What cuda_mem's subtest of this name
