@@ -119,7 +119,7 @@ QUOTE_DEBT = {
     "lib/kfd/kfd_topology.h": 3,
     "lib/kfd/topology.c": 3,
     "tests/amdgpu/interrupt.c": 15,
-    "tests/amdgpu/mem.c": 28,
+    "tests/amdgpu/mem.c": 23,
     "tests/amdgpu/multigpu.c": 30,
     "tests/hipfile/batch.c": 8,
     "tests/hipfile/conc.c": 7,

@@ -391,9 +391,11 @@ GC_AMDGPU_DEV_SUBTEST(test_map_past_reservation, struct mem_fx, fx, d)
 /* ------------------------------------------------------- map over, unmap */
 
 /*
- * Contract (amdgpu_vm.c amdgpu_vm_bo_map(): "tmp =
- * amdgpu_vm_it_iter_first(&vm->va, saddr, eaddr); if (tmp) {", commented "bo
- * and tmp overlap, invalid addr", "return -EINVAL;"): a map over any part of a
+ * Contract (amdgpu_vm.c amdgpu_vm_bo_map(): `tmp =
+ * amdgpu_vm_it_iter_first(&vm->va, saddr, eaddr); if (tmp) {`, commented `bo
+ * and tmp overlap, invalid addr`, `return -EINVAL;`
+ * [src torvalds/linux drivers/gpu/drm/amd/amdgpu/amdgpu_vm.c @
+ * 004da42b8e57]): a map over any part of a
  * mapping, of the same buffer or another, is refused with -EINVAL and
  * changes nothing: the first mapping unmaps exactly once (a second unmap is
  * -ENOENT, see unmap-unmapped).
@@ -417,8 +419,10 @@ GC_AMDGPU_DEV_SUBTEST(test_map_over_mapped, struct mem_fx, fx, d)
 
 /*
  * Contract (amdgpu_vm.c amdgpu_vm_bo_unmap(): a mapping is found by its
- * start among this buffer's mappings, "if (mapping->start == saddr)", and
- * "if (&mapping->list == &bo_va->invalids) return -ENOENT;"): unmap of a
+ * start among this buffer's mappings, `if (mapping->start == saddr)`, and
+ * `if (&mapping->list == &bo_va->invalids) return -ENOENT;`
+ * [src torvalds/linux drivers/gpu/drm/amd/amdgpu/amdgpu_vm.c @
+ * 004da42b8e57]): unmap of a
  * never-mapped address, of an address inside a mapping but not its start,
  * and a second unmap are -ENOENT and change nothing (the mapping is still
  * there for the unmap at its start).
