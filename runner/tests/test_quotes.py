@@ -130,7 +130,6 @@ QUOTE_DEBT = {
     "tests/hipfile/sustained.c": 1,
     "tests/kfd/events.c": 1,
     "tests/kfd/mem.c": 14,
-    "tests/kfd/svm.c": 22,
     "tests/smi/amdsmi_session.c": 1,
 }
 
