@@ -114,7 +114,6 @@ QUOTE_DEBT = {
     "lib/amdgpu/gc_amdgpu_drm.h": 18,
     "lib/hipfile/gc_hipfile.h": 21,
     "lib/hsa/gc_hsa.c": 1,
-    "lib/kfd/gc_kfd.c": 2,
     "lib/kfd/gc_kfd.h": 3,
     "lib/kfd/kfd_topology.h": 3,
     "lib/kfd/topology.c": 3,
