@@ -115,8 +115,6 @@ QUOTE_DEBT = {
     "lib/hipfile/gc_hipfile.h": 21,
     "lib/hsa/gc_hsa.c": 1,
     "lib/kfd/gc_kfd.h": 3,
-    "lib/kfd/kfd_topology.h": 3,
-    "lib/kfd/topology.c": 3,
     "tests/amdgpu/interrupt.c": 15,
     "tests/amdgpu/mem.c": 43,
     "tests/amdgpu/multigpu.c": 30,
