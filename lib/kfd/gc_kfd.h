@@ -96,13 +96,14 @@ void gc_kfd_require_leak_check(struct gc_kfd *kfd);
 int gc_kfd_ioctl(const struct gc_kfd *kfd, unsigned long request, void *arg);
 
 /*
- * AMDKFD_IOC_ALLOC_MEMORY_OF_GPU. flags: KFD_IOC_ALLOC_MEM_FLAGS_*.
- * *mmap_offset is in/out, passed to the kernel as given (UAPI: `@mmap_offset:
- * for CPU-mapping the allocation by mmapping a render node for userptrs this
- * is overloaded to specify the CPU address` [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]): for USERPTR set it to the
- * user address; on success it receives the kernel's value, the offset for
- * mmapping a render node. NULL passes 0 and drops the result.
- * *handle and *mmap_offset are written only on success.
+ * AMDKFD_IOC_ALLOC_MEMORY_OF_GPU. flags: KFD_IOC_ALLOC_MEM_FLAGS_*. *mmap_offset
+ * is in/out, passed to the kernel as given (UAPI: `@mmap_offset: for CPU-mapping
+ * the allocation by mmapping a render node for userptrs this is overloaded to
+ * specify the CPU address`
+ * [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]): for USERPTR set it
+ * to the user address; on success it receives the kernel's value, the offset for
+ * mmapping a render node. NULL passes 0 and drops the result. *handle and
+ * *mmap_offset are written only on success.
  */
 int gc_kfd_alloc(const struct gc_kfd *kfd, uint32_t gpu_id, uint64_t size, uint64_t va,
 		 uint32_t flags, uint64_t *handle, uint64_t *mmap_offset);

@@ -361,11 +361,12 @@ GC_KFD_GPU_SUBTEST(test_alloc_invalid, struct mem_fx, fx, gpu)
 /* ------------------------------------------------------ invalid handle */
 
 /*
- * A handle no allocation returned (header: `@handle: buffer handle returned
- * to user mode, used to refer to this allocation for mapping, unmapping and
- * freeing` [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]). 0 and all-ones: kfd_chardev.c looks the handle's device up
- * first and answers -EINVAL when `Process device data doesn't exist` (free)
- * or no pdd is found (map, unmap). [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 01ffa1ba69d9]
+ * A handle no allocation returned (header: `@handle: buffer handle returned to
+ * user mode, used to refer to this allocation for mapping, unmapping and freeing`
+ * [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]). 0 and all-ones:
+ * kfd_chardev.c looks the handle's device up first and answers -EINVAL when
+ * `Process device data doesn't exist` (free) or no pdd is found (map, unmap).
+ * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 01ffa1ba69d9]
  */
 static void test_invalid_handle(void *data)
 {

@@ -283,10 +283,11 @@ GC_KFD_GPU_SUBTEST(test_set_get, struct svm_fx, fx, gpu)
 }
 
 /*
- * Header: `@KFD_IOCTL_SVM_ATTR_PREFETCH_LOC: gpuid of the prefetch location,
- * 0 for system memory. Setting this triggers an immediate prefetch
- * (migration).` [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1] The value reads back, and the range's bytes survive the round trip to the
- * GPU and back (the CPU reads them after each migration).
+ * Header: `@KFD_IOCTL_SVM_ATTR_PREFETCH_LOC: gpuid of the prefetch location, 0 for
+ * system memory. Setting this triggers an immediate prefetch (migration).`
+ * [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1] The value reads back,
+ * and the range's bytes survive the round trip to the GPU and back (the CPU reads
+ * them after each migration).
  */
 GC_KFD_GPU_SUBTEST(test_prefetch, struct svm_fx, fx, gpu)
 {
@@ -415,12 +416,14 @@ static void expect_range_err(struct svm_fx *fx, uint64_t start, uint64_t size, i
 }
 
 /*
- * SVM over a KFD allocation's VA. kfd_svm.c, svm_range_check_vm: "The
- * purpose is to avoid virtual address ranges already allocated by
+ * SVM over a KFD allocation's VA. kfd_svm.c, svm_range_check_vm: "The purpose is
+ * to avoid virtual address ranges already allocated by
  * kfd_ioctl_alloc_memory_of_gpu ioctl." `-EADDRINUSE - if address is mapped
- * already by kfd_ioctl_alloc_memory_of_gpu` [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_svm.c @ 05e1afc54608]; it looks at the GPU VMs' mappings, which a BO gets when
- * it is mapped (kfd_mem_attach on MAP_MEMORY_TO_GPU), so the BO is mapped
- * first. The PROT_NONE VA reservation under it is an ordinary VMA.
+ * already by kfd_ioctl_alloc_memory_of_gpu`
+ * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_svm.c @ 05e1afc54608]; it looks
+ * at the GPU VMs' mappings, which a BO gets when it is mapped (kfd_mem_attach on
+ * MAP_MEMORY_TO_GPU), so the BO is mapped first. The PROT_NONE VA reservation
+ * under it is an ordinary VMA.
  */
 static int svm_over_bo(struct svm_fx *fx, struct gc_kfd_gpu *g)
 {
@@ -464,11 +467,13 @@ static int bo_over_svm(struct svm_fx *fx, struct gc_kfd_gpu *g, uint64_t va)
 
 /*
  * kfd_chardev.c, kfd_ioctl_svm: `if ((args->start_addr & ~PAGE_MASK) ||
- * (args->size & ~PAGE_MASK)) return -EINVAL; if (!args->start_addr ||
- * !args->size) return -EINVAL;` [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 01ffa1ba69d9]. kfd_svm.c, svm_range_is_valid (`Valid
- * virtual address range means it belongs to one or more VMAs`): `if (!vma
- * || (vma->vm_flags & device_vma)) return -EFAULT;` [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_svm.c @ 05e1afc54608]. (Header silent on
- * all of these.) The valid range next to them is unchanged afterwards.
+ * (args->size & ~PAGE_MASK)) return -EINVAL; if (!args->start_addr || !args->size)
+ * return -EINVAL;`
+ * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 01ffa1ba69d9].
+ * kfd_svm.c, svm_range_is_valid (`Valid virtual address range means it belongs to
+ * one or more VMAs`): `if (!vma || (vma->vm_flags & device_vma)) return -EFAULT;`
+ * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_svm.c @ 05e1afc54608]. (Header
+ * silent on all of these.) The valid range next to them is unchanged afterwards.
  */
 static void test_invalid_ranges(void *data)
 {
@@ -493,13 +498,14 @@ static void test_invalid_ranges(void *data)
 }
 
 /*
- * kfd_ioctl.h: "If unknown attributes are given, the function returns
- * -EINVAL." [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1] kfd_svm.c (header silent): svm_range_check_attr rejects a gpuid
- * the process does not have for PREFERRED_LOC, PREFETCH_LOC (only SYSMEM is
- * exempt there, so UNDEFINED is refused too) and the access types; GET
- * accepts only ACCESS among the access types (`get invalid attr type 0x%x`)
- * and refuses an unknown gpuid in it; svm_ioctl refuses an unknown op. A
- * refused SET changes nothing: the check runs before any range is touched.
+ * kfd_ioctl.h: "If unknown attributes are given, the function returns -EINVAL."
+ * [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1] kfd_svm.c (header
+ * silent): svm_range_check_attr rejects a gpuid the process does not have for
+ * PREFERRED_LOC, PREFETCH_LOC (only SYSMEM is exempt there, so UNDEFINED is
+ * refused too) and the access types; GET accepts only ACCESS among the access
+ * types (`get invalid attr type 0x%x`) and refuses an unknown gpuid in it;
+ * svm_ioctl refuses an unknown op. A refused SET changes nothing: the check runs
+ * before any range is touched.
  * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_svm.c @ 05e1afc54608]
  */
 GC_KFD_GPU_SUBTEST(test_invalid_attrs, struct svm_fx, fx, gpu)
@@ -545,10 +551,13 @@ GC_KFD_GPU_SUBTEST(test_invalid_attrs, struct svm_fx, fx, gpu)
 /* ------------------------------------------------------------ fixture */
 
 /*
- * kfd_chardev.c: without CONFIG_HSA_AMD_SVM, AMDKFD_IOC_SVM and
- * SET_XNACK_MODE `return -EPERM;` [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 01ffa1ba69d9]. Probe with an XNACK-mode query
- * (kfd_ioctl.h: "0 means disabled, positive means enabled, negative means
- * leave unchanged." [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]), which also gives the mode.
+ * kfd_chardev.c: without CONFIG_HSA_AMD_SVM, AMDKFD_IOC_SVM and SET_XNACK_MODE
+ * `return -EPERM;`
+ * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 01ffa1ba69d9].
+ * Probe with an XNACK-mode query (kfd_ioctl.h: "0 means disabled, positive means
+ * enabled, negative means leave unchanged."
+ * [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]), which also gives
+ * the mode.
  */
 static void probe_svm(struct svm_fx *fx)
 {
