@@ -62,7 +62,10 @@ int gc_kfd_free(const struct gc_kfd *kfd, uint64_t handle)
 	return gc_kfd_ioctl(kfd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &a);
 }
 
-/* MAP and UNMAP share one argument layout (kfd_ioctl.h: "same arguments as for mapping"). */
+/*
+ * MAP and UNMAP share one argument layout (kfd_ioctl.h, unmap:
+ * `same arguments as for mapping`). [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]
+ */
 static int map_op(const struct gc_kfd *kfd, unsigned long request, uint64_t handle,
 		  const uint32_t *gpu_ids, uint32_t n, uint32_t *n_success)
 {
@@ -108,8 +111,9 @@ int gc_kfd_available(const struct gc_kfd *kfd, uint32_t gpu_id, uint64_t *bytes)
  * in the request: the UAPI header is silent on how the variable-length
  * attrs[] reach the kernel; kfd_ioctl() in kfd_chardev.c copies
  * _IOC_SIZE(cmd) bytes in and out, and libhsakmt's svm.c passes
- * AMDKFD_IOC_SVM + (s_attr << _IOC_SIZESHIFT) ("Driver does one
- * copy_from_user, with extra attrs size").
+ * `AMDKFD_IOC_SVM + (s_attr << _IOC_SIZESHIFT)` (`Driver does one
+ * copy_from_user, with extra attrs size`).
+ * [src ROCm/ROCR-Runtime src/svm.c @ 3f45f602d404]
  */
 int gc_kfd_svm(const struct gc_kfd *kfd, uint32_t op, uint64_t start, uint64_t size,
 	       struct kfd_ioctl_svm_attribute *attrs, uint32_t nattr)

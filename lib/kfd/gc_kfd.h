@@ -4,7 +4,7 @@
  * acquisition through a render node (libdrm_amdgpu), and thin ioctl wrappers.
  *
  *     struct gc_kfd *kfd = gc_kfd_require();        // skips with the reason
- *     gc_kfd_require_minor(kfd, 5, "AMDKFD_IOC_SVM"); // skips: "needs KFD 1.5"
+ *     gc_kfd_require_minor(kfd, 5, "AMDKFD_IOC_SVM"); // skips: `needs KFD 1.5`
  *     gc_kfd_require_vms(kfd);                      // ACQUIRE_VM on every GPU
  *     for (unsigned i = 0; i < kfd->n_gpus; i++) use kfd->gpus[i].node.gpu_id
  *
@@ -48,12 +48,12 @@ struct gc_kfd {
 };
 
 /*
- * open("/dev/kfd", O_RDWR | O_CLOEXEC), AMDKFD_IOC_GET_VERSION, read the
+ * Opens /dev/kfd (O_RDWR | O_CLOEXEC), AMDKFD_IOC_GET_VERSION, read the
  * topology (GC_KFD_TOPOLOGY_ROOT, or $GPUCONFORM_KFD_TOPOLOGY when set) and
  * each GPU's GPUVM aperture (AMDKFD_IOC_GET_PROCESS_APERTURES_NEW).
  * On failure, -errno and a one-line reason in why[]:
- * "/dev/kfd: No such file or directory", "KFD major version 2, this suite
- * speaks 1" (-EPROTO), "KFD topology: no GPU node" (-ENODEV), ...
+ * `/dev/kfd: No such file or directory`, `KFD major version 2, this suite
+ * speaks 1` (-EPROTO), `KFD topology: no GPU node` (-ENODEV), ...
  */
 int gc_kfd_open(struct gc_kfd **out, char *why, size_t why_len);
 /* Releases render nodes (VMs go with them) and /dev/kfd. NULL is fine. */
@@ -64,7 +64,7 @@ struct gc_kfd *gc_kfd_require(void);
 
 /* True when the kernel's UAPI is at least 1.minor. */
 bool gc_kfd_has_minor(const struct gc_kfd *kfd, uint32_t minor);
-/* Skip "<what> needs KFD UAPI 1.<minor>, kernel has 1.<m>" when older. */
+/* Skip `<what> needs KFD UAPI 1.<minor>, kernel has 1.<m>` when older. */
 void gc_kfd_require_minor(const struct gc_kfd *kfd, uint32_t minor, const char *what);
 
 /* Every GPU's gpu_id, in topology order, into ids[GC_KFD_MAX_NODES]; the count. */
@@ -85,8 +85,8 @@ void gc_kfd_require_vms(struct gc_kfd *kfd);
 
 /*
  * What every leak-checked KFD fixture requires of an open kfd: KFD 1.9 for
- * the leak check's AMDKFD_IOC_AVAILABLE_MEMORY ("1.9 - Add available memory
- * ioctl"), then gc_kfd_require_vms().
+ * the leak check's AMDKFD_IOC_AVAILABLE_MEMORY (`- 1.9 - Add available memory
+ * ioctl` [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]), then gc_kfd_require_vms().
  */
 void gc_kfd_require_leak_check(struct gc_kfd *kfd);
 
@@ -96,12 +96,14 @@ void gc_kfd_require_leak_check(struct gc_kfd *kfd);
 int gc_kfd_ioctl(const struct gc_kfd *kfd, unsigned long request, void *arg);
 
 /*
- * AMDKFD_IOC_ALLOC_MEMORY_OF_GPU. flags: KFD_IOC_ALLOC_MEM_FLAGS_*.
- * *mmap_offset is in/out, passed to the kernel as given: for USERPTR the UAPI
- * overloads it "to specify the CPU address" (set it to the user address);
- * on success it receives the kernel's value, the offset "for CPU-mapping the
- * allocation by mmapping a render node". NULL passes 0 and drops the result.
- * *handle and *mmap_offset are written only on success.
+ * AMDKFD_IOC_ALLOC_MEMORY_OF_GPU. flags: KFD_IOC_ALLOC_MEM_FLAGS_*. *mmap_offset
+ * is in/out, passed to the kernel as given (UAPI: `@mmap_offset: for CPU-mapping
+ * the allocation by mmapping a render node for userptrs this is overloaded to
+ * specify the CPU address`
+ * [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]): for USERPTR set it
+ * to the user address; on success it receives the kernel's value, the offset for
+ * mmapping a render node. NULL passes 0 and drops the result. *handle and
+ * *mmap_offset are written only on success.
  */
 int gc_kfd_alloc(const struct gc_kfd *kfd, uint32_t gpu_id, uint64_t size, uint64_t va,
 		 uint32_t flags, uint64_t *handle, uint64_t *mmap_offset);
@@ -110,10 +112,11 @@ int gc_kfd_free(const struct gc_kfd *kfd, uint64_t handle);
 
 /*
  * AMDKFD_IOC_MAP_MEMORY_TO_GPU / UNMAP_MEMORY_FROM_GPU on gpu_ids[0..n).
- * *n_success is to/from KFD exactly as the UAPI says: "For the first call
- * the caller should initialize it to 0"; on return it holds "how many
- * devices from the start of the array have mapped the buffer successfully"
- * and "can be passed into a subsequent retry call to skip those devices".
+ * *n_success is to/from KFD exactly as the UAPI says: "@n_success returns
+ * information to the caller how many devices from the start of the array
+ * have mapped the buffer successfully. It can be passed into a subsequent
+ * retry call to skip those devices. For the first call the caller should
+ * initialize it to 0." [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]
  * It is written back on failure too (whatever the kernel copied out).
  * n_success may be NULL: then 0 is passed and the result dropped.
  */
@@ -212,9 +215,9 @@ void gc_kfd_fixture_free(void *data);     /* teardown(): /dev/kfd closed, data f
 
 /*
  * The GPUs of kfd, in topology order, as lib/core.h's device list:
- * gc_each_device() and gc_each_device_pair() over it name each "gpu<N>", N
+ * gc_each_device() and gc_each_device_pair() over it name each `gpu<N>`, N
  * its place in that order (KFD sees every GPU, pinned or not), print its
- * gpu_id as the dynamic subtest begins ("gpu1: gpu_id 41234"), and hand the
+ * gpu_id as the dynamic subtest begins (`gpu1: gpu_id 41234`), and hand the
  * body a const pointer into kfd->gpus (not const: cast it back).
  */
 struct gc_devices gc_kfd_devices(const struct gc_kfd *kfd);

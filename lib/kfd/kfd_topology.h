@@ -6,9 +6,9 @@
  * Layout read (per the kernel's kfd_topology.c, read, not run):
  *   ROOT/generation_id                       one number
  *   ROOT/nodes/N/gpu_id                      one number; 0 for a CPU-only node
- *   ROOT/nodes/N/properties                  "key value" lines (simd_count,
+ *   ROOT/nodes/N/properties                  `key value` lines (simd_count,
  *                                            drm_render_minor, ...)
- *   ROOT/nodes/N/mem_banks/M/properties      "key value" lines (heap_type,
+ *   ROOT/nodes/N/mem_banks/M/properties      `key value` lines (heap_type,
  *                                            size_in_bytes, flags, width,
  *                                            mem_clk_max)
  * with ROOT = GC_KFD_TOPOLOGY_ROOT on a real system.
@@ -76,7 +76,7 @@ int gc_kfd_topology_read(const char *root, struct gc_kfd_topology *t, char *why,
 			 size_t why_len);
 
 /*
- * Parse "key value" lines: the value of key into *val. 0, -ENOENT when the
+ * Parse `key value` lines: the value of key into *val. 0, -ENOENT when the
  * key is absent, -EINVAL when a line is malformed or the value is not a
  * decimal unsigned 64-bit number.
  */

@@ -4,7 +4,7 @@
  * so it is built and unit-tested everywhere (tests/unit/test_kfd_topology.c).
  *
  * Format, per the kernel's kfd_topology.c (read, not run): every property
- * file holds "name value\n" lines printed with sysfs_show_32bit_prop /
+ * file holds `name value\n` lines printed with sysfs_show_32bit_prop /
  * sysfs_show_64bit_prop (unsigned decimal); nodes/N/gpu_id holds one number.
  */
 #include <errno.h>
@@ -98,7 +98,7 @@ static int parse_u64(const char *s, size_t n, uint64_t *val)
 	return 0;
 }
 
-/* One "key value" line [line, end): key and value spans, or -EINVAL. */
+/* One `key value` line [line, end): key and value spans, or -EINVAL. */
 static int split_line(const char *line, const char *end, const char **k, size_t *klen,
 		      const char **v, size_t *vlen)
 {
@@ -141,7 +141,7 @@ int gc_kfd_prop_get(const char *text, const char *key, uint64_t *val)
 	return found;
 }
 
-/* A whole file holding one number ("43127\n"). */
+/* A whole file holding one number (`43127\n`). */
 static int read_number(const char *path, uint64_t *val)
 {
 	char buf[64];

@@ -114,10 +114,7 @@ QUOTE_DEBT = {
     "lib/amdgpu/gc_amdgpu_drm.h": 18,
     "lib/hipfile/gc_hipfile.h": 21,
     "lib/hsa/gc_hsa.c": 1,
-    "lib/kfd/gc_kfd.c": 2,
-    "lib/kfd/gc_kfd.h": 17,
-    "lib/kfd/kfd_topology.h": 3,
-    "lib/kfd/topology.c": 3,
+    "lib/kfd/gc_kfd.h": 3,
     "tests/amdgpu/interrupt.c": 15,
     "tests/amdgpu/mem.c": 23,
     "tests/amdgpu/multigpu.c": 30,
@@ -129,8 +126,7 @@ QUOTE_DEBT = {
     "tests/hipfile/io.c": 16,
     "tests/hipfile/sustained.c": 1,
     "tests/kfd/events.c": 1,
-    "tests/kfd/mem.c": 14,
-    "tests/kfd/svm.c": 22,
+    "tests/kfd/mem.c": 3,
     "tests/smi/amdsmi_session.c": 1,
 }
 

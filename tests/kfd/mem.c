@@ -9,7 +9,7 @@
  * asserted here comes from the kernel source, read, not run (no AMD GPU was
  * available when this was written): kfd_chardev.c (the ioctl handlers) and
  * amdgpu_amdkfd_gpuvm.c (the BO work behind them). Each check quotes the
- * line it rests on; "(header silent)" marks where the header says nothing.
+ * line it rests on; `(header silent)` marks where the header says nothing.
  *
  * Addresses. libhsakmt (fmm.c, read, not run) carves GPU VAs out of an
  * aperture it reserves in the process with mmap(PROT_NONE) and maps
@@ -266,7 +266,10 @@ static void cpu_roundtrip(struct mem_fx *fx, struct gc_kfd_gpu *g, uint32_t flag
 
 GC_KFD_GPU_SUBTEST(test_lifecycle_vram_cpu, struct mem_fx, fx, gpu)
 {
-	/* kfd_chardev.c: "Alloc host visible vram on small bar is not allowed". */
+	/*
+	 * kfd_chardev.c: `Alloc host visible vram on small bar is not allowed`.
+	 * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 01ffa1ba69d9]
+	 */
 	gc_require_f(node_large_bar(&gpu->node), "gpu %u has no FB_PUBLIC bank (small "
 		     "BAR): host-visible VRAM is refused", gpu->node.gpu_id);
 	cpu_roundtrip(fx, gpu, VRAM | PUBLIC, 0x7a11);
@@ -317,7 +320,10 @@ GC_KFD_GPU_SUBTEST(test_vram_public_small_bar, struct mem_fx, fx, gpu)
 		     "BAR): host-visible VRAM is allowed", gpu->node.gpu_id);
 	require_dgpu(gpu, "small-BAR refusal");
 	h = bo_prepare(fx, gpu->node.gpu_id, BO_SIZE, VRAM | PUBLIC);
-	/* kfd_chardev.c: "Alloc host visible vram on small bar is not allowed" -> -EINVAL. */
+	/*
+	 * kfd_chardev.c: `Alloc host visible vram on small bar is not allowed` -> -EINVAL.
+	 * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 01ffa1ba69d9]
+	 */
 	gc_assert_errno(gc_kfd_alloc(fx->dev.kfd, h->gpu_id, h->size, h->va, VRAM | PUBLIC,
 				     &handle, NULL), EINVAL);
 	bo_release_host(h);
@@ -330,9 +336,15 @@ GC_KFD_GPU_SUBTEST(test_alloc_invalid, struct mem_fx, fx, gpu)
 	struct held *h = bo_prepare(fx, id, BO_SIZE, VRAM);
 	uint64_t handle = 0, zero = 0;
 
-	/* kfd_chardev.c: "if (args->size == 0) return -EINVAL;" */
+	/*
+	 * kfd_chardev.c: `if (args->size == 0) return -EINVAL;`
+	 * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 01ffa1ba69d9]
+	 */
 	gc_check_errno(gc_kfd_alloc(kfd, id, 0, h->va, VRAM, &handle, NULL), EINVAL);
-	/* kfd_chardev.c: no process device for args->gpu_id -> "err = -EINVAL". */
+	/*
+	 * kfd_chardev.c: no process device for args->gpu_id -> `err = -EINVAL;`
+	 * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 01ffa1ba69d9]
+	 */
 	gc_check_errno(gc_kfd_alloc(kfd, gc_kfd_unknown_gpu_id(kfd), BO_SIZE, h->va, VRAM, &handle,
 				    NULL), EINVAL);
 	/* amdgpu_amdkfd_gpuvm.c, USERPTR: "if (!offset || !*offset) return -EINVAL;" */
@@ -349,10 +361,12 @@ GC_KFD_GPU_SUBTEST(test_alloc_invalid, struct mem_fx, fx, gpu)
 /* ------------------------------------------------------ invalid handle */
 
 /*
- * A handle no allocation returned (header: @handle is "returned to user
- * mode"). 0 and all-ones: kfd_chardev.c looks the handle's device up first
- * and answers -EINVAL when "Process device data doesn't exist" (free) or no
- * pdd is found (map, unmap).
+ * A handle no allocation returned (header: `@handle: buffer handle returned to
+ * user mode, used to refer to this allocation for mapping, unmapping and freeing`
+ * [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]). 0 and all-ones:
+ * kfd_chardev.c looks the handle's device up first and answers -EINVAL when
+ * `Process device data doesn't exist` (free) or no pdd is found (map, unmap).
+ * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 01ffa1ba69d9]
  */
 static void test_invalid_handle(void *data)
 {
@@ -373,9 +387,10 @@ static void test_invalid_handle(void *data)
 
 /*
  * Double free, and a freed handle used again. kfd_chardev.c: free of a
- * handle that no longer translates: "if (!mem) { ret = -EINVAL;"; map and
- * unmap of it: "if (!mem) { err = -ENOMEM;" (header silent; -ENOMEM for a
+ * handle that no longer translates: `if (!mem) { ret = -EINVAL;`; map and
+ * unmap of it: `if (!mem) { err = -ENOMEM;` (header silent; -ENOMEM for a
  * stale handle is what the source says, not an out-of-memory condition).
+ * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 01ffa1ba69d9]
  */
 GC_KFD_GPU_SUBTEST(test_double_free, struct mem_fx, fx, gpu)
 {
@@ -471,9 +486,10 @@ GC_KFD_GPU_SUBTEST(test_map_resume_skips, struct mem_fx, fx, gpu)
 /* ---------------------------------------------------------- acquire VM */
 
 /*
- * kfd_chardev.c acquire_vm: "drm_file = fget(args->drm_fd); if (!drm_file)
- * return -EINVAL;" and once acquired "ret = pdd->drm_file == drm_file ? 0 :
- * -EBUSY". A dup() shares the struct file; a new open() does not.
+ * kfd_chardev.c acquire_vm: `drm_file = fget(args->drm_fd); if (!drm_file)
+ * return -EINVAL;` and once acquired `ret = pdd->drm_file == drm_file ? 0 :
+ * -EBUSY;`. A dup() shares the struct file; a new open() does not.
+ * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 01ffa1ba69d9]
  */
 GC_KFD_GPU_SUBTEST(test_acquire_vm_again, struct mem_fx, fx, gpu)
 {

@@ -120,9 +120,10 @@ static void set1(struct svm_fx *fx, uint64_t va, uint64_t size, uint32_t type, u
 
 /*
  * kfd_ioctl.h: "Querying of accessibility attributes works by initializing
- * the attribute type to KFD_IOCTL_SVM_ATTR_ACCESS and the value to the
- * GPUID being queried ... The ioctl function overwrites the attribute type
- * to indicate the access for the specified GPU."
+ * the attribute type to @KFD_IOCTL_SVM_ATTR_ACCESS and the value to the
+ * GPUID being queried. [...] The ioctl function overwrites the attribute
+ * type to indicate the access for the specified GPU."
+ * [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]
  */
 static uint32_t access_of(struct svm_fx *fx, uint64_t va, uint64_t size, uint32_t gpu_id)
 {
@@ -136,8 +137,10 @@ static uint32_t access_of(struct svm_fx *fx, uint64_t va, uint64_t size, uint32_
 /*
  * What a GPU not named in any ACCESS attribute has: kfd_svm.c gives a new
  * range (and the no-range default) the process's supported GPUs when XNACK
- * is on ("if (p->xnack_enabled) bitmap_copy(prange->bitmap_access,
- * svms->bitmap_supported ...)"), none when it is off.
+ * is on (svm_range_new: `if (p->xnack_enabled)
+ * bitmap_copy(prange->bitmap_access, svms->bitmap_supported,
+ * MAX_GPU_INSTANCE);`), none when it is off.
+ * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_svm.c @ 05e1afc54608]
  */
 static uint32_t default_access(const struct svm_fx *fx, const struct gc_kfd_gpu *g)
 {
@@ -151,9 +154,13 @@ static uint32_t default_access(const struct svm_fx *fx, const struct gc_kfd_gpu 
  * A range never set reads back the defaults of kfd_svm.c's
  * svm_range_set_default_attributes (header silent): preferred and prefetch
  * location KFD_IOCTL_SVM_LOCATION_UNDEFINED, flags HOST_ACCESS | COHERENT,
- * granularity at most 0x1B ("Value of default granularity cannot exceed
- * 0x1B"); CLR_FLAGS is the NOR of the flags (kfd_ioctl.h: "a flag will be
- * set in the output, if that flag is clear for all pages").
+ * granularity at most 0x1B (svm_range_list_init: `Value of default
+ * granularity cannot exceed 0x1B, the number of pages supported by a
+ * 4-level paging table`); CLR_FLAGS is the NOR of the flags (kfd_ioctl.h:
+ * "That means, a flag will be set in the output, if that flag is clear for
+ * all pages in the range.").
+ * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_svm.c @ 05e1afc54608]
+ * [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]
  */
 static void test_defaults(void *data)
 {
@@ -254,12 +261,20 @@ GC_KFD_GPU_SUBTEST(test_set_get, struct svm_fx, fx, gpu)
 			gc_check_eq_uint(access_of(fx, va, RANGE_SIZE, g->node.gpu_id),
 					 default_access(fx, g));
 	}
-	/* The three access kinds (header: "specify memory access for the gpuid"). */
+	/*
+	 * The three access kinds (header: `@KFD_IOCTL_SVM_ATTR_NO_ACCESS: specify
+	 * memory access for the gpuid given by the attribute value`).
+	 * [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]
+	 */
 	set1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE, id);
 	gc_check_eq_uint(access_of(fx, va, RANGE_SIZE, id), KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE);
 	set1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_NO_ACCESS, id);
 	gc_check_eq_uint(access_of(fx, va, RANGE_SIZE, id), KFD_IOCTL_SVM_ATTR_NO_ACCESS);
-	/* Header: preferred location "0 for system memory"; UNDEFINED leaves it unspecified. */
+	/*
+	 * Header: `@KFD_IOCTL_SVM_ATTR_PREFERRED_LOC: gpuid of the preferred
+	 * location, 0 for system memory`; UNDEFINED leaves it unspecified.
+	 * [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]
+	 */
 	set1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, LOC_SYSMEM);
 	gc_check_eq_uint(get1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC), LOC_SYSMEM);
 	set1(fx, va, RANGE_SIZE, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, LOC_UNDEF);
@@ -268,10 +283,11 @@ GC_KFD_GPU_SUBTEST(test_set_get, struct svm_fx, fx, gpu)
 }
 
 /*
- * Header: PREFETCH_LOC is the "gpuid of the prefetch location, 0 for system
- * memory. Setting this triggers an immediate prefetch (migration)." The
- * value reads back, and the range's bytes survive the round trip to the
- * GPU and back (the CPU reads them after each migration).
+ * Header: `@KFD_IOCTL_SVM_ATTR_PREFETCH_LOC: gpuid of the prefetch location, 0 for
+ * system memory. Setting this triggers an immediate prefetch (migration).`
+ * [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1] The value reads back,
+ * and the range's bytes survive the round trip to the GPU and back (the CPU reads
+ * them after each migration).
  */
 GC_KFD_GPU_SUBTEST(test_prefetch, struct svm_fx, fx, gpu)
 {
@@ -302,9 +318,13 @@ GC_KFD_GPU_SUBTEST(test_prefetch, struct svm_fx, fx, gpu)
 
 /*
  * kfd_ioctl.h, GET_ATTR over pages that differ: "If different pages have
- * different preferred or prefetch locations, 0xffffffff will be returned";
- * SET_FLAGS "aggregated by bitwise AND", CLR_FLAGS "by bitwise NOR"; "The
- * minimum migration granularity throughout the range will be returned".
+ * different preferred or prefetch locations, 0xffffffff will be returned for
+ * @KFD_IOCTL_SVM_ATTR_PREFERRED_LOC or @KFD_IOCTL_SVM_ATTR_PREFETCH_LOC
+ * resepctively." "For @KFD_IOCTL_SVM_ATTR_SET_FLAGS, flags of all pages will
+ * be aggregated by bitwise AND." "For @KFD_IOCTL_SVM_ATTR_CLR_FLAGS, flags of
+ * all pages will be aggregated by bitwise NOR." "The minimum migration
+ * granularity throughout the range will be returned for
+ * @KFD_IOCTL_SVM_ATTR_GRANULARITY." [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]
  * Each half on its own reads back its own values.
  */
 GC_KFD_GPU_SUBTEST(test_intersection, struct svm_fx, fx, gpu)
@@ -349,6 +369,7 @@ GC_KFD_GPU_SUBTEST(test_intersection, struct svm_fx, fx, gpu)
  * kfd_ioctl.h, SET_ATTR: "It may overlap existing virtual address ranges.
  * If it does, the existing ranges will be split such that the attribute
  * changes only apply to the specified address range."
+ * [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]
  */
 GC_KFD_GPU_SUBTEST(test_split, struct svm_fx, fx, gpu)
 {
@@ -395,12 +416,14 @@ static void expect_range_err(struct svm_fx *fx, uint64_t start, uint64_t size, i
 }
 
 /*
- * SVM over a KFD allocation's VA. kfd_svm.c, svm_range_check_vm: "The
- * purpose is to avoid virtual address ranges already allocated by
- * kfd_ioctl_alloc_memory_of_gpu ioctl" ... "-EADDRINUSE - if address is
- * mapped already"; it looks at the GPU VMs' mappings, which a BO gets when
- * it is mapped (kfd_mem_attach on MAP_MEMORY_TO_GPU), so the BO is mapped
- * first. The PROT_NONE VA reservation under it is an ordinary VMA.
+ * SVM over a KFD allocation's VA. kfd_svm.c, svm_range_check_vm: "The purpose is
+ * to avoid virtual address ranges already allocated by
+ * kfd_ioctl_alloc_memory_of_gpu ioctl." `-EADDRINUSE - if address is mapped
+ * already by kfd_ioctl_alloc_memory_of_gpu`
+ * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_svm.c @ 05e1afc54608]; it looks
+ * at the GPU VMs' mappings, which a BO gets when it is mapped (kfd_mem_attach on
+ * MAP_MEMORY_TO_GPU), so the BO is mapped first. The PROT_NONE VA reservation
+ * under it is an ordinary VMA.
  */
 static int svm_over_bo(struct svm_fx *fx, struct gc_kfd_gpu *g)
 {
@@ -426,7 +449,8 @@ static int svm_over_bo(struct svm_fx *fx, struct gc_kfd_gpu *g)
 
 /*
  * The other way round, kfd_chardev.c, alloc_memory_of_gpu: a VA inside an
- * SVM range gives "Address: 0x%llx already allocated by SVM" -> -EADDRINUSE.
+ * SVM range gives `Address: 0x%llx already allocated by SVM` -> -EADDRINUSE.
+ * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 01ffa1ba69d9]
  */
 static int bo_over_svm(struct svm_fx *fx, struct gc_kfd_gpu *g, uint64_t va)
 {
@@ -442,12 +466,14 @@ static int bo_over_svm(struct svm_fx *fx, struct gc_kfd_gpu *g, uint64_t va)
 }
 
 /*
- * kfd_chardev.c, kfd_ioctl_svm: "if ((args->start_addr & ~PAGE_MASK) ||
- * (args->size & ~PAGE_MASK)) return -EINVAL; if (!args->start_addr ||
- * !args->size) return -EINVAL;". kfd_svm.c, svm_range_is_valid ("Valid
- * virtual address range means it belongs to one or more VMAs"): "if (!vma
- * || (vma->vm_flags & device_vma)) return -EFAULT;". (Header silent on all
- * of these.) The valid range next to them is unchanged afterwards.
+ * kfd_chardev.c, kfd_ioctl_svm: `if ((args->start_addr & ~PAGE_MASK) ||
+ * (args->size & ~PAGE_MASK)) return -EINVAL; if (!args->start_addr || !args->size)
+ * return -EINVAL;`
+ * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 01ffa1ba69d9].
+ * kfd_svm.c, svm_range_is_valid (`Valid virtual address range means it belongs to
+ * one or more VMAs`): `if (!vma || (vma->vm_flags & device_vma)) return -EFAULT;`
+ * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_svm.c @ 05e1afc54608]. (Header
+ * silent on all of these.) The valid range next to them is unchanged afterwards.
  */
 static void test_invalid_ranges(void *data)
 {
@@ -472,13 +498,15 @@ static void test_invalid_ranges(void *data)
 }
 
 /*
- * kfd_ioctl.h: "If unknown attributes are given, the function returns
- * -EINVAL." kfd_svm.c (header silent): svm_range_check_attr rejects a gpuid
- * the process does not have for PREFERRED_LOC, PREFETCH_LOC (only SYSMEM is
- * exempt there, so UNDEFINED is refused too) and the access types; GET
- * accepts only ACCESS among the access types ("get invalid attr type") and
- * refuses an unknown gpuid in it; svm_ioctl refuses an unknown op. A
- * refused SET changes nothing: the check runs before any range is touched.
+ * kfd_ioctl.h: "If unknown attributes are given, the function returns -EINVAL."
+ * [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1] kfd_svm.c (header
+ * silent): svm_range_check_attr rejects a gpuid the process does not have for
+ * PREFERRED_LOC, PREFETCH_LOC (only SYSMEM is exempt there, so UNDEFINED is
+ * refused too) and the access types; GET accepts only ACCESS among the access
+ * types (`get invalid attr type 0x%x`) and refuses an unknown gpuid in it;
+ * svm_ioctl refuses an unknown op. A refused SET changes nothing: the check runs
+ * before any range is touched.
+ * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_svm.c @ 05e1afc54608]
  */
 GC_KFD_GPU_SUBTEST(test_invalid_attrs, struct svm_fx, fx, gpu)
 {
@@ -523,9 +551,13 @@ GC_KFD_GPU_SUBTEST(test_invalid_attrs, struct svm_fx, fx, gpu)
 /* ------------------------------------------------------------ fixture */
 
 /*
- * kfd_chardev.c: without CONFIG_HSA_AMD_SVM, AMDKFD_IOC_SVM and
- * SET_XNACK_MODE "return -EPERM". Probe with an XNACK-mode query
- * (xnack_enabled < 0: "leave unchanged"), which also gives the mode.
+ * kfd_chardev.c: without CONFIG_HSA_AMD_SVM, AMDKFD_IOC_SVM and SET_XNACK_MODE
+ * `return -EPERM;`
+ * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 01ffa1ba69d9].
+ * Probe with an XNACK-mode query (kfd_ioctl.h: "0 means disabled, positive means
+ * enabled, negative means leave unchanged."
+ * [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1]), which also gives
+ * the mode.
  */
 static void probe_svm(struct svm_fx *fx)
 {
