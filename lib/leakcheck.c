@@ -97,6 +97,7 @@ int gc_leak_settle(struct gc_leak_set *s, struct gc_leak_reading *now, char *msg
 	uint64_t deadline = gc_now_ns() + (uint64_t)s->settle_ms * 1000000u;
 
 	for (;;) {
+		now->n = 0;
 		s->read(s, now, "leak check");
 		if (!gc_leak_diff(&s->before, now, s->every_leak, msg, len))
 			return 0;

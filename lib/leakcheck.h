@@ -48,7 +48,8 @@ struct gc_leak_reading {
 
 struct gc_leak_set {
 	/*
-	 * Fills r (probes and values) or fails the subtest itself, in the
+	 * Fills r (probes and values, appended with gc_leak_add to an empty
+	 * reading: the caller empties it) or fails the subtest itself, in the
 	 * stack's words: when is "leak snapshot" or "leak check" (compared
 	 * with s->before).
 	 */
