@@ -3,6 +3,7 @@
 #include "fastpath_io.h"
 
 #include <pthread.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include "core.h"
@@ -68,15 +69,6 @@ void gc_fp_race_run(int iters, void (*child)(void *arg), void *arg)
 		gc_expect_child_exit(child, arg, 0, GC_FP_RACE_TIMEOUT_MS);
 }
 
-/* n threads into t[n], the i-th on args + i * stride, all joined; one not started fails. */
-static void threads_run(pthread_t *t, int n, void *(*fn)(void *), void *args, size_t stride)
-{
-	for (int i = 0; i < n; i++)
-		gc_assert(pthread_create(&t[i], NULL, fn, (char *)args + (size_t)i * stride) == 0);
-	for (int i = 0; i < n; i++)
-		pthread_join(t[i], NULL);
-}
-
 /*
  * The threads of the race and of the jobs alike: thread i runs init(c, i)
  * (0 to go on), waits at the barrier where there is one, then act(c, i).
@@ -109,25 +101,28 @@ static void *crowd_thread(void *p)
 }
 
 /*
- * n threads into t[n], their arguments in a[n], all joined. A thread that
- * cannot start fails the subtest, or goes to cannot_start (no return).
+ * n threads into t[n], their arguments in a[n], all joined, the barrier then
+ * gone. A thread that cannot start goes to cannot_start where there is one
+ * (it does not return), else fails the subtest.
  */
 static void crowd_run(struct crowd *c, int n, pthread_t *t, struct crowd_arg *a,
 		      void (*cannot_start)(void *ctx, int i))
 {
 	if (c->barrier)
 		pthread_barrier_init(&c->go, NULL, (unsigned)n);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
+		int r;
+
 		a[i] = (struct crowd_arg){ c, i };
-	if (!cannot_start) {
-		threads_run(t, n, crowd_thread, a, sizeof(a[0]));
-		return;
+		r = pthread_create(&t[i], NULL, crowd_thread, &a[i]);
+		if (r != 0 && cannot_start)
+			cannot_start(c->ctx, i);
+		gc_assert_f(r == 0, "pthread_create: %s", strerror(r));
 	}
 	for (int i = 0; i < n; i++)
-		if (pthread_create(&t[i], NULL, crowd_thread, &a[i]) != 0)
-			cannot_start(c->ctx, i);
-	for (int i = 0; i < n; i++)
 		pthread_join(t[i], NULL);
+	if (c->barrier)
+		pthread_barrier_destroy(&c->go);
 }
 
 static int race_init(struct crowd *c, int i)
@@ -184,8 +179,6 @@ void gc_fp_jobs_run(const struct gc_fp_jobs_ops *ops, void *jobs, size_t stride,
 
 	gc_assert(n <= 16);
 	crowd_run(&c, n, t, a, NULL);
-	if (c.barrier)
-		pthread_barrier_destroy(&c.go);
 	for (int i = 0; i < n; i++)
 		ops->check(jobs, i, n);
 }
