@@ -401,6 +401,17 @@ void gc__defer(const char *file, int line, const char *func, void (*fn)(void *ar
 	gc.deferred[gc.n_deferred++] = (struct gc_deferred){ fn, arg };
 }
 
+void *gc__defer_calloc(const char *file, int line, const char *func, size_t size,
+		       void (*drop)(void *record))
+{
+	void *record = calloc(1, size);
+
+	if (!record)
+		gc__fail(file, line, func, "calloc(%zu): %s", size, strerror(errno));
+	gc__defer(file, line, func, drop, record);
+	return record;
+}
+
 /*
  * Runs the cleanups [mark, n_deferred) last first, each with jmp as the
  * scope's jump buffer: one that fails is counted and the rest still run.

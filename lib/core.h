@@ -169,6 +169,12 @@ void gc_dynamic_f(void (*fn)(void *arg), void *arg, const char *fmt, ...)
  */
 #define GC_DEFER_MAX 64
 #define gc_defer(fn, arg) gc__defer(__FILE__, __LINE__, __func__, (fn), (arg))
+/*
+ * A zeroed heap record of size bytes whose drop(record) is deferred as by
+ * gc_defer (drop frees it): what a subtest holds, given back however it
+ * ends. Out of memory fails the scope ("calloc(N): ...").
+ */
+#define gc_defer_calloc(size, drop) gc__defer_calloc(__FILE__, __LINE__, __func__, (size), (drop))
 
 /*
  * Matrices: one table of cases, one body, each case a dynamic subtest.
@@ -498,6 +504,8 @@ void gc_metric(const char *name, const char *unit, enum gc_better better,
 
 /* Implementation entry points of the macros above. */
 void gc__defer(const char *file, int line, const char *func, void (*fn)(void *arg), void *arg);
+void *gc__defer_calloc(const char *file, int line, const char *func, size_t size,
+		       void (*drop)(void *record));
 void gc__skip(const char *file, int line, const char *func, const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 4, 5)));
 void gc__fail(const char *file, int line, const char *func, const char *fmt, ...)

@@ -114,6 +114,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "selftest_defer@lifo-pass": ("pass", ""),
     "selftest_defer@lifo-assert": ("fail", "Failed assertion: 1 + 1 == 3"),
     "selftest_defer@lifo-skip": ("skip", "skipped after deferring two cleanups"),
+    "selftest_defer@calloc-record": ("pass", ""),
     "selftest_defer@dynamic": ("fail", "2 dynamic subtests failed: fail, bad-cleanup"),
     "selftest_defer@cleanup-fails": ("fail", "cleanup 2 breaks on purpose"),
     "selftest_defer@cleanup-skips": ("fail", "a deferred cleanup cannot skip"),

@@ -52,6 +52,14 @@ def test_skip_runs_cleanups_and_still_skips(selftests: Selftests) -> None:
                    "cleanup 2", "cleanup 1", "Subtest lifo-skip: SKIP (T)", *FIXTURE_END]
 
 
+def test_calloc_record_is_zeroed_and_dropped_in_order(selftests: Selftests) -> None:
+    code, out, err = run(selftests, "calloc-record")
+    assert code == PASS, err
+    assert out == ["Starting subtest: calloc-record", "body done",
+                   "cleanup after the record", "cleanup record 7",
+                   "Subtest calloc-record: SUCCESS (T)", *FIXTURE_END]
+
+
 def test_dynamic_cleanups_run_before_its_result_line(selftests: Selftests) -> None:
     code, out, err = run(selftests, "dynamic")
     assert code == FAIL

@@ -95,27 +95,20 @@ static void held_give_back(void *h)
 	free(h);
 }
 
-/* A zeroed record whose held_release() runs when the (dynamic) subtest ends, however it ends. */
-static struct held *held_new(void)
-{
-	struct held *h = calloc(1, sizeof(*h));
-
-	gc_assert_f(h != NULL, "calloc(%zu): %s", sizeof(*h), strerror(errno));
-	gc_defer(held_give_back, h);
-	return h;
-}
-
 static const char *heap_name(uint32_t heap)
 {
 	return heap == AMDGPU_GEM_DOMAIN_VRAM ? "VRAM" : "GTT";
 }
 
-/* A BO_SIZE buffer in heap with flags, and a VA range of its size (libdrm's VA manager). */
+/*
+ * A BO_SIZE buffer in heap with flags, and a VA range of its size (libdrm's VA manager),
+ * given back (held_release) when the (dynamic) subtest ends, however it ends.
+ */
 static struct held *bo_new(const struct gc_amdgpu_dev *d, uint32_t heap, uint64_t flags)
 {
 	struct amdgpu_bo_alloc_request req = { .alloc_size = BO_SIZE, .phys_alignment = 4096,
 					       .preferred_heap = heap, .flags = flags };
-	struct held *h = held_new();
+	struct held *h = gc_defer_calloc(sizeof(*h), held_give_back);
 	int r = amdgpu_bo_alloc(d->adev, &req, &h->bo);
 
 	if (r)
@@ -491,10 +484,8 @@ static void raw_give_back(void *arg)
 /* A BO_SIZE GTT buffer made by DRM_IOCTL_AMDGPU_GEM_CREATE, its close deferred. */
 static struct raw_bo *raw_new(const struct gc_amdgpu_dev *d)
 {
-	struct raw_bo *b = calloc(1, sizeof(*b));
+	struct raw_bo *b = gc_defer_calloc(sizeof(*b), raw_give_back);
 
-	gc_assert_f(b != NULL, "calloc(%zu): %s", sizeof(*b), strerror(errno));
-	gc_defer(raw_give_back, b);
 	b->d = d;
 	gc_assert_ok(gc_amdgpu_gem_create(d, GC_AMDGPU_RAW, BO_SIZE, AMDGPU_GEM_DOMAIN_GTT, 0,
 					  &b->handle));

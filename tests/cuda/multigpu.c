@@ -82,19 +82,9 @@ static void pair_end(void *arg)
 	free(p);
 }
 
-/* Zeroed heap memory for what a dynamic subtest holds, with drop deferred on it. */
-static void *held_new(size_t size, void (*drop)(void *))
-{
-	void *h = calloc(1, size);
-
-	gc_assert_f(h != NULL, "out of host memory");
-	gc_defer(drop, h);
-	return h;
-}
-
 static struct pair *pair_take(struct mfx *f, int a, int b)
 {
-	struct pair *p = held_new(sizeof(*p), pair_end);
+	struct pair *p = gc_defer_calloc(sizeof(*p), pair_end);
 
 	*p = (struct pair){ .f = f, .a = a, .b = b };
 	return p;
@@ -123,7 +113,7 @@ static void vmm_drop(void *arg)
 
 static struct gc_vmm *vmm_take(const struct gc_cuda *cu)
 {
-	struct vmm_held *h = held_new(sizeof(*h), vmm_drop);
+	struct vmm_held *h = gc_defer_calloc(sizeof(*h), vmm_drop);
 
 	h->cu = cu;
 	return &h->m;
@@ -459,7 +449,7 @@ static void filler_drop(void *arg)
 /* Creates chunks of 1 GiB, halving after each OOM, down to the granularity. */
 static struct filler *fill_device(const struct gc_cuda *cu, int dev, size_t gran)
 {
-	struct filler *fl = held_new(sizeof(*fl), filler_drop);
+	struct filler *fl = gc_defer_calloc(sizeof(*fl), filler_drop);
 	CUmemAllocationProp p = gc_vmm_prop(dev);
 	size_t size = gc_align_up(FILL_CHUNK, gran);
 
@@ -745,7 +735,7 @@ static void peer_cycle(const struct mfx *f, int x, int y, CUdeviceptr d)
 	CUresult r;
 
 	step(cu, "cuCtxSetCurrent(x)", gc_cuda_use(cu, x));
-	po = held_new(sizeof(*po), peer_on_drop);
+	po = gc_defer_calloc(sizeof(*po), peer_on_drop);
 	*po = (struct peer_on){ .cu = cu, .x = x, .y = y };
 	peer_expect(cu, x, y, "disable before any enable", cu->cuCtxDisablePeerAccess(cy),
 		    CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
@@ -794,7 +784,7 @@ static bool peer_direction(const struct mfx *f, int x, int y)
 		return false;
 	}
 	/* Allocated and filled before access is enabled: "all allocations" covers it. */
-	pb = held_new(sizeof(*pb), peer_buf_drop);
+	pb = gc_defer_calloc(sizeof(*pb), peer_buf_drop);
 	*pb = (struct peer_buf){ .cu = cu, .y = y };
 	step(cu, "cuCtxSetCurrent(y)", gc_cuda_use(cu, y));
 	step(cu, "cuMemAlloc on y", cu->cuMemAlloc(&pb->d, PEER_SIZE));

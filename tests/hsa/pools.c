@@ -218,11 +218,9 @@ static void held_give_back(void *arg)
 /* An empty record whose give-back runs when the (dynamic) subtest ends, however it ends. */
 static struct held *held_new(struct pools_fx *fx, enum held_kind kind, size_t size)
 {
-	struct held *h = calloc(1, sizeof(*h));
+	struct held *h = gc_defer_calloc(sizeof(*h), held_give_back);
 
-	gc_assert_f(h != NULL, "calloc(%zu): %s", sizeof(*h), strerror(errno));
 	*h = (struct held){ .fx = fx, .kind = kind, .size = size };
-	gc_defer(held_give_back, h);
 	return h;
 }
 

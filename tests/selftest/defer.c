@@ -70,6 +70,29 @@ static void lifo_skip(void *fx)
 	gc_skip("skipped after deferring two cleanups");
 }
 
+struct record {
+	int value;
+};
+
+static void record_drop(void *arg)
+{
+	struct record *r = arg;
+
+	gc_info("cleanup record %d", r->value);
+	free(r);
+}
+
+static void calloc_record(void *fx)
+{
+	struct record *r = gc_defer_calloc(sizeof(*r), record_drop);
+
+	(void)fx;
+	gc_assert_eq_int(r->value, 0);
+	r->value = 7;
+	gc_defer(say, "after the record");
+	gc_info("body done");
+}
+
 static void dyn_pass(void *arg)
 {
 	(void)arg;
@@ -180,6 +203,7 @@ static const struct gc_subtest subtests[] = {
 	{ "lifo-pass", lifo_pass, "three cleanups run last first after a passing body" },
 	{ "lifo-assert", lifo_assert, "a failed assert: the cleanups deferred before it run" },
 	{ "lifo-skip", lifo_skip, "a skip: the cleanups run, the subtest still skips" },
+	{ "calloc-record", calloc_record, "a zeroed record, dropped last first with the others" },
 	{ "dynamic", dynamic, "each dynamic's cleanups at its end, the subtest's at the end" },
 	{ "cleanup-fails", cleanup_fails, "a failing cleanup fails a pass; the next still runs" },
 	{ "cleanup-skips", cleanup_skips, "a cleanup cannot skip: it fails the subtest" },
