@@ -85,7 +85,7 @@ from .core.options import (
 from .core.optvalues import positive_arg
 from .core.levels import LEVELS
 from .plugin import LEAN_ARGS, RunControl, load_run_inputs
-from .core.results import RunNotes, TestRecord, run_outcome
+from .core.results import TestRecord, outcome_of
 from .core.runmetrics import load_results
 from .core.shard import shard
 from .core.testlist import TestlistError, select_tests
@@ -421,23 +421,13 @@ def run_status(results_json: Path, pytest_status: int) -> tuple[int, str]:
     """The exit status of `gpuconform run` (or resume) and a one-line verdict."""
     try:
         data = json.loads(results_json.read_text(encoding="utf-8"))
-        tests: dict[str, Any] = data["tests"]
-        run: dict[str, Any] = data.get("run") or {}
-        errors: list[str] = run.get("collection_errors", [])
-        records = {n: TestRecord.from_json(n, r) for n, r in tests.items()}
+        for n, r in data["tests"].items():
+            TestRecord.from_json(n, r)  # a record of the wrong shape: no usable results.json
+        out = outcome_of(data)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         return EXIT_FAILED, f"no usable {results_json} ({e}); pytest exit status {pytest_status}"
     if pytest_status in (3, 4):
         return EXIT_FAILED, f"pytest exit status {pytest_status} (internal or usage error)"
-    outcome = data.get("outcome")
-    if isinstance(outcome, dict) and outcome.get("status") in (0, 1) and "line" in outcome:
-        return int(outcome["status"]), str(outcome["line"])
-    expected_regr = bool((run.get("options") or {}).get("regressions_expected"))
-    regressions = [c.get("key", "?") for c in data.get("comparisons") or []
-                   if isinstance(c, dict) and c.get("verdict") == "regression"]
-    notes = RunNotes(aborted=run.get("aborted"), regressions=regressions,
-                     regressions_expected=expected_regr)
-    out = run_outcome(records, collection_errors=errors, notes=notes)
     return out.status, out.line
 
 

@@ -21,6 +21,7 @@ from gpuconform.perf.baseline import BaselineError, load_baseline
 from gpuconform.perf.baseline_update import update_baseline
 from gpuconform.perf.judge import compare_run
 from gpuconform.core.fmt import nice_ticks
+from gpuconform.report import report
 from gpuconform.report.report import render_html, write_html
 
 HOSTILE = ('<script>document.title="pwned"</script></pre></td><b id="injected">x</b>'
@@ -115,17 +116,23 @@ def test_page_is_self_contained_and_escaped(tmp_path: Path) -> None:
     assert "&lt;b id=&quot;injected&quot;&gt;" in page
     assert "\\x1b[31mred" in page and "\\x00 nul" in page and "\x00" not in page
     assert "&amp;amp;" in page
-    # plots: 4 metrics with samples (fast:lat, fast:bw, slow:lat, slow:noisy), the
-    # missing one's baseline runs, and the duration chart
-    assert page.count('<svg class="plot"') == plots_expected(page) == 6
-    # two rows for fast:lat, slow:lat, slow:noisy: each baseline run's statistic, this run
-    assert page.count('class="median"') == 2 + 2 + 2 + 1 + 1
-    assert page.count("baseline: 5 runs") == 3 and "baseline: 3 runs" in page
+    # plots: the 3 gated or flagged metrics with samples (fast:lat, fast:bw, slow:lat), the
+    # missing one's baseline runs, and the duration chart; the trend-only slow:noisy is a
+    # row of numbers
+    assert page.count('<svg class="plot"') == plots_expected(page) == 5
+    assert re.search(r'<tr id="metric-bin@slow:noisy"><td>bin@slow:noisy</td>.*?trend.*?'
+                     r'<td>30</td>', page)
+    # two rows for fast:lat, slow:lat: each baseline run's statistic, this run; one for
+    # fast:bw (new) and the missing one's baseline
+    assert page.count('class="median"') == 2 + 2 + 1 + 1
+    assert page.count("baseline: 5 runs") == 2 and "baseline: 3 runs" in page
     # verdicts and their evidence, regressions first, trends last and marked
     assert page.index("bin@fast:lat") < page.index("bin@slow:lat") < page.index("bin@slow:noisy")
     assert "regression: good-half mean" in page and "beyond the limit 2.5%" in page
     assert "missing: bin@broken ended fail without recording it" in page
-    assert page.count("(trend only: never fails a night)") == 2  # slow:noisy, broken:gone
+    assert page.count("(trend only: never fails a night)") == 1  # broken:gone, drawn
+    # slow:noisy, trend only and unflagged: a row of numbers with its explanation
+    assert re.search(r'<tr id="metric-bin@slow:noisy">.*?kept for trends only: MDE.*?</tr>', page)
     assert "trend: good-half mean" in page and "kept for trends only: MDE" in page
 
 
@@ -139,17 +146,23 @@ def test_results_table_failures_first(tmp_path: Path) -> None:
 
 def test_durations_sorted_longest_first() -> None:
     page = render_html(synthetic())
-    chart = page[page.index('<h2 id="durations">'):page.index('<h2 id="tests">')]
+    start = page.index('<h2 id="durations">')
+    chart = page[start:page.index('</svg>', start)]
     names = re.findall(r'text-anchor="end">(bin@[^<]*)</text>', chart)
     assert names[:4] == ["bin@slow", "bin@broken", "bin@fast", "bin@crashy"]
     assert "bin@never" not in chart  # not run: no duration to show
 
 
-def test_without_comparisons_plots_this_run_alone() -> None:
+def test_without_comparisons_the_metrics_are_numbers() -> None:
+    """No baseline: nothing is gated, so no metric is drawn; each is a row of
+    this run's n, median, p99, min and max (the samples stay in results.json)."""
     page = render_html(synthetic())
-    assert plots_expected(page) == 4  # fast:lat, fast:bw, slow:lat, durations
+    assert plots_expected(page) == 1  # the durations
     assert "no baseline comparison in this run" in page
     assert "baseline n=" not in page
+    row = re.search(r'<tr id="metric-bin@fast:bw">(.*?)</tr>', page)
+    assert row and re.findall(r"<td>([^<]*)</td>", row.group(1))[1:] == [
+        "5", "802", "809.8", "799", "810", "MB/s"]
 
 
 def test_empty_run() -> None:
@@ -165,7 +178,10 @@ def test_samples_one_ulp_apart_draw_one_tick() -> None:
     data = synthetic()
     data["tests"]["bin@fast"]["metrics"] = [metric("fast", "ratio", [1.0, one_up, 1.0], "lower", "x")]
     page = render_html(data)
-    assert "bin@fast" in page and plots_expected(page) == 3
+    assert "bin@fast" in page and plots_expected(page) == 1
+    # and drawn, as a gated metric would be
+    view = report._distribution([("run", [1.0, one_up, 1.0], "#000")], "x", "ratio")
+    assert len(view.axis.ticks) >= 1 and len(view.rows[0].dots) == 3
 
 
 @pytest.mark.parametrize("lo, hi, want", [
@@ -252,9 +268,9 @@ def test_gap_section_one_plot_per_shape_with_numbers() -> None:
     assert sec.count('<svg class="plot"') == 2
     assert sec.index("<h3>chain16 ") < sec.index("<h3>wide16 ")
     assert "<title>dispatch gaps: cuda_bubbles: chain16</title>" in sec
-    # every gap metric also has its own plot in Metrics: 4 of synthetic() (3 + durations),
-    # 5 x 3 + 2 of chain16, 3 of wide16, and the 2 here
-    assert plots_expected(page) == 4 + (15 + 2) + 3 + 2
+    # no baseline: the gap metrics are rows of numbers in Metrics, not plots; the durations
+    # and the 2 here
+    assert plots_expected(page) == 1 + 2
     chain, wide = sec.split("<h3>wide16 ")
     # each plot: the three modes, in the suite's order, one median each
     for part in (chain, wide):
@@ -285,7 +301,7 @@ def test_no_gap_metrics_no_section() -> None:
                                              metric("fast", "gap-p50.graph.chain2", [1.0])]
     page = render_html(data)
     assert "Dispatch gaps" not in page and 'id="gaps"' not in page
-    assert plots_expected(page) == 4 + 3  # as before, plus the three metrics' own plots
+    assert plots_expected(page) == 1  # the durations: the metrics are rows of numbers
 
 
 def test_gap_mode_of_two_subtests_is_labelled_with_each() -> None:
@@ -310,12 +326,25 @@ def test_gap_plot_keeps_the_largest_gaps() -> None:
         "result": "pass", "duration": 1.0,
         "metrics": [bubbles_metric("launch", "gap.graph.launch", gaps)]}}}
     svg = gap_section(render_html(data))
-    circles = [float(x) for x in re.findall(r'<circle cx="([0-9.]+)"', svg)]
-    assert len(circles) == 1500  # MAX_POINTS; an even thinning would drop index 7777
+    dots = [float(x) for x in re.findall(r'M([0-9.]+) [0-9.]+h0', svg)]
+    # a summary of 10,000 gaps: MAX_DOTS, the largest among them (an even thinning would
+    # drop index 7777), the box over every gap
+    assert len(dots) == report.MAX_DOTS
     # the bubble on the log axis [1000 / 1.25, 123456 x 1.25] of 460 px from x = 130
     lo, hi = 1000 / 1.25, 123456 * 1.25
-    assert max(circles) == pytest.approx(130 + 460 * math.log10(123456 / lo)
-                                         / math.log10(hi / lo), abs=0.1)
+    assert max(dots) == pytest.approx(130 + 460 * math.log10(123456 / lo)
+                                      / math.log10(hi / lo), abs=0.1)
+
+
+@pytest.mark.parametrize("n", [1, 5, 32, 33, 1000])
+def test_summary_points_keep_the_extremes(n: int) -> None:
+    values = [float((i * 7919) % n) for i in range(n)]
+    pts = report._summary_points(values)
+    assert len(pts) == min(n, report.MAX_DOTS)
+    assert min(pts) == min(values) and max(pts) == max(values)
+    if n > report.MAX_DOTS:  # the largest TAIL_DOTS all drawn, then ranks evenly spaced
+        assert sorted(pts)[-report.TAIL_DOTS:] == sorted(values)[-report.TAIL_DOTS:]
+        assert pts == sorted(pts)
 
 
 def test_hostile_gap_names_are_escaped(tmp_path: Path) -> None:
@@ -392,7 +421,7 @@ def test_chromium_renders_the_synthetic_report(tmp_path: Path) -> None:
     out = write_html(write(tmp_path / "r", with_comparisons(synthetic())))
     dom = render_in_chromium(out, tmp_path / "profile")
     assert_rendered(dom, plots_expected(out.read_text(encoding="utf-8")))
-    assert "<svg" in dom and "<circle" in dom  # the SVG reached the DOM as SVG
+    assert "<svg" in dom and 'class="dots"' in dom  # the SVG reached the DOM as SVG
 
 
 def test_chromium_renders_a_real_selftest_run(selftests: Selftests, tmp_path: Path) -> None:

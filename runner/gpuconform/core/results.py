@@ -6,7 +6,6 @@ results.json: to_json() / from_json() round-trip.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -14,6 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from .atomic import atomic_write
 from .catalogue import Catalogue
 from .execute import SubtestRun
+from .jsondoc import dumps
 from .expectations import FLAKE, Judgement, Rule, judge
 from .protocol import skip_location
 from .states import State, Verdict, classify
@@ -360,6 +360,25 @@ def run_outcome(
     return RunOutcome(status, unexpected, regressions, line)
 
 
+def outcome_of(data: Mapping[str, Any]) -> RunOutcome:
+    """The verdict of a parsed results.json: its "outcome" as the run wrote
+    it, else (an older or merged results.json) worked out again from its
+    records and comparisons. KeyError, TypeError, ValueError or
+    AttributeError on data of the wrong shape."""
+    outcome = data.get("outcome")
+    if isinstance(outcome, dict) and outcome.get("status") in (0, 1) and "line" in outcome:
+        return RunOutcome(int(outcome["status"]), [str(n) for n in outcome.get("unexpected") or []],
+                          int(outcome.get("regressions") or 0), str(outcome["line"]))
+    run: Mapping[str, Any] = data.get("run") or {}
+    records = {n: TestRecord.from_json(n, r) for n, r in data["tests"].items()}
+    expected_regr = bool((run.get("options") or {}).get("regressions_expected"))
+    regressions = [c.get("key", "?") for c in data.get("comparisons") or []
+                   if isinstance(c, dict) and c.get("verdict") == "regression"]
+    notes = RunNotes(aborted=run.get("aborted"), regressions=regressions,
+                     regressions_expected=expected_regr)
+    return run_outcome(records, collection_errors=run.get("collection_errors", []), notes=notes)
+
+
 def results_json(
     records: Mapping[str, TestRecord],
     run_info: Mapping[str, Any],
@@ -391,7 +410,7 @@ def write_results(
     directory.mkdir(parents=True, exist_ok=True)
     rj = directory / "results.json"
     st = directory / "summary.txt"
-    atomic_write(rj, json.dumps(results_json(records, run_info, extra), indent=1) + "\n")
+    atomic_write(rj, dumps(results_json(records, run_info, extra)) + "\n")
     errors = run_info.get("collection_errors") or []
     atomic_write(st, render_summary(records.values(), errors, notes))
     return rj, st

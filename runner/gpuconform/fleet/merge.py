@@ -49,6 +49,7 @@ from typing import Any, Mapping, Sequence
 from ..core.atomic import atomic_write
 from ..core.metrickey import record_of
 from ..core.fingerprint import Fingerprint
+from ..core.jsondoc import dumps
 from ..core.results import RESULTS_FORMAT, RESULTS_VERSION, TestRecord, render_summary, results_json
 from ..core.shard import shard_of
 from ..core.states import State
@@ -454,7 +455,7 @@ def merge_results(dirs: Sequence[Path], out: Path) -> MergeReport:
     try:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write(out / "results.json",
-                     json.dumps(results_json(merged, info, extra), indent=1) + "\n")
+                     dumps(results_json(merged, info, extra)) + "\n")
         summary = render_summary(merged.values(), info["collection_errors"]) + report.render()
         atomic_write(out / "summary.txt", summary)
     except OSError as e:

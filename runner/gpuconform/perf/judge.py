@@ -101,8 +101,9 @@ class GateComparison(MetricComparison):
                 "center": num(self.center), "value": num(self.value),
                 "change": num(self.change), "limit": num(self.limit), "mde": num(self.mde),
                 "spread": num(self.spread), "trend": self.trend, "note": self.note,
-                "explain": self.explain(), "samples_base": list(self.samples_base),
-                "samples_run": list(self.samples_run)}
+                "explain": self.explain(), "samples_base": list(self.samples_base)}
+        # The run's samples are not copied here: they are its tests' metrics
+        # ("tests" of results.json), stored once.
 
 
 def _judge_metric(bm: BaselineMetric, a: Assessment, rm: RunMetric) -> GateComparison:

@@ -2,14 +2,24 @@
 
     write_html(results_dir) -> results_dir/report.html
 
-From results_dir/results.json:
-  - a summary (totals, the run, the fingerprint, the metric verdicts);
-  - per metric an inline SVG strip + box plot: the baseline's runs (one
-    good-half mean each: what the gate compares) and this run's samples,
-    medians marked, with the comparison's verdict and its evidence, and a
-    mark on metrics the baseline keeps for trends only (results.json
-    "comparisons": judge.GateComparison.to_json(); a run without them
-    plots this run's samples alone);
+From results_dir/results.json, in the order a night's reader needs it:
+  - the verdict first: the line the run ended with (results.json "outcome",
+    as the exit status and summary.txt say it; worked out again from the
+    records where a results.json has none), then the state counts, an
+    expected failure counted and badged apart ("fail, expected", never a
+    plain red "fail");
+  - what counts against the run: tests judged unexpected (no rule, flakes,
+    fixed) and metric regressions with the limit they passed;
+  - the expected failures, each with the rule that matched;
+  - the run and its fingerprint, then the results table by contract area;
+  - per gated or flagged metric an inline SVG strip + box plot: the
+    baseline's runs (one good-half mean each: what the gate compares) and
+    this run's samples, medians marked, with the comparison's verdict and
+    its evidence (results.json "comparisons": judge.GateComparison.to_json());
+    every other metric (trend-only, or no baseline) a row of this run's
+    numbers (n, median, p99, min, max). A row's box and median are over
+    every sample; its dots are a summary (_summary_points: at most MAX_DOTS,
+    the extremes kept), one path; the samples stay in results.json;
   - where tests soaked (results.json "soaks"), a "Soaks" section:
     per soak each series (rss, fds, device, latency) against cycles with
     its fitted slope, verdict and bound, growing series first and in red
@@ -23,8 +33,8 @@ From results_dir/results.json:
     a "Contracts across vendors" section: per contract subtest each
     vendor's subtests side by side with their states in this run, or why a
     vendor has none (contracts.view);
-  - the results table, failures first, states in colour, every reason, note
-    and output escaped (test output can contain anything);
+  - in the results table, failures first in each area, states in colour,
+    every reason, note and output escaped (test output can contain anything);
   - for a merge of several machines (results.json "fingerprints", merge.py):
     a "Machines" section, one row per fingerprint (what the machine is, the
     results directories it ran, its tests by state, the baselines its
@@ -66,6 +76,7 @@ from ..core.jsondoc import DocError
 from ..core.metrickey import MetricKey
 from ..core.metrics import Metric
 from ..core.page import Badge, environment
+from ..core.results import outcome_of
 from ..core.runmetrics import load_results
 from ..core.soakplot import SoakView, soak_views
 from ..core.stats import median, quantile
@@ -75,7 +86,9 @@ __all__ = ["write_html", "render_html", "REPORT_NAME"]
 
 REPORT_NAME = "report.html"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-MAX_POINTS = 1500  # per distribution drawn; more are thinned evenly
+MAX_DOTS = 32  # per distribution row drawn: a summary (_summary_points), the samples stay in results.json
+TAIL_DOTS = 8  # of those, the largest values, always drawn (a tail is what a reader looks for)
+HEAD_DOTS = 4  # and the smallest
 MAX_BARS = 400
 MAX_OUTPUT_CHARS = 64 * 1024  # per stream in the table; the rest is in results.json
 
@@ -121,11 +134,20 @@ def _display_unit(unit: str, values: Sequence[float]) -> tuple[float, str]:
     return scales[unit] / scales[best], best
 
 
-def _thin(values: Sequence[float], limit: int) -> list[float]:
-    if len(values) <= limit:
+def _summary_points(values: Sequence[float]) -> list[float]:
+    """The points a row draws: every value when there are at most MAX_DOTS,
+    else the TAIL_DOTS largest and HEAD_DOTS smallest (the extremes are kept)
+    and, between them, values at evenly spaced ranks (a quantile dot plot:
+    where the dots crowd, the samples do). The box and median are computed
+    over every value; results.json keeps the samples themselves."""
+    if len(values) <= MAX_DOTS:
         return list(values)
-    step = len(values) / limit
-    return [values[int(i * step)] for i in range(limit)]
+    ranked = sorted(values)
+    middle = ranked[HEAD_DOTS:len(ranked) - TAIL_DOTS]
+    k = MAX_DOTS - HEAD_DOTS - TAIL_DOTS
+    step = (len(middle) - 1) / (k - 1)
+    return (ranked[:HEAD_DOTS] + [middle[round(i * step)] for i in range(k)]
+            + ranked[len(ranked) - TAIL_DOTS:])
 
 
 # ------------------------------------------------------------------- plots
@@ -261,8 +283,7 @@ def _distribution(rows: list[tuple[str, Sequence[float], str]], unit: str,
     scaled = [(label, [v * factor for v in s], colour) for label, s, colour in rows]
     allv = [v for _, s, _ in scaled for v in s]
     lo, hi = _padded(min(allv), max(allv))
-    return _strip_box(scaled, _Axis(lo, hi, 130, 610), shown_unit, title,
-                      lambda v: _thin(v, MAX_POINTS))
+    return _strip_box(scaled, _Axis(lo, hi, 130, 610), shown_unit, title, _summary_points)
 
 
 @dataclass(frozen=True)
@@ -384,7 +405,6 @@ _MODE_COLOURS = {"stream": "#ef6c00", "graph": "#1565c0", "graph-trace": "#c6282
 _OTHER_MODE_COLOUR = "#424242"
 LOG_AXIS_SPAN = 10.0  # max / smallest positive value beyond which the gap axis is log10
 GAP_PLOT_LEFT, GAP_PLOT_W = 130, 460  # label column, plot area (pixels): the table fits beside
-GAP_TAIL_POINTS = MAX_POINTS // 10  # the largest gaps, always drawn
 GAP_LABEL_CHARS = 22
 
 
@@ -477,16 +497,6 @@ def _gap_rows(group: list[_GapSet]) -> list[_GapRow]:
     return rows
 
 
-def _thin_keep_tail(values: list[float]) -> list[float]:
-    """At most MAX_POINTS of values: the GAP_TAIL_POINTS largest (the
-    bubbles are what a gap plot is for), the rest thinned evenly in order."""
-    if len(values) <= MAX_POINTS:
-        return values
-    cut = sorted(values)[-GAP_TAIL_POINTS]
-    tail = [v for v in values if v >= cut][-GAP_TAIL_POINTS:]
-    return _thin([v for v in values if v < cut], MAX_POINTS - len(tail)) + tail
-
-
 def _gap_axis(values: Sequence[float]) -> _Axis:
     """Log10 over [smallest positive, max] when that spans more than
     LOG_AXIS_SPAN, else linear over [min, max], padded either way."""
@@ -519,7 +529,7 @@ def _gaps_plot(rows: list[_GapRow], title: str) -> _StripBoxView:
     clamped = sum(1 for _, vals, _ in scaled for v in vals if v < axis.lo) if axis.log else 0
     note = f"{clamped} gaps <= 0 drawn at the left end" if clamped else ""
     return _strip_box(scaled, axis, shown_unit + (" (log scale)" if axis.log else ""),
-                      title, _thin_keep_tail, note)
+                      title, _summary_points, note)
 
 
 @dataclass(frozen=True)
@@ -603,6 +613,29 @@ def _state_badge(state: str) -> Badge:
     return Badge(state, _STATE_COLOURS.get(state, "#000"))
 
 
+EXPECTED_COLOUR = "#8d6e63"  # an expected failure: neither red (unexpected) nor green
+
+
+def _is_failure(state: str) -> bool:
+    try:
+        return State(state).is_failure
+    except ValueError:
+        return True
+
+
+def _expected_failure(rec: Mapping[str, Any]) -> bool:
+    """A failure state the expectations said would come (results.json "expected")."""
+    return rec.get("expected") is True and _is_failure(str(rec.get("result", "?")))
+
+
+def _record_badge(rec: Mapping[str, Any]) -> Badge:
+    """A test's state; an expected failure reads "fail, expected" in brown."""
+    state = str(rec.get("result", "?"))
+    if _expected_failure(rec):
+        return Badge(f"{state}, expected", EXPECTED_COLOUR)
+    return _state_badge(state)
+
+
 def _verdict_badge(verdict: str) -> Badge:
     return Badge(verdict, _VERDICT_COLOURS.get(verdict, "#424242"))
 
@@ -615,7 +648,21 @@ class _MetricView:
     verdict: Badge | None  # None: no comparison with a baseline
     trend: bool  # kept for trends only
     explain: str
-    plot: _StripBoxView | None
+    plot: _StripBoxView | None  # gated or flagged metrics only: the rest is a table row
+    summary: list[str]  # this run's n, median, p99, min, max (shown unit last)
+
+
+# A metric's verdicts that a reader must see drawn, gated or not.
+FLAGGED = ("regression", "improvement", "missing", "new", "insufficient")
+
+
+def _summary(samples: Sequence[float], unit: str) -> list[str]:
+    """n, median, p99, min and max of this run's samples, then the unit shown."""
+    if not samples:
+        return ["0", "", "", "", "", unit]
+    factor, shown = _display_unit(unit, samples)
+    stats = (median(samples), quantile(samples, 0.99), min(samples), max(samples))
+    return [str(len(samples)), *(_num(v * factor) for v in stats), shown]
 
 
 @dataclass(frozen=True)
@@ -674,9 +721,26 @@ class _MachineView:
 
 
 @dataclass(frozen=True)
+class _Verdict:
+    """The run's verdict, as its exit status and summary.txt say it."""
+    line: str
+    ok: bool
+
+
+@dataclass(frozen=True)
+class _Flagged:
+    """One thing the verdict counts against the run, or one expected failure."""
+    name: str
+    badge: Badge
+    why: str  # the reason (a test) or the gate's explanation with its limit (a metric)
+    rule: str = ""  # the expectation rule that matched, where one did
+
+
+@dataclass(frozen=True)
 class _TestGroup:
-    title: str  # "" for the one group of a single machine's run
+    title: str
     rows: list[_TestRow]
+    kind: str = "machine"  # or "area": the groups of one machine's run
 
 
 @dataclass(frozen=True)
@@ -684,7 +748,10 @@ class _Page:
     title: str
     n_plots: int
     n_tests: int
-    states: list[_Count]  # most severe first
+    verdict: _Verdict
+    unexpected: list[_Flagged]  # tests judged unexpected, then metric regressions
+    expected: list[_Flagged]  # expected failures, with their rules
+    states: list[_Count]  # most severe first; expected failures apart
     info: list[tuple[str, str]]  # the run's and the fingerprint's
     soaks: list[SoakView]  # tests with a growing series first
     gap_shapes: list[_GapShapeView]
@@ -702,15 +769,15 @@ def _metric_view(key: str, c: Mapping[str, Any] | None, m: Mapping[str, Any] | N
     unit = str((c or m or {}).get("unit", ""))
     better = str((c or m or {}).get("better", ""))
     rows: list[tuple[str, Sequence[float], str]] = []
+    mine = _floats(m.get("samples")) if m else []
     if c is None:
-        runs = _floats(m.get("samples")) if m else []
-        if runs:
-            rows.append((f"this run n={len(runs)}", runs, "#1565c0"))
-        return _MetricView(key, unit, better, None, False, "",
-                           _distribution(rows, unit, key) if rows else None)
+        return _MetricView(key, unit, better, None, False, "", None, _summary(mine, unit))
     verdict = str(c.get("verdict", ""))
     base = _floats(c.get("samples_base"))
-    runs = _floats(c.get("samples_run")) or (_floats(m.get("samples")) if m else [])
+    runs = _floats(c.get("samples_run")) or mine
+    if c.get("trend") and verdict not in FLAGGED:
+        return _MetricView(key, unit, better, _verdict_badge(verdict), True,
+                           str(c.get("explain", "")), None, _summary(mine or runs, unit))
     if base:
         # a gate comparison's baseline: one statistic per clean run, not samples
         label = f"baseline: {len(base)} runs" if "baseline_runs" in c else f"baseline n={len(base)}"
@@ -718,7 +785,8 @@ def _metric_view(key: str, c: Mapping[str, Any] | None, m: Mapping[str, Any] | N
     if runs:
         rows.append((f"this run n={len(runs)}", runs, _VERDICT_COLOURS.get(verdict, "#1565c0")))
     return _MetricView(key, unit, better, _verdict_badge(verdict), bool(c.get("trend")),
-                       str(c.get("explain", "")), _distribution(rows, unit, key) if rows else None)
+                       str(c.get("explain", "")), _distribution(rows, unit, key) if rows else None,
+                       _summary(mine or runs, unit))
 
 
 def _metric_views(data: Mapping[str, Any]) -> list[_MetricView]:
@@ -754,7 +822,7 @@ def _test_row(name: str, rec: Mapping[str, Any]) -> _TestRow:
     dynamic = [(str(k), _state_badge(str(v.get("result", "?")) if isinstance(v, dict) else "?"))
                for k, v in dyn.items()] if isinstance(dyn, dict) else []
     return _TestRow(
-        name, _state_badge(str(rec.get("result", "?"))),
+        name, _record_badge(rec),
         f"{dur:.3f} s" if _is_seconds(dur) else "",
         str(rec["reason"]) if rec.get("reason") else "",
         str(rec["skip_at"]) if rec.get("skip_at") else "",
@@ -795,12 +863,30 @@ def _machines(data: Mapping[str, Any]) -> list[_MachineView]:
     return out
 
 
+def contract_area(test: str) -> str:
+    """The contract area of BINARY@SUBTEST: the binary's name after its stack
+    (cuda_mem, hip_mem: mem; cufile_io: io); selftests are one area."""
+    binary = test.partition("@")[0]
+    if binary.startswith("selftest"):
+        return "selftest"
+    return binary.partition("_")[2] or binary
+
+
+def _area_groups(tests: Mapping[str, Any]) -> list[_TestGroup]:
+    """The tests by contract area, areas by name, failures first in each."""
+    areas: dict[str, dict[str, Any]] = {}
+    for name, rec in tests.items():
+        areas.setdefault(contract_area(name), {})[name] = rec
+    return [_TestGroup(f"{area} ({len(recs)} test{'s' if len(recs) != 1 else ''})",
+                       _test_rows(recs), "area") for area, recs in sorted(areas.items())]
+
+
 def _test_groups(data: Mapping[str, Any]) -> list[_TestGroup]:
-    """One group, or one per machine when a merge has several."""
+    """By contract area, or by machine when a merge has several."""
     tests: Mapping[str, Any] = data.get("tests") or {}
     groups = _machine_groups(data)
     if len(groups) < 2:
-        return [_TestGroup("", _test_rows(tests))]
+        return _area_groups(tests)
     out, seen = [], set()
     for g in groups:
         names = [str(n) for n in g["tests"] if n in tests and n not in seen]
@@ -828,7 +914,8 @@ def _contracts(tests: Mapping[str, Any], table_path: Path) -> _ContractsView | N
     return _ContractsView(display_path(table_path), vendors, [
         _ContractRow(r.name, [_ContractSide(
             [_ContractCell(c.test, None if c.state == "-" or c.state is None
-                           else _state_badge(c.state), c.expect, c.why) for c in side.cells],
+                           else _record_badge(tests[c.test]), c.expect, c.why)
+             for c in side.cells],
             side.reason or "", side.missing) for side in r.sides])
         for r in rows], "", ", ".join(f"{n} {s}" for s, n in expectation_counts(table).items()))
 
@@ -856,9 +943,55 @@ def _counts(values: list[str]) -> dict[str, int]:
     return out
 
 
+def _verdict(data: Mapping[str, Any]) -> _Verdict:
+    """The line `gpuconform run` ended with (summary.txt's, the exit status's)."""
+    try:
+        out = outcome_of(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        return _Verdict(f"no verdict: results.json cannot give one ({e})", False)
+    return _Verdict(f"gpuconform: {out.line}", out.status == 0)
+
+
+def _unexpected(data: Mapping[str, Any]) -> list[_Flagged]:
+    """What the verdict counts: tests judged unexpected (failures without a
+    rule, flakes, fixed tests), then metric regressions with their limit."""
+    tests: Mapping[str, Any] = data.get("tests") or {}
+    out = []
+    for name in sorted(tests, key=lambda n: (-_severity(str(tests[n].get("result"))), n)):
+        rec = tests[name]
+        judged = rec.get("expected")
+        if judged is False or (judged is None and _is_failure(str(rec.get("result", "?")))):
+            why = str(rec.get("judgement") or rec.get("reason") or "")
+            final = rec.get("final")
+            badge = (Badge(f"{rec.get('result')}, {final}", _STATE_COLOURS["fail"])
+                     if final == "flake" else _state_badge(str(rec.get("result", "?"))))
+            out.append(_Flagged(name, badge, why))
+    for c in _comparisons(data):
+        if c.get("verdict") == "regression":
+            out.append(_Flagged(str(c["key"]), _verdict_badge("regression"),
+                                str(c.get("explain", ""))))
+    return out
+
+
+def _expected_failures(tests: Mapping[str, Any]) -> list[_Flagged]:
+    return [_Flagged(name, _record_badge(rec), str(rec.get("reason") or ""),
+                     str(rec.get("rule") or ""))
+            for name, rec in sorted(tests.items()) if _expected_failure(rec)]
+
+
+def _state_counts(tests: Mapping[str, Any]) -> list[_Count]:
+    """Per state its count, most severe first; expected failures counted apart."""
+    counts: dict[str, tuple[Badge, int, int]] = {}
+    for rec in tests.values():
+        b = _record_badge(rec)
+        sev = _severity(str(rec.get("result", "?"))) - (100 if _expected_failure(rec) else 0)
+        _, n, _ = counts.get(b.text, (b, 0, sev))
+        counts[b.text] = (b, n + 1, sev)
+    return [_Count(b, n) for b, n, _ in sorted(counts.values(), key=lambda t: -t[2])]
+
+
 def _page(data: Mapping[str, Any], title: str, contracts_table: Path) -> _Page:
     tests: Mapping[str, Any] = data.get("tests") or {}
-    states = _counts([str(rec.get("result", "?")) for rec in tests.values()])
     verdicts = _counts([str(c.get("verdict")) for c in _comparisons(data)])
     metrics = _metric_views(data)
     gap_shapes = _gap_shapes(tests)
@@ -870,10 +1003,8 @@ def _page(data: Mapping[str, Any], title: str, contracts_table: Path) -> _Page:
     n_plots = (sum(1 for m in metrics if m.plot) + len(gap_shapes) + (1 if durations else 0)
                + sum(1 for k in soaks for s in k.series if s.plot))
     return _Page(
-        title, n_plots, len(tests),
-        [_Count(_state_badge(s), n) for s, n in sorted(states.items(),
-                                                        key=lambda kv: -_severity(kv[0]))],
-        _info(data), soaks, gap_shapes,
+        title, n_plots, len(tests), _verdict(data), _unexpected(data),
+        _expected_failures(tests), _state_counts(tests), _info(data), soaks, gap_shapes,
         [_Count(_verdict_badge(v), n) for v, n in sorted(verdicts.items())],
         metrics, _durations(durations) if durations else None, _test_groups(data),
         _contracts(tests, contracts_table), _machines(data))
