@@ -119,7 +119,6 @@ QUOTE_DEBT = {
     "lib/contract/mem.h": 4,
     "lib/contract/session.h": 6,
     "lib/contract/trace.h": 8,
-    "lib/hipfile/gc_hipfile.h": 21,
     "lib/hsa/gc_hsa.c": 1,
     "lib/kfd/gc_kfd.h": 3,
     "tests/amdgpu/interrupt.c": 15,
