@@ -124,7 +124,6 @@ QUOTE_DEBT = {
     "tests/amdgpu/interrupt.c": 15,
     "tests/amdgpu/mem.c": 23,
     "tests/amdgpu/multigpu.c": 30,
-    "tests/hipfile/edge.c": 17,
     "tests/hipfile/hf_util.c": 2,
     "tests/hipfile/hf_util.h": 3,
     "tests/hipfile/io.c": 16,
