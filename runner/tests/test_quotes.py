@@ -126,7 +126,6 @@ QUOTE_DEBT = {
     "tests/amdgpu/multigpu.c": 30,
     "tests/hipfile/hf_util.c": 2,
     "tests/hipfile/hf_util.h": 3,
-    "tests/hipfile/io.c": 16,
     "tests/hipfile/sustained.c": 1,
     "tests/kfd/events.c": 1,
     "tests/kfd/mem.c": 3,
