@@ -12,6 +12,17 @@
  * projects/hipfile/docs/reference/api-async-io.rst @ 5b50b9d9ea8b]. A setup
  * or first call answering so skips with those words; a library that accepts
  * them is held to the contracts below. UNVERIFIED ON HARDWARE.
+ *
+ * What hipFile's own code does [src ROCm/hipFile
+ * src/amd_detail/hipfile.cpp @ e875da7de04c]. hipFileReadAsync /
+ * WriteAsync are served through its fallback (`Fallback().async_io(...)`),
+ * so the async subtests should run rather than skip. hipFileBatchIOSetUp
+ * creates a context and hipFileBatchIOSubmit queues the entries it can look
+ * up, but hipFileBatchIOGetStatus always throws a `std::runtime_error` (its
+ * text: Not Implemented), returned as hipFileInternalError (and
+ * hipFileBatchIODestroy does nothing). So the source predicts that
+ * batch-bad-entry does not skip there: a batch submitted whole fails in
+ * batch_wait(), and only a batch refused at submission passes.
  */
 #include <errno.h>
 #include <fcntl.h>
