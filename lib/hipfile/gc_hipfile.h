@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * AMD GPU-direct file I/O ("fastpath") helpers. Every entry point is found at
+ * AMD GPU-direct file I/O (`fastpath`) helpers. Every entry point is found at
  * run time, so hipfile_io builds against Debian 12's ROCm 5.2.3 (which has
  * none of them) and skips naming the missing symbol and the runtime version.
  *
@@ -10,7 +10,7 @@
  * was exercised against a host-memory stand-in for the three libraries
  * (pread / pwrite and malloc; kept out of the tree: no mock device here).
  *
- * Three entry points ("entries"):
+ * Three entry points (our `entries`):
  *  - hipFile (libhipfile.so.0): the cuFile-like library. Registers files
  *    and buffers, picks a backend per request (fastpath through the HIP
  *    runtime, or a fallback that bounces through host memory with pread /
@@ -23,7 +23,8 @@
  * Where each declaration was taken from (restated in our own names; declared
  * here only as far as gpuconform calls it):
  *  - hipAmdFileRead / hipAmdFileWrite: the ROCm 7.x HIP runtime (clr, hipamd
- *    include/hip/amd_detail/hip_storage.h). That header is not one of the
+ *    include/hip/amd_detail/hip_storage.h [src ROCm/clr
+ *    hipamd/include/hip/amd_detail/hip_storage.h @ 0c33dfa05b54]). That header is not one of the
  *    public hip_runtime_api.h declarations: hipFile itself (src/amd_detail/
  *    hip.cpp) looks both up with hipGetProcAddress, and so do we, with dlsym
  *    as the second try. Signature: a file handle passed by value (8 bytes: a
@@ -42,17 +43,22 @@
  *    hsa_amd_ais_file_handle_t (the same 8-byte union) and an hsa_status_t
  *    result. Found with dlsym in libhsa-runtime64.so.1 after hsa_init().
  *  - hipFile: include/hipfile.h of ROCm/rocm-systems projects/hipfile, library
- *    version 0.2.0 (ROCm >= 7.2; soname libhipfile.so.0): the error pair
+ *    version 0.2.0 (ROCm >= 7.2; soname libhipfile.so.0) [src ROCm/rocm-systems
+ *    projects/hipfile/include/hipfile.h @ 50391dc3c770]: the error pair
  *    hipFileError_t { hipFileOpError_t err; hipError_t hip_drv_err; }, op
  *    errors at 5000 + n, the fd descriptor hipFileDescr_t, the opaque
  *    hipFileHandle_t, driver open / close / use count, handle and buffer
  *    (de)registration, hipFileRead / hipFileWrite (ssize_t: bytes, -1 with
  *    errno, or the negated op error), hipFileGetVersion, the batch API
  *    (hipFileIOParams_t / hipFileIOEvents_t, statuses as bit flags; its API
- *    reference says batch I/O is "not yet supported on AMD backends"), the
- *    stream-ordered hipFileReadAsync / WriteAsync (size, offsets and the
- *    result passed by pointer; the reference says they return
- *    hipFileAsyncNotSupported on AMD for now) and hipFileStreamRegister.
+ *    reference: "Batch IO is not yet supported on AMD backends in the
+ *    current release." [src ROCm/rocm-systems
+ *    projects/hipfile/docs/reference/api-batch-io.rst @ 5b50b9d9ea8b]),
+ *    the stream-ordered hipFileReadAsync / WriteAsync (size, offsets and the
+ *    result passed by pointer; "Calls to the functions documented on this
+ *    page return the error code `hipFileAsyncNotSupported`." [src
+ *    ROCm/rocm-systems projects/hipfile/docs/reference/api-async-io.rst @
+ *    5b50b9d9ea8b]) and hipFileStreamRegister.
  *  - the runtime calls (hipMalloc, hipMemcpy, ...): Debian 12's
  *    <hip/hip_runtime_api.h> (HIP 5.2.3); what we call keeps those
  *    prototypes in HIP 6.x and 7.x as far as their headers show (hipFile's
@@ -71,7 +77,7 @@
  * fallback, so a success is GPU-direct. hipFile can route a request either
  * way and its public API (hipfile.h 0.2) has no per-request query; its
  * per-backend counters are only readable through the internal statistics
- * interface its ais-stats tool uses. So for hipFile we say "cannot tell",
+ * interface its ais-stats tool uses. So for hipFile we say `cannot tell`,
  * unless HIPFILE_FORCE_COMPAT_MODE forces every request to the fallback, and
  * we add what its documented fastpath rules predict.
  */
@@ -262,7 +268,7 @@ enum gc_hf_entry {
 
 struct gc_hf_backend {
 	bool found;
-	char how[64];  /* "hipGetProcAddress", "dlsym", "libhipfile.so.0 0.2.0" */
+	char how[64];  /* `hipGetProcAddress`, `dlsym`, `libhipfile.so.0 0.2.0` */
 	char why[384]; /* when not found: the missing symbol, where, the runtime version */
 	char missing[64]; /* when not found: the symbol or library missing, alone */
 };
@@ -292,24 +298,24 @@ struct gc_hipfile {
  * .so.7, .so.6, .so.5) needing the runtime calls hipfile_io makes; find the
  * three entries (a missing one is recorded in h->backend[], never an error)
  * and count devices. 0; -ENOENT (no runtime: dlerror()'s words in why[]);
- * -ENOSYS (a runtime call missing); -ENODEV ("hipGetDeviceCount: no
- * ROCm-capable device (hipErrorNoDevice)"); -EIO (another runtime error).
+ * -ENOSYS (a runtime call missing); -ENODEV (`hipGetDeviceCount: no
+ * ROCm-capable device (hipErrorNoDevice)`); -EIO (another runtime error).
  * After -ENODEV or -EIO h->hip is set and the backend records are filled and
  * may be printed. gc_hipfile_close() always.
  */
 int gc_hipfile_open(struct gc_hipfile *h, char *why, size_t why_len);
 void gc_hipfile_close(struct gc_hipfile *h);
 
-/* "HSA_STATUS_ERROR_INVALID_ARGUMENT ..." via hsa_status_string, or "hsa_status_t 0x1001". */
+/* `HSA_STATUS_ERROR_INVALID_ARGUMENT ...` via hsa_status_string, or `hsa_status_t 0x1001`. */
 const char *gc_hsa_strerror(const struct gc_hipfile *h, gc_hsa_status s, char *buf, size_t len);
-/* "hipFileHandleNotRegistered (5027)" (+ the library's text when it has one). */
+/* `hipFileHandleNotRegistered (5027)` (+ the library's text when it has one). */
 const char *gc_hipfile_err_name(int err);
 const char *gc_hipfile_strerror(const struct gc_hipfile *h, gc_hipfile_err e, char *buf,
 				size_t len);
 
-/* "hipFile", "hipAmdFile", "hsa_amd_ais_file". */
+/* `hipFile`, `hipAmdFile`, `hsa_amd_ais_file`. */
 const char *gc_hf_entry_name(enum gc_hf_entry e);
-/* "hipFileRead", "hipAmdFileWrite", "hsa_amd_ais_file_read"... */
+/* `hipFileRead`, `hipAmdFileWrite`, `hsa_amd_ais_file_read`... */
 const char *gc_hf_entry_symbol(enum gc_hf_entry e, bool write);
 
 /* One-line summary of every backend (found how / why not), for gc_info. */
@@ -360,7 +366,7 @@ int gc_hipfile_op_errno(int op_err);
 /* 0 or the errno of a hipFile error pair (op error mapped; a HIP error -> EIO). */
 int gc_hipfile_err_errno(gc_hipfile_err e);
 
-/* "4096 bytes", "-EINVAL (hipAmdFileRead: hipErrorUnknown, status -22, copied untouched)". */
+/* `4096 bytes`, `-EINVAL (hipAmdFileRead: hipErrorUnknown, status -22, copied untouched)`. */
 const char *gc_hf_res_str(const struct gc_hipfile *h, const struct gc_hf_req *r,
 			  const struct gc_hf_res *res, char *buf, size_t len);
 
@@ -376,7 +382,8 @@ const char *gc_hf_path_name(enum gc_hf_path p);
 
 /*
  * Which path served a request that returned res (pure: unit-tested).
- * force_compat is getenv("HIPFILE_FORCE_COMPAT_MODE") (may be NULL). why[]
+ * force_compat is the value of `HIPFILE_FORCE_COMPAT_MODE` in the
+ * environment (NULL when unset). why[]
  * says how we know, or why we cannot.
  */
 enum gc_hf_path gc_hf_served(enum gc_hf_entry e, const struct gc_hf_res *res,
@@ -384,12 +391,15 @@ enum gc_hf_path gc_hf_served(enum gc_hf_entry e, const struct gc_hf_res *res,
 
 /*
  * hipFile's documented fastpath rules (docs/conceptual/io-backends.rst,
- * the fastpath backend's score()): the descriptor is O_DIRECT (hipFile opens
- * an O_DIRECT twin of a buffered one, so this means "O_DIRECT possible"),
- * device memory, non-negative offsets, a regular file on ext4 / xfs or a
- * block device, file offset and size multiples of the O_DIRECT offset
- * alignment and the address (base + buffer offset) of the memory alignment
- * (statx STATX_DIOALIGN; 4096 each when unknown, i.e. 0 here).
+ * the fastpath backend's score()) [src ROCm/rocm-systems
+ * projects/hipfile/docs/conceptual/io-backends.rst @ 5b50b9d9ea8b] [src
+ * ROCm/hipFile src/amd_detail/backend/fastpath.cpp @ e875da7de04c]: the
+ * descriptor is O_DIRECT (hipFile opens an O_DIRECT twin of a buffered one,
+ * so this means that O_DIRECT is possible), device memory, non-negative
+ * offsets, a regular file on ext4 / xfs or a block device, file offset and
+ * size multiples of the O_DIRECT offset alignment and the address (base +
+ * buffer offset) of the memory alignment (statx STATX_DIOALIGN; 4096 each
+ * when unknown, i.e. 0 here).
  */
 struct gc_hf_rules {
 	bool odirect;

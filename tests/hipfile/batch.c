@@ -1,10 +1,28 @@
 // SPDX-License-Identifier: MIT
 /*
  * hipfile_io: hipFile's batch and stream-ordered APIs. hipFile's API
- * reference (docs/reference/api-batch-io.rst, api-async-io.rst) says both
- * are "not yet supported on AMD" and return errors there: a setup or first
- * call answering so skips with those words; a library that accepts them is
- * held to the contracts below. UNVERIFIED ON HARDWARE.
+ * reference says of both that they are not yet supported on AMD and return
+ * errors there: "Batch IO is not yet supported on AMD backends in the
+ * current release. Calling batch IO functions on an AMD backend returns
+ * error codes." [src ROCm/rocm-systems
+ * projects/hipfile/docs/reference/api-batch-io.rst @ 5b50b9d9ea8b];
+ * "Asynchronous IO is not yet supported on AMD ROCm backends in the current
+ * release. Calls to the functions documented on this page return the error
+ * code `hipFileAsyncNotSupported`." [src ROCm/rocm-systems
+ * projects/hipfile/docs/reference/api-async-io.rst @ 5b50b9d9ea8b]. A setup
+ * or first call answering so skips with those words; a library that accepts
+ * them is held to the contracts below. UNVERIFIED ON HARDWARE.
+ *
+ * What hipFile's own code does [src ROCm/hipFile
+ * src/amd_detail/hipfile.cpp @ e875da7de04c]. hipFileReadAsync /
+ * WriteAsync are served through its fallback (`Fallback().async_io(...)`),
+ * so the async subtests should run rather than skip. hipFileBatchIOSetUp
+ * creates a context and hipFileBatchIOSubmit queues the entries it can look
+ * up, but hipFileBatchIOGetStatus always throws a `std::runtime_error` (its
+ * text: Not Implemented), returned as hipFileInternalError (and
+ * hipFileBatchIODestroy does nothing). So the source predicts that
+ * batch-bad-entry does not skip there: a batch submitted whole fails in
+ * batch_wait(), and only a batch refused at submission passes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -169,7 +187,7 @@ static const char *status_name(int s)
 	}
 }
 
-/* What the bad entry may legitimately report complete with: bytes, or -1 for "never". */
+/* What the bad entry may legitimately report complete with: bytes, or -1 for never. */
 static ssize_t bad_may_complete(const struct batch *t)
 {
 	switch (t->bad->kind) {
@@ -206,10 +224,13 @@ static void batch_judge(struct batch *t)
 }
 
 /*
- * One batch of 4 reads, entry 2 bad. hipfile.h: hipFileBatchIOSubmit
- * enqueues "a batch of IO requests"; hipFileIOEvents_t.ret is "Number of
- * bytes transferred, or a POSIX error code if negative"; statuses include
- * hipFileInvalid ("rejected for being invalid") and hipFileFailed. The
+ * One batch of 4 reads, entry 2 bad. hipFileBatchIOSubmit: "Enqueue a
+ * batch of IO requests for the GPU to complete asynchronously."; of
+ * hipFileIOEvents_t's `ret`: "[...] Number of bytes transferred, or a POSIX
+ * error code if negative [...]"; statuses include hipFileInvalid ("[...]
+ * Batch IO operation was rejected for being invalid or could not be queued
+ * [...]") and hipFileFailed [src ROCm/rocm-systems
+ * projects/hipfile/docs/reference/api-batch-io.rst @ 5b50b9d9ea8b]. The
  * partial-failure contract: the bad entry fails alone (its own status, the
  * others complete with their bytes right, its region untouched), or the
  * submit is rejected whole with nothing changed; never a silent partial
@@ -311,7 +332,7 @@ static ssize_t async_call(struct hf_env *e, bool write, gc_hipfile_handle fh, hi
 			  char *data, struct async_case c)
 {
 	gc_hipfile_async_fn *fn = async_fn(e, write);
-	ssize_t done = -12345; /* hipfile.h: "populated with the number of bytes" on completion */
+	ssize_t done = -12345; /* set once the stream completes it (async_io's comment) */
 	off_t boff = data - (char *)e->dev; /* the allocation as base, the target's offset in it */
 	gc_hipfile_err r = fn(fh, e->dev, &c.size, &c.foff, &boff, &done, s);
 	char b[256];
@@ -351,11 +372,15 @@ static void async_one(struct hf_env *e, bool write, gc_hipfile_handle fh, hipStr
 }
 
 /*
- * hipfile.h (hipFileReadAsync / WriteAsync): the size and offsets are read
- * through their pointers "at submission time", and the result pointer is
- * "populated with the number of bytes read after the operation completes on
- * the stream": after the stream drains, exactly size bytes, byte-exact, for
- * an aligned and a misaligned request.
+ * hipFileReadAsync / WriteAsync: the size and offsets are read through
+ * their pointers at submission time ("The library reads the pointed-to
+ * values at submission time (when the operation is dequeued from the
+ * stream), not at the time you call `hipFileReadAsync`."), and of the
+ * result pointer: "Pointer populated with the number of bytes read after the
+ * operation completes on the stream." [src ROCm/rocm-systems
+ * projects/hipfile/docs/reference/api-async-io.rst @ 5b50b9d9ea8b]: after
+ * the stream drains, exactly size bytes, byte-exact, for an aligned and a
+ * misaligned request.
  */
 static void async_io(struct hf_env *e, bool write)
 {

@@ -48,10 +48,13 @@ static void read_ok(struct hf_env *e, const char *what)
 }
 
 /*
- * driver-lifecycle "A reference count of zero means the driver is
+ * driver-lifecycle: "A reference count of zero means the driver is
  * uninitialized. API calls that require an initialized driver return
- * hipFileDriverNotInitialized": a close with the count at 0 fails and leaves
- * it at 0 (never negative). The code is recorded.
+ * `hipFileDriverNotInitialized`, though synchronous `hipFileRead()` and
+ * `hipFileWrite()` may surface a POSIX error (`-1` with `errno` set) instead."
+ * [src ROCm/rocm-systems projects/hipfile/docs/reference/driver-lifecycle.rst
+ * @ 996998c6d468]: a close with the count at 0 fails and leaves it at 0 (never
+ * negative). The code is recorded.
  */
 static void close_too_many(struct hf_env *e)
 {
@@ -66,8 +69,9 @@ static void close_too_many(struct hf_env *e)
 
 /*
  * hipfile.h (hipFileHandleRegister): "If the library has not already been
- * initialized, the first call to hipFileHandleRegister() will initialize the
- * library and increment the reference count".
+ * initialized, the first call to `hipFileHandleRegister()` will initialize the
+ * library and increment the reference count." [src ROCm/rocm-systems
+ * projects/hipfile/include/hipfile.h @ 50391dc3c770].
  */
 static void implicit_init(struct hf_env *e)
 {
@@ -87,8 +91,10 @@ static void implicit_init(struct hf_env *e)
  * driver-lifecycle: "After the reference count reaches zero, any previously
  * obtained file handles or buffer registrations are no longer valid.
  * Attempting to use them results in errors such as
- * hipFileHandleNotRegistered": a read on a handle registered before the last
- * close fails and changes nothing; deregistering it then must not crash.
+ * `hipFileHandleNotRegistered` or `hipFileMemoryNotRegistered`." [src
+ * ROCm/rocm-systems projects/hipfile/docs/reference/driver-lifecycle.rst @
+ * 996998c6d468]: a read on a handle registered before the last close fails and
+ * changes nothing; deregistering it then must not crash.
  */
 static void close_under_handle(struct hf_env *e)
 {
@@ -113,13 +119,15 @@ static void close_under_handle(struct hf_env *e)
 
 /*
  * driver-lifecycle: hipfile.h (hipFileDriverOpen) "Each call to
- * hipFileDriverOpen() increments the library's reference count",
- * (hipFileDriverClose) "Each call ... decrements" it, hipFileUseCount
- * "Obtain[s] the current reference count". Checked: two opens and two
- * closes count exactly; a close too many fails and the count stays 0; a
- * reopen after the last close gives a working library; a first
- * registration opens it implicitly; a handle does not outlive the last close.
- * The steps needing a count of 0 run only if nothing else holds the library.
+ * `hipFileDriverOpen()` increments the library's reference count.",
+ * (hipFileDriverClose) "Each call to `hipFileDriverClose()` decrements the
+ * library's reference count.", hipFileUseCount "@brief Obtain the current
+ * reference count for the library [...]" [src ROCm/rocm-systems
+ * projects/hipfile/include/hipfile.h @ 50391dc3c770]. Checked: two opens and
+ * two closes count exactly; a close too many fails and the count stays 0; a
+ * reopen after the last close gives a working library; a first registration
+ * opens it implicitly; a handle does not outlive the last close. The steps
+ * needing a count of 0 run only if nothing else holds the library.
  */
 void test_driver_lifecycle(void *data)
 {
@@ -276,7 +284,7 @@ static int race_run(struct gc_hipfile *h, enum gc_hf_entry x, int fd)
 }
 
 /*
- * The child: "<entry>:<fd>" in $GPUCONFORM_HIPFILE_RACE_CHILD. Exit 0 when
+ * The child: `<entry>:<fd>` in $GPUCONFORM_HIPFILE_RACE_CHILD. Exit 0 when
  * all 64 threads read their exact slice, 1 when one did not, 2 when the race
  * could not be set up.
  */

@@ -241,9 +241,12 @@ static void expect_eof_target(struct hf_env *e, const char *what, uint64_t size,
 
 /*
  * One read expected to stop at EOF with avail bytes left. hipFile: exactly
- * avail (hipfile.h: "Number of bytes read"; its fallback is POSIX pread). The
- * GPU-direct-only entries: avail, or an error (layer notes, KFD: "-EIO on
- * short reads"). The bytes past the count: expect_eof_target().
+ * avail (hipfile.h, hipFileRead: "@return if >= 0: Number of bytes read [...]"
+ * [src ROCm/rocm-systems projects/hipfile/include/hipfile.h @ 50391dc3c770];
+ * its fallback is POSIX pread). The GPU-direct-only entries: avail, or an
+ * error (layer notes, KFD: "[...] -EIO on short reads [...]" [src ROCm/hipFile
+ * src/amd_detail/backend/fastpath.cpp @ e875da7de04c]). The bytes past the
+ * count: expect_eof_target().
  */
 static void eof_read(struct hf_env *e, enum gc_hf_entry x, int fd, gc_hipfile_handle fh,
 		     uint64_t size, int64_t foff, uint64_t avail, const char *what)
@@ -289,8 +292,10 @@ void test_read_across_eof(void *data)
 
 /*
  * At or past EOF: hipFile returns 0 (pread's answer, which its fallback
- * gives); the GPU-direct-only entries 0 or an error ("-EIO on short reads").
- * Nothing changes either way.
+ * gives); the GPU-direct-only entries 0 or an error (layer notes, KFD: "[...]
+ * -EIO on short reads [...]" [src ROCm/hipFile
+ * src/amd_detail/backend/fastpath.cpp @ e875da7de04c]). Nothing changes either
+ * way.
  */
 static void at_eof(struct hf_env *e, enum gc_hf_entry x, bool write)
 {
@@ -328,10 +333,12 @@ static void negative_buffer_offset(struct hf_env *e, gc_hipfile_handle fh)
 }
 
 /*
- * Negative offsets. The fastpath's rule is "non-negative offsets";
- * hipFile's fallback inherits pread(2) / pwrite(2), which fail with EINVAL
- * where lseek(2) would make the offset negative. hipfile.h documents nothing
- * for it: every entry must fail and change nothing; the errno is recorded.
+ * Negative offsets. The fastpath takes none: its score() requires
+ * `0 <= file_offset` and `0 <= buffer_offset` [src ROCm/hipFile
+ * src/amd_detail/backend/fastpath.cpp @ e875da7de04c]; hipFile's fallback
+ * inherits pread(2) / pwrite(2), which fail with EINVAL where lseek(2) would
+ * make the offset negative. hipfile.h documents nothing for it: every entry
+ * must fail and change nothing; the errno is recorded.
  */
 static void negative(struct hf_env *e, enum gc_hf_entry x, bool write)
 {
@@ -367,12 +374,14 @@ void test_negative_offset(void *data)
 /* -------------------------------------------------------- write-rdonly */
 
 /*
- * pwrite(2): "EBADF fd is not a valid file descriptor or is not open for
- * writing"; layer notes (KFD): the file is looked up from the descriptor.
- * A write through an O_RDONLY descriptor fails (EBADF expected, another
- * errno recorded) and the file is unchanged. hipFile may refuse the
- * registration itself (hipfile.h lists hipFileInvalidFileOpenFlag), which
- * counts as the refusal.
+ * pwrite(2) fails with any error of write(2) or lseek(2) [src
+ * mkerrisk/man-pages man2/pread.2 @ 091fbf1fef48], among them "EBADF fd is not
+ * a valid file descriptor or is not open for writing." [src mkerrisk/man-pages
+ * man2/write.2 @ 091fbf1fef48]; layer notes (KFD): the file is looked up from
+ * the descriptor. A write through an O_RDONLY descriptor fails (EBADF
+ * expected, another errno recorded) and the file is unchanged. hipFile may
+ * refuse the registration itself (hipfile.h lists hipFileInvalidFileOpenFlag),
+ * which counts as the refusal.
  */
 static void rdonly(struct hf_env *e, enum gc_hf_entry x, bool write)
 {
@@ -420,11 +429,16 @@ static void expect_closed(int fd)
 
 /*
  * The raw entries take the descriptor itself: a closed one must fail (layer
- * notes, KFD: "-EBADF unable to lookup the file object") and change nothing.
- * hipFile keeps descriptors of its own for a registered file (io-backends:
- * "a buffered and an unbuffered file descriptor for each registered file"):
- * closing the caller's may leave it able to serve; hipfile.h says nothing.
- * Either an error that changes nothing or the exact bytes; which is recorded.
+ * notes, KFD: "[...] -EBADF unable to lookup the file object [...]" [src
+ * ROCm/hipFile src/amd_detail/backend/fastpath.cpp @ e875da7de04c]) and change
+ * nothing. hipFile keeps descriptors of its own for a registered file
+ * (io-backends: "The file must have been opened with `O_DIRECT`. hipFile
+ * internally maintains both a buffered and an unbuffered file descriptor for
+ * each registered file and uses the unbuffered descriptor for fastpath IO."
+ * [src ROCm/rocm-systems projects/hipfile/docs/conceptual/io-backends.rst @
+ * 5b50b9d9ea8b]): closing the caller's may leave it able to serve; hipfile.h
+ * says nothing. Either an error that changes nothing or the exact bytes; which
+ * is recorded.
  */
 static void closed(struct hf_env *e, enum gc_hf_entry x, bool write)
 {
@@ -472,12 +486,16 @@ static void stale_buffer(struct hf_env *e)
 }
 
 /*
- * hipfile.h (hipFileHandleDeregister): "Deregisters a file from GPU IO";
- * driver-lifecycle: using a handle that is no longer valid "results in
- * errors such as hipFileHandleNotRegistered". A read and a write on a
- * deregistered handle fail and change nothing; a second deregistration of a
- * buffer fails (hipfile.h: hipFileMemoryNotRegistered, "Device pointer is
- * not registered"). The exact codes are recorded.
+ * hipfile.h (hipFileHandleDeregister): "@brief Deregisters a file from GPU IO
+ * [...]"; a second deregistration of a buffer: `hipFileMemoryNotRegistered =
+ * HIPFILE_BASE_ERR + 24, //!< Device pointer is not registered` [src
+ * ROCm/rocm-systems projects/hipfile/include/hipfile.h @ 50391dc3c770].
+ * driver-lifecycle, of handles and buffers no longer valid: "Attempting to use
+ * them results in errors such as `hipFileHandleNotRegistered` or
+ * `hipFileMemoryNotRegistered`." [src ROCm/rocm-systems
+ * projects/hipfile/docs/reference/driver-lifecycle.rst @ 996998c6d468]. A read
+ * and a write on a deregistered handle fail and change nothing; a second
+ * deregistration of a buffer fails. The exact codes are recorded.
  */
 void test_deregistered_handle(void *data)
 {
@@ -518,7 +536,7 @@ static void host_expect(const char *what, const char *p, uint64_t len, uint64_t 
 }
 
 /*
- * The call on host memory (kind: "pageable" / "pinned"), recorded, and
+ * The call on host memory (kind: `pageable` / `pinned`), recorded, and
  * judged by host-pointer's rule below: the GPU-direct-only entries refuse,
  * hipFile refuses or moves every byte.
  */
@@ -575,14 +593,19 @@ static void host_register(struct hf_env *e, const void *host, const char *kind)
 }
 
 /*
- * io-backends: "The destination or source buffer must be hipMemoryTypeDevice
+ * io-backends: "The destination or source buffer must be `hipMemoryTypeDevice`
  * memory. Only device-resident buffers can participate in the direct DMA
- * path"; layer notes (KFD): "-EINVAL if the buffer's domain is not
- * AMDGPU_GEM_DOMAIN_VRAM". The GPU-direct-only entries must refuse host
- * memory (pageable and pinned) and change nothing. hipFile lists
- * hipFileHipMemoryTypeInvalid for it, but its fallback "can service any IO
- * request that the fastpath cannot": an error that changes nothing, or the
- * exact bytes; which one is recorded, and so is hipFileBufRegister's answer.
+ * path." [src ROCm/rocm-systems
+ * projects/hipfile/docs/conceptual/io-backends.rst @ 5b50b9d9ea8b]; layer
+ * notes (KFD): "[...] -EINVAL if the buffer's domain is not
+ * AMDGPU_GEM_DOMAIN_VRAM [...]" [src ROCm/hipFile
+ * src/amd_detail/backend/fastpath.cpp @ e875da7de04c]. The GPU-direct-only
+ * entries must refuse host memory (pageable and pinned) and change nothing.
+ * hipFile lists hipFileHipMemoryTypeInvalid for it, but of its fallback
+ * io-backends says: "Because it does not require `O_DIRECT`, specific
+ * filesystem types, or aligned offsets, it can service any IO request that the
+ * fastpath cannot.": an error that changes nothing, or the exact bytes; which
+ * one is recorded, and so is hipFileBufRegister's answer.
  */
 static void host_pointer(struct hf_env *e, enum gc_hf_entry x, bool write)
 {
@@ -660,11 +683,14 @@ static void buffered_write(struct hf_env *e, enum gc_hf_entry x, int fd, gc_hipf
 }
 
 /*
- * io-backends: the fallback "does not require O_DIRECT", and hipFile opens
- * an O_DIRECT twin of a buffered descriptor itself: through a descriptor
- * without O_DIRECT, hipFile moves the exact bytes, aligned or not (unless
- * HIPFILE_ALLOW_COMPAT_MODE turns the fallback off: then skipped). For the
- * GPU-direct-only entries the documents say nothing: exact bytes, or an
+ * io-backends, of the fallback: "Because it does not require `O_DIRECT`,
+ * specific filesystem types, or aligned offsets, it can service any IO request
+ * that the fastpath cannot." [src ROCm/rocm-systems
+ * projects/hipfile/docs/conceptual/io-backends.rst @ 5b50b9d9ea8b]; and
+ * hipFile opens an O_DIRECT twin of a buffered descriptor itself: through a
+ * descriptor without O_DIRECT, hipFile moves the exact bytes, aligned or not
+ * (unless HIPFILE_ALLOW_COMPAT_MODE turns the fallback off: then skipped). For
+ * the GPU-direct-only entries the documents say nothing: exact bytes, or an
  * error that changes nothing; which one is recorded.
  */
 static void non_odirect(struct hf_env *e, enum gc_hf_entry x, bool write)
@@ -726,13 +752,14 @@ static void unlinked(struct hf_env *e, enum gc_hf_entry x, bool write)
 }
 
 /*
- * unlinked-file: an open file keeps its data after unlink(2) ("If the name
- * was the last link to a file but any processes still have the file open,
- * the file will remain in existence until the last file descriptor referring
- * to it is closed"): a read of a file unlinked after registration gives the
- * same bytes or an error that changes nothing (the AMD documents are
- * silent); which one is recorded. (The fixture's own files are unlinked at
- * creation, so every other subtest already runs on unlinked files.)
+ * unlinked-file: an open file keeps its data after unlink(2) ("If the name was
+ * the last link to a file but any processes still have the file open, the file
+ * will remain in existence until the last file descriptor referring to it is
+ * closed." [src mkerrisk/man-pages man2/unlink.2 @ 091fbf1fef48]): a read of a
+ * file unlinked after registration gives the same bytes or an error that
+ * changes nothing (the AMD documents are silent); which one is recorded. (The
+ * fixture's own files are unlinked at creation, so every other subtest already
+ * runs on unlinked files.)
  */
 void test_unlinked_file(void *data)
 {

@@ -187,10 +187,12 @@ static void env_memory(struct hf_env *e)
 /*
  * The GPU-direct-only entries need a KFD with the AIS ioctl and a PCIe
  * peer-to-peer route between the storage and the GPU; without them every call
- * fails (layer notes: ENOTTY from a KFD without the ioctl, ENODEV when "AIS is
- * not initialized on the device" or "pcie_p2pdma_distance < 0"). One aligned
- * 4 KiB read tells: such an entry is then reported missing, with why, so its
- * subtests skip instead of failing on this machine's topology.
+ * fails (ENOTTY from a KFD without the ioctl; layer notes, KFD: "[...] -NODEV
+ * if AIS is not initialized on the device [...]" (so spelled there) and "[...]
+ * -ENODEV if pcie_p2pdma_distance < 0 [...]" [src ROCm/hipFile
+ * src/amd_detail/backend/fastpath.cpp @ e875da7de04c]). One aligned 4 KiB read
+ * tells: such an entry is then reported missing, with why, so its subtests
+ * skip instead of failing on this machine's topology.
  */
 static void env_probe_direct(struct hf_env *e, enum gc_hf_entry x)
 {

@@ -5,7 +5,7 @@
  * subtest holds (released by the fixture's after_each whatever happens), and
  * the byte-exact checks. UNVERIFIED ON HARDWARE (see io.c).
  *
- * Keying: device byte j of a checked range stands for "file offset" key + j.
+ * Keying: device byte j of a checked range stands for the file offset key + j.
  * A read target [data, data + size) for file offset foff has GUARD bytes on
  * each side, keyed from foff - GUARD (mod 2^64): before the call the whole
  * span holds the inverse pattern; after a correct read the target holds the
@@ -138,7 +138,7 @@ struct gc_hf_req hf_req_dev(const struct hf_env *e, enum gc_hf_entry x, bool wri
 /* Make the call; desc[] gets the result and the path that served it. */
 int64_t hf_io(struct hf_env *e, const struct gc_hf_req *r, struct gc_hf_res *res, char *desc,
 	      size_t len);
-/* "GPU-direct (...)" / "cannot tell (...; documented rules predict ...)". */
+/* `GPU-direct (...)` / `cannot tell (...; documented rules predict ...)`. */
 const char *hf_path_str(const struct hf_env *e, const struct gc_hf_req *r,
 			const struct gc_hf_res *res, char *buf, size_t len);
 

@@ -19,14 +19,21 @@
  * (gc_info) and asserts only that nothing was corrupted.
  *
  * Documents cited:
- *  - "hipfile.h": include/hipfile.h of hipFile 0.2.0 (ROCm/rocm-systems,
- *    projects/hipfile), the function's comment block;
- *  - "io-backends": hipFile's docs/conceptual/io-backends.rst;
- *  - "driver-lifecycle": hipFile's docs/conceptual/driver-lifecycle.rst;
- *  - "layer notes": the comment at the top of hipFile's
+ *  - `hipfile.h`: include/hipfile.h of hipFile 0.2.0 (ROCm/rocm-systems,
+ *    projects/hipfile), the function's comment block [src ROCm/rocm-systems
+ *    projects/hipfile/include/hipfile.h @ 50391dc3c770];
+ *  - `io-backends`: hipFile's docs/conceptual/io-backends.rst [src
+ *    ROCm/rocm-systems projects/hipfile/docs/conceptual/io-backends.rst @
+ *    5b50b9d9ea8b];
+ *  - `driver-lifecycle`: hipFile's docs/reference/driver-lifecycle.rst [src
+ *    ROCm/rocm-systems projects/hipfile/docs/reference/driver-lifecycle.rst @
+ *    996998c6d468];
+ *  - `layer notes`: the comment at the top of hipFile's
  *    src/amd_detail/backend/fastpath.cpp, which lists what each layer below
- *    hipFile (HIP runtime, ROCr, HSA, thunk, KFD) returns for what;
- *  - "hip_storage.h": the HIP runtime's amd_detail/hip_storage.h comments.
+ *    hipFile (HIP runtime, ROCr, HSA, thunk, KFD) returns for what [src
+ *    ROCm/hipFile src/amd_detail/backend/fastpath.cpp @ e875da7de04c];
+ *  - `hip_storage.h`: the HIP runtime's amd_detail/hip_storage.h comments
+ *    [src ROCm/clr hipamd/include/hip/amd_detail/hip_storage.h @ 0c33dfa05b54].
  *
  * Each data check copies the device range back (guards included) and
  * compares it with lib/io's offset-keyed pattern; the file side is read
@@ -44,14 +51,17 @@
 /* ------------------------------------------------- documented outcomes */
 
 /*
- * hipFile: io-backends says the fallback "does not require O_DIRECT, specific
- * filesystem types, or aligned offsets" and "can service any IO request that
- * the fastpath cannot": every request with size > 0 inside the file moves
- * all its bytes. The GPU-direct-only entries: layer notes (KFD,
- * kfd_ais_rw_file): "-EINVAL if file_offset or size are not page aligned
- * (4K)"; the thunk "converts buffer pointer + io_size to a buffer handle (no
- * alignment check)": a misaligned buffer is not documented either way.
- * Size 0: see size-zero.
+ * hipFile: io-backends says of the fallback: "Because it does not require
+ * `O_DIRECT`, specific filesystem types, or aligned offsets, it can service
+ * any IO request that the fastpath cannot." [src ROCm/rocm-systems
+ * projects/hipfile/docs/conceptual/io-backends.rst @ 5b50b9d9ea8b]: every
+ * request with size > 0 inside the file moves all its bytes. The
+ * GPU-direct-only entries: layer notes (KFD, kfd_ais_rw_file): "[...] -EINVAL
+ * if file_offset or size are not page aligned (4K) [...]"; the thunk: "[...]
+ * converts buffer pointer + io_size to a buffer handle (no alignment check)
+ * [...]" [src ROCm/hipFile src/amd_detail/backend/fastpath.cpp @
+ * e875da7de04c]: a misaligned buffer is not documented either way. Size 0: see
+ * size-zero.
  */
 enum hf_outcome hf_expected(enum gc_hf_entry x, uint64_t size, int64_t foff, uintptr_t addr)
 {
@@ -223,14 +233,17 @@ static void run_matrix(struct hf_env *e, bool write)
 }
 
 /*
- * read-matrix: hipfile.h (hipFileRead): "if >= 0: Number of bytes read" and
- * io-backends' fallback promise: hipFile moves exactly size bytes to exactly
- * [buffer, buffer + size) for every case, unregistered buffer. hipAmdFileRead
- * (hip_storage.h: "Reads data from a file at the specified offset into a
- * device memory buffer"; size_copied is the "Actual number of bytes copied")
- * and hsa_amd_ais_file_read move all bytes when file offset, size and buffer
- * are 4 KiB aligned and refuse, changing nothing, when the file offset or
- * size is not (layer notes, KFD). Guards on both sides stay untouched.
+ * read-matrix: hipfile.h (hipFileRead): "@return if >= 0: Number of bytes read
+ * [...]" [src ROCm/rocm-systems projects/hipfile/include/hipfile.h @
+ * 50391dc3c770] and io-backends' fallback promise: hipFile moves exactly size
+ * bytes to exactly [buffer, buffer + size) for every case, unregistered
+ * buffer. hipAmdFileRead (hip_storage.h: "Reads data from a file at the
+ * specified offset into a device memory buffer."; "@param[IN/OUT] size_copied:
+ * Actual number of bytes copied." [src ROCm/clr
+ * hipamd/include/hip/amd_detail/hip_storage.h @ 0c33dfa05b54]) and
+ * hsa_amd_ais_file_read move all bytes when file offset, size and buffer are 4
+ * KiB aligned and refuse, changing nothing, when the file offset or size is
+ * not (layer notes, KFD). Guards on both sides stay untouched.
  */
 void test_read_matrix(void *data)
 {
@@ -244,10 +257,12 @@ void test_write_matrix(void *data)
 }
 
 /*
- * registered-matrix: hipfile.h (hipFileBufRegister) "Registers a GPU memory
- * region to be used with GPU IO": a registered buffer gives the same bytes as
- * an unregistered one (both checked against the same pattern), aligned or
- * not, read and write. hipFile only: the other entries have no registration.
+ * registered-matrix: hipfile.h (hipFileBufRegister) "@brief Registers a GPU
+ * memory region to be used with GPU IO [...]" [src ROCm/rocm-systems
+ * projects/hipfile/include/hipfile.h @ 50391dc3c770]: a registered buffer
+ * gives the same bytes as an unregistered one (both checked against the same
+ * pattern), aligned or not, read and write. hipFile only: the other entries
+ * have no registration.
  */
 void test_registered_matrix(void *data)
 {
@@ -279,13 +294,16 @@ static void subrange_read(struct hf_env *e, gc_hipfile_handle fh, char *base, in
 
 /*
  * read-registered-subrange: hipfile.h (hipFileRead): buffer_base is the base
- * of the GPU buffer, buffer_offset the "Offset of the GPU buffer that the data
- * should be written to": a read into the middle of a registered allocation,
- * by a pointer inside it or by the base plus an offset, lands exactly there.
- * A request running past the registered length fails and changes nothing:
- * hipfile.h lists hipFileHipPointerRangeError ("Pointer range exceeds
- * allocated memory region") and hipFileInvalidMappingSize ("Accessing memory
- * beyond pinned memory buffer") for it; which one is recorded.
+ * of the GPU buffer, and "@param [in] buffer_offset Offset of the GPU buffer
+ * that that the data should be written to [...]" (the doubled word is the
+ * header's): a read into the middle of a registered allocation, by a pointer
+ * inside it or by the base plus an offset, lands exactly there. A request
+ * running past the registered length fails and changes nothing: hipfile.h
+ * lists `hipFileHipPointerRangeError = HIPFILE_BASE_ERR + 14, //!< Pointer
+ * range exceeds allocated memory region` and `hipFileInvalidMappingSize =
+ * HIPFILE_BASE_ERR + 16, //!< Accessing memory beyond pinned memory buffer`
+ * [src ROCm/rocm-systems projects/hipfile/include/hipfile.h @ 50391dc3c770]
+ * for it; which one is recorded.
  */
 void test_read_registered_subrange(void *data)
 {

@@ -2,8 +2,9 @@
 /*
  * hipfile_io: sustained transfers, a soak: the body is lib/fastpath_io.c's
  * gc_fp_sustained_run() (shared with cufile_io), this file its hipFile
- * operations. hipfile.h (hipFileRead): "if >= 0: Number of bytes read", so
- * every cycle must move all 16 MiB both ways.
+ * operations. hipfile.h (hipFileRead): "@return if >= 0: Number of bytes read
+ * [...]" [src ROCm/rocm-systems projects/hipfile/include/hipfile.h @
+ * 50391dc3c770], so every cycle must move all 16 MiB both ways.
  *
  * Each cycle: 16 MiB of lib/io's pattern (its seed new each cycle, so that
  * a transfer that silently did nothing leaves the last cycle's bytes and is
