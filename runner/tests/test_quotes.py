@@ -115,9 +115,6 @@ def test_the_form_can_fail(block: str, want: str | None) -> None:
 QUOTE_DEBT = {
     "lib/amdgpu/gc_amdgpu_drm.c": 3,
     "lib/amdgpu/gc_amdgpu_drm.h": 18,
-    "lib/contract/mem.h": 4,
-    "lib/contract/session.h": 6,
-    "lib/contract/trace.h": 8,
     "lib/hipfile/gc_hipfile.h": 21,
     "lib/hsa/gc_hsa.c": 1,
     "lib/kfd/gc_kfd.h": 3,
