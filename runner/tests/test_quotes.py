@@ -116,7 +116,6 @@ QUOTE_DEBT = {
     "lib/amdgpu/gc_amdgpu_drm.c": 3,
     "lib/amdgpu/gc_amdgpu_drm.h": 18,
     "lib/hipfile/gc_hipfile.h": 21,
-    "lib/kfd/gc_kfd.h": 3,
     "tests/amdgpu/interrupt.c": 15,
     "tests/amdgpu/mem.c": 23,
     "tests/amdgpu/multigpu.c": 30,
