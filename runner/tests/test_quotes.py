@@ -127,7 +127,6 @@ QUOTE_DEBT = {
     "tests/hipfile/io.c": 16,
     "tests/hipfile/sustained.c": 1,
     "tests/kfd/events.c": 1,
-    "tests/kfd/mem.c": 3,
     "tests/smi/amdsmi_session.c": 1,
 }
 
