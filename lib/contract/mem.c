@@ -3,8 +3,8 @@
  * The VMM memory contract's shared subtests (lib/contract/mem.h): each is
  * the steps cuda_mem and hip_mem both took, in their order, over the
  * stack's table of calls. A call that must succeed and does not fails the
- * subtest with the stack's own message ("<call>\n  returned X\n  expected
- * Y"), the call named as the stack names it.
+ * subtest with the stack's own message (`<call>\n  returned X\n  expected
+ * Y`), the call named as the stack names it.
  */
 #include "contract/mem.h"
 
@@ -118,23 +118,31 @@ void gc_mem_gran_maps(const struct gc_mem *m, uint64_t va, uint64_t h)
 /*
  * Contract (cuMemCreate, cuMemMap, cuMemSetAccess, cuMemUnmap, cuMemRelease,
  * cuMemGetAccess): create -> reserve -> map -> set access gives memory the
- * GPU writes and the GPU and the CPU read back; "all mappings start with no
- * accessibility setup"; after cuMemUnmap the memory stays allocated while
- * its handle is unreleased ("backing memory allocations will be freed if
- * there are no existing mappings and there are no unreleased memory
- * handles"); after cuMemRelease free memory is back where it was.
+ * GPU writes and the GPU and the CPU read back; a fresh mapping has no
+ * access (cuMemUnmap: "Any new mapping to this virtual address will need to
+ * have access granted through ::cuMemSetAccess, as all mappings start with
+ * no accessibility setup."); after cuMemUnmap the memory stays allocated
+ * while its handle is unreleased ("Any backing memory allocations will be
+ * freed if there are no existing mappings and there are no unreleased
+ * memory handles."); after cuMemRelease free memory is back where it was.
+ * [src zspace/system.cuda-12.6 include/cuda.h @ b3d92c837713] (CUDA 12.6.3)
  *
  * Contract (hipMemCreate "Creates a memory allocation described by the
- * properties and size", hipMemAddressReserve "Reserves an address range",
- * hipMemMap "Maps an allocation handle to a reserved virtual address
- * range", hipMemSetAccess "Set the access flags for each location",
- * hipMemUnmap, hipMemRelease "Release a memory handle representing a memory
- * allocation"): create -> reserve -> map -> set access gives memory the CPU
- * writes and reads back (hipMemcpy) and the GPU writes and reads back; a
- * fresh mapping has hipMemAccessFlagsProtNone ("Default, make the address
- * range not accessible") and ProtReadWrite after the grant ("Set the address
- * range read-write accessible"); unmapped, the memory stays allocated while
- * its handle is unreleased; released, free memory is back where it was.
+ * properties and size [...]", hipMemAddressReserve "Reserves an address
+ * range [...]", hipMemMap "Maps an allocation handle to a reserved virtual
+ * address range.", hipMemSetAccess "Set the access flags for each location
+ * specified in desc for the given virtual address range.", hipMemUnmap,
+ * hipMemRelease "Release a memory handle representing a memory allocation
+ * which was previously allocated through hipMemCreate."): create -> reserve
+ * -> map -> set access gives memory the CPU writes and reads back
+ * (hipMemcpy) and the GPU writes and reads back; a fresh mapping has
+ * hipMemAccessFlagsProtNone ("Default, make the address range not
+ * accessible [...]") and ProtReadWrite after the grant ("Set the address
+ * range read-write accessible [...]"); unmapped, the memory stays allocated
+ * while its handle is unreleased; released, free memory is back where it
+ * was. [src ROCm/HIP include/hip/hip_runtime_api.h @ rocm-5.2.3] (the
+ * @brief lines and the enumerators' comments end without a full stop:
+ * `[...]` marks it)
  */
 void gc_mem_lifecycle(const struct gc_mem *m)
 {
@@ -203,8 +211,9 @@ static void over_rest(const struct gc_mem *m, uint64_t va, const uint64_t *abc)
 }
 
 /*
- * Contract (cuMemMap): "cuMemMap can only create mappings on VA range
- * reservations that are not currently mapped". Mapping over a whole
+ * Contract (cuMemMap): "::cuMemMap can only create mappings on VA range
+ * reservations that are not currently mapped." [src zspace/system.cuda-12.6
+ * include/cuda.h @ b3d92c837713] (CUDA 12.6.3). Mapping over a whole
  * mapping, the same handle again, or a range half mapped fails (which code:
  * undocumented, observed) and changes nothing: the mapped data is intact and
  * the unmapped half still maps.
@@ -433,13 +442,17 @@ static void fill_cycle(struct fill_run *r, unsigned long cycle)
 /*
  * Contract (cuMemRelease: "The memory allocation will be freed when all
  * outstanding mappings to the memory are unmapped and when all outstanding
- * references to the handle ... are also released"; cuMemGetInfo: "Returns in
- * *free the amount of memory on the device that is free according to the
- * OS. CUDA is not guaranteed to be able to allocate all of the memory that
- * the OS reports as free", hence 90%; hipMemCreate "Creates a memory
- * allocation described by the properties and size", hipMemRelease "Release
- * a memory handle representing a memory allocation"; hipMemGetInfo "Returns
- * in *free a snapshot of the current free memory"): the device filled to 90%
+ * references to the handle (including it's shareable counterparts) are
+ * also released."; cuMemGetInfo: "Returns in \p *free the amount of memory
+ * on the device that is free according to the OS. CUDA is not guaranteed
+ * to be able to allocate all of the memory that the OS reports as free.",
+ * hence 90% [src zspace/system.cuda-12.6 include/cuda.h @ b3d92c837713]
+ * (CUDA 12.6.3); hipMemCreate "Creates a memory allocation described by the
+ * properties and size [...]" (an @brief without a full stop),
+ * hipMemRelease "Release a memory handle representing a memory allocation
+ * which was previously allocated through hipMemCreate."; hipMemGetInfo
+ * "Returns in *free a snapshot of the current free memory." [src ROCm/HIP
+ * include/hip/hip_runtime_api.h @ rocm-5.2.3]): the device filled to 90%
  * of the memory free at the start, in 512 MiB pieces each created, reserved,
  * mapped, access-set and written (a word: cuMemsetD32, hipMemcpyHtoD), then
  * given back, again and again. Each piece reads back its own word; after
@@ -477,7 +490,7 @@ void gc_mem_fill_near_limit(const struct gc_mem *m)
 /* ------------------------------------------------------------- latency */
 
 enum lat_op { OP_CREATE, OP_RESERVE, OP_MAP, OP_ACCESS, OP_UNMAP, OP_RELEASE, N_OPS };
-/* The metric names: "<op>-<size>". */
+/* The metric names: `<op>-<size>`. */
 static const char *const lat_names[N_OPS] = {
 	[OP_CREATE] = "create", [OP_RESERVE] = "reserve", [OP_MAP] = "map",
 	[OP_ACCESS] = "set-access", [OP_UNMAP] = "unmap", [OP_RELEASE] = "release",

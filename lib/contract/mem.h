@@ -38,8 +38,8 @@ enum gc_mem_seed {
 
 /*
  * Where the two binaries drifted apart in wording, kept as each had it:
- * GC_MEM_NEED: stress-10k's skip says "... mappings need N MiB" (hip_mem)
- * where cuda_mem says "needs".
+ * GC_MEM_NEED: stress-10k's skip says `... mappings need N MiB` (hip_mem)
+ * where cuda_mem says `needs`.
  */
 #define GC_MEM_NEED 1u
 
@@ -55,7 +55,7 @@ enum gc_mem_seed {
  * set_rw: read-write access for the device.
  */
 struct gc_mem_vmm {
-	const char *api;      /* "cu" or "hip" */
+	const char *api;      /* `cu` or `hip` */
 	const char *rw_name;  /* read-write access in a message: PROT_READWRITE */
 	int oom;              /* the out-of-memory status ... */
 	const char *oom_name; /* ... and its name: CUDA_ERROR_OUT_OF_MEMORY */

@@ -30,8 +30,8 @@
 /*
  * Where the binaries drifted apart in wording, kept as each had it:
  * GC_SESSION_SHUT_WHEN: a shutdown's message names the step first,
- * "<when>: rsmi_shut_down: <status>" (the SMI binaries), where nvml_session
- * says "<call>: <status>".
+ * `<when>: rsmi_shut_down: <status>` (the SMI binaries), where nvml_session
+ * says `<call>: <status>`.
  */
 #define GC_SESSION_SHUT_WHEN 1u
 
@@ -72,7 +72,7 @@ struct gc_soak;
  */
 struct gc_soak *gc_session_soak_start(double budget_s, const char *cycle);
 
-/* One init: success, asserted ("<init_name>: <status>"). */
+/* One init: success, asserted (`<init_name>: <status>`). */
 void gc_session_open(const struct gc_session *s);
 /* One shutdown, when naming the step (GC_SESSION_SHUT_WHEN's wording only). */
 void gc_session_close(const struct gc_session *s, const char *when);
@@ -82,7 +82,7 @@ void gc_session_within(const struct gc_session *s, void (*step)(void *ctx), void
 
 /*
  * refcount: k inits (each asserted), opened(ctx, k); then for i = 1..k one
- * shutdown (gc_session_close, the step named "shutdown i of k") and
+ * shutdown (gc_session_close, the step named `shutdown i of k`) and
  * shut(ctx, i, k, that name); then closed(ctx, k). ctx: the hooks' own.
  */
 struct gc_session_refcount {
@@ -113,9 +113,9 @@ void gc_session_handles(const struct gc_session *s, const struct gc_session_hand
 
 /*
  * cost's warm loop, in a session held around it: reps times an init and a
- * shutdown (warm[i], ns; the shutdown named "a warm session"), then
+ * shutdown (warm[i], ns; the shutdown named `a warm session`), then
  * request(ctx, &query[i]), one timed request as the stack makes it. The
- * held session's shutdown is named "the held session".
+ * held session's shutdown is named `the held session`.
  */
 void gc_session_cost_warm(const struct gc_session *s, void (*request)(void *ctx, double *ns),
 			  double *warm, double *query, unsigned reps);

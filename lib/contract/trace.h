@@ -85,13 +85,13 @@ struct gc_trace_run {
 	const struct gc_trace_ops *ops;
 	void *ctx;
 	const struct gc_gap_dev *dev;
-	const char *mode;  /* "graph-trace", "graph-trace-serial" */
-	const char *ratio; /* "trace", "serial" */
+	const char *mode;  /* `graph-trace`, `graph-trace-serial` */
+	const char *ratio; /* `trace`, `serial` */
 };
 
 /*
  * traced-concurrent / traced-serialized, every shape as the dynamic subtest
- * SHAPE: GC_TRACE_LAUNCHES untraced launches ("graph"), the same traced
+ * SHAPE: GC_TRACE_LAUNCHES untraced launches (`graph`), the same traced
  * (run->mode, their stamps kept), the records of every traced dispatch
  * checked against the stamps (ops->check), the gaps traced over untraced as
  * ratios (gc_gap_ratios(run->ratio, ...)).
@@ -159,11 +159,11 @@ struct gc_trace_attach {
 };
 
 /*
- * attach-detach: GC_TRACE_LAUNCHES untraced launches of graph ("graph"),
+ * attach-detach: GC_TRACE_LAUNCHES untraced launches of graph (`graph`),
  * the soak while the launcher launches, the launcher stopped (a hang fails),
  * the records checked, GC_TRACE_LAUNCHES launches after the last detach
- * ("graph-detached") and their gaps over the untraced ones as ratios
- * ("detached"), then the verdict.
+ * (`graph-detached`) and their gaps over the untraced ones as ratios
+ * (`detached`), then the verdict.
  */
 void gc_trace_attach_detach(const struct gc_gap_dev *d, const struct gc_shape *sh, void *graph,
 			    const struct gc_trace_attach *a);

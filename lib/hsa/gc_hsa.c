@@ -6,8 +6,9 @@
  * Architecture / Runtime specifications as restated in <hsa/hsa.h>: the
  * packet body is written first, then the 16-bit header (with setup in the
  * next 16 bits) is stored with release semantics, then the doorbell signal
- * gets the packet index ("the producer ... must update the doorbell signal
- * with the index of the packet").
+ * gets the packet index (hsa_queue_t's doorbell_signal: "Signal object used
+ * by the application to indicate the ID of a packet that is ready to be
+ * processed." [src ROCm/ROCR-Runtime src/inc/hsa.h @ rocm-5.2.3]).
  */
 #include <dlfcn.h>
 #include <errno.h>

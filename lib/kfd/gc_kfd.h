@@ -4,7 +4,7 @@
  * acquisition through a render node (libdrm_amdgpu), and thin ioctl wrappers.
  *
  *     struct gc_kfd *kfd = gc_kfd_require();        // skips with the reason
- *     gc_kfd_require_minor(kfd, 5, "AMDKFD_IOC_SVM"); // skips: `needs KFD 1.5`
+ *     gc_kfd_require_minor(kfd, 5, what);           // skips: `<what> needs KFD UAPI 1.5, ...`
  *     gc_kfd_require_vms(kfd);                      // ACQUIRE_VM on every GPU
  *     for (unsigned i = 0; i < kfd->n_gpus; i++) use kfd->gpus[i].node.gpu_id
  *
@@ -229,7 +229,7 @@ struct gc_devices gc_kfd_devices(const struct gc_kfd *kfd);
  *     {
  *         cpu_roundtrip(fx, gpu, GTT, 0x6771);
  *     }
- *     ... { "lifecycle-gtt", test_lifecycle_gtt, "..." } in the subtest table
+ *     ... { name, test_lifecycle_gtt, description } in the subtest table
  *
  * defines test_lifecycle_gtt(void *fixture) for the table, and the body with
  * fx (a FX_TYPE *, the fixture's data) and gpu (a struct gc_kfd_gpu *).

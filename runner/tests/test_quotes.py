@@ -115,17 +115,10 @@ def test_the_form_can_fail(block: str, want: str | None) -> None:
 QUOTE_DEBT = {
     "lib/amdgpu/gc_amdgpu_drm.c": 3,
     "lib/amdgpu/gc_amdgpu_drm.h": 18,
-    "lib/contract/mem.c": 17,
-    "lib/contract/mem.h": 4,
-    "lib/contract/session.h": 6,
-    "lib/contract/trace.h": 8,
-    "lib/hsa/gc_hsa.c": 1,
-    "lib/kfd/gc_kfd.h": 3,
     "tests/amdgpu/interrupt.c": 15,
     "tests/amdgpu/mem.c": 23,
     "tests/amdgpu/multigpu.c": 30,
     "tests/kfd/events.c": 1,
-    "tests/kfd/mem.c": 3,
     "tests/smi/amdsmi_session.c": 1,
 }
 

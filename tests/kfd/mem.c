@@ -182,9 +182,13 @@ static void bo_free(struct mem_fx *fx, struct held *h)
 static bool node_large_bar(const struct gc_kfd_node *n)
 {
 	/*
-	 * kfd_crat.c: "if (local_mem_info.local_mem_size_private == 0)" the bank
-	 * is HSA_MEM_HEAP_TYPE_FB_PUBLIC, else FB_PRIVATE; kfd_chardev.c's
-	 * kfd_dev_is_large_bar() tests the same condition.
+	 * kfd_crat.c: `if (local_mem_info.local_mem_size_private == 0)` the bank
+	 * is HSA_MEM_HEAP_TYPE_FB_PUBLIC, else FB_PRIVATE
+	 * [src torvalds/linux drivers/gpu/drm/amd/amdkfd/kfd_crat.c @ 01bdb31fc5aa];
+	 * kfd_chardev.c's kfd_dev_is_large_bar() tests the same condition (with
+	 * `local_mem_size_public > 0`, and debug_largebar or an APP APU also
+	 * counting as large BAR)
+	 * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @ 01ffa1ba69d9].
 	 */
 	return gc_kfd_node_heap_bytes(n, GC_KFD_HEAP_FB_PUBLIC) > 0;
 }
@@ -345,9 +349,15 @@ GC_KFD_GPU_SUBTEST(test_alloc_invalid, struct mem_fx, fx, gpu)
 	 */
 	gc_check_errno(gc_kfd_alloc(kfd, gc_kfd_unknown_gpu_id(kfd), BO_SIZE, h->va, VRAM, &handle,
 				    NULL), EINVAL);
-	/* amdgpu_amdkfd_gpuvm.c, USERPTR: "if (!offset || !*offset) return -EINVAL;" */
+	/*
+	 * amdgpu_amdkfd_gpuvm.c, USERPTR: `if (!offset || !*offset) return -EINVAL;`
+	 * [src torvalds/linux drivers/gpu/drm/amd/amdgpu/amdgpu_amdkfd_gpuvm.c @ 002c6ca75289]
+	 */
 	gc_check_errno(gc_kfd_alloc(kfd, id, BO_SIZE, h->va, USERPTR, &handle, &zero), EINVAL);
-	/* amdgpu_amdkfd_gpuvm.c: no memory-type flag falls to "} else { return -EINVAL; }" */
+	/*
+	 * amdgpu_amdkfd_gpuvm.c: no memory-type flag falls to `} else { return -EINVAL; }`
+	 * [src torvalds/linux drivers/gpu/drm/amd/amdgpu/amdgpu_amdkfd_gpuvm.c @ 002c6ca75289]
+	 */
 	gc_check_errno(gc_kfd_alloc(kfd, id, BO_SIZE, h->va, KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
 				    &handle, NULL), EINVAL);
 	/* Nothing was made: the VA is still free for a real allocation. */
