@@ -12,12 +12,16 @@
  * older and newer than 5.2.3; the 5.2.3 source only where a citation names
  * rocm-5.2.3): read, not run.
  *
- * Dynamic subtests: one per agent, named `gpu<node>` / `cpu<node>` after
- * HSA_AMD_AGENT_INFO_DRIVER_NODE_ID ("Internal driver node identifier." [src ROCm/ROCR-Runtime
- * src/inc/hsa_ext_amd.h @ rocm-5.2.3],
- * the KFD topology node; kfd_* binaries name GPUs by gpu_id, which ROCr 5.2.3
- * does not report). Pools belong to agents, so the pool subtests run for CPU
- * agents (the system pools) too; access, lock and IPC run per GPU.
+ * Dynamic subtests: one per agent, named `gpu<N>` / `cpu<N>` as every stack
+ * names its devices (lib/core.h gc_each_device): N a GPU agent's place among
+ * the GPU agents in hsa_iterate_agents order (ROCr's ordinal, through
+ * gc_device_index() as HIP's), a CPU agent's place among the CPU agents.
+ * Each begins by printing the agent's HSA_AMD_AGENT_INFO_DRIVER_NODE_ID
+ * ("Internal driver node identifier." [src ROCm/ROCR-Runtime
+ * src/inc/hsa_ext_amd.h @ rocm-5.2.3], the KFD topology node), `gpu0: node 1`;
+ * messages name agents the same way. Pools belong to agents, so the pool
+ * subtests run for CPU agents (the system pools) too; access, lock and IPC
+ * run per GPU.
  *
  * How access is observed. hsa_amd_pointer_info's accessible list
  * ("Optionally returns the number and list of agents which can directly
@@ -110,7 +114,8 @@ struct agent {
 	hsa_agent_t a;
 	hsa_device_type_t type;
 	hsa_profile_t profile;
-	uint32_t node;
+	uint32_t node;      /* HSA_AMD_AGENT_INFO_DRIVER_NODE_ID */
+	unsigned place;     /* among the agents of its type, in hsa_iterate_agents order */
 	char name[64];
 	unsigned n_pools;
 	struct pool pools[MAX_POOLS];
@@ -150,9 +155,12 @@ static const char *st_name(hsa_status_t st, char *buf, size_t len)
 /* A status's name, for one message (the buffer lives as long as the enclosing block). */
 #define SN(st) st_name((st), (char[40]){ 0 }, 40)
 
+/* `gpu<N>` / `cpu<N>`: the agent's dynamic subtest name (each_agent()). */
 static const char *agent_label(const struct agent *a, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s%" PRIu32, a->type == HSA_DEVICE_TYPE_GPU ? "gpu" : "cpu", a->node);
+	if (a->type == HSA_DEVICE_TYPE_GPU)
+		return gc_device_name((int)a->place, buf, len);
+	snprintf(buf, len, "cpu%u", a->place);
 	return buf;
 }
 
@@ -441,16 +449,23 @@ static size_t granules(const struct pool *p, size_t want)
 
 /* ----------------------------------------------------------- per agent */
 
-/* The agents as lib/core.h's device list, named `gpu<node>` / `cpu<node>`. */
+/* The agents as lib/core.h's device lists, named as agent_label() names them. */
 struct agent_call {
 	void (*body)(struct pools_fx *fx, struct agent *a);
 	struct pools_fx *fx;
 };
 
-static long agent_node(const void *a, size_t i)
+static long cpu_place(const void *a, size_t i)
 {
-	(void)i;
-	return ((const struct agent *)a)->node;
+	(void)a;
+	return (long)i;
+}
+
+/* The stack's own id, printed as each dynamic subtest begins: `gpu0: node 1`. */
+static const char *agent_node(const void *a, char *buf, size_t len)
+{
+	snprintf(buf, len, "node %" PRIu32, ((const struct agent *)a)->node);
+	return buf;
 }
 
 static void agent_run(void *ctx, const void *a)
@@ -464,17 +479,19 @@ static void each_agent(struct pools_fx *fx, bool cpus_too,
 		       void (*body)(struct pools_fx *fx, struct agent *a))
 {
 	struct agent_call k = { body, fx };
-	struct gc_devices cpus = { fx->cpus, fx->n_cpus, sizeof(fx->cpus[0]), agent_node, NULL,
-				   "cpu" };
-	struct gc_devices gpus = { fx->gpus, fx->n_gpus, sizeof(fx->gpus[0]), agent_node, NULL,
-				   "gpu" };
+	struct gc_devices cpus = { fx->cpus, fx->n_cpus, sizeof(fx->cpus[0]), cpu_place,
+				   agent_node, "cpu" };
+	struct gc_devices gpus = gc_runtime_devices(fx->gpus, (int)fx->n_gpus,
+						    sizeof(fx->gpus[0]), -1);
+
+	gpus.id = agent_node;
 
 	if (cpus_too)
 		gc_each_device(&cpus, agent_run, &k);
 	gc_each_device(&gpus, agent_run, &k);
 }
 
-/* A subtest whose body runs once per agent (cpus_too) or per GPU, as `cpu<node>` / `gpu<node>`. */
+/* A subtest whose body runs once per agent (cpus_too) or per GPU, as `cpu<N>` / `gpu<N>`. */
 #define AGENT_SUBTEST(fn, cpus_too, fx, a)                                      \
 	static void fn##__one(struct pools_fx *fx, struct agent *a);             \
 	static void fn(void *data)                                               \
@@ -1402,7 +1419,7 @@ static int child_share(struct gc_hsa *h, const struct gc_hsa_ipc_spec *s, hsa_ag
 	int faults = 0;
 
 	if (st != HSA_STATUS_SUCCESS) {
-		fprintf(stderr, "ipc child: attach for gpu%" PRIu32 ": %s\n", s->node, SN(st));
+		fprintf(stderr, "ipc child: attach for node %" PRIu32 ": %s\n", s->node, SN(st));
 		return IPC_ATTACH;
 	}
 	/*
@@ -1728,13 +1745,14 @@ static void read_pool(struct pools_fx *fx, struct pool *p)
 
 static void read_agent(struct pools_fx *fx, hsa_agent_t h, hsa_device_type_t type)
 {
-	struct agent *a = type == HSA_DEVICE_TYPE_GPU ? &fx->gpus[fx->n_gpus++]
-						      : &fx->cpus[fx->n_cpus++];
+	unsigned *n = type == HSA_DEVICE_TYPE_GPU ? &fx->n_gpus : &fx->n_cpus;
+	struct agent *a = type == HSA_DEVICE_TYPE_GPU ? &fx->gpus[*n] : &fx->cpus[*n];
 	struct handles pools = { 0 };
 	hsa_status_t st;
 
 	a->a = h;
 	a->type = type;
+	a->place = (*n)++;
 	AGENT_INFO(fx, h, HSA_AGENT_INFO_NAME, a->name);
 	AGENT_INFO(fx, h, HSA_AGENT_INFO_PROFILE, &a->profile);
 	AGENT_INFO(fx, h, HSA_AMD_AGENT_INFO_DRIVER_NODE_ID, &a->node);
