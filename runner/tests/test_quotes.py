@@ -113,8 +113,6 @@ def test_the_form_can_fail(block: str, want: str | None) -> None:
 # AMD files' quotes in comment blocks without a citation, per file: the work
 # left. test_amd_quote_debt_only_goes_down holds each file to its count.
 QUOTE_DEBT = {
-    "lib/amdgpu/gc_amdgpu_drm.c": 3,
-    "lib/amdgpu/gc_amdgpu_drm.h": 18,
     "lib/contract/mem.c": 17,
     "lib/contract/mem.h": 4,
     "lib/contract/session.h": 6,
