@@ -120,7 +120,6 @@ QUOTE_DEBT = {
     "lib/hipfile/gc_hipfile.h": 21,
     "lib/hsa/gc_hsa.c": 1,
     "lib/kfd/gc_kfd.h": 3,
-    "tests/amdgpu/multigpu.c": 30,
     "tests/hipfile/batch.c": 8,
     "tests/hipfile/conc.c": 7,
     "tests/hipfile/edge.c": 17,
