@@ -26,7 +26,11 @@
 #include "measure.h"
 
 #define RENDER_PREFIX "/dev/dri/renderD"
-#define DMABUF_PREFIX "/dmabuf:"            /* dma_buf_getfile(): the "dmabuf" pseudo file */
+/*
+ * dma_buf_getfile() names its pseudo file `dmabuf`
+ * [src gregkh/linux drivers/dma-buf/dma-buf.c @ 73e7709d9919].
+ */
+#define DMABUF_PREFIX "/dmabuf:"
 #define DMABUF_PREFIX_OLD "anon_inode:dmabuf" /* before the dma-buf file system (5.3) */
 
 /* --------------------------------------------------------------- discovery */
@@ -38,7 +42,7 @@ static int cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The number that is all of w[0..n) after prefix ("card12" -> 12); -1 for anything else. */
+/* The number that is all of w[0..n) after prefix (`card12` -> 12); -1 for anything else. */
 static int number_after(const char *w, size_t n, const char *prefix)
 {
 	size_t p = strlen(prefix);
@@ -399,7 +403,7 @@ _Static_assert(2 * GC_AMDGPU_MAX_DEVS + 2 <= GC_LEAK_MAX_PROBES, "every probe fi
 
 /*
  * The probes: each device's VRAM and GTT heap usage (growth past slack
- * bytes), then render-node and dma-buf fds; devices named names[i] or "gpu<i>".
+ * bytes), then render-node and dma-buf fds; devices named names[i] or `gpu<i>`.
  */
 static void probes(const struct gc_amdgpu_snapshot *s, uint64_t slack, const char *const *names,
 		   struct gc_leak_reading *r)

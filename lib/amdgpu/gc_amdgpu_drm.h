@@ -9,7 +9,7 @@
  *     for (unsigned i = 0; i < ag->n; i++) use ag->devs[i].adev, ag->devs[i].fd
  *
  * Devices are found in sysfs (lib/smi's gc_amdgpu_cards(): the cardN whose
- * driver is amdgpu), ordered by card number, and named "gpu<index>" in that
+ * driver is amdgpu), ordered by card number, and named `gpu<index>` in that
  * order (gpu0, gpu1, ...: the names cuda_mem and cuda_multigpu give their
  * devices); each one's render node is the renderD<M> entry under
  * /sys/class/drm/cardN/device/drm. gc_amdgpu_fixture_new() logs which card
@@ -39,7 +39,7 @@ struct gc_amdgpu_dev {
 	unsigned index;            /* gpu<index>: position in card-number order */
 	int card;                  /* N of /sys/class/drm/cardN */
 	int render_minor;          /* M of /dev/dri/renderD<M> */
-	char node[32];             /* "/dev/dri/renderD128" */
+	char node[32];             /* `/dev/dri/renderD128` */
 	int fd;                    /* our open(node, O_RDWR | O_CLOEXEC); -1: closed */
 	amdgpu_device_handle adev; /* amdgpu_device_initialize(fd) */
 	uint32_t drm_major, drm_minor;
@@ -52,9 +52,9 @@ struct gc_amdgpu {
 
 /*
  * Find and open every amdgpu device (drm_dir: GC_AMDGPU_DRM_DIR, or another
- * tree for tests). 0, or -errno with one line in why[]: -ENODEV "no amdgpu
- * device under /sys/class/drm", -ENOENT "/dev/dri/renderD128: No such file
- * or directory", -EACCES..., or amdgpu_device_initialize()'s own error
+ * tree for tests). 0, or -errno with one line in why[]: -ENODEV `no amdgpu
+ * device under /sys/class/drm`, -ENOENT `/dev/dri/renderD128: No such file
+ * or directory`, -EACCES..., or amdgpu_device_initialize()'s own error
  * naming the node (why may be NULL when why_len is 0). Nothing stays open
  * on failure; *out is NULL then.
  */
@@ -64,9 +64,9 @@ void gc_amdgpu_close(struct gc_amdgpu *ag); /* NULL is fine */
 /*
  * gc_amdgpu_open(GC_AMDGPU_DRM_DIR) with at least need devices, or skip /
  * fail (subtest level). Skips with open's reason for no node or no access;
- * with "needs <need> amdgpu GPUs, found <n>" when fewer are found and need
- * > 1 (no device at all is "found 0", open's reason logged); otherwise
- * with "no amdgpu device under /sys/class/drm". Other errors fail.
+ * with `needs <need> amdgpu GPUs, found <n>` when fewer are found and need
+ * > 1 (no device at all is `found 0`, open's reason logged); otherwise
+ * with `no amdgpu device under /sys/class/drm`. Other errors fail.
  */
 struct gc_amdgpu *gc_amdgpu_require(unsigned need);
 
@@ -76,7 +76,7 @@ bool gc_amdgpu_open_err_is_skip(int err);
 /* ------------------------------------------------------------ discovery (pure) */
 
 /*
- * "card3 card0 card12" (gc_amdgpu_cards()' list) into cards[], ascending.
+ * `card3 card0 card12` (gc_amdgpu_cards()' list) into cards[], ascending.
  * The count; -EINVAL for a word that is not card<digits>; -E2BIG for more
  * than max.
  */
@@ -126,9 +126,9 @@ int gc_amdgpu_gem_va(const struct gc_amdgpu_dev *d, enum gc_amdgpu_via via, uint
 		     uint32_t op, uint64_t va, uint64_t offset, uint64_t size);
 /*
  * DRM_IOCTL_AMDGPU_GEM_WAIT_IDLE of handle until deadline_ns, an absolute
- * CLOCK_MONOTONIC time (amdgpu_drm.h: "Absolute timeout to wait"; see
- * gc_amdgpu_deadline_ns()). *busy: out.status ("0 - BO is idle, 1 - BO is
- * busy"), on success only.
+ * CLOCK_MONOTONIC time (amdgpu_drm.h: `Absolute timeout to wait`; see
+ * gc_amdgpu_deadline_ns()). *busy: out.status (`0 - BO is idle, 1 - BO is
+ * busy`), on success only [src mesa/drm include/drm/amdgpu_drm.h @ b9ca37b31348].
  */
 int gc_amdgpu_gem_wait_idle(const struct gc_amdgpu_dev *d, enum gc_amdgpu_via via,
 			    uint32_t handle, uint64_t deadline_ns, uint32_t *busy);
@@ -141,7 +141,8 @@ uint64_t gc_amdgpu_deadline_ns(uint64_t rel_ns);
  * amdgpu_query_heap_info() heap_usage of the VRAM and GTT heaps. amdgpu.h:
  * "Number of bytes allocated in the heap. This includes all processes and
  * private allocations in the kernel. It changes when new buffers are
- * allocated, freed, and moved." Device-wide, so see gc_amdgpu_grew().
+ * allocated, freed, and moved." [src mesa/drm amdgpu/amdgpu.h @ b9ca37b31348]
+ * Device-wide, so see gc_amdgpu_grew().
  */
 struct gc_amdgpu_usage {
 	uint64_t vram, gtt;
@@ -151,9 +152,9 @@ int gc_amdgpu_heap_usage(const struct gc_amdgpu_dev *d, struct gc_amdgpu_usage *
 void gc_amdgpu_read_usage(const struct gc_amdgpu_dev *d, struct gc_amdgpu_usage *u);
 
 /*
- * "gpu0: card0, /dev/dri/renderD128, amdgpu DRM 3.49, VRAM heap 16368 MiB
- * (312 MiB used), GTT heap 32000 MiB (20 MiB used)" into buf, for setup()'s
- * log; the heap part reads "heaps: <error>" when the query fails.
+ * `gpu0: card0, /dev/dri/renderD128, amdgpu DRM 3.49, VRAM heap 16368 MiB
+ * (312 MiB used), GTT heap 32000 MiB (20 MiB used)` into buf, for setup()'s
+ * log; the heap part reads `heaps: <error>` when the query fails.
  */
 const char *gc_amdgpu_describe(const struct gc_amdgpu_dev *d, char *buf, size_t len);
 
@@ -181,7 +182,7 @@ struct gc_amdgpu_snapshot {
 	unsigned n;
 	struct gc_amdgpu_usage use[GC_AMDGPU_MAX_DEVS];
 	int render_fds; /* open fds on /dev/dri/renderD* */
-	int dmabuf_fds; /* open dma-buf fds ("/dmabuf:", older kernels "anon_inode:dmabuf") */
+	int dmabuf_fds; /* open dma-buf fds (`/dmabuf:`, older kernels `anon_inode:dmabuf`) */
 };
 int gc_amdgpu_snapshot(const struct gc_amdgpu *ag, struct gc_amdgpu_snapshot *s);
 
@@ -189,7 +190,7 @@ int gc_amdgpu_snapshot(const struct gc_amdgpu *ag, struct gc_amdgpu_snapshot *s)
  * Pure: how many leaks now shows against before (each device's VRAM and GTT
  * heap that grew past slack, any change in either fd count: lib/leakcheck's
  * probes), described in msg with each device named as names[i]
- * ("gpu0 (/dev/dri/renderD128)"; NULL: "gpu<i>").
+ * (`gpu0 (/dev/dri/renderD128)`; NULL: `gpu<i>`).
  */
 unsigned gc_amdgpu_snapshot_diff(const struct gc_amdgpu_snapshot *before,
 				 const struct gc_amdgpu_snapshot *now, uint64_t slack,
@@ -230,7 +231,7 @@ void gc_amdgpu_fixture_free(void *data);     /* teardown(): devices closed, data
 /*
  * The devices of ag, in card-number order, as lib/core.h's device list:
  * gc_each_device() and gc_each_device_pair() over it name each
- * "gpu<index>" (d->index: DRM sees every card, pinned or not) and hand the
+ * `gpu<index>` (d->index: DRM sees every card, pinned or not) and hand the
  * body a const pointer into ag->devs (not const: cast it back). The macros
  * below write a typed body in place.
  */

@@ -113,11 +113,6 @@ def test_the_form_can_fail(block: str, want: str | None) -> None:
 # AMD files' quotes in comment blocks without a citation, per file: the work
 # left. test_amd_quote_debt_only_goes_down holds each file to its count.
 QUOTE_DEBT = {
-    "lib/amdgpu/gc_amdgpu_drm.c": 3,
-    "lib/amdgpu/gc_amdgpu_drm.h": 18,
-    "tests/amdgpu/interrupt.c": 15,
-    "tests/amdgpu/mem.c": 23,
-    "tests/amdgpu/multigpu.c": 30,
     "tests/kfd/events.c": 1,
     "tests/smi/amdsmi_session.c": 1,
 }

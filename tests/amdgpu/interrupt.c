@@ -1,48 +1,60 @@
 // SPDX-License-Identifier: MIT
 /*
  * amdgpu_interrupt: the interrupt contract on the amdgpu GEM ioctls (DESIGN,
- * interrupt, AMD column): "a call interrupted by a signal either completes or
+ * interrupt, AMD column): a call interrupted by a signal either completes or
  * fails with EINTR/ERESTARTSYS and no visible effect; restarting it is
- * idempotent and converges". Three experiments, each per device (gpu0,
+ * idempotent and converges. Three experiments, each per device (gpu0,
  * gpu1... as in amdgpu_mem), each under lib/interrupt's storm sweep (signals
  * every 20 us to 1 ms, handler without SA_RESTART):
  *
  *  - alloc-free: DRM_IOCTL_AMDGPU_GEM_CREATE of 64 MiB of VRAM, then
  *    DRM_IOCTL_GEM_CLOSE. amdgpu_gem.c amdgpu_gem_create_ioctl() hands
- *    -ERESTARTSYS straight back ("if (r && r != -ERESTARTSYS)" guards its
+ *    -ERESTARTSYS straight back (`if (r && r != -ERESTARTSYS) {` guards its
  *    retry with other placements); amdgpu_bo_create()'s TTM context is
- *    interruptible for user buffers (amdgpu_object.c ".interruptible =
- *    (bp->type != ttm_bo_type_kernel)"); the handle is made only after the
- *    buffer was ("r = drm_gem_handle_create(filp, gobj, &handle);"). No
- *    visible effect: after an EINTR the device's VRAM heap usage is back
- *    where it was before the call (re-read for up to SETTLE_MS: the counter
- *    is device-wide, see lib/amdgpu), and after each close too.
+ *    interruptible for user buffers (amdgpu_object.c `.interruptible =
+ *    (bp->type != ttm_bo_type_kernel),` [src gregkh/linux
+ *    drivers/gpu/drm/amd/amdgpu/amdgpu_object.c @ 11747c52c04a]); the handle
+ *    is made only after the buffer was (`r = drm_gem_handle_create(filp,
+ *    gobj, &handle);` [src gregkh/linux
+ *    drivers/gpu/drm/amd/amdgpu/amdgpu_gem.c @ 0399b8416ecf]). No visible
+ *    effect: after an EINTR the device's VRAM heap usage is back where it was
+ *    before the call (re-read for up to SETTLE_MS: the counter is
+ *    device-wide, see lib/amdgpu), and after each close too.
  *  - map-unmap: DRM_IOCTL_AMDGPU_GEM_VA MAP, then UNMAP, of one 4 MiB GTT
  *    buffer at one address. The buffer and page directory are reserved
  *    interruptibly before anything changes (6.1: ttm_eu_reserve_buffers(...,
- *    true, ...), whose ttm_bo_reserve() "if (ret == -EINTR) return
- *    -ERESTARTSYS;"; 6.6+: drm_exec_init(&exec, DRM_EXEC_INTERRUPTIBLE_WAIT
- *    ...), which returns the lock's -EINTR as it is); after the map or unmap
- *    itself, amdgpu_gem_va_update_vm()'s errors "are not vital here, so they
- *    are not reported back to userspace". No visible effect, checked by the
- *    next VA operation: a reissued MAP after EINTR must succeed (had the
- *    interrupted one mapped, amdgpu_vm_bo_map() refuses the overlap with
- *    -EINVAL), a reissued UNMAP must succeed (had the interrupted one
- *    unmapped, amdgpu_vm_bo_unmap() answers -ENOENT), and after both an UNMAP
- *    must be -ENOENT (nothing left mapped).
+ *    true, ...), whose ttm_bo_reserve() turns the lock's -EINTR into
+ *    -ERESTARTSYS, `if (ret == -EINTR) return -ERESTARTSYS;` [src
+ *    torvalds/linux include/drm/ttm/ttm_bo.h @ 0089d6ee3bb6]; 6.6+:
+ *    drm_exec_init(&exec, DRM_EXEC_INTERRUPTIBLE_WAIT ...), which returns the
+ *    lock's -EINTR as it is); after the map or unmap itself, nothing that
+ *    amdgpu_gem_va_update_vm() meets comes back: "Errors are not vital here,
+ *    so they are not reported back to userspace." [src gregkh/linux
+ *    drivers/gpu/drm/amd/amdgpu/amdgpu_gem.c @ 0399b8416ecf]. No visible
+ *    effect, checked by the next VA operation: a reissued MAP after EINTR
+ *    must succeed (had the interrupted one mapped, amdgpu_vm_bo_map() refuses
+ *    the overlap with -EINVAL), a reissued UNMAP must succeed (had the
+ *    interrupted one unmapped, amdgpu_vm_bo_unmap() answers -ENOENT), and
+ *    after both an UNMAP must be -ENOENT (nothing left mapped).
  *  - wait-idle: DRM_IOCTL_AMDGPU_GEM_WAIT_IDLE on a 64 MiB VRAM buffer made
  *    with AMDGPU_GEM_CREATE_VRAM_CLEARED, busy while the kernel clears it
- *    (amdgpu_object.c amdgpu_bo_create(): amdgpu_fill_buffer(), its fence
- *    added to the buffer's reservation object, which the wait covers:
+ *    (amdgpu_object.c amdgpu_bo_create(): amdgpu_fill_buffer(), in the newer
+ *    version cited above amdgpu_ttm_clear_buffer(), its fence added to the
+ *    buffer's reservation object, which the wait covers:
  *    dma_resv_wait_timeout(..., DMA_RESV_USAGE_READ, true, timeout)). The
- *    wait is interruptible ("ret < 0 means interrupted before timeout",
- *    dma_resv_wait_timeout: "Returns -ERESTARTSYS if interrupted") and its
- *    timeout is absolute (amdgpu_drm.h "Absolute timeout to wait";
- *    amdgpu_gem_timeout() "calculate jiffies timeout from absolute value"),
- *    so a reissue with the same deadline does not extend it. Converges: the
- *    reissued wait returns 0 with out.status 0 ("BO is idle") before the
- *    deadline (5 s). (If a kernel clears VRAM ahead of time the buffer is
- *    idle at once and the wait is short: signals may then rarely land.)
+ *    wait is interruptible (amdgpu_gem_wait_idle_ioctl(): `ret < 0 means
+ *    interrupted before timeout`; amdgpu_gem_timeout(): "Calculate the
+ *    timeout in jiffies from an absolute timeout in ns." [src gregkh/linux
+ *    drivers/gpu/drm/amd/amdgpu/amdgpu_gem.c @ 0399b8416ecf];
+ *    dma_resv_wait_timeout(): "Returns -ERESTARTSYS if interrupted, 0 if the
+ *    wait timed out, or greater than zer on success." [src torvalds/linux
+ *    drivers/dma-buf/dma-resv.c @ 047a1b877ed4]) and its timeout is absolute
+ *    (amdgpu_drm.h `Absolute timeout to wait` [src mesa/drm
+ *    include/drm/amdgpu_drm.h @ b9ca37b31348]), so a reissue with the same
+ *    deadline does not extend it. Converges: the reissued wait returns 0 with
+ *    out.status 0 (`0 - BO is idle`, same header) before the deadline (5 s).
+ *    (If a kernel clears VRAM ahead of time the buffer is idle at once and
+ *    the wait is short: signals may then rarely land.)
  *
  * Command-submission wait: DRM_IOCTL_AMDGPU_WAIT_CS needs a submitted IB,
  * and a command stream is not something this file writes without hardware to
@@ -53,16 +65,18 @@
  * Each experiment runs twice:
  *  - raw ioctl(2) (alloc-free, map-unmap, wait-idle): with the storm's
  *    handler lacking SA_RESTART, x86 handle_signal() turns -ERESTARTSYS into
- *    -EINTR ("case -ERESTARTSYS: if (!(ksig->ka.sa.sa_flags & SA_RESTART)) {
- *    regs->ax = -EINTR;"), so EINTR reaches this file, which checks that it
- *    had no effect and reissues the ioctl (as many as MAX_CALLS times);
+ *    -EINTR (`case -ERESTARTSYS: if (!(ksig->ka.sa.sa_flags & SA_RESTART)) {
+ *    regs->ax = -EINTR;` [src torvalds/linux arch/x86/kernel/signal.c @
+ *    00ed905ab8e5]), so EINTR reaches this file, which checks that it had no
+ *    effect and reissues the ioctl (as many as MAX_CALLS times);
  *  - through libdrm's drmIoctl() (the -drmioctl twins), which every libdrm
- *    call uses. xf86drm.c: "do { ret = ioctl(fd, request, arg); } while
- *    ((ret == -1) && ((errno == EINTR) || (errno == EAGAIN)));": EINTR never
- *    comes back (one that did fails the subtest), and the reissue on the
- *    same argument struct must give the uninterrupted result: a reissue
- *    after an interrupted MAP that had mapped would come back -EINVAL, after
- *    an UNMAP that had unmapped -ENOENT, and both fail.
+ *    call uses. xf86drm.c: `do { ret = ioctl(fd, request, arg); } while (ret
+ *    == -1 && (errno == EINTR || errno == EAGAIN));` [src mesa/drm xf86drm.c
+ *    @ b9ca37b31348]: EINTR never comes back (one that did fails the
+ *    subtest), and the reissue on the same argument struct must give the
+ *    uninterrupted result: a reissue after an interrupted MAP that had mapped
+ *    would come back -EINVAL, after an UNMAP that had unmapped -ENOENT, and
+ *    both fail.
  *
  * Every ioctl under test is bracketed (lib/interrupt.h) and counted: calls,
  * calls with a signal inside, EINTR returns. A subtest fails when no signal
@@ -229,10 +243,13 @@ static bool af_create(struct exp *e, struct gc_storm *s, unsigned i,
  * One cycle: create (reissued on EINTR, each EINTR checked for no effect),
  * close, memory back. The close must return 0: drm_gem.c
  * drm_gem_handle_delete() fails only for an unknown handle, and
- * amdgpu_gem_object_close() reserves without an interruptible wait (6.1:
- * "ttm_eu_reserve_buffers(&ticket, &list, false, &duplicates)"; 6.6+:
- * drm_exec_init() without DRM_EXEC_INTERRUPTIBLE_WAIT) and only logs its
- * errors ("leaking bo va").
+ * amdgpu_gem_object_close() reserves without an interruptible wait (6.1, as
+ * in the older version cited: `r = ttm_eu_reserve_buffers(&ticket, &list,
+ * false, &duplicates);` [src torvalds/linux
+ * drivers/gpu/drm/amd/amdgpu/amdgpu_gem.c @ 51a831a7725b]; 6.6+:
+ * drm_exec_init() without DRM_EXEC_INTERRUPTIBLE_WAIT [src gregkh/linux
+ * drivers/gpu/drm/amd/amdgpu/amdgpu_gem.c @ 0399b8416ecf]) and only logs its
+ * errors (`leaking bo va`, in both).
  */
 static bool af_cycle(void *ctx, struct gc_storm *s, unsigned i)
 {

@@ -280,11 +280,13 @@ static void cpu_map_refcount(const struct gc_amdgpu_dev *d)
 }
 
 /*
- * amdgpu_drm.h: AMDGPU_GEM_CREATE_NO_CPU_ACCESS "CPU access will not work,
- * this VRAM domain is invisible"; amdgpu_gem.c amdgpu_mode_dumb_mmap() (the
- * DRM_AMDGPU_GEM_MMAP that amdgpu_bo_cpu_map issues): "(robj->flags &
- * AMDGPU_GEM_CREATE_NO_CPU_ACCESS)) { ... return -EPERM;", which libdrm's
- * drmCommandWriteRead hands back as it is.
+ * amdgpu_drm.h: AMDGPU_GEM_CREATE_NO_CPU_ACCESS `Flag that CPU access will
+ * not work, this VRAM domain is invisible` [src mesa/drm
+ * include/drm/amdgpu_drm.h @ b9ca37b31348]; amdgpu_gem.c
+ * amdgpu_mode_dumb_mmap() (the DRM_AMDGPU_GEM_MMAP that amdgpu_bo_cpu_map
+ * issues): `(robj->flags & AMDGPU_GEM_CREATE_NO_CPU_ACCESS)) {` then `return
+ * -EPERM;` [src gregkh/linux drivers/gpu/drm/amd/amdgpu/amdgpu_gem.c @
+ * 0399b8416ecf], which libdrm's drmCommandWriteRead hands back as it is.
  */
 static void cpu_map_no_access(const struct gc_amdgpu_dev *d)
 {
@@ -322,21 +324,27 @@ static void expect_map_refused(const struct gc_amdgpu_dev *d, const struct held 
 }
 
 /*
- * Contract (amdgpu_drm.h struct drm_amdgpu_gem_va: va_address "Must be
- * correctly aligned", offset_in_bo "Must be correctly aligned", map_size
- * "Must be correctly aligned"). What a violation gives, amdgpu_vm.c
- * amdgpu_vm_verify_parameters() (6.x; amdgpu_vm_bo_map() in older kernels,
- * same errno): "if (saddr & AMDGPU_GPU_PAGE_MASK || offset &
- * AMDGPU_GPU_PAGE_MASK || size & AMDGPU_GPU_PAGE_MASK) return -EINVAL;",
- * "size == 0" (commented "which also leads to end < begin") -> -EINVAL, and
- * "make sure object fit at this offset": "if (bo && offset + size >
- * amdgpu_bo_size(bo)) return -EINVAL;"; amdgpu_gem.c amdgpu_gem_va_ioctl():
- * "va_address 0x%llx is in reserved area" -> -EINVAL for address 0. None of
- * them maps anything: the whole buffer then maps at the same address (an
- * overlap would be refused, see map-over-mapped). amdgpu.h
- * amdgpu_bo_va_op_raw: "all parameters are treated "raw", i.e. size is not
- * automatically aligned": the non-raw amdgpu_bo_va_op aligns it (amdgpu_bo.c
- * "size = ALIGN(size, getpagesize());"), so an unaligned size maps there.
+ * Contract (amdgpu_drm.h struct drm_amdgpu_gem_va: of va_address,
+ * offset_in_bo and map_size alike, "Must be correctly aligned." [src mesa/drm
+ * include/drm/amdgpu_drm.h @ b9ca37b31348]). What a violation gives,
+ * amdgpu_vm.c amdgpu_vm_verify_parameters() (6.x; amdgpu_vm_bo_map() in older
+ * kernels, same errno): `if (saddr & AMDGPU_GPU_PAGE_MASK || offset &
+ * AMDGPU_GPU_PAGE_MASK || size & AMDGPU_GPU_PAGE_MASK) return -EINVAL;`,
+ * `size == 0` (commented `which also leads to end < begin`) -> -EINVAL, and,
+ * under the comment `make sure object fit at this offset`, `if (bo && offset
+ * + size > amdgpu_bo_size(bo)) return -EINVAL;` [src gregkh/linux
+ * drivers/gpu/drm/amd/amdgpu/amdgpu_vm.c @ 09b45a4528e6]; amdgpu_gem.c
+ * amdgpu_gem_va_ioctl(): `va_address 0x%llx is in reserved area` -> -EINVAL
+ * for address 0 [src gregkh/linux drivers/gpu/drm/amd/amdgpu/amdgpu_gem.c @
+ * 0399b8416ecf]. None of them maps anything: the whole buffer then maps at
+ * the same address (an overlap would be refused, see map-over-mapped).
+ * amdgpu.h amdgpu_bo_va_op_raw: "This is not a simple drop-in extension for
+ * amdgpu_bo_va_op; instead, all parameters are treated [...], i.e. size is
+ * not automatically aligned, and all flags must be specified explicitly."
+ * [src mesa/drm amdgpu/amdgpu.h @ b9ca37b31348] (the cut word is raw): the
+ * non-raw amdgpu_bo_va_op aligns it (amdgpu_bo.c `size = ALIGN(size,
+ * getpagesize());` [src mesa/drm amdgpu/amdgpu_bo.c @ b9ca37b31348]), so an
+ * unaligned size maps there.
  */
 GC_AMDGPU_DEV_SUBTEST(test_granularity, struct mem_fx, fx, d)
 {
@@ -434,17 +442,20 @@ GC_AMDGPU_DEV_SUBTEST(test_unmap_unmapped, struct mem_fx, fx, d)
 }
 
 /*
- * Contract (free while mapped). amdgpu.h amdgpu_bo_free: "\return 0 on
- * success" (its only note on GPU use: "If is UMD responsibility to 'free'
- * buffer only when there is no more GPU access"; none is made here).
+ * Contract (free while mapped). amdgpu.h amdgpu_bo_free: `\return 0 on
+ * success\n` (its only note on GPU use is an obligation on the caller, `If is
+ * UMD responsibility to ‘free’ buffer only when there is no more GPU access`
+ * [src mesa/drm amdgpu/amdgpu.h @ b9ca37b31348]; no GPU access is made here).
  * libdrm's amdgpu_bo_free closes the GEM handle when its refcount reaches 0
  * (drmCloseBufferHandle), and the kernel's amdgpu_gem_object_close() then
- * removes the buffer and its mappings from this file's VM: "bo_va =
+ * removes the buffer and its mappings from this file's VM: `bo_va =
  * amdgpu_vm_bo_find(vm, bo); if (!bo_va || --bo_va->ref_count) goto
- * out_unlock; amdgpu_vm_bo_del(adev, bo_va);" (amdgpu_vm.c
- * amdgpu_vm_bo_del: "Remove @bo_va->bo from the requested vm."). So: the
- * free returns 0, the address is free again (another buffer maps there; an
- * overlap would be -EINVAL), and the heap usage comes back. cuda_mem's
+ * out_unlock; amdgpu_vm_bo_del(adev, bo_va);` [src gregkh/linux
+ * drivers/gpu/drm/amd/amdgpu/amdgpu_gem.c @ 0399b8416ecf] (amdgpu_vm.c
+ * amdgpu_vm_bo_del: "Remove @bo_va->bo from the requested vm." [src
+ * gregkh/linux drivers/gpu/drm/amd/amdgpu/amdgpu_vm.c @ 09b45a4528e6]). So:
+ * the free returns 0, the address is free again (another buffer maps there;
+ * an overlap would be -EINVAL), and the heap usage comes back. cuda_mem's
  * subtest of this name expects the memory to stay valid until the unmap:
  * amdgpu has no unmap after the free.
  */
@@ -505,13 +516,16 @@ static uint64_t va_range(const struct gc_amdgpu_dev *d, amdgpu_va_handle *vh)
 
 /*
  * Contract (GEM handles this file never had). Handles start at 1 (drm_gem.c
- * drm_gem_handle_create_tail(): "idr_alloc(&file_priv->object_idr, NULL, 1,
- * 0, GFP_NOWAIT)") and stay below 2^31, so 0 and 0xffffffff name nothing.
- * amdgpu_gem.c amdgpu_gem_va_ioctl(): "gobj = drm_gem_object_lookup(filp,
- * args->handle); if (gobj == NULL) return -ENOENT;" (after the address
+ * drm_gem_handle_create_tail(): `ret = idr_alloc(&file_priv->object_idr, obj,
+ * 1, 0, GFP_NOWAIT);` [src torvalds/linux drivers/gpu/drm/drm_gem.c @
+ * 002c6ca75289]) and stay below 2^31, so 0 and 0xffffffff name nothing.
+ * amdgpu_gem.c amdgpu_gem_va_ioctl(): `gobj = drm_gem_object_lookup(filp,
+ * args->handle); if (gobj == NULL) return -ENOENT;` [src gregkh/linux
+ * drivers/gpu/drm/amd/amdgpu/amdgpu_gem.c @ 0399b8416ecf] (after the address
  * checks, hence a valid address); amdgpu_gem_wait_idle_ioctl() looks the
  * handle up the same way (-ENOENT); DRM_IOCTL_GEM_CLOSE, drm_gem.c
- * drm_gem_handle_delete(): "if (IS_ERR_OR_NULL(obj)) return -EINVAL;".
+ * drm_gem_handle_delete(): `if (IS_ERR_OR_NULL(obj)) return -EINVAL;` (same
+ * version).
  */
 GC_AMDGPU_DEV_SUBTEST(test_invalid_handle, struct mem_fx, fx, d)
 {
@@ -537,9 +551,11 @@ GC_AMDGPU_DEV_SUBTEST(test_invalid_handle, struct mem_fx, fx, d)
  * Contract (a GEM handle closed twice; libdrm's amdgpu_bo_free of a freed
  * amdgpu_bo_handle would be a use after free, so the double free is made on
  * the GEM handle): the second DRM_IOCTL_GEM_CLOSE is -EINVAL, drm_gem.c
- * drm_gem_handle_delete(): "if (IS_ERR_OR_NULL(obj)) return -EINVAL;", and
- * the closed handle maps nothing, amdgpu_gem_va_ioctl(): "if (gobj == NULL)
- * return -ENOENT;". The buffer's memory comes back (the fixture's check).
+ * drm_gem_handle_delete(): `if (IS_ERR_OR_NULL(obj)) return -EINVAL;` [src
+ * torvalds/linux drivers/gpu/drm/drm_gem.c @ 002c6ca75289], and the closed
+ * handle maps nothing, amdgpu_gem_va_ioctl(): `if (gobj == NULL) return
+ * -ENOENT;` [src gregkh/linux drivers/gpu/drm/amd/amdgpu/amdgpu_gem.c @
+ * 0399b8416ecf]. The buffer's memory comes back (the fixture's check).
  */
 GC_AMDGPU_DEV_SUBTEST(test_double_free, struct mem_fx, fx, d)
 {

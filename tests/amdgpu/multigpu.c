@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * amdgpu_multigpu: the multigpu contract between two amdgpu devices through
- * dma-buf (DESIGN, multigpu, AMD column: "dma-buf export/import between
- * GPUs"): a buffer of GPU A exported as a dma-buf fd (amdgpu_bo_export,
+ * dma-buf (DESIGN, multigpu, AMD column: dma-buf export/import between
+ * GPUs): a buffer of GPU A exported as a dma-buf fd (amdgpu_bo_export,
  * amdgpu_bo_handle_type_dma_buf_fd) and imported by GPU B (amdgpu_bo_import)
  * is one buffer, lives as long as either side holds it, and an import that
  * fails leaves nothing behind.
@@ -12,16 +12,20 @@
  * amdgpu_dma_buf.c and ttm_bo_vm.c, each quoted where it is checked; read,
  * not run: no AMD GPU was available when this was written.
  *
- * How B's side is seen from the CPU. amdgpu_bo_cpu_map() of B's import maps
- * a buffer whose pages TTM refuses to fault (see import-cpu-map), so B's view
- * of the bytes is taken through the dma-buf B itself hands out for its import:
- * amdgpu_bo_export() of the imported buffer gives back the original dma-buf
- * (drm_prime.c: "re-export the original imported object"), checked by inode,
- * and mapped with mmap() under DMA_BUF_IOCTL_SYNC as <linux/dma-buf.h> asks
- * ("DMA_BUF_IOCTL_SYNC must be used to bracket any CPU access"). A's side is
- * its own amdgpu_bo_cpu_map().
+ * How B's side is seen from the CPU. amdgpu_bo_cpu_map() of B's import maps a
+ * buffer whose pages TTM refuses to fault (see import-cpu-map), so B's view
+ * of the bytes is taken through the dma-buf B itself hands out for its
+ * import: amdgpu_bo_export() of the imported buffer gives back the original
+ * dma-buf (drm_prime.c, under the comment `re-export the original imported
+ * object` [src alvinsun039/linux-torvalds drivers/gpu/drm/drm_prime.c @
+ * 00f18f2d3370]), checked by inode, and mapped with mmap() under
+ * DMA_BUF_IOCTL_SYNC as <linux/dma-buf.h> asks ("To manage coherency,
+ * DMA_BUF_IOCTL_SYNC must be used to bracket any CPU access to give the
+ * kernel the chance to shuffle memory around if needed." [src torvalds/linux
+ * include/uapi/linux/dma-buf.h @ 03ab8e6297ac]). A's side is its own
+ * amdgpu_bo_cpu_map().
  *
- * Every subtest needs two amdgpu devices ("needs 2 amdgpu GPUs, found N");
+ * Every subtest needs two amdgpu devices (`needs 2 amdgpu GPUs, found N`);
  * dynamic subtests per ordered pair, exporter first: gpu0-gpu1, gpu1-gpu0
  * (the names cuda_multigpu gives). The fixture is lib/amdgpu's leak check
  * (heap usage of every device, render-node and dma-buf fds).
@@ -106,8 +110,9 @@ static void share_begin(struct share *sh, const struct gc_amdgpu_dev *a,
 
 /*
  * A's buffer in heap, filled with SEED_A through A's CPU mapping, and
- * exported (amdgpu.h amdgpu_bo_export: "Allow others to get access to
- * buffer"; libdrm: drmPrimeHandleToFD(..., DRM_CLOEXEC | DRM_RDWR, ...)).
+ * exported (amdgpu.h amdgpu_bo_export: `Allow others to get access to buffer`
+ * [src mesa/drm amdgpu/amdgpu.h @ b9ca37b31348]; libdrm:
+ * drmPrimeHandleToFD(..., DRM_CLOEXEC | DRM_RDWR, ...)).
  */
 static void share_export(struct share *sh, uint32_t heap, uint64_t flags)
 {
@@ -129,8 +134,9 @@ static void share_export(struct share *sh, uint32_t heap, uint64_t flags)
 }
 
 /*
- * B imports A's fd (amdgpu.h amdgpu_bo_import: "Request access to "shared"
- * buffer", with "alloc_size" the "Buffer size").
+ * B imports A's fd (amdgpu.h amdgpu_bo_import, whose brief asks for access to
+ * a buffer it calls shared, with alloc_size the `Buffer size` [src mesa/drm
+ * amdgpu/amdgpu.h @ b9ca37b31348]).
  */
 static void share_import(struct share *sh)
 {
@@ -166,11 +172,13 @@ static struct stat fd_stat(int fd, const char *what)
 
 /*
  * B's view: B's re-export of its import is A's dma-buf (drm_prime.c,
- * drm_gem_prime_handle_to_fd(), under the comment "re-export the original
- * imported object": "if (obj->import_attach) { dmabuf =
- * obj->import_attach->dmabuf;"; each
- * dma-buf has an inode of its own, dma-buf.c dma_buf_getfile(): "inode->i_ino
- * = atomic64_add_return(1, &dmabuf_inode);"), mapped for the CPU.
+ * drm_gem_prime_handle_to_fd(), under the comment `re-export the original
+ * imported object`: `if (obj->import_attach) { dmabuf =
+ * obj->import_attach->dmabuf;` [src alvinsun039/linux-torvalds
+ * drivers/gpu/drm/drm_prime.c @ 00f18f2d3370]; each dma-buf has an inode of
+ * its own, dma-buf.c dma_buf_getfile(): `inode->i_ino =
+ * atomic64_inc_return(&dmabuf_inode);` [src gregkh/linux
+ * drivers/dma-buf/dma-buf.c @ 73e7709d9919]), mapped for the CPU.
  */
 static void importer_view(struct share *sh)
 {
@@ -229,12 +237,12 @@ static void view_fill(const struct share *sh, uint64_t seed)
 /* ---------------------------------------------------------- shared-mapping */
 
 /*
- * Contract (amdgpu.h amdgpu_bo_export "Allow others to get access to
- * buffer" / amdgpu_bo_import "Request access to "shared" buffer"): one
- * buffer. B's import has the exported size, maps into B's GPU VA space,
- * re-exports as the same dma-buf, and its bytes are A's: what A wrote
- * through its CPU mapping reads back through B's view, and what is written
- * through B's view reads back through A's mapping.
+ * Contract (amdgpu.h amdgpu_bo_export `Allow others to get access to buffer`
+ * / amdgpu_bo_import, access to the buffer it calls shared [src mesa/drm
+ * amdgpu/amdgpu.h @ b9ca37b31348]): one buffer. B's import has the exported
+ * size, maps into B's GPU VA space, re-exports as the same dma-buf, and its
+ * bytes are A's: what A wrote through its CPU mapping reads back through B's
+ * view, and what is written through B's view reads back through A's mapping.
  */
 static void shared_one(struct share *sh, uint32_t heap, uint64_t flags, const char *what)
 {
@@ -262,17 +270,23 @@ GC_AMDGPU_PAIR_SUBTEST(test_shared_mapping, struct mg_fx, fx, a, b)
 /* ---------------------------------------------------- exporter closes first */
 
 /*
- * Contract (lifetime). drm_prime.c "Reference Counting for GEM Drivers":
- * "importing GEM object -> dma-buf -> exported GEM bo", the dma-buf holding
- * the exported object until "the final reference to the &dma_buf itself is
- * dropped"; amdgpu_dma_buf.c's import takes that dma-buf reference
- * ("get_dma_buf(dma_buf);"). amdgpu.h amdgpu_bo_free: "In the case of
- * memory shared between different applications all resources will be
- * "physically" freed only all such applications will be terminated". So
- * once A has unmapped and freed its buffer and closed its fd: B's view
- * still reads A's bytes, A's GTT heap still holds the buffer (device-wide
- * reading: at least BUF_SIZE above what it was before the export), and
- * when B lets go, A's GTT usage comes back.
+ * Contract (lifetime). drm_prime.c, its DOC section on reference counting for
+ * GEM drivers: "On the export the &dma_buf holds a reference to the exported
+ * buffer object, usually a &drm_gem_object." and "This reference needs to be
+ * released when the final reference to the &dma_buf itself is dropped and its
+ * &dma_buf_ops.release function is called." and "Thus the chain of references
+ * always flows in one direction, avoiding loops: importing GEM object ->
+ * dma-buf -> exported GEM bo." [src alvinsun039/linux-torvalds
+ * drivers/gpu/drm/drm_prime.c @ 00f18f2d3370]; amdgpu_dma_buf.c's import
+ * takes that dma-buf reference (`get_dma_buf(dma_buf);` [src gregkh/linux
+ * drivers/gpu/drm/amd/amdgpu/amdgpu_dma_buf.c @ 8a7bbd0236d2]). amdgpu.h
+ * amdgpu_bo_free: `In the case of memory shared between different
+ * applications all resources will be “physically” freed only all such
+ * applications will be terminated` [src mesa/drm amdgpu/amdgpu.h @
+ * b9ca37b31348]. So once A has unmapped and freed its buffer and closed its
+ * fd: B's view still reads A's bytes, A's GTT heap still holds the buffer
+ * (device-wide reading: at least BUF_SIZE above what it was before the
+ * export), and when B lets go, A's GTT usage comes back.
  */
 GC_AMDGPU_PAIR_SUBTEST(test_exporter_closes_first, struct mg_fx, fx, a, b)
 {
@@ -306,10 +320,11 @@ GC_AMDGPU_PAIR_SUBTEST(test_exporter_closes_first, struct mg_fx, fx, a, b)
 /*
  * One import that must fail with errno want, and leave nothing: no buffer
  * handed out (res untouched) and B's heap usage where it was. What a failure
- * returns: amdgpu.h "<0 - Negative POSIX Error code"; libdrm 2.4.114's
- * amdgpu_bo_import() returns drmPrimeFDToHandle()'s own result, which is
- * drmIoctl()'s -1 with errno set ("ret = drmIoctl(fd,
- * DRM_IOCTL_PRIME_FD_TO_HANDLE, &args); if (ret) return ret;"): the errno is
+ * returns: amdgpu.h `<0 - Negative POSIX Error code` [src mesa/drm
+ * amdgpu/amdgpu.h @ b9ca37b31348]; libdrm 2.4.114's amdgpu_bo_import()
+ * returns drmPrimeFDToHandle()'s own result, which is drmIoctl()'s -1 with
+ * errno set (`ret = drmIoctl(fd, DRM_IOCTL_PRIME_FD_TO_HANDLE, &args); if
+ * (ret) return ret;` [src mesa/drm xf86drm.c @ b9ca37b31348]): the errno is
  * read from either (gc_amdgpu_failure_errno()).
  */
 static void usage_unchanged(const struct gc_amdgpu_dev *d, const struct gc_amdgpu_usage *u0,
@@ -346,16 +361,18 @@ static void expect_import_fails(const struct gc_amdgpu_dev *b, enum amdgpu_bo_ha
 
 /*
  * Contract (an invalid or closed fd is rejected). dma-buf.c dma_buf_get(),
- * where the kernel's import starts (drm_prime.c
- * drm_gem_prime_fd_to_handle(): "dma_buf = dma_buf_get(prime_fd); if
- * (IS_ERR(dma_buf)) return PTR_ERR(dma_buf);"): "file = fget(fd); if (!file)
+ * where the kernel's import starts (drm_prime.c drm_gem_prime_fd_to_handle():
+ * `dma_buf = dma_buf_get(prime_fd); if (IS_ERR(dma_buf)) return
+ * PTR_ERR(dma_buf);` [src alvinsun039/linux-torvalds
+ * drivers/gpu/drm/drm_prime.c @ 00f18f2d3370]): `file = fget(fd); if (!file)
  * return ERR_PTR(-EBADF); if (!is_dma_buf_file(file)) { fput(file); return
- * ERR_PTR(-EINVAL); }". So a closed fd (A's dma-buf fd, just closed) is
- * EBADF, an open fd that is not a dma-buf (B's own render node) EINVAL;
- * libdrm refuses a KMS handle itself: amdgpu_bo.c "Importing a KMS handle in
- * not allowed." -> -EPERM. Nothing half-imported: no buffer returned, B's
- * memory unchanged, and the fixture's fd count unchanged; and the buffer
- * still imports and shares afterwards.
+ * ERR_PTR(-EINVAL); }` [src gregkh/linux drivers/dma-buf/dma-buf.c @
+ * 73e7709d9919]. So a closed fd (A's dma-buf fd, just closed) is EBADF, an
+ * open fd that is not a dma-buf (B's own render node) EINVAL; libdrm refuses
+ * a KMS handle itself: amdgpu_bo.c "Importing a KMS handle in not allowed."
+ * [src mesa/drm amdgpu/amdgpu_bo.c @ b9ca37b31348] -> -EPERM. Nothing
+ * half-imported: no buffer returned, B's memory unchanged, and the fixture's
+ * fd count unchanged; and the buffer still imports and shares afterwards.
  */
 GC_AMDGPU_PAIR_SUBTEST(test_import_invalid_fd, struct mg_fx, fx, a, b)
 {
@@ -389,18 +406,24 @@ static void touch_import(void *arg)
 
 /*
  * Contract (the importer's own CPU mapping). amdgpu_dma_buf.c
- * amdgpu_dma_buf_create_obj(), "Creates an empty SG BO for DMA-buf import":
- * "bp.type = ttm_bo_type_sg;"; ttm_tt.c ttm_tt_create(): "case
- * ttm_bo_type_sg: page_flags |= TTM_TT_FLAG_EXTERNAL;"; ttm_bo_vm.c
- * ttm_bo_vm_reserve(), which amdgpu's fault handler calls first: "Refuse to
- * fault imported pages. This should be handled (if at all) by redirecting
- * mmap to the exporter." -> VM_FAULT_SIGBUS (older kernels: the same test on
- * TTM_PAGE_FLAG_SG). amdgpu's mmap does not redirect (amdgpu_gem.c
- * amdgpu_gem_object_mmap() refuses only userptr and NO_CPU_ACCESS buffers,
- * then drm_gem_ttm_mmap()). So amdgpu_bo_cpu_map() of B's import succeeds
- * and the first read through it raises SIGBUS: never other bytes. The read
- * is a forked helper's (the MAP_SHARED mapping is inherited), so this
- * process's devices see no fault.
+ * amdgpu_dma_buf_create_obj(): "Creates an empty SG BO for DMA-buf import."
+ * [src gregkh/linux drivers/gpu/drm/amd/amdgpu/amdgpu_dma_buf.c @
+ * 8a7bbd0236d2], handing `ttm_bo_type_sg` to amdgpu_gem_object_create();
+ * ttm_tt.c ttm_tt_create(): `case ttm_bo_type_sg: page_flags |=
+ * TTM_TT_FLAG_EXTERNAL;` [src torvalds/linux drivers/gpu/drm/ttm/ttm_tt.c @
+ * 03a0a1040895]; ttm_bo_vm.c ttm_bo_vm_reserve(), which amdgpu's fault
+ * handler calls first: "Refuse to fault imported pages. This should be
+ * handled (if at all) by redirecting mmap to the exporter." [src
+ * torvalds/linux drivers/gpu/drm/ttm/ttm_bo_vm.c @ 03a0a1040895] ->
+ * VM_FAULT_SIGBUS, unless the buffer is also flagged
+ * TTM_TT_FLAG_EXTERNAL_MAPPABLE, which nothing read here shows amdgpu setting
+ * (older kernels: the same test on TTM_PAGE_FLAG_SG, in ttm_bo_vm_fault()
+ * [src torvalds/linux drivers/gpu/drm/ttm/ttm_bo_vm.c @ 5a0e3eb339c7]).
+ * amdgpu's mmap does not redirect (amdgpu_gem.c amdgpu_gem_object_mmap()
+ * refuses only userptr and NO_CPU_ACCESS buffers, then drm_gem_ttm_mmap()).
+ * So amdgpu_bo_cpu_map() of B's import succeeds and the first read through it
+ * raises SIGBUS: never other bytes. The read is a forked helper's (the
+ * MAP_SHARED mapping is inherited), so this process's devices see no fault.
  */
 GC_AMDGPU_PAIR_SUBTEST(test_import_cpu_map, struct mg_fx, fx, a, b)
 {
