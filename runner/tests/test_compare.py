@@ -13,7 +13,8 @@ from gc_testutil import gate_baseline
 from gpuconform.perf.baseline import BaselineError, write_baseline
 from gpuconform.core.metrickey import MetricKey
 from gpuconform.core.runmetrics import RunMetric
-from gpuconform.perf.compare import compare_results, compare_samples
+from gpuconform.perf.compare import SampleComparison, compare_results, compare_samples
+from gpuconform.perf.judge import GateComparison
 from test_baseline import FP, metric, record, results, write_results
 
 BASE = [100.0 + 0.37 * i + (i % 7) * 0.9 for i in range(30)]  # 30 distinct values, ~17% wide
@@ -37,6 +38,25 @@ def test_sample_verdicts() -> None:
     assert compare_samples(rm([1.0] * 4), rm([2.0] * 4)).verdict == "insufficient"
     hb = compare_samples(rm(BASE, "higher"), rm([x / 1.2 for x in BASE], "higher"))
     assert hb.verdict == "regression"
+
+
+def test_a_metric_of_one_side_is_explained() -> None:
+    """new / missing: the note (or what is missing where), the one side's
+    statistic and what it stands on, in both kinds of comparison."""
+    new = compare_samples(None, rm([100.0, 102.0, 104.0]))
+    assert new.explain() == "new: not in A (median 102 ns over 3 samples)"
+    gone = compare_samples(rm([100.0, 102.0]), None, note="its subtest was skipped")
+    assert gone.explain() == "missing: its subtest was skipped (A's median 101 ns over 2 samples)"
+    traced = SampleComparison("b@s", "lat", "ns", "lower", "new", trend="noisy", n_run=1,
+                              median_run=7.0)
+    assert traced.explain() == "new: not in A (median 7 ns over 1 samples) [trend only: noisy]"
+    gnew = GateComparison("b@s", "lat", "ns", "lower", "new", n_run=4, value=99.5)
+    assert gnew.explain() == "new: not in the baseline (good-half mean 99.5 ns over 4 samples)"
+    gone_g = GateComparison("b@s", "lat", "ns", "lower", "missing", base_runs=5, center=100.25)
+    assert gone_g.explain() == ("missing: in the baseline, not recorded by this run (baseline "
+                                "100.2 ns over 5 runs)")
+    gone_g.note = "another node's GPU"
+    assert gone_g.explain() == "missing: another node's GPU (baseline 100.2 ns over 5 runs)"
 
 
 def test_compare_results(tmp_path: Path) -> None:

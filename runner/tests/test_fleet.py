@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -328,6 +329,19 @@ def test_missing_slurm_command_is_one_line(tmp_path: Path) -> None:
     assert str(ei.value).startswith("sbatch not found on PATH")
     with pytest.raises(SlurmError, match="squeue not found on PATH"):
         s.run(["squeue"])
+
+
+def test_silent_slurm_command_is_one_line(tmp_path: Path) -> None:
+    """A client command that never answers (slurmctld down) is one line naming it
+    and the time waited, not subprocess's traceback."""
+    squeue = tmp_path / "squeue"
+    squeue.write_text(f"#!/bin/sh\nexec {shutil.which('sleep')} 600\n")
+    squeue.chmod(0o755)
+    s = Slurm(env={"PATH": str(tmp_path)}, timeout=0.5)
+    with pytest.raises(SlurmError) as ei:
+        s.run(["squeue", "-h", "-r", "--states=all"])
+    assert str(ei.value) == "squeue -h -r...: no answer within 0.5 s (is slurmctld up?)"
+    assert ei.value.__cause__ is None and ei.value.__suppress_context__
 
 
 # ------------------------------------------------------------------ a shard's state

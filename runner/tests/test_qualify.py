@@ -19,7 +19,7 @@ import pytest
 from gc_testutil import CliRun, Selftests, run_launcher
 from gpuconform import __version__
 from gpuconform.core.fingerprint import Fingerprint
-from gpuconform.qualify import qualify
+from gpuconform.qualify import qualify, seal
 from gpuconform.qualify.qualify import (RecordError, build_record, content_hash, record_text,
                                         verify_record, write_record)
 
@@ -462,6 +462,26 @@ def test_a_signature_without_gpg(written: Path, tmp_path: Path,
                                           r"is not on PATH"):
         write_record(written.parent, json.loads(written.read_text()), "K")
     assert sorted((p.name, p.read_bytes()) for p in written.parent.iterdir()) == before
+
+
+def test_a_gpg_that_never_answers(written: Path, tmp_path: Path,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gpg that hangs (a pinentry nobody answers) is one line naming the wait."""
+    (tmp_path / "bin").mkdir()
+    gpg = tmp_path / "bin" / "gpg"
+    gpg.write_text(f"#!/bin/sh\nexec {shutil.which('sleep')} 600\n")
+    gpg.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.setattr(seal, "GPG_TIMEOUT_S", 0.5)
+    asc = written.with_name("qualification.json.asc")
+    asc.write_text("-----BEGIN PGP SIGNATURE-----\n")
+    with pytest.raises(RecordError) as e:
+        verify_record(written)
+    assert str(e.value) == f"{asc}: gpg did not finish checking the signature in 0.5 s"
+    asc.unlink()
+    with pytest.raises(RecordError, match=r"cannot sign .*qualification\.json with key K: gpg "
+                                          r"did not finish in 0\.5 s \(waiting for a passphrase"):
+        write_record(written.parent, json.loads(written.read_text()), "K")
 
 
 def test_unwritable_directory(tmp_path: Path, contracts: Path) -> None:

@@ -195,8 +195,7 @@ void test_batch_bad_entry(void *data)
 	if (!e->cf.fn.batch_setup || !e->cf.fn.batch_submit || !e->cf.fn.batch_get_status ||
 	    !e->cf.fn.batch_destroy)
 		gc_skip("%s has no cuFileBatchIO* entry points", e->cf.soname);
-	cf_file(e, "batch", FSIZE, SEED_A, O_RDWR, &f);
-	c.fh = cf_register_ok(e, f.fd);
+	c.fh = cf_file_registered(e, "batch", FSIZE, SEED_A, O_RDWR, &f);
 	gc_variants(gc_fp_bad_entries, &c);
 	e->cf.fn.handle_deregister(c.fh);
 	gc_fp_file_destroy(&f);

@@ -103,6 +103,13 @@ void cf_file(struct cf_env *e, const char *tag, uint64_t size, uint64_t seed,
 		e->kept[e->n_kept++] = strdup(f->path);
 }
 
+void *cf_file_registered(struct cf_env *e, const char *tag, uint64_t size, uint64_t seed,
+			 int open_flags, struct gc_fp_file *f)
+{
+	cf_file(e, tag, size, seed, open_flags, f);
+	return cf_register_ok(e, f->fd);
+}
+
 void cf_env_cleanup(struct cf_env *e)
 {
 	for (int i = 0; i < e->n_kept; i++) {

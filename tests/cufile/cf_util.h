@@ -58,6 +58,9 @@ void *cf_register_ok(const struct cf_env *e, int fd);
 /* A test file of size bytes of the pattern for seed, O_RDWR | O_DIRECT. */
 void cf_file(struct cf_env *e, const char *tag, uint64_t size, uint64_t seed,
 	     int open_flags, struct gc_fp_file *f);
+/* cf_file(), then cf_register_ok() of its fd: the file in f, its cuFile handle returned. */
+void *cf_file_registered(struct cf_env *e, const char *tag, uint64_t size, uint64_t seed,
+			 int open_flags, struct gc_fp_file *f);
 
 /* cuMemAlloc / cuMemFree, failing the subtest with the CUresult. */
 CUdeviceptr cf_dev_alloc(const struct cf_env *e, uint64_t size);

@@ -226,8 +226,7 @@ void test_concurrent_slices(void *data)
 	void *fh;
 
 	cf_env_gpu(e);
-	cf_file(e, "slices", n * slice, SEED_A, O_RDWR, &f);
-	fh = cf_register_ok(e, f.fd);
+	fh = cf_file_registered(e, "slices", n * slice, SEED_A, O_RDWR, &f);
 	d = cf_dev_alloc(e, n * slice);
 	cf_dev_poison(e, d, n * slice, 0, SEED_A);
 	for (uint64_t i = 0; i < n; i++)
@@ -466,8 +465,7 @@ void test_size_zero(void *data)
 	struct zero z = { .e = e, .f = &f };
 
 	cf_env_gpu(e);
-	cf_file(e, "zero", 64 * KIB, SEED_A, O_RDWR, &f);
-	z.fh = cf_register_ok(e, f.fd);
+	z.fh = cf_file_registered(e, "zero", 64 * KIB, SEED_A, O_RDWR, &f);
 	z.d = cf_dev_alloc(e, 2 * GUARD);
 	gc_variants(zero_cases, &z);
 	e->cf.fn.handle_deregister(z.fh);
@@ -489,8 +487,7 @@ static void async_case(struct cf_env *e, bool write, uint64_t size, off_t foff, 
 	CUstream s;
 	void *fh;
 
-	cf_file(e, "async", fsize, SEED_A, O_RDWR, &f);
-	fh = cf_register_ok(e, f.fd);
+	fh = cf_file_registered(e, "async", fsize, SEED_A, O_RDWR, &f);
 	d = cf_dev_alloc(e, total);
 	cf_dev_poison(e, d, total, (uint64_t)foff - (uint64_t)boff, SEED_A);
 	if (write)

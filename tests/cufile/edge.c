@@ -32,8 +32,7 @@ static void edge_open(struct edge *x, struct cf_env *e, uint64_t fsize, uint64_t
 	memset(x, 0, sizeof(*x));
 	x->e = e;
 	cf_env_gpu(e);
-	cf_file(e, "edge", fsize, SEED_A, O_RDWR, &x->f);
-	x->fh = cf_register_ok(e, x->f.fd);
+	x->fh = cf_file_registered(e, "edge", fsize, SEED_A, O_RDWR, &x->f);
 	x->total = total;
 	x->d = cf_dev_alloc(e, total);
 }
@@ -259,8 +258,7 @@ void test_host_pointer(void *data)
 	void *fh;
 
 	cf_env_gpu(e);
-	cf_file(e, "host", 256 * KIB, SEED_A, O_RDWR, &f);
-	fh = cf_register_ok(e, f.fd);
+	fh = cf_file_registered(e, "host", 256 * KIB, SEED_A, O_RDWR, &f);
 	gc_assert_ok(gc_io_buf_alloc(&b, 64 * KIB + GUARD, 4096));
 	gc_pattern_fill_inv(b.ptr, b.size, 8192, SEED_A);
 	errno = 0;
@@ -387,8 +385,7 @@ static void conv_one(void *ctx, const struct conv_case *c)
 	ssize_t r;
 	void *fh;
 
-	cf_file(e, "conv", 64 * KIB, SEED_A, flags, &f);
-	fh = cf_register_ok(e, f.fd);
+	fh = cf_file_registered(e, "conv", 64 * KIB, SEED_A, flags, &f);
 	d = cf_dev_alloc(e, 64 * KIB);
 	if (c->kind == CONV_CLOSED_FD)
 		close(f.fd), f.fd = -1;

@@ -110,8 +110,7 @@ static void write_case(struct mcase *c)
 	ssize_t r;
 	void *fh;
 
-	cf_file(c->e, "wm", fsize, SEED_FILE, O_RDWR, &f);
-	fh = cf_register_ok(c->e, f.fd);
+	fh = cf_file_registered(c->e, "wm", fsize, SEED_FILE, O_RDWR, &f);
 	cf_dev_fill(c->e, d, c->boff, c->size, c->foff, SEED_DEV);
 	if (c->registered)
 		buf_register(c->e, d, total);
@@ -181,8 +180,7 @@ void test_read_matrix(void *data)
 	struct mcase c = { .e = e, .f = &f };
 
 	cf_env_gpu(e);
-	cf_file(e, "rm", fsize, SEED_FILE, O_RDWR, &f);
-	c.fh = cf_register_ok(e, f.fd);
+	c.fh = cf_file_registered(e, "rm", fsize, SEED_FILE, O_RDWR, &f);
 	gc_product(gc_fp_read_matrix, &c);
 	e->cf.fn.handle_deregister(c.fh);
 	gc_fp_file_destroy(&f);
@@ -233,8 +231,7 @@ void test_read_registered_subrange(void *data)
 	void *fh;
 
 	cf_env_gpu(e);
-	cf_file(e, "rs", 4 * MiB, SEED_FILE, O_RDWR, &f);
-	fh = cf_register_ok(e, f.fd);
+	fh = cf_file_registered(e, "rs", 4 * MiB, SEED_FILE, O_RDWR, &f);
 	d = cf_dev_alloc(e, total);
 	buf_register(e, d, total);
 	/* A pointer 1 MiB into the registration, buffer offset 4096 from it. */

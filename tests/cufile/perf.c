@@ -111,8 +111,7 @@ static void perf_subtest(struct cf_env *e, bool write)
 				  .sync_fd = -1, .ops = &perf_ops, .ctx = &p };
 
 	cf_env_gpu(e);
-	cf_file(e, write ? "perfw" : "perfr", max, SEED_A, O_RDWR, &p.f);
-	p.fh = cf_register_ok(e, p.f.fd);
+	p.fh = cf_file_registered(e, write ? "perfw" : "perfr", max, SEED_A, O_RDWR, &p.f);
 	p.d = cf_dev_alloc(e, max);
 	gc_cu_assert(e->cu, e->cu->cuMemAllocHost(&p.pinned, max));
 	gc_assert(e->cf.fn.buf_register((void *)(uintptr_t)p.d, max, 0).err == 0);

@@ -52,8 +52,7 @@ static void cf_sust_open(void *ctx, struct gc_soak_cfg *cfg)
 	cf_env_gpu(e);
 	if (gc_cu_kernels_load(e->cu, &x->k, why, sizeof(why)) != CUDA_SUCCESS)
 		gc_fail("%s", why);
-	cf_file(e, "sust", GC_FP_SUSTAINED_BYTES, SEED_A, O_RDWR, &x->f);
-	x->fh = cf_register_ok(e, x->f.fd);
+	x->fh = cf_file_registered(e, "sust", GC_FP_SUSTAINED_BYTES, SEED_A, O_RDWR, &x->f);
 	x->src = cf_dev_alloc(e, GC_FP_SUSTAINED_BYTES);
 	x->dst = cf_dev_alloc(e, GC_FP_SUSTAINED_BYTES);
 	buf_register(e, x->src);

@@ -140,9 +140,6 @@
 #define MAX_CALLS 1000        /* an ioctl still interrupted after this many tries never converges */
 #define SETTLE_MS 1000        /* buffers freed by a worker: wait this long for the memory */
 
-#define VRAM_FLAGS (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
-#define GTT_FLAGS (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
-
 struct fx {
 	struct gc_kfd_fixture dev;      /* first: /dev/kfd and the leak check (lib/kfd) */
 	uint32_t ids[GC_KFD_MAX_NODES]; /* every GPU, topology order */

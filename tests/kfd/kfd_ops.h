@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What kfd_interrupt and kfd_multigpu share: per-ioctl accounting under a
- * signal storm, multi-device map / unmap through the restart loop of
- * kfd_restart.h, and the check of which devices a buffer is mapped on.
+ * What kfd_interrupt and kfd_multigpu share: the flags of the buffers they
+ * allocate, per-ioctl accounting under a signal storm, multi-device map /
+ * unmap through the restart loop of kfd_restart.h, and the check of which
+ * devices a buffer is mapped on.
  *
  * Which devices hold a mapping is not something KFD reports; it is told here
  * by unmapping each device alone. Per amdgpu_amdkfd_gpuvm.c (read, not run),
@@ -31,6 +32,12 @@
 #include "gc_kfd.h"
 #include "interrupt.h"
 #include "kfd_restart.h"
+
+/* ---------------------------------------------------- allocation flags */
+
+/* The buffers both binaries allocate: device-local and host (GTT), writable. */
+#define VRAM_FLAGS (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
+#define GTT_FLAGS (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
 
 /* ------------------------------------------------------------ errno names */
 

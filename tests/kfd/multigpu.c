@@ -64,9 +64,6 @@
 #define FILL_MIN (2 * MiB)    /* the smallest filler tried */
 #define MAX_LIST (GC_KFD_MAX_NODES + 1)
 
-#define VRAM_FLAGS (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
-#define GTT_FLAGS (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
-
 struct fx {
 	struct gc_kfd_fixture dev;      /* first: /dev/kfd and the leak check (lib/kfd) */
 	uint32_t ids[GC_KFD_MAX_NODES]; /* every GPU, topology order */

@@ -497,6 +497,15 @@ static void test_invalid_ranges(void *data)
 	gc_assert_errno(bo_over_svm(fx, g, va), EADDRINUSE);
 }
 
+/* Where a refused attribute's value comes from. */
+enum refused_value {
+	AS_WRITTEN,  /* the row's value */
+	UNKNOWN_GPU, /* a gpuid the process does not have */
+	THIS_GPU,    /* the subtest's GPU */
+};
+#define REFUSED_BY_SET 1u
+#define REFUSED_BY_GET 2u
+
 /*
  * kfd_ioctl.h: "If unknown attributes are given, the function returns -EINVAL."
  * [src torvalds/linux include/uapi/linux/kfd_ioctl.h @ v6.1] kfd_svm.c (header
@@ -507,7 +516,24 @@ static void test_invalid_ranges(void *data)
  * svm_ioctl refuses an unknown op. A refused SET changes nothing: the check runs
  * before any range is touched.
  * [src gregkh/linux drivers/gpu/drm/amd/amdkfd/kfd_svm.c @ 05e1afc54608]
+ *
+ * Each attribute alone, refused with -EINVAL by SET, GET or both (in this order):
  */
+static const struct refused_attr {
+	uint32_t type;
+	enum refused_value from;
+	uint32_t value; /* AS_WRITTEN */
+	unsigned by;    /* REFUSED_BY_* */
+} refused_attrs[] = {
+	{ 0x7fff, AS_WRITTEN, 0, REFUSED_BY_SET | REFUSED_BY_GET },
+	{ KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, UNKNOWN_GPU, 0, REFUSED_BY_SET },
+	{ KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, UNKNOWN_GPU, 0, REFUSED_BY_SET },
+	{ KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, AS_WRITTEN, LOC_UNDEF, REFUSED_BY_SET },
+	{ KFD_IOCTL_SVM_ATTR_ACCESS, UNKNOWN_GPU, 0, REFUSED_BY_SET | REFUSED_BY_GET },
+	{ KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE, THIS_GPU, 0, REFUSED_BY_GET },
+	{ KFD_IOCTL_SVM_ATTR_NO_ACCESS, THIS_GPU, 0, REFUSED_BY_GET },
+};
+
 GC_KFD_GPU_SUBTEST(test_invalid_attrs, struct svm_fx, fx, gpu)
 {
 	uint32_t id = gpu->node.gpu_id, bad = gc_kfd_unknown_gpu_id(fx->dev.kfd);
@@ -516,22 +542,16 @@ GC_KFD_GPU_SUBTEST(test_invalid_attrs, struct svm_fx, fx, gpu)
 
 	require_svm_gpu(gpu);
 	va = range_new(fx, RANGE_SIZE);
-	at = (attr_t){ 0x7fff, 0 };
-	gc_assert_errno(gc_kfd_svm_set(fx->dev.kfd, va, RANGE_SIZE, &at, 1), EINVAL);
-	gc_assert_errno(gc_kfd_svm_get(fx->dev.kfd, va, RANGE_SIZE, &at, 1), EINVAL);
-	at = (attr_t){ KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, bad };
-	gc_assert_errno(gc_kfd_svm_set(fx->dev.kfd, va, RANGE_SIZE, &at, 1), EINVAL);
-	at = (attr_t){ KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, bad };
-	gc_assert_errno(gc_kfd_svm_set(fx->dev.kfd, va, RANGE_SIZE, &at, 1), EINVAL);
-	at = (attr_t){ KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, LOC_UNDEF };
-	gc_assert_errno(gc_kfd_svm_set(fx->dev.kfd, va, RANGE_SIZE, &at, 1), EINVAL);
-	at = (attr_t){ KFD_IOCTL_SVM_ATTR_ACCESS, bad };
-	gc_assert_errno(gc_kfd_svm_set(fx->dev.kfd, va, RANGE_SIZE, &at, 1), EINVAL);
-	gc_assert_errno(gc_kfd_svm_get(fx->dev.kfd, va, RANGE_SIZE, &at, 1), EINVAL);
-	at = (attr_t){ KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE, id };
-	gc_assert_errno(gc_kfd_svm_get(fx->dev.kfd, va, RANGE_SIZE, &at, 1), EINVAL);
-	at = (attr_t){ KFD_IOCTL_SVM_ATTR_NO_ACCESS, id };
-	gc_assert_errno(gc_kfd_svm_get(fx->dev.kfd, va, RANGE_SIZE, &at, 1), EINVAL);
+	for (size_t i = 0; i < ARRAY_SIZE(refused_attrs); i++) {
+		const struct refused_attr *c = &refused_attrs[i];
+
+		at = (attr_t){ c->type, c->from == UNKNOWN_GPU ? bad :
+					c->from == THIS_GPU ? id : c->value };
+		if (c->by & REFUSED_BY_SET)
+			gc_assert_errno(gc_kfd_svm_set(fx->dev.kfd, va, RANGE_SIZE, &at, 1), EINVAL);
+		if (c->by & REFUSED_BY_GET)
+			gc_assert_errno(gc_kfd_svm_get(fx->dev.kfd, va, RANGE_SIZE, &at, 1), EINVAL);
+	}
 	at = (attr_t){ KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, id };
 	gc_assert_errno(gc_kfd_svm(fx->dev.kfd, 2, va, RANGE_SIZE, &at, 1), EINVAL);
 	/* A valid attribute next to an invalid one: neither is applied. */

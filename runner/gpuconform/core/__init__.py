@@ -25,6 +25,7 @@ Its modules, one job each, from the bottom up:
   execute      running one binary: process group, timeout, temp-file output, stray processes
   kmsg         the kernel log and taint: /dev/kmsg records, patterns, taint flags
   fsfault      a file system's failure (full, read-only, gone) said in one line
+  tool         an outside program (sbatch, gpg) missing or silent, said as the caller's one line
   journal      the run journal and run.json, appended as the run goes
   results      per-test records, results.json and the summary
   kwatch       the kernel watched around each test, weighed into its record or aborting the run

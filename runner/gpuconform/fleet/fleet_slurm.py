@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from ..core.fmt import one_line
+from ..core.tool import tool_faults
 
 __all__ = [
     "SlurmError",
@@ -166,15 +167,13 @@ class Slurm:
     def run(self, argv: Sequence[str], timeout: float | None = None,
             check: bool = True) -> subprocess.CompletedProcess[str]:
         argv = [str(a) for a in argv]
-        try:
+        with tool_faults(SlurmError,
+                         f"{argv[0]} not found on PATH: the fleet needs Slurm's client "
+                         "commands (Debian: slurm-client) on this machine",
+                         f"{' '.join(argv[:3])}...: no answer within "
+                         f"{timeout or self.timeout:g} s (is slurmctld up?)"):
             proc = subprocess.run(argv, capture_output=True, text=True, env=self.env,
                                   timeout=timeout or self.timeout, stdin=subprocess.DEVNULL)
-        except FileNotFoundError:
-            raise SlurmError(f"{argv[0]} not found on PATH: the fleet needs Slurm's client "
-                             "commands (Debian: slurm-client) on this machine") from None
-        except subprocess.TimeoutExpired:
-            raise SlurmError(f"{' '.join(argv[:3])}...: no answer within "
-                             f"{timeout or self.timeout:g} s (is slurmctld up?)") from None
         if check and proc.returncode != 0:
             raise SlurmError(error_line(proc, argv))
         return proc

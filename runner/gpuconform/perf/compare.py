@@ -81,11 +81,11 @@ class SampleComparison(MetricComparison):
         v = self.verdict
         tag = f" [trend only: {self.trend}]" if self.trend else ""
         if v == "new":
-            return (f"new: {self.note or 'not in A'} (median "
-                    f"{fmt.value(self.median_run, self.unit)} over {self.n_run} samples){tag}")
+            return self.one_side("not in A", "median", self.median_run, self.n_run,
+                                 "samples") + tag
         if v == "missing":
-            return (f"missing: {self.note or 'in A but not recorded by B'} (A's median "
-                    f"{fmt.value(self.median_base, self.unit)} over {self.n_base} samples){tag}")
+            return self.one_side("in A but not recorded by B", "A's median", self.median_base,
+                                 self.n_base, "samples") + tag
         head = (f"median {fmt.value(self.median_base, self.unit)} -> "
                 f"{fmt.value(self.median_run, self.unit)} "
                 f"({fmt.pct(self.rel_change)}, {self.better} is better)")

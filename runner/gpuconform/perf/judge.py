@@ -51,6 +51,13 @@ class MetricComparison:
     def key(self) -> str:
         return str(MetricKey(self.test, self.metric, self.node))
 
+    def one_side(self, absent: str, stat: str, value: float | None, count: int,
+                 what: str) -> str:
+        """A "new" or "missing" metric: "VERDICT: NOTE (STAT VALUE over COUNT WHAT)",
+        absent standing for the note when none was given."""
+        return (f"{self.verdict}: {self.note or absent} ({stat} "
+                f"{fmt.value(value, self.unit)} over {count} {what})")
+
 
 @dataclass
 class GateComparison(MetricComparison):
@@ -73,11 +80,11 @@ class GateComparison(MetricComparison):
     def explain(self) -> str:
         v = self.verdict
         if v == "new":
-            return (f"new: {self.note or 'not in the baseline'} (good-half mean "
-                    f"{fmt.value(self.value, self.unit)} over {self.n_run} samples)")
+            return self.one_side("not in the baseline", "good-half mean", self.value,
+                                 self.n_run, "samples")
         if v == "missing":
-            return (f"missing: {self.note or 'in the baseline, not recorded by this run'} "
-                    f"(baseline {fmt.value(self.center, self.unit)} over {self.base_runs} runs)")
+            return self.one_side("in the baseline, not recorded by this run", "baseline",
+                                 self.center, self.base_runs, "runs")
         head = (f"good-half mean {fmt.value(self.center, self.unit)} (baseline, "
                 f"{self.base_runs} runs) -> {fmt.value(self.value, self.unit)} "
                 f"({fmt.pct(self.change)}, {self.better} is better)")

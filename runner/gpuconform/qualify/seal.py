@@ -35,6 +35,7 @@ from typing import Any, Mapping, Sequence
 
 from .. import __version__
 from ..core.jsondoc import type_name
+from ..core.tool import tool_faults
 
 __all__ = ["RecordError", "RECORD_FORMAT", "RECORD_VERSION", "SUITE_NAME", "SIGNATURE_SUFFIX",
            "Verified", "canonical", "check_record", "check_signing_key", "content_hash",
@@ -103,16 +104,13 @@ def _sign(text: str, key: str, what: str) -> str:
     """gpg's armored detached signature of text by key; RecordError "WHAT: why"."""
     if not key.strip():
         raise RecordError(f"{what}: an empty key id names no key")
-    try:
+    with tool_faults(RecordError, f"{what}: gpg is not on PATH (apt-get install gnupg)",
+                     f"{what}: gpg did not finish in {GPG_TIMEOUT_S} s (waiting for a "
+                     "passphrase? unlock the key in gpg-agent first)"):
         p = subprocess.run([_gpg(), "--batch", "--yes", "--local-user", key, "--armor",
                             "--detach-sign", "--output", "-"],
                            input=text.encode("ascii"), capture_output=True,
                            timeout=GPG_TIMEOUT_S)
-    except FileNotFoundError:
-        raise RecordError(f"{what}: gpg is not on PATH (apt-get install gnupg)") from None
-    except subprocess.TimeoutExpired:
-        raise RecordError(f"{what}: gpg did not finish in {GPG_TIMEOUT_S} s (waiting for a "
-                          "passphrase? unlock the key in gpg-agent first)") from None
     sig = p.stdout.decode("ascii", "replace")
     if p.returncode != 0 or "BEGIN PGP SIGNATURE" not in sig:
         err = p.stderr.decode("utf-8", "replace")
@@ -255,17 +253,13 @@ def _check_signature(path: Path, data: dict[str, Any]) -> str:
             raise RecordError(f"{path}: signed with key {str(key)[:80]} (its \"signing\" says "
                               f"so) but {asc.name} is missing beside it")
         return "unsigned"
-    try:
+    with tool_faults(RecordError, f"{asc}: cannot check the signature: gpg is not on PATH "
+                     "(apt-get install gnupg)",
+                     f"{asc}: gpg did not finish checking the signature in {GPG_TIMEOUT_S} s"):
         p = subprocess.run([_gpg(), "--batch", "--no-auto-key-retrieve", "--status-fd", "1",
                             "--verify", str(asc), str(path)],
                            capture_output=True, timeout=GPG_TIMEOUT_S,
                            stdin=subprocess.DEVNULL)
-    except FileNotFoundError:
-        raise RecordError(f"{asc}: cannot check the signature: gpg is not on PATH "
-                          "(apt-get install gnupg)") from None
-    except subprocess.TimeoutExpired:
-        raise RecordError(f"{asc}: gpg did not finish checking the signature in "
-                          f"{GPG_TIMEOUT_S} s") from None
     status = [line[len("[GNUPG:] "):] for line in p.stdout.decode("utf-8", "replace").splitlines()
               if line.startswith("[GNUPG:] ")]
     good = next((line.split(" ", 2) for line in status if line.startswith("GOODSIG ")), None)
