@@ -210,6 +210,19 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="write RESULTS/report.html")
     rep.add_argument("results", metavar="RESULTS", type=Path)
 
+    hist = sub.add_parser("history", help="one page over many nights: changes, states, charts",
+                          description="Read every results directory under the PATHs (a "
+                          "RESULTS_ROOT of scripts/nightly.sh, or results directories) and write "
+                          "one self-contained page: per machine (fingerprint) the changes, each "
+                          "with the night it first appeared and what changed since the night "
+                          "before, each test's states across nights and each gated metric's "
+                          "chart with its baseline's band. Exit 1 when a directory could not be "
+                          "read (the page says which and shows the rest).")
+    hist.add_argument("paths", metavar="PATH", type=Path, nargs="+")
+    hist.add_argument("-o", "--out", metavar="OUT", type=Path, default=None,
+                      help="the page to write (default PATH/history.html for one PATH, else "
+                      "./history.html)")
+
     exp = sub.add_parser("export", help="write a run's results in another tool's format",
                          description="Write RESULTS/results.json (a run, resumed, merged or "
                          "old) in another tool's format; results.json stays the record. "
@@ -725,6 +738,26 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_history(args: argparse.Namespace) -> int:
+    for p in args.paths:
+        if not p.is_dir():
+            raise CliError(f"{p}: not a directory (a results root, or a results directory)")
+    with _needs("history.page"):
+        from .history.nights import find_results, load_nights
+        from .history.page import write
+    found = find_results(args.paths)
+    if not found:
+        raise CliError(f"no results.json under {', '.join(map(str, args.paths))}")
+    nights, errors = load_nights(found)
+    out = args.out or (args.paths[0] / "history.html" if len(args.paths) == 1
+                       else Path("history.html"))
+    path = _call(write, out, nights, errors)
+    for e in errors:
+        print(f"gpuconform: history: not read: {e}", file=sys.stderr)
+    print(f"gpuconform: history of {len(nights)} night(s) written: {path}")
+    return EXIT_FAILED if errors else EXIT_OK
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     inputs = [_results_input(args.results)]
     with _needs("piglit.export_piglit"):
@@ -851,6 +884,7 @@ COMMANDS = {
     "compare": cmd_compare,
     "baseline": cmd_baseline,
     "report": cmd_report,
+    "history": cmd_history,
     "export": cmd_export,
     "merge": cmd_merge,
     "doctor": cmd_doctor,

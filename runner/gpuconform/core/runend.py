@@ -27,6 +27,7 @@ from .fmt import one_line
 from .options import RunOptions
 from .results import RunNotes, RunOutcome, TestRecord, run_outcome, write_results
 from .states import State
+from .suiteid import suite_id
 
 __all__ = ["Comparison", "Judge", "RunEnd", "ordered_records", "run_info"]
 
@@ -81,6 +82,11 @@ def ordered_records(selected: Mapping[str, tuple[str, str | None]],
     return out
 
 
+# Set by the runner for each run or test: not a knob of the night.
+_PER_RUN_ENV = {"GPUCONFORM_RUN_ID", "GPUCONFORM_RUN_TOKEN", "GPUCONFORM_COPIES",
+                "GPUCONFORM_DEVICES"}
+
+
 def run_info(*, start: float, args: Sequence[str], run_id: str, opts: RunOptions, platform: str,
              exitstatus: int, collection_errors: Sequence[str], aborted: str | None,
              resumed: Mapping[str, Any] | None,
@@ -102,6 +108,11 @@ def run_info(*, start: float, args: Sequence[str], run_id: str, opts: RunOptions
         "devices": device_ids(),
         "kernel": f"{u.sysname} {u.release} {u.machine}",
         "platform": platform,
+        "suite": suite_id(),
+        # the knobs a night was run with (a benchmark's slowdown, a scratch dir): history
+        # says which changed between two nights
+        "environment": {k: v for k, v in sorted(os.environ.items())
+                        if k.startswith("GPUCONFORM_") and k not in _PER_RUN_ENV},
         "pytest_exitstatus": int(exitstatus),
         "collection_errors": list(collection_errors),
         "aborted": aborted,
