@@ -337,9 +337,10 @@ int gc_sigiter_end(struct gc_sigiter *it);
  * interfaces is interrupted by a signal handler, then the call is
  * automatically restarted after the signal handler returns if the SA_RESTART
  * flag was used; otherwise the call fails with the error EINTR:" [src
- * mkerrisk/man-pages man7/signal.7 @ 091fbf1fef48]. So with SA_RESTART the read keeps blocking through the signals and
- * returns the bytes (GC_RESTART_RESTARTED); without it, it returns -1/EINTR at
- * the first signal and the helper writes nothing (GC_RESTART_EINTR).
+ * mkerrisk/man-pages man7/signal.7 @ 091fbf1fef48]. So with SA_RESTART the
+ * read keeps blocking through the signals and returns the bytes
+ * (GC_RESTART_RESTARTED); without it, it returns -1/EINTR at the first signal
+ * and the helper writes nothing (GC_RESTART_EINTR).
  *
  *     static struct gc_storm s;
  *     struct gc_restart_probe p = { .signals = 5 };
