@@ -248,7 +248,7 @@ unsigned gc_checks_failed(void)
 }
 
 /*
- * The end of a scope whose checks began at mark: "a failed check fails it",
+ * The end of a scope whose checks began at mark (a failed check fails it, as core.h says),
  * with the count and one line per check on stderr. Forgets them.
  */
 static enum gc_result checks_verdict(unsigned mark, const char *scope)
@@ -436,7 +436,7 @@ static enum gc_result run_deferred(unsigned mark, sigjmp_buf *jmp)
 
 /* ------------------------------------------------------ broken promises */
 
-/* What a failed assert or check says: the expression, then lines "  ...\n". */
+/* What a failed assert or check says: the expression, then lines `  ...\n`. */
 struct gc_msg {
 	char expr[512];
 	char detail[1024];
@@ -478,7 +478,7 @@ static void append(char *out, size_t len, const char *str)
 	out[used + n] = '\0';
 }
 
-/* One line for the end-of-subtest list: "file:line: func(): Failed check: EXPR; detail". */
+/* One line for the end-of-subtest list: `file:line: func(): Failed check: EXPR; detail`. */
 static void check_line(char *out, size_t len, const char *file, int line, const char *func,
 		       const struct gc_msg *m)
 {
@@ -849,7 +849,7 @@ static int add_filter(char *glob)
 	return 0;
 }
 
-/* "a,b@x,c*" -> filters; the string is kept (strdup) for the run's lifetime. */
+/* `a,b@x,c*` -> filters; the string is kept (strdup) for the run's lifetime. */
 static int parse_run_subtest(const char *arg)
 {
 	char *copy = strdup(arg), *save = NULL;
@@ -1019,7 +1019,7 @@ static const void *device_at(const struct gc_devices *devs, size_t i)
 	return (const char *)devs->first + i * devs->size;
 }
 
-/* "<kind><N>" of the device at place i into buf. */
+/* `<kind><N>` of the device at place i into buf. */
 static const char *device_label(const struct gc_devices *devs, size_t i, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s%ld", devs->kind ? devs->kind : "gpu",
@@ -1282,7 +1282,10 @@ static void describe(const char *glob)
 	}
 }
 
-/* Every --run-subtest glob must name at least one subtest (igt: "Unknown subtest"). */
+/*
+ * Every --run-subtest glob must name at least one subtest (igt_core warns
+ * `Unknown subtest: %s` [src drm/igt-gpu-tools lib/igt_core.c @ b3d809d537fe]).
+ */
 static int check_filters(void)
 {
 	for (size_t i = 0; i < gc.n_filters; i++) {

@@ -7,29 +7,34 @@
  *
  *     static void test_basic(void *fx) { gc_assert_eq_int(1 + 1, 2); }
  *     static const struct gc_subtest subtests[] = {
- *         { "basic", test_basic, "one plus one" },
+ *         { basic, test_basic, one_plus_one },
  *         { 0 }
  *     };
- *     GC_MAIN(.name = "host_example", .subtests = subtests)
+ *     GC_MAIN(.name = host_example, .subtests = subtests)
+ *
+ * (basic, one_plus_one and host_example stand for the string literals
+ * `basic`, `one plus one` and `host_example`: a subtest's name and
+ * description, the binary's name.)
  *
  * Protocol (igt_core's, so igt_runner can drive our binaries):
  *   --list-subtests           one subtest name a line, exit 0
- *   --run-subtest GLOB[,GLOB] run the matching subtests ("sub@dyn" also
+ *   --run-subtest GLOB[,GLOB] run the matching subtests (`sub@dyn` also
  *                             selects dynamic subtests)
  *   --dynamic-subtest GLOB    run only matching dynamic subtests
  *   --describe[=GLOB]         print subtest descriptions
  *   --list-soak               the subtests named in .soaks (ours, not igt's)
  *   --list-placement          every subtest and where it runs on a node of
- *                             several GPUs: "NAME gpu|gpu-alone|node|host" (ours)
+ *                             several GPUs: `NAME gpu|gpu-alone|node|host` (ours)
  *   --help                    usage, exit 0
  *   no argument               run every subtest
- * Lines on stdout, exactly as igt_core prints them:
- *   "Starting subtest: NAME"
- *   "Subtest NAME: SUCCESS|FAIL|SKIP|CRASH (1.234s)"
- *   "Starting dynamic subtest: NAME"
- *   "Dynamic subtest NAME: SUCCESS|FAIL|SKIP|CRASH (1.234s)"
- * and, ours, right before a SKIP result line: "Skip reason: TEXT".
- * On stderr: where a failure or skip happened ("file:line: func(): ..."),
+ * Lines on stdout, exactly as igt_core prints them
+ * [src drm/igt-gpu-tools lib/igt_core.c @ b3d809d537fe]:
+ *   `Starting subtest: NAME`
+ *   `Subtest NAME: SUCCESS|FAIL|SKIP|CRASH (1.234s)`
+ *   `Starting dynamic subtest: NAME`
+ *   `Dynamic subtest NAME: SUCCESS|FAIL|SKIP|CRASH (1.234s)`
+ * and, ours, right before a SKIP result line: `Skip reason: TEXT`.
+ * On stderr: where a failure or skip happened (`file:line: func(): ...`),
  * and at the end of a (dynamic) subtest its failed gc_check*s.
  * Parameter matrices: GC_VARIANTS / GC_VARIANTS_F / GC_PRODUCT_F below.
  * Exit status: GC_EXIT_* below (igt_core's IGT_EXIT_* values).
@@ -89,7 +94,7 @@ enum gc_placement {
 	GC_PLACE_HOST,      /* no GPU: once, alone */
 };
 
-/* A subtest placed otherwise than its binary: { "cost", GC_PLACE_GPU_ALONE }. */
+/* A subtest placed otherwise than its binary: { cost, GC_PLACE_GPU_ALONE }, cost its name. */
 struct gc_placement_rule {
 	const char *subtest;
 	enum gc_placement where;
@@ -104,8 +109,9 @@ struct gc_test {
 	 * The subtests whose length comes from the run's level (lib/soak.h),
 	 * NULL-terminated: listed by --list-soak, so the runner can give each
 	 * its share of a long run:
-	 *     static const char *const soaks[] = { "stress", NULL };
-	 *     GC_MAIN(.name = "x", .subtests = subtests, .soaks = soaks)
+	 *     static const char *const soaks[] = { stress, NULL };
+	 *     GC_MAIN(.name = x, .subtests = subtests, .soaks = soaks)
+	 * (stress a subtest's name, x the binary's, both string literals.)
 	 */
 	const char *const *soaks;
 	/* Where its subtests run (enum gc_placement), and the exceptions, NULL-terminated. */
@@ -144,7 +150,7 @@ void gc_dynamic_f(void (*fn)(void *arg), void *arg, const char *fmt, ...)
  *
  * gc_defer(fn, arg) pushes fn(arg) onto the innermost running scope:
  *   - a dynamic subtest: its cleanups run at its end, before its result line
- *     ("Dynamic subtest X: FAIL" counts a failing cleanup);
+ *     (`Dynamic subtest X: FAIL` counts a failing cleanup);
  *   - else the subtest (its body, before_each() and after_each()): they run
  *     when the body ends, before after_each() (whose leak check then sees
  *     them released), and those after_each() deferred right after it;
@@ -172,7 +178,7 @@ void gc_dynamic_f(void (*fn)(void *arg), void *arg, const char *fmt, ...)
 /*
  * A zeroed heap record of size bytes whose drop(record) is deferred as by
  * gc_defer (drop frees it): what a subtest holds, given back however it
- * ends. Out of memory fails the scope ("calloc(N): ...").
+ * ends. Out of memory fails the scope (`calloc(N): ...`).
  */
 #define gc_defer_calloc(size, drop) gc__defer_calloc(__FILE__, __LINE__, __func__, (size), (drop))
 
@@ -182,17 +188,21 @@ void gc_dynamic_f(void (*fn)(void *arg), void *arg, const char *fmt, ...)
  * A matrix is declared once: the case type, the table and the body. The
  * macro declares the body as
  *     static void body(void *ctx, const TYPE *c);
- * so a body written for another case type is a compile error ("conflicting
- * types"), and the table is a static const array of TYPE whose initializer
+ * so a body written for another case type is a compile error (`conflicting
+ * types`), and the table is a static const array of TYPE whose initializer
  * follows the macro:
  *
  *     struct seek_case { const char *name; off_t off; int whence; };
  *     GC_VARIANTS(struct seek_case, seek_cases, seek_one) = {
- *         { "set-0", 0, SEEK_SET },
- *         { "end-minus-1", -1, SEEK_END },
+ *         { set_0, 0, SEEK_SET },
+ *         { end_minus_1, -1, SEEK_END },
  *     };
  *     static void seek_one(void *ctx, const struct seek_case *c) { ... }
  *     static void test_seek(void *fx) { gc_variants(seek_cases, fx); }
+ *
+ * (set_0 and end_minus_1 stand for the string literals `set-0` and
+ * `end-minus-1`; size_fmt and size_place_fmt below for the formats
+ * `size-%zu` and `size-%zu-%s`.)
  *
  * gc_variants(table, ctx) runs body(ctx, &table[i]) for every case as the
  * dynamic subtest named by the case's `name` member (GC_VARIANTS) or by a
@@ -201,7 +211,7 @@ void gc_dynamic_f(void (*fn)(void *arg), void *arg, const char *fmt, ...)
  * adds to it). The usual rules of gc_dynamic() apply: filters, results, the
  * parent's verdict.
  *
- *     GC_VARIANTS_F(struct sz_case, sz_cases, sz_one, "size-%zu", c->size) = { ... };
+ *     GC_VARIANTS_F(struct sz_case, sz_cases, sz_one, size_fmt, c->size) = { ... };
  *
  * Cross products: GC_PRODUCT_F runs every case a of one table with every
  * case b of another (a outer, b inner), named by a format over a and b; the
@@ -211,7 +221,7 @@ void gc_dynamic_f(void (*fn)(void *arg), void *arg, const char *fmt, ...)
  *     static const size_t sizes[] = { 0, 1, 4096 };
  *     static const struct place { const char *name; off_t off; } places[] = { ... };
  *     GC_PRODUCT_F(rw_matrix, size_t, sizes, struct place, places, rw_one,
- *                  "size-%zu-%s", *a, b->name);
+ *                  size_place_fmt, *a, b->name);
  *     static void test_rw(void *fx) { gc_product(rw_matrix, fx); }
  *
  * A list known only at run time (the GPUs present) goes through
@@ -220,7 +230,7 @@ void gc_dynamic_f(void (*fn)(void *arg), void *arg, const char *fmt, ...)
  */
 #define GC_VARIANTS(type, table, body) GC__VARIANTS(type, table, body, "%s", c->name)
 #define GC_VARIANTS_F(type, table, body, ...) GC__VARIANTS(type, table, body, __VA_ARGS__)
-/* ctx is "...": a compound literal with commas needs no parentheses. */
+/* ctx is `...`: a compound literal with commas needs no parentheses. */
 #define gc_variants(table, ...)                                                     \
 	gc_each_case(&(const struct gc_cases){ (table), sizeof(table) / sizeof((table)[0]), \
 					       sizeof((table)[0]), gc__name_##table,   \
@@ -286,15 +296,15 @@ void gc_each_pair(const struct gc_product *p, void *ctx);
 /* Name of the running subtest / dynamic subtest (NULL outside). */
 const char *gc_current_subtest(void);
 /*
- * Devices are named one way: "gpu<N>", N the device's index on the node. The
+ * Devices are named one way: `gpu<N>`, N the device's index on the node. The
  * runner, when it pins a process to some GPUs, exports their node indexes in
- * the order the vendor's runtime shows them, in $GPUCONFORM_DEVICES ("2", or
- * "0,3"): the visible device of ordinal i is the i-th of them. Without it
+ * the order the vendor's runtime shows them, in $GPUCONFORM_DEVICES (`2`, or
+ * `0,3`): the visible device of ordinal i is the i-th of them. Without it
  * (a binary run by hand), N is the ordinal.
  */
 #define GC_DEVICES_ENV "GPUCONFORM_DEVICES"
 long gc_device_index(int ordinal); /* N of the ordinal: its $GPUCONFORM_DEVICES entry, or it */
-const char *gc_device_name(int ordinal, char *buf, size_t len); /* "gpu<gc_device_index()>" */
+const char *gc_device_name(int ordinal, char *buf, size_t len); /* `gpu<gc_device_index()>` */
 
 /*
  * The one device iterator. A stack hands over its devices as a list: n
@@ -302,11 +312,11 @@ const char *gc_device_name(int ordinal, char *buf, size_t len); /* "gpu<gc_devic
  * N each is called by (index(dev, i), i its place in the list: a runtime's
  * ordinal goes through gc_device_index(); a list that ignores the runner's
  * pinning, such as /dev/kfd's or the DRM cards, gives its own place). Each
- * device runs as the dynamic subtest "<kind><N>" ("gpu" unless kind says
- * otherwise), each pair as "<kind><A>-<kind><B>", each device and case of a
- * table as "<kind><N>-<case name>". Where id is set, the dynamic subtest
- * begins by printing the stack's own id beside that name ("gpu1: gpu_id
- * 41234"). The usual rules of gc_dynamic() apply: a failing device ends its
+ * device runs as the dynamic subtest `<kind><N>` (`gpu` unless kind says
+ * otherwise), each pair as `<kind><A>-<kind><B>`, each device and case of a
+ * table as `<kind><N>-<case name>`. Where id is set, the dynamic subtest
+ * begins by printing the stack's own id beside that name (`gpu1: gpu_id
+ * 41234`). The usual rules of gc_dynamic() apply: a failing device ends its
  * own dynamic subtest and the next one runs.
  */
 struct gc_devices {
@@ -314,7 +324,7 @@ struct gc_devices {
 	size_t n, size;
 	long (*index)(const void *dev, size_t i);
 	const char *(*id)(const void *dev, char *buf, size_t len); /* NULL: none printed */
-	const char *kind;                                          /* NULL: "gpu" */
+	const char *kind;                                          /* NULL: `gpu` */
 };
 /*
  * A runtime's devices in ordinal order (record i is ordinal i): the first n
@@ -351,8 +361,8 @@ void gc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*
  * Leave the current subtest (or, in a fixture, every selected subtest).
- * A skip (gc_skip, gc_require*) prints its reason on stdout ("Skip reason:
- * TEXT", the protocol line, text unchanged) and where it was called on
+ * A skip (gc_skip, gc_require*) prints its reason on stdout (`Skip reason:
+ * TEXT`, the protocol line, text unchanged) and where it was called on
  * stderr, in the form of a failure's location:
  *     ../tests/kfd/mem.c:212: require_dgpu(): SKIP: TEXT
  */
@@ -380,12 +390,12 @@ void gc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  *       got = 5
  *       4 = 4
  * an assert then leaves the subtest (its entry point gc__*_assert never
- * returns); a check says "Failed check:" where the assert says "Failed
- * assertion:", records the failure and lets the body go on (see gc_check
+ * returns); a check says `Failed check:` where the assert says `Failed
+ * assertion:`, records the failure and lets the body go on (see gc_check
  * below). A message shows the operands as the public macro was given them;
  * the eq_int / eq_uint spellings and gc_check_ok hand theirs on to another
  * public macro, which gets them macro-expanded (gc_check_ok(f(MAP)) prints
- * "f(1) == 0" where gc_assert_ok(f(MAP)) prints "f(MAP) == 0").
+ * `f(1) == 0` where gc_assert_ok(f(MAP)) prints `f(MAP) == 0`).
  */
 #define GC__EXPR(how, expr, text, ...)                                                    \
 	do {                                                                              \
@@ -440,8 +450,8 @@ void gc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*
  * Non-fatal checks: each gc_check* is its gc_assert*'s predicate with how =
- * check (same message on stderr, "Failed check:" where the assert says
- * "Failed assertion:"), so it records the failure and lets the body go on,
+ * check (same message on stderr, `Failed check:` where the assert says
+ * `Failed assertion:`), so it records the failure and lets the body go on,
  * and one run lists every broken promise of a case, not only the first. When
  * the (dynamic) subtest ends, a failed check fails it (even one that then
  * skipped) and stderr gets

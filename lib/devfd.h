@@ -9,11 +9,11 @@
 
 #include <stddef.h>
 
-/* Number of open fds whose target path starts with prefix ("/dev/nvidia"), or -errno. */
+/* Number of open fds whose target path starts with prefix (`/dev/nvidia`), or -errno. */
 int gc_devfd_count(const char *prefix);
 
 /*
- * "3:/dev/nvidiactl 5:/dev/nvidia0" for those fds into buf (truncated to
+ * `3:/dev/nvidiactl 5:/dev/nvidia0` for those fds into buf (truncated to
  * len, always terminated); the count, or -errno.
  */
 int gc_devfd_list(const char *prefix, char *buf, size_t len);

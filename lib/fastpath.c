@@ -248,7 +248,7 @@ int gc_fp_scratch_require(const struct gc_fp_scratch *s, unsigned int needs, cha
 
 /* ------------------------------------------------------------ udev parse */
 
-/* If line [p, end) is "E:<key>=<value>", the value's start; else NULL. */
+/* If line [p, end) is `E:<key>=<value>`, the value's start; else NULL. */
 static const char *env_value(const char *p, const char *end, const char *key)
 {
 	size_t k = strlen(key);

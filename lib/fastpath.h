@@ -8,7 +8,9 @@
  *     struct gc_fp_scratch s;
  *     char why[512];
  *     if (gc_fp_scratch_probe(NULL, &s, why, sizeof(why)) < 0)
- *             gc_skip("%s", why);              // names the path and the fix
+ *             gc_skip(as_is, why);             // names the path and the fix
+ *
+ * (as_is: the format `%s`.)
  *
  * Every function returning int gives 0 or -errno, fills why[] on failure
  * with one line that names the path, and never exits.
@@ -29,15 +31,15 @@
 
 struct gc_fp_scratch {
 	char dir[4096];        /* gc_io_scratch_dir(): $GPUCONFORM_SCRATCH_DIR or /var/tmp */
-	char fs[32];           /* gc_io_fs_name(): "ext4", "tmpfs", ... */
+	char fs[32];           /* gc_io_fs_name(): `ext4`, `tmpfs`, ... */
 	unsigned int dev_major, dev_minor; /* st_dev of dir */
 	bool block_dev;        /* /sys/dev/block/MAJ:MIN exists */
 	struct gc_dio_align dio; /* of a file created in dir; valid when odirect */
 	bool odirect;          /* a file in dir opened with O_DIRECT */
 	int odirect_errno;     /* why not, when !odirect */
-	char udev_path[256];   /* "<udev data dir>/bMAJ:MIN" */
+	char udev_path[256];   /* `<udev data dir>/bMAJ:MIN` */
 	bool udev_record;      /* udev_path has E:ID_FS_USAGE= and E:ID_FS_TYPE= lines */
-	char udev_fs_type[32]; /* its ID_FS_TYPE value, "" if none */
+	char udev_fs_type[32]; /* its ID_FS_TYPE value, empty if none */
 	uint64_t free_bytes;   /* statvfs f_bavail * f_frsize */
 };
 
@@ -58,10 +60,10 @@ enum gc_fp_need {
 /*
  * 0 when s meets every need in the mask; else -EOPNOTSUPP (O_DIRECT refused,
  * no block device) or -ENOENT (no udev record) with why[] saying what is
- * missing and how to fix it, e.g. "/var/tmp is on tmpfs (no block device):
- * set GPUCONFORM_SCRATCH_DIR to a directory on a disk filesystem" or "no udev
+ * missing and how to fix it, e.g. `/var/tmp is on tmpfs (no block device):
+ * set GPUCONFORM_SCRATCH_DIR to a directory on a disk filesystem` or `no udev
  * record /run/udev/data/b254:0 for /var/tmp (ext4 on 254:0): run
- * `gpuconform doctor --fix` as root".
+ * gpuconform doctor --fix as root` (the command itself in backticks).
  */
 int gc_fp_scratch_require(const struct gc_fp_scratch *s, unsigned int needs, char *why,
 			  size_t why_len);
@@ -69,12 +71,12 @@ int gc_fp_scratch_require(const struct gc_fp_scratch *s, unsigned int needs, cha
 /*
  * Parse a udev database record (the text of /run/udev/data/bMAJ:MIN): true
  * when it has both E:ID_FS_USAGE= and E:ID_FS_TYPE= with non-empty values;
- * the type into fs_type[len] ("" when absent). Pure: unit-tested.
+ * the type into fs_type[len] (empty when absent). Pure: unit-tested.
  */
 bool gc_fp_udev_record_parse(const char *text, char *fs_type, size_t len);
 
 /*
- * A test file in s->dir: "gpuconform-<tag>-XXXXXX", size bytes of lib/io's
+ * A test file in s->dir: `gpuconform-<tag>-XXXXXX`, size bytes of lib/io's
  * offset-keyed pattern for seed (written buffered, then fsync'd), reopened
  * with open_flags | O_DIRECT (O_RDONLY, O_RDWR, O_WRONLY). The file is
  * unlinked at once unless keep_path is non-NULL (then its path is there, the

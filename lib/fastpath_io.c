@@ -24,9 +24,9 @@ static void sustained_transfer(const struct gc_fp_sustained_ops *ops, void *ctx,
 }
 
 /*
- * The fastpath contract, DESIGN.md: GPU-direct file I/O "reads/writes the
- * right bytes"; and of a soak, "a long run samples resources per cycle and
- * fails on a leak or latency slope". Each cycle's pattern is new, so that a
+ * The fastpath contract, DESIGN.md: GPU-direct file I/O reads/writes the
+ * right bytes; and of a soak, a long run samples resources per cycle and
+ * fails on a leak or latency slope (in our own words). Each cycle's pattern is new, so that a
  * transfer that silently did nothing leaves the last cycle's bytes and is
  * seen.
  */

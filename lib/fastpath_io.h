@@ -25,7 +25,7 @@
  */
 struct gc_fp_sustained_ops {
 	const char *cycle;       /* the soak's words for one cycle */
-	const char *call[2];     /* [write]: the calls' names, "cuFileRead" / "cuFileWrite" */
+	const char *call[2];     /* [write]: the calls' names, `cuFileRead` / `cuFileWrite` */
 	/* The file, its handle, both buffers; cfg's dev_used and dev_arg where it has them. */
 	void (*open)(void *ctx, struct gc_soak_cfg *cfg);
 	/* The cycle's pattern into the source buffer. */
@@ -33,9 +33,9 @@ struct gc_fp_sustained_ops {
 	/*
 	 * All GC_FP_SUSTAINED_BYTES from the source buffer to the file (write)
 	 * or from the file to the other buffer: the count moved. When it is
-	 * not all of them, fail[] follows "cycle N: CALL of 16 MiB" in the
-	 * failure message (its separator included: ": ...", " returned ...");
-	 * on cycle 0, info[] follows "CALL of 16 MiB: " in the output.
+	 * not all of them, fail[] follows `cycle N: CALL of 16 MiB` in the
+	 * failure message (its separator included: `: ...`, ` returned ...`);
+	 * on cycle 0, info[] follows `CALL of 16 MiB: ` in the output.
 	 */
 	int64_t (*transfer)(void *ctx, bool write, unsigned long cycle, char *fail,
 			    size_t fail_len, char *info, size_t info_len);

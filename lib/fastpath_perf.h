@@ -19,13 +19,13 @@
  *    DIR.PATH.<N>MiB.t<T> (GiB/s) per path, then per fastpath
  *    DIR.ratio.PATH-over-reference.<N>MiB.t<T> and ...-over-host... (x,
  *    one ratio per repetition, from the same repetition).
- * DIR is "read" or "write". One transfer is timed from the moment every
+ * DIR is `read` or `write`. One transfer is timed from the moment every
  * thread is released to the moment the last one is done (and, for writes
  * with sync_fd >= 0, fdatasync(sync_fd) has returned); before every read
  * the page cache is dropped when permitted.
  *
  * Subtest-level: gc_fp_perf_run() fails the subtest when a thread cannot
- * be started, a transfer fails ("PATH DIR of N bytes, thread I: <err_str>")
+ * be started, a transfer fails (`PATH DIR of N bytes, thread I: <err_str>`)
  * or fdatasync does, and records the metrics with gc_metric().
  */
 #ifndef GPUCONFORM_FASTPATH_PERF_H

@@ -34,9 +34,9 @@ void test_read_registered_subrange(void *data);
 /*
  * The data matrices' cases, the same in both binaries: every size x (file
  * offset, buffer offset), a dynamic subtest each, named s<size>-f<foff>-b<boff>
- * ("s4097-f1m1-b1"); registered-matrix takes four sizes and three file
+ * (`s4097-f1m1-b1`); registered-matrix takes four sizes and three file
  * offsets, reads then writes, named with the direction in front
- * ("read-s4096-f0-b0"). Sizes outermost, buffer offsets innermost.
+ * (`read-s4096-f0-b0`). Sizes outermost, buffer offsets innermost.
  *
  *     GC_FASTPATH_MATRICES(read_one, write_one, registered_one);
  *     static void read_one(void *ctx, const struct gc_fp_size *a,
@@ -52,17 +52,17 @@ void test_read_registered_subrange(void *data);
 #define GC_FP_MATRIX_MAX_FOFF (MiB + 1)   /* largest file offset of the matrix */
 
 struct gc_fp_size {
-	const char *name; /* in the case's name: "64k" */
+	const char *name; /* in the case's name: `64k` */
 	uint64_t size;
 };
 struct gc_fp_dir_size {
-	const char *dir;  /* "read-" / "write-" */
+	const char *dir;  /* `read-` / `write-` */
 	bool write;
 	const char *name;
 	uint64_t size;
 };
 struct gc_fp_place {
-	const char *foff_name; /* "1m1" */
+	const char *foff_name; /* `1m1` */
 	uint64_t foff, boff;
 };
 
@@ -129,8 +129,10 @@ struct gc_fp_place {
  * A list of {name, body} pairs as a GC_VARIANTS table (size-zero's cases):
  * each case is the dynamic subtest name, running fn(ctx).
  *
- *     GC_FASTPATH_NAMED(zero_cases) = { { "read", zero_read }, ... };
+ *     GC_FASTPATH_NAMED(zero_cases) = { { read_name, zero_read }, ... };
  *     ... gc_variants(zero_cases, ctx);
+ *
+ * (read_name: the string literal `read`.)
  */
 struct gc_fp_named {
 	const char *name;

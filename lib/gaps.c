@@ -189,7 +189,7 @@ void gc_gap_expect_launch(struct gc_gap_run *r, const struct gc_shape *sh, bool 
 }
 
 /*
- * DESIGN.md, bubbles: "the gap between them is measured per kernel". A
+ * DESIGN.md, bubbles: the gap between them is measured per kernel. A
  * dispatch starts after the one it depends on ended, both stamped on one
  * device clock: a negative gap means that clock went backwards or the
  * dependency was not honoured.

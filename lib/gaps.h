@@ -126,8 +126,8 @@ double gc_gap_ns(const struct gc_gap_run *r, uint64_t ticks);
 /*
  * From here on, functions that check are subtest-level: they fail the
  * subtest as gc_assert does. Every one of the first n dispatches ran exactly
- * once, else fail naming the first that did not: "WHAT: dispatch I of N ran
- * K times (replayed | lost: it never ran)".
+ * once, else fail naming the first that did not: `WHAT: dispatch I of N ran
+ * K times (replayed | lost: it never ran)`.
  */
 void gc_gap_expect_counts(const struct gc_gap_run *r, unsigned n, const char *what);
 
@@ -250,7 +250,7 @@ void gc_gaps_collect(const struct gc_gap_dev *d, const struct gc_shape *sh, void
  * graph-SHAPE for every shape, in gc_shapes order.
  */
 struct gc_gap_case {
-	const char *mode; /* "stream" or "graph": the metrics' MODE */
+	const char *mode; /* `stream` or `graph`: the metrics' MODE */
 	bool stream;
 	const struct gc_shape *sh;
 };

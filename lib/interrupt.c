@@ -365,7 +365,7 @@ void gc_storm_sweep(struct gc_storm *s, struct gc_storm_sweep *sw)
 			return;
 }
 
-/* "20, 50, 130, 370 and 1000": the periods in us. */
+/* `20, 50, 130, 370 and 1000`: the periods in us. */
 static const char *sweep_periods_us(char *buf, size_t len)
 {
 	size_t n = 0;
@@ -656,7 +656,7 @@ enum gc_restart_verdict gc_restart_probe_verdict(const struct gc_restart_probe *
 	return GC_RESTART_RESTARTED;
 }
 
-/* "16 (the bytes written)", "-1 (EINTR)"... */
+/* `16 (the bytes written)`, `-1 (EINTR)`... */
 static const char *probe_ret_str(const struct gc_restart_probe *p, char *buf, size_t len)
 {
 	const char *name = strerrorname_np(p->err);

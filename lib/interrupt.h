@@ -20,13 +20,17 @@
  * SA_RESTART, as most programs run. signal(7): "If a blocked call to one of the
  * following interfaces is interrupted by a signal handler, then the call is
  * automatically restarted after the signal handler returns if the SA_RESTART
- * flag was used; otherwise the call fails with the error EINTR". What the
- * kernel restarts is a call that returned -ERESTARTSYS (x86 handle_signal():
- * "case -ERESTARTSYS: if (!(ksig->ka.sa.sa_flags & SA_RESTART)) { regs->ax =
- * -EINTR; break; }"); signal(7)'s exceptions ("never restarted ... regardless
- * of the use of SA_RESTART": nanosleep, poll, epoll_wait...) and a kernel path
- * that returns -EINTR itself still give EINTR. gc_storm_probe_restart() shows
- * which mode a storm really is in.
+ * flag was used; otherwise the call fails with the error EINTR:" [src
+ * mkerrisk/man-pages man7/signal.7 @ 091fbf1fef48]. What the kernel restarts
+ * is a call that returned -ERESTARTSYS (x86 handle_signal(): `case
+ * -ERESTARTSYS: if (!(ksig->ka.sa.sa_flags & SA_RESTART)) { regs->ax =
+ * -EINTR; break; }` [src torvalds/linux arch/x86/kernel/signal.c @
+ * 00ed905ab8e5]); signal(7)'s exceptions ("The following interfaces are
+ * never restarted after being interrupted by a signal handler, regardless of
+ * the use of SA_RESTART; they always fail with the error EINTR when
+ * interrupted by a signal handler:" nanosleep, poll, epoll_wait...) and a
+ * kernel path that returns -EINTR itself still give EINTR.
+ * gc_storm_probe_restart() shows which mode a storm really is in.
  *
  * Rules:
  *  - One storm (or sigiter) per thread at a time; enter/leave/stop are called
@@ -127,22 +131,23 @@ bool gc_storm_stop_leftover(void);
 
 /*
  * Bracket the call under test. Compiler fences keep the call between them;
- * keep the bracket to the call itself, so that "inside" means "during it".
+ * keep the bracket to the call itself, so that a signal inside came during it.
  * gc_storm_leave() returns whether a signal arrived since gc_storm_enter().
  * A signal counted inside may still have reached the thread just before the
  * call entered the kernel or just after it returned (timer signals arrive
  * tens of us late on VMs): EINTR implies a hit, a hit does not imply EINTR.
- * Assert "completed, or EINTR with no effect", never "hit, so EINTR".
+ * Assert that the call completed, or gave EINTR with no effect; never that a
+ * hit means EINTR.
  */
 void gc_storm_enter(struct gc_storm *s);
 bool gc_storm_leave(struct gc_storm *s);
 
 struct gc_storm_counts gc_storm_counts(const struct gc_storm *s);
 
-/* "delivered 12, landed inside 9 (in 9 of 10 calls), overruns 0" into buf. */
+/* `delivered 12, landed inside 9 (in 9 of 10 calls), overruns 0` into buf. */
 const char *gc_storm_counts_str(const struct gc_storm *s, char *buf, size_t len);
 
-/* gc_info() of the counts, prefixed by what (and "handler with SA_RESTART" if so). */
+/* gc_info() of the counts, prefixed by what (and `handler with SA_RESTART` if so). */
 void gc_storm_report(const struct gc_storm *s, const char *what);
 
 /*
@@ -168,7 +173,7 @@ void gc_storm_report(const struct gc_storm *s, const char *what);
  *     struct gc_storm_sweep sw = { .cycle = one_cycle, .ctx = &c, .per_period = 20 };
  *     gc_storm_sweep(&s, &sw);
  *     ... undo what the cycles left, with no storm running ...
- *     gc_storm_sweep_report(&sw, "what");
+ *     gc_storm_sweep_report(&sw, what);
  *     gc_storm_sweep_assert(&sw);
  *
  * A cycle brackets its own calls (gc_storm_enter/leave on s), records its
@@ -315,7 +320,7 @@ int gc_sigiter_begin(struct gc_sigiter *it, const struct gc_sigiter_cfg *cfg);
 bool gc_sigiter_next(struct gc_sigiter *it);
 /* Arms the pass's one-shot timer and opens the bracket: make the call right after. */
 void gc_sigiter_enter(struct gc_sigiter *it);
-/* Disarms the timer (no signal from this pass arrives after it) and returns "hit". */
+/* Disarms the timer (no signal from this pass arrives after it) and returns whether it hit. */
 bool gc_sigiter_leave(struct gc_sigiter *it);
 /* Stops the storm; 0, or the first -errno any timer operation gave. */
 int gc_sigiter_end(struct gc_sigiter *it);
@@ -328,18 +333,23 @@ int gc_sigiter_end(struct gc_sigiter *it);
  * writes GC_RESTART_PROBE_LEN bytes into the pipe once `signals` signals have
  * landed inside the read (or once guard_ns has passed, so that a storm that
  * never fires cannot hang the caller). signal(7) lists read(2) on a pipe among
- * the calls that are "automatically restarted after the signal handler returns
- * if the SA_RESTART flag was used; otherwise the call fails with the error
- * EINTR". So with SA_RESTART the read keeps blocking through the signals and
- * returns the bytes (GC_RESTART_RESTARTED); without it, it returns -1/EINTR at
- * the first signal and the helper writes nothing (GC_RESTART_EINTR).
+ * the interfaces of its sentence "If a blocked call to one of the following
+ * interfaces is interrupted by a signal handler, then the call is
+ * automatically restarted after the signal handler returns if the SA_RESTART
+ * flag was used; otherwise the call fails with the error EINTR:" [src
+ * mkerrisk/man-pages man7/signal.7 @ 091fbf1fef48]. So with SA_RESTART the
+ * read keeps blocking through the signals and returns the bytes
+ * (GC_RESTART_RESTARTED); without it, it returns -1/EINTR at the first signal
+ * and the helper writes nothing (GC_RESTART_EINTR).
  *
  *     static struct gc_storm s;
  *     struct gc_restart_probe p = { .signals = 5 };
  *     gc_assert_ok(gc_storm_probe_restart(&s, &(struct gc_storm_cfg){ .sa_restart = true },
  *                                         &p));
- *     gc_assert_f(gc_restart_probe_verdict(&p) == GC_RESTART_RESTARTED, "%s",
+ *     gc_assert_f(gc_restart_probe_verdict(&p) == GC_RESTART_RESTARTED, as_is,
  *                 gc_restart_probe_str(&p, buf, sizeof(buf)));
+ *
+ * (as_is: the format `%s`.)
  *
  * The storm is stopped and the helper joined before it returns: s's counters
  * are then those of the probe's storm alone.
@@ -379,7 +389,7 @@ int gc_storm_probe_restart(struct gc_storm *s, const struct gc_storm_cfg *cfg,
 /* Pure logic, no signals: what p's results mean. */
 enum gc_restart_verdict gc_restart_probe_verdict(const struct gc_restart_probe *p);
 
-/* "read returned 16 after 5 signals landed inside it (..)" into buf. */
+/* `read returned 16 after 5 signals landed inside it (..)` into buf. */
 const char *gc_restart_probe_str(const struct gc_restart_probe *p, char *buf, size_t len);
 
 /* ---------------------------------------------------------------- progress */

@@ -33,9 +33,9 @@ void gc_io_buf_free(struct gc_io_buf *b);
 /*
  * The byte at file offset o is a pure function of (o, seed): byte (o & 7) of
  * splitmix64(seed ^ (o >> 3)), bytes numbered from the least significant.
- * Any slice of a file can so be filled or verified on its own. The "inverse"
+ * Any slice of a file can so be filled or verified on its own. The inverse
  * pattern is the bitwise complement: it differs from the pattern at every
- * byte, which makes it the right "old content" and guard filler.
+ * byte, which makes it the right old content and guard filler.
  */
 uint8_t gc_pattern_byte(uint64_t file_offset, uint64_t seed);
 void gc_pattern_fill(void *buf, size_t len, uint64_t file_offset, uint64_t seed);
@@ -60,8 +60,8 @@ int64_t gc_pattern_check_inv(const void *buf, size_t len, uint64_t file_offset, 
 			     struct gc_mismatch *mm);
 
 /*
- * "byte 4096 of 8192 (file offset 4608): expected 0x3a, got 0xc5; 17 bytes
- * differ" into out; returns out, for gc_assert_f(..., "%s", ...).
+ * `byte 4096 of 8192 (file offset 4608): expected 0x3a, got 0xc5; 17 bytes
+ * differ` into out; returns out, for gc_assert_f() with the format `%s`.
  */
 const char *gc_mismatch_str(const struct gc_mismatch *mm, char *out, size_t out_len);
 
@@ -93,7 +93,7 @@ struct gc_dio_align {
 
 /*
  * The alignment O_DIRECT I/O on fd needs. In order:
- *  1. statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN) (Linux >= 6.1): when the
+ *  1. statx(fd, empty path, AT_EMPTY_PATH, STATX_DIOALIGN) (Linux >= 6.1): when the
  *     kernel sets STATX_DIOALIGN in stx_mask, stx_dio_mem_align and
  *     stx_dio_offset_align; both 0 means this file does not support direct
  *     I/O: -EOPNOTSUPP.
@@ -112,7 +112,7 @@ const char *gc_dio_align_source_name(enum gc_dio_align_source s);
 bool gc_dio_aligned(const struct gc_dio_align *a, const void *addr, uint64_t offset,
 		    size_t len);
 
-/* Filesystem type of path (statfs f_type) as a name ("ext4", "tmpfs"...) or "0x%lx". */
+/* Filesystem type of path (statfs f_type) as a name (`ext4`, `tmpfs`...) or `0x%lx`. */
 const char *gc_io_fs_name(const char *path, char *out, size_t len);
 
 /* ---------------------------------------------------- pread / pwrite */
@@ -144,7 +144,7 @@ ssize_t gc_io_pwrite_all(int fd, const void *buf, size_t len, off_t off);
 int gc_io_scratch_dir(char *out, size_t len);
 
 /*
- * Create (mkostemp, O_CLOEXEC, mode 0600) "<scratch dir>/gpuconform-<tag>-XXXXXX",
+ * Create (mkostemp, O_CLOEXEC, mode 0600) `<scratch dir>/gpuconform-<tag>-XXXXXX`,
  * its path in path[len] and an O_RDWR fd in *fd. The caller unlinks and closes.
  * tag: [A-Za-z0-9_-], else -EINVAL.
  */

@@ -40,7 +40,7 @@ static void say_plain(const struct gc_leak_probe *p, uint64_t before, uint64_t n
 	snprintf(msg, len, "%s %" PRIu64 " -> %" PRIu64, p->name, before, now);
 }
 
-/* Appends "; what" (or "what" first) to msg at *used: msg keeps the text's first len - 1 bytes. */
+/* Appends `; what` (or `what` first) to msg at *used: msg keeps the text's first len - 1 bytes. */
 static void append(char *msg, size_t len, size_t *used, const char *what)
 {
 	int n;

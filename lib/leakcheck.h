@@ -33,10 +33,10 @@ typedef void gc_leak_say_fn(const struct gc_leak_probe *p, uint64_t before, uint
 			    char *msg, size_t len);
 
 struct gc_leak_probe {
-	char name[80];          /* "gpu0", "/dev/kfd", "gpu1 (/dev/dri/renderD129): VRAM" */
+	char name[80];          /* `gpu0`, `/dev/kfd`, `gpu1 (/dev/dri/renderD129): VRAM` */
 	uint64_t slack;         /* the change tolerated */
 	enum gc_leak_rule rule;
-	gc_leak_say_fn *say;    /* NULL: "<name> <before> -> <now>" */
+	gc_leak_say_fn *say;    /* NULL: `<name> <before> -> <now>` */
 };
 
 /* One reading of every probe, in the order the stack's read() filled them. */
@@ -50,7 +50,7 @@ struct gc_leak_set {
 	/*
 	 * Fills r (probes and values, appended with gc_leak_add to an empty
 	 * reading: the caller empties it) or fails the subtest itself, in the
-	 * stack's words: when is "leak snapshot" or "leak check" (compared
+	 * stack's words: when is `leak snapshot` or `leak check` (compared
 	 * with s->before).
 	 */
 	void (*read)(const struct gc_leak_set *s, struct gc_leak_reading *r, const char *when);
@@ -58,8 +58,8 @@ struct gc_leak_set {
 	uint64_t slack;         /* for read(): the slack of the stack's counting probes */
 	unsigned settle_ms;     /* how long a release may take to show; 0: one reading */
 	unsigned poll_us;       /* between readings while settling */
-	bool every_leak;        /* name every leak, "; " between them (else the first one) */
-	const char *tail;       /* after the leaks in the failure: "leak: <leaks><tail>" */
+	bool every_leak;        /* name every leak, `; ` between them (else the first one) */
+	const char *tail;       /* after the leaks in the failure: `leak: <leaks><tail>` */
 	size_t msg_len;         /* the failure's room for the leaks (0: 1024) */
 	struct gc_leak_reading before;
 };
@@ -72,7 +72,7 @@ void gc_leak_add(struct gc_leak_reading *r, const struct gc_leak_probe *p, uint6
 bool gc_leak_probe_leaked(const struct gc_leak_probe *p, uint64_t before, uint64_t now);
 /*
  * Pure: how many probes of now leaked against before, described in msg
- * (every one, "; " between them, or only the first).
+ * (every one, `; ` between them, or only the first).
  */
 unsigned gc_leak_diff(const struct gc_leak_reading *before, const struct gc_leak_reading *now,
 		      bool every_leak, char *msg, size_t len);
@@ -83,14 +83,14 @@ unsigned gc_leak_diff(const struct gc_leak_reading *before, const struct gc_leak
 int gc_leak_settle(struct gc_leak_set *s, struct gc_leak_reading *now, char *msg, size_t len);
 
 /*
- * Two stacks' words for a leak: "<name> has N bytes less free memory than
- * before the subtest (B -> A; slack S)" for a device's free memory, and
- * "N <name>* fds open, M before the subtest (now: <the fds>)" for the fds
+ * Two stacks' words for a leak: `<name> has N bytes less free memory than
+ * before the subtest (B -> A; slack S)` for a device's free memory, and
+ * `N <name>* fds open, M before the subtest (now: <the fds>)` for the fds
  * open on a device node (name: its path prefix, listed when it leaked).
  */
 gc_leak_say_fn gc_leak_say_free_mem, gc_leak_say_devfds;
 
 void gc_leak_snapshot(struct gc_leak_set *s); /* before_each(): s->before */
-void gc_leak_check(struct gc_leak_set *s);    /* after_each(): "leak: ..." fails the subtest */
+void gc_leak_check(struct gc_leak_set *s);    /* after_each(): `leak: ...` fails the subtest */
 
 #endif

@@ -91,7 +91,7 @@ static double *sorted_copy(const double *v, size_t n)
 	return s;
 }
 
-/* NumPy "linear": rank h = (n - 1) * p / 100, interpolate s[floor h] .. s[floor h + 1]. */
+/* NumPy `linear`: rank h = (n - 1) * p / 100, interpolate s[floor h] .. s[floor h + 1]. */
 static double sorted_percentile(const double *s, size_t n, double p)
 {
 	double h = (double)(n - 1) * p / 100.0;

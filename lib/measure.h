@@ -25,7 +25,7 @@ void gc_samples_free(struct gc_samples *s);
 /*
  * Statistics over n values (the input is not modified; n == 0 gives NAN).
  * Percentiles interpolate linearly between closest ranks (NumPy's default,
- * "linear"): p in [0, 100]. MAD is the raw median absolute deviation
+ * `linear`): p in [0, 100]. MAD is the raw median absolute deviation
  * (not scaled by 1.4826).
  */
 double gc_stat_median(const double *v, size_t n);

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * Metrics: named sample sets, printed for humans and appended as one JSON
- * line each to $GPUCONFORM_METRICS_FILE:
- *   {"test":"host_io","subtest":"throughput","dynamic":null,"name":"direct-read-16MiB",
- *    "unit":"MB/s","better":"higher","samples":[812.5,...]}
+ * line each to $GPUCONFORM_METRICS_FILE, an object of these members in this
+ * order: test (the binary, such as `host_io`), subtest (`throughput`),
+ * dynamic (the dynamic subtest, or null), name (`direct-read-16MiB`), unit
+ * (`MB/s`) and better (`higher` or `lower`), each a JSON string, then
+ * samples (an array of numbers: [812.5, ...]).
  */
 #include "core.h"
 #include "core_private.h"

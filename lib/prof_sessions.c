@@ -194,7 +194,7 @@ void gc_sess_print_fin(FILE *f, const struct gc_sess_report *r)
 	fflush(f);
 }
 
-/* "V0 V1 ... V(n-1)" and nothing more into v: 0 or -EINVAL. */
+/* `V0 V1 ... V(n-1)` and nothing more into v: 0 or -EINVAL. */
 static int parse_values(const char *s, double *v, unsigned n)
 {
 	char *end;
@@ -217,7 +217,7 @@ static int sess_index(const char *name, bool stat)
 	return -1;
 }
 
-/* The point a name stands for ("pristine", "s2-mid", "fin-old"), or NULL. */
+/* The point a name stands for (`pristine`, `s2-mid`, `fin-old`), or NULL. */
 static struct gc_sess_point *point_of(struct gc_sess_report *r, const char *name)
 {
 	unsigned i = 0;
@@ -688,7 +688,7 @@ static bool framing(const char *l, int n)
 }
 
 /*
- * The plan's lines, in this subtest's output, behind "| ": what it printed,
+ * The plan's lines, in this subtest's output, behind `| `: what it printed,
  * less its report and the framework's framing (which would read as this
  * process's own results: the runner finds them anywhere in a line).
  */

@@ -7,31 +7,31 @@
  * The subtest is a matrix of plans. A plan is one tracing configuration (what
  * a session enables: the kernel kind alone, with API records, with a
  * callback, memory copies; the vendor's table) and one order of the
- * profiler's modes (concurrent then serialized: "-cs"; serialized then
- * concurrent: "-sc"), as the dynamic subtest CONFIG-ORDER. A configuration
+ * profiler's modes (concurrent then serialized: `-cs`; serialized then
+ * concurrent: `-sc`), as the dynamic subtest CONFIG-ORDER. A configuration
  * that takes no mode, or a profiler of one mode, gives one plan of two
  * sessions of that configuration, named CONFIG.
  *
  * Each plan runs in a process of its own, so that it starts with the
  * profiler unloaded: the subtest's process re-executes its binary with
  * GC_SESS_PLAN_ENV naming the plan. That process measures the judged cases
- * before the profiler is loaded ("pristine"), attaches and detaches one
+ * before the profiler is loaded (`pristine`), attaches and detaches one
  * session per mode of the order, each around the suite's traced workload
  * (stream chains, the judged graphs, graphs instantiated while traced, the
  * vendor's deep queue; GC_SESS_PARTS_ENV narrows it down), measures every
- * case again after each detach on three sets of graphs: "old"
- * (instantiated before the first session), "mid" (during the session, while
- * traced) and "new" (after its detach), the stream case with the old set;
+ * case again after each detach on three sets of graphs: `old`
+ * (instantiated before the first session), `mid` (during the session, while
+ * traced) and `new` (after its detach), the stream case with the old set;
  * then, where the profiler can be finalized (ops->finalize: detached from
  * the process whole, all its state released), finalizes it and measures
- * once more ("finalized"). It prints every round of every
+ * once more (`finalized`). It prints every round of every
  * measurement (gc_sess_print) and ends. The subtest's process, which never
- * loads the profiler, measures the same cases itself ("fresh"), reads the
+ * loads the profiler, measures the same cases itself (`fresh`), reads the
  * report back and judges: a residual is an after-measurement over both
  * pristine and fresh by more than the clock's quantum + GC_SESS_K x the
  * spread of the rounds. The finalized measurement is reported the same way
- * but not judged: it tells "a detach leaves a cost" from "only finalizing
- * the profiler restores".
+ * but not judged: it tells whether a detach leaves a cost or only
+ * finalizing the profiler restores.
  *
  * The judged statistics of one round of a case (GC_SESS_LAUNCHES launches,
  * GC_SESS_LAUNCHES_LONG for a shape of 4096 dispatches or more): the median
@@ -75,7 +75,7 @@
 #define GC_SESS_FINALIZE_ENV "GPUCONFORM_BUBBLES_FINALIZE"
 
 enum { GC_SESS_P50, GC_SESS_TIME, GC_SESS_NSTAT };
-extern const char *const gc_sess_stats[GC_SESS_NSTAT]; /* "gap-p50", "graph-time" */
+extern const char *const gc_sess_stats[GC_SESS_NSTAT]; /* `gap-p50`, `graph-time` */
 
 /* graph chain16, chain256, chain8192, wide16, wide256, mixed; stream chain16 */
 #define GC_SESS_NCASES 7
@@ -88,7 +88,7 @@ extern const struct gc_sess_case gc_sess_cases[GC_SESS_NCASES];
 
 /* The sets of graphs measured after a detach; the stream case goes with the old one. */
 enum { GC_SESS_OLD, GC_SESS_MID, GC_SESS_NEW, GC_SESS_NSETS };
-extern const char *const gc_sess_sets[GC_SESS_NSETS]; /* "old", "mid", "new" */
+extern const char *const gc_sess_sets[GC_SESS_NSETS]; /* `old`, `mid`, `new` */
 
 /* What one measurement gives: every case's statistics per round, ns. */
 struct gc_sess_point {
@@ -100,7 +100,7 @@ struct gc_sess_point {
 unsigned gc_sess_launches(const struct gc_shape *sh);
 
 /*
- * A comma-separated list of names ("mid,deep"), each one of names[0..n),
+ * A comma-separated list of names (`mid,deep`), each one of names[0..n),
  * into their indices out[0..max): how many, or -EINVAL for an empty list or
  * item, an unknown name or more than max. Pure: unit-tested.
  */
@@ -111,11 +111,11 @@ int gc_sess_pick(const char *list, const char *const *names, unsigned n, unsigne
  * What a session runs while attached, every part unless
  * GC_SESS_PARTS_ENV names some (to narrow a residual down without a
  * rebuild): stream launches of the chains and mixed; the old graphs; graphs
- * instantiated while traced ("mid", then also measured after the detach);
+ * instantiated while traced (`mid`, then also measured after the detach);
  * the vendor's deep queue.
  */
 enum { GC_SESS_STREAM, GC_SESS_GRAPHS, GC_SESS_MIDGRAPHS, GC_SESS_DEEP, GC_SESS_NPARTS };
-extern const char *const gc_sess_parts[GC_SESS_NPARTS]; /* "stream", "graphs", "mid", "deep" */
+extern const char *const gc_sess_parts[GC_SESS_NPARTS]; /* `stream`, `graphs`, `mid`, `deep` */
 #define GC_SESS_PARTS_ENV "GPUCONFORM_BUBBLES_SESSION_PARTS"
 
 /*
@@ -155,9 +155,9 @@ struct gc_sess_plan {
 /*
  * A plan's process's report: the clock quantum it saw, pristine, the sets
  * after each of its n sessions and, when finalized, after the finalize.
- * gc_sess_print() writes it as lines "gc-sess ..." ending with "gc-sess
- * end", then, when finalized, gc_sess_print_fin()'s: the sets after the
- * finalize and "gc-sess finalized" (printed apart, after the rest is out: a
+ * gc_sess_print() writes it as lines `gc-sess ...` ending with `gc-sess
+ * end`, then, when finalized, gc_sess_print_fin()'s: the sets after the
+ * finalize and `gc-sess finalized` (printed apart, after the rest is out: a
  * process the finalize breaks has reported its sessions). gc_sess_parse()
  * reads both back from text that may hold other lines: 0, or -EINVAL unless
  * the quantum, the count, the end line and every round of every case of
@@ -186,11 +186,11 @@ bool gc_sess_mapped(const char *name);
  * is the vendor's; `config` indexes configs.
  */
 struct gc_sess_ops {
-	const char *const *modes; /* "concurrent", "serialized" */
+	const char *const *modes; /* `concurrent`, `serialized` */
 	unsigned nmodes;
 	const struct gc_sess_config *configs;
 	unsigned nconfigs;
-	const char *lib;          /* the library as /proc/self/maps names it ("libcupti") */
+	const char *lib;          /* the library as /proc/self/maps names it (`libcupti`) */
 	/*
 	 * NULL: pristine is measured before the library is loaded (checked);
 	 * else what pristine is instead, said in its output (rocprofiler-sdk
@@ -212,15 +212,15 @@ struct gc_sess_ops {
 	uint64_t (*stray)(void *ctx);
 	/* NULL where the profiler has no finalize; else detach it whole (cuptiFinalize). */
 	void (*finalize)(void *ctx);
-	const char *finalize_what;    /* the call, for the output ("cuptiFinalize") */
+	const char *finalize_what;    /* the call, for the output (`cuptiFinalize`) */
 	const char *finalize_promise; /* what its documentation promises after it, quoted */
 };
 
 /*
  * Every plan of ops, in its configurations' order into v[0..max): a
  * modal configuration with nmodes >= 2 gives one plan per rotation of the
- * modes (modes[r], modes[r + 1], ...), named CONFIG-INITIALS ("kernel-cs",
- * "kernel-sc"); any other gives one plan of two sessions of mode 0, named
+ * modes (modes[r], modes[r + 1], ...), named CONFIG-INITIALS (`kernel-cs`,
+ * `kernel-sc`); any other gives one plan of two sessions of mode 0, named
  * CONFIG. Returns how many plans there are. Pure: unit-tested.
  */
 size_t gc_sess_plans(const struct gc_sess_ops *ops, struct gc_sess_plan *v, size_t max);

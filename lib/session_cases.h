@@ -16,7 +16,7 @@
 #define GC_SESSION_REFCOUNT_KS 1, 2, 16
 
 /*
- * The refcount matrix: one dynamic subtest per k, "k1", "k2", "k16", in
+ * The refcount matrix: one dynamic subtest per k, `k1`, `k2`, `k16`, in
  * that order. Declares the table and the body
  *     static void body(void *ctx, const unsigned *k);
  * and runs as gc_variants(table, ctx):

@@ -439,7 +439,7 @@ static void json_series(FILE *f, enum series k, const struct series_out *o)
 	fprintf(f, ",\"verdict\":\"%s\"}", verdict_name(fit->verdict));
 }
 
-/* How it ended: "stopped", the level's count ("cycles_asked", null at long), the budget. */
+/* How it ended: `stopped`, the level's count (`cycles_asked`, null at long), the budget. */
 static void json_stop(FILE *f, const struct gc_soak *s)
 {
 	fprintf(f, "\"stopped\":\"%s\",\"cycles_asked\":", stop_name(s));

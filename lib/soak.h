@@ -18,13 +18,16 @@
  * other fails.
  *
  *     struct gc_soak *s = gc_soak_start(&(struct gc_soak_cfg){
- *             .name = "alloc-map", .cycle = "alloc, map, unmap, free 2 MiB",
+ *             .name = alloc_map, .cycle = what_a_cycle_does,
  *             .cycles = 10000, .dev_used = my_dev_used, .dev_arg = dev });
  *     while (gc_soak_claim(s)) {
  *             one_cycle();
  *             gc_soak_done(s);
  *     }
  *     gc_soak_end(s);
+ *
+ * (alloc_map and what_a_cycle_does stand for string literals such as
+ * `alloc-map` and `alloc, map, unmap, free 2 MiB`.)
  *
  * claim / done are thread-safe: many workers may share one soak. Whoever
  * finishes a cycle once the sampling interval has passed samples the
@@ -37,14 +40,15 @@
  * a warm-up (the first quarter of the cycles) with the Theil-Sen estimator
  * (the median of the slopes of every pair of samples, which one outlier
  * cannot move), and each half of that window alone, prints it, appends it to the metrics file as one JSON line
- * ({"soak": NAME, "series": [...]}: the runner's report plots it) and fails
+ * (an object whose member soak is NAME and series the array of fits: the
+ * runner's report plots it) and fails
  * the subtest (a failed check) for each series that grows beyond its bound.
  * The fit is of the cycles that ran, however the soak ended; the line says
- * how it ended: "stopped" is "cycles" (the level's count done), "budget"
- * (cfg.budget_s ran out first), "seconds" (long's seconds ran out) or
- * "caller" (the loop left before a claim was refused: a failure), with
- * "cycles_asked" (the level's count; null at long) and "budget_s" (null:
- * none) beside "cycles" (done).
+ * how it ended: `stopped` is `cycles` (the level's count done), `budget`
+ * (cfg.budget_s ran out first), `seconds` (long's seconds ran out) or
+ * `caller` (the loop left before a claim was refused: a failure), with
+ * `cycles_asked` (the level's count; null at long) and `budget_s` (null:
+ * none) beside `cycles` (done).
  */
 #ifndef GPUCONFORM_SOAK_H
 #define GPUCONFORM_SOAK_H
@@ -58,7 +62,7 @@
 
 enum gc_level { GC_LEVEL_QUICK, GC_LEVEL_STANDARD, GC_LEVEL_LONG };
 
-/* "quick" / "standard" / "long" (NULL or "": standard) -> 0, else -EINVAL. */
+/* `quick` / `standard` / `long` (NULL or empty: standard) -> 0, else -EINVAL. */
 int gc_level_parse(const char *text, enum gc_level *level);
 const char *gc_level_name(enum gc_level level);
 

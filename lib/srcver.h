@@ -11,8 +11,8 @@
 #include <stdbool.h>
 
 /*
- * The major and minor of a kernel release as uname(2) gives it ("6.7.0",
- * "6.1.0-18-amd64", "5.14.0-362.el9.x86_64"): 0, or -EINVAL when release
+ * The major and minor of a kernel release as uname(2) gives it (`6.7.0`,
+ * `6.1.0-18-amd64`, `5.14.0-362.el9.x86_64`): 0, or -EINVAL when release
  * does not begin with MAJOR.MINOR.
  */
 int gc_kernel_release_parse(const char *release, unsigned *major, unsigned *minor);
@@ -26,8 +26,8 @@ struct gc_svm_gran_rule {
 };
 
 /*
- * The rule for a kernel major.minor. The clamp, "drm/amdkfd: Fix shift
- * out-of-bounds issue" (282c1d793076), is in mainline from 6.7 and was
+ * The rule for a kernel major.minor. The clamp, `drm/amdkfd: Fix shift
+ * out-of-bounds issue` (282c1d793076), is in mainline from 6.7 and was
  * backported to stable series before it: from 6.7 only the clamp is
  * promised; before, the clamp or the value as given.
  */

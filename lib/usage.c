@@ -10,7 +10,10 @@
 #include "core.h"
 #include "devfd.h"
 
-/* proc(5), /proc/pid/statm: "resident  (2) resident set size", in pages. */
+/*
+ * proc(5), /proc/pid/statm: `resident   (2) resident set size`, in pages
+ * [src mkerrisk/man-pages man5/proc.5 @ 091fbf1fef48].
+ */
 static long rss_kib(void)
 {
 	long pages = 0, res = 0;

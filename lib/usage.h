@@ -12,7 +12,7 @@
 struct gc_usage {
 	long rss_kib;    /* resident set, KiB (/proc/self/statm); 0 where unreadable */
 	size_t dev_free; /* device free memory, bytes: the caller's */
-	int fds;         /* every open fd (gc_devfd_count("")), or -errno */
+	int fds;         /* every open fd (gc_devfd_count() of the empty prefix), or -errno */
 };
 
 /* Now: host RSS and open fds, with the device free memory the caller just read. */
@@ -20,7 +20,10 @@ struct gc_usage gc_usage_now(size_t dev_free);
 
 /*
  * Host RSS, KiB, once malloc has given back the free memory it keeps
- * (malloc_trim(0): "frees memory in all arenas"): what the process holds.
+ * (malloc_trim(0); malloc_trim(3): "Since glibc 2.8 this function frees
+ * memory in all arenas and in all chunks with whole free pages." [src
+ * mkerrisk/man-pages man3/malloc_trim.3 @ 091fbf1fef48]): what the process
+ * holds.
  * glibc gives the threads of a busy process arenas of their own and keeps
  * what is freed in them, so memory a library allocated on a thread and freed
  * stays in RSS, more of it with every thread that did so (a CUDA context

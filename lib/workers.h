@@ -6,10 +6,12 @@
  *
  *     struct gc_problems pr;  struct gc_progress pg = { 0 };
  *     gc_problems_init(&pr);
- *     ... in each worker: gc_problem(&pr, "..."), gc_progress_round(&pg) per
+ *     ... in each worker: gc_problem(&pr, fmt, ...), gc_progress_round(&pg) per
  *         round, gc_progress_done(&pg) when it returns ...
- *     gc_progress_await(&pg, n, 30, &stop, "NVML");   // or fails: "deadlock: ..."
- *     gc_problems_assert_none(&pr);                   // or fails: "N problems; ..."
+ *     gc_progress_await(&pg, n, 30, &stop, inside);   // or fails: `deadlock: ...`
+ *     gc_problems_assert_none(&pr);                   // or fails: `N problems; ...`
+ *
+ * (inside: what the workers call, as a string literal such as `NVML`.)
  *
  * A thread that never returns keeps using both: keep them on the heap and
  * leave them to it after a timeout.
@@ -30,7 +32,7 @@ void gc_problems_destroy(struct gc_problems *p);
 /* Count a problem; the first one's text is kept. Thread-safe. */
 void gc_problem(struct gc_problems *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 unsigned gc_problems_count(struct gc_problems *p);
-/* Fail the subtest with "N problems; the first: ..." unless there was none. */
+/* Fail the subtest with `N problems; the first: ...` unless there was none. */
 void gc_problems_assert_none(struct gc_problems *p);
 
 struct gc_progress {
@@ -51,9 +53,9 @@ int gc_progress_wait(struct gc_progress *p, unsigned n, unsigned stall_ms);
 
 /*
  * gc_progress_wait() for a subtest: on a stall, *stop is set (atomically:
- * the workers' signal to give up) and the subtest fails with "deadlock: K
+ * the workers' signal to give up) and the subtest fails with `deadlock: K
  * of n threads still inside <inside>, no round finished for S s (R rounds
- * done)".
+ * done)`.
  */
 void gc_progress_await(struct gc_progress *p, unsigned n, unsigned stall_s, int *stop,
 		       const char *inside);

@@ -10,7 +10,7 @@
  *     gc_cu_assert(cu, cu->cuMemGetInfo(&free_b, &total_b));
  *
  * Calls go through the table: cu->cuMemCreate(...), with the exact types of
- * <cuda.h>. Errors print as "CUDA_ERROR_OUT_OF_MEMORY (out of memory)".
+ * <cuda.h>. Errors print as `CUDA_ERROR_OUT_OF_MEMORY (out of memory)`.
  */
 #ifndef GPUCONFORM_GC_CUDA_H
 #define GPUCONFORM_GC_CUDA_H
@@ -52,8 +52,8 @@ struct gc_cuda_device {
 	int ordinal;
 	CUdevice dev;
 	char name[256];
-	char uuid[37];        /* "GPU-" is not prefixed: the 16 bytes as 8-4-4-4-12 hex */
-	char pci_bus_id[32];  /* "0000:19:00.0" */
+	char uuid[37];        /* `GPU-` is not prefixed: the 16 bytes as 8-4-4-4-12 hex */
+	char pci_bus_id[32];  /* `0000:19:00.0` */
 	size_t total_mem;
 	bool vmm;             /* CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED */
 	CUcontext ctx;        /* primary context, retained by gc_cuda_open() */
@@ -82,7 +82,7 @@ void gc_cuda_close(struct gc_cuda *cu);
 /* gc_cuda_open() or gc_skip() with its reason. */
 struct gc_cuda *gc_cuda_require(void);
 
-/* "CUDA_ERROR_INVALID_VALUE (invalid argument)" into buf. */
+/* `CUDA_ERROR_INVALID_VALUE (invalid argument)` into buf. */
 const char *gc_cu_strerror(const struct gc_cuda *cu, CUresult r, char *buf, size_t len);
 
 /*
@@ -246,7 +246,7 @@ void gc_cuda_fixture_free(void *data);     /* teardown(): gc_cuda_close(), data 
 /*
  * The first n devices of cu (all when n < 0 or n > cu->n_devices), in
  * ordinal order, as lib/core.h's device list: gc_each_device() and
- * gc_each_device_pair() over it name each "gpu<N>", N the ordinal's
+ * gc_each_device_pair() over it name each `gpu<N>`, N the ordinal's
  * gc_device_index(), and hand the body a const struct gc_cuda_device *.
  */
 struct gc_devices gc_cuda_devices(const struct gc_cuda *cu, int n);

@@ -10,14 +10,14 @@
  *     struct gc_cufile cf;
  *     char why[256];
  *     if (gc_cufile_open(&cf, why, sizeof(why)) < 0)
- *             gc_skip("%s", why);
+ *             gc_skip(as_is, why);           // as_is: the format `%s`
  *     gc_cufile_err e = cf.fn.driver_open();
  *
  * Which path served a request: with statistics at level 3 the library counts,
  * per GPU, reads and writes served by nvidia-fs, PCI P2PDMA and POSIX (the
  * compat path through host bounce buffers). gc_cufile_path_* reads those
  * counters before and after a request; where statistics are not available it
- * says "cannot tell" and why.
+ * says that it cannot tell, and why.
  */
 #ifndef GPUCONFORM_GC_CUFILE_H
 #define GPUCONFORM_GC_CUFILE_H
@@ -79,25 +79,30 @@ struct gc_cufile {
 int gc_cufile_open(struct gc_cufile *cf, char *why, size_t why_len);
 void gc_cufile_close(struct gc_cufile *cf);
 
-/* "CU_FILE_HANDLE_NOT_REGISTERED (5027, file descriptor is not registered)". */
+/* `CU_FILE_HANDLE_NOT_REGISTERED (5027, file descriptor is not registered)`. */
 const char *gc_cufile_err_name(int err);
 const char *gc_cufile_strerror(gc_cufile_err e, char *buf, size_t len);
 /*
- * What a cuFileRead/Write return value means: "4096 bytes", "-1 (errno EBADF:
- * Bad file descriptor)" (errno as the call left it: pass it in) or "-5022
- * (CU_FILE_INVALID_VALUE ...)".
+ * What a cuFileRead/Write return value means: `4096 bytes`, `-1 (errno EBADF:
+ * Bad file descriptor)` (errno as the call left it: pass it in) or `-5022
+ * (CU_FILE_INVALID_VALUE ...)`.
  */
 const char *gc_cufile_ret_str(ssize_t ret, int err_no, char *buf, size_t len);
 
 /*
  * Whether a failed cuFileRead/Write (ret < 0) follows cufile.h's return
- * convention: -1 with errno "set to indicate filesystem errors" (a real
- * errno, below 4096), or "a negative integer value of CUfileOpError" (a
- * known status). -1 with a cuFile status in errno is neither. Pure.
+ * convention, "[...] -1 on error, in which case errno is set to indicate
+ * filesystem errors." (a real errno, below 4096) and "[...] all other
+ * errors will return a negative integer value of @ref CUfileOpError enum
+ * value." (a known status) [src denglin-github/cuda11_cudnn8
+ * include/cufile.h @ 20c191daf9a2] (a copy of the CUDA 11 toolkit's header, of 2020: no newer
+ * cufile.h is stored in a repository; NVIDIA's cuFile API reference of
+ * today gives the same convention in slightly other words). -1 with a
+ * cuFile status in errno is neither. Pure.
  */
 bool gc_cufile_ret_documented(ssize_t ret, int err_no);
 
-/* "1.15" from 1150; "unknown" for -1. */
+/* `1.15` from 1150; `unknown` for -1. */
 const char *gc_cufile_version_str(int version, char *buf, size_t len);
 
 /* -------------------------------------------------- which path served */
@@ -116,8 +121,8 @@ int gc_cufile_stats_enable(const struct gc_cufile *cf, char *why, size_t why_len
 int gc_cufile_paths_get(const struct gc_cufile *cf, enum gc_cufile_dir dir,
 			struct gc_cufile_paths *p);
 /*
- * The path between two snapshots: "nvidia-fs", "p2pdma", "posix (compat)",
- * "mixed: 3 nvidia-fs, 1 posix" or "none counted" (pure: unit-tested).
+ * The path between two snapshots: `nvidia-fs`, `p2pdma`, `posix (compat)`,
+ * `mixed: 3 nvidia-fs, 1 posix` or `none counted` (pure: unit-tested).
  */
 const char *gc_cufile_paths_diff_str(const struct gc_cufile_paths *before,
 				     const struct gc_cufile_paths *after, char *buf, size_t len);

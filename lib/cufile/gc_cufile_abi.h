@@ -57,7 +57,12 @@ typedef struct {
 	const void *fs_ops; /* NULL: the library discovers the filesystem */
 } gc_cufile_descr;
 
-/* CUfileDrvProps_t: nvfs.dcontrolflags bit 1 is "compat mode allowed". */
+/*
+ * CUfileDrvProps_t: nvfs.dcontrolflags bit 1 is set when compat mode is
+ * allowed (CU_FILE_ALLOW_COMPAT_MODE = 1, `allow COMPATIBILITY mode.
+ * properties.allow_compat_mode` [src denglin-github/cuda11_cudnn8
+ * include/cufile.h @ 20c191daf9a2]).
+ */
 #define GC_CU_FILE_ALLOW_COMPAT_MODE_BIT 1
 typedef struct {
 	struct {

@@ -89,8 +89,12 @@ static bool grow(void **arr, size_t *cap, size_t n, size_t elem)
 /*
  * The head every version of CUPTI's memory-copy record shares
  * (CUpti_ActivityMemcpy to CUpti_ActivityMemcpy6 alike: kind, copyKind,
- * srcKind, dstKind, flags, then "bytes: The number of bytes transferred by
- * the memory copy"), restated so that no deprecated version is named.
+ * srcKind, dstKind, flags, then bytes, of which cupti_activity.h says
+ * "The number of bytes transferred by the memory copy."), restated so that no
+ * deprecated version is named [src zspace/system.cuda-12.6
+ * extras/CUPTI/include/cupti_activity.h @ b3d92c837713] (CUDA 12.6.3: the
+ * sentence on CUpti_ActivityMemcpy5 and CUpti_ActivityMemcpyPtoP4; CUDA 13's
+ * header words it the same on CUpti_ActivityMemcpy6).
  */
 struct memcpy_head {
 	CUpti_ActivityKind kind;

@@ -124,7 +124,7 @@ size_t gc_cupti_clone_ids(struct gc_cupti_clones *w, size_t since, CUgraphNode t
 /* How many clones have been seen (the `since` of a graph about to be instantiated). */
 size_t gc_cupti_clones_seen(struct gc_cupti_clones *w);
 
-/* "CUPTI_ERROR_NOT_INITIALIZED (...)" */
+/* `CUPTI_ERROR_NOT_INITIALIZED (...)` */
 const char *gc_cupti_strerror(const struct gc_cupti *c, CUptiResult r, char *buf, size_t len);
 
 #endif

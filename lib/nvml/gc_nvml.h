@@ -41,10 +41,10 @@ int gc_nvml_open(struct gc_nvml *n, char *why, size_t why_len);
 /* Forget the table; the library stays loaded (threads may still be inside it). */
 void gc_nvml_close(struct gc_nvml *n);
 
-/* "NVML_ERROR_UNINITIALIZED" for the codes the tests name, else "nvmlReturn_t N". Pure. */
+/* `NVML_ERROR_UNINITIALIZED` for the codes the tests name, else `nvmlReturn_t N`. Pure. */
 const char *gc_nvml_ret_name(gc_nvml_ret r, char *buf, size_t len);
 
-/* "NVML_ERROR_UNINITIALIZED (Uninitialized)": the name and the library's own words. */
+/* `NVML_ERROR_UNINITIALIZED (Uninitialized)`: the name and the library's own words. */
 const char *gc_nvml_strerror(const struct gc_nvml *n, gc_nvml_ret r, char *buf, size_t len);
 
 #endif
