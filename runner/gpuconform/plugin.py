@@ -999,12 +999,25 @@ class GcSession:
             self.control.written = True
         if self.opts.report:
             end.report(self.results_dir, write_report)
+        if self.opts.openmetrics:
+            self._openmetrics(end, Path(self.opts.openmetrics))
         if self.journal is not None:
             try:
                 self.journal.event("end", complete=end.complete,
                                    status=end.outcome.status if end.outcome else None)
             except JournalWriteError:
                 pass
+
+    def _openmetrics(self, end: RunEnd, out: Path) -> None:
+        """--openmetrics FILE from the results.json written; a failure is one
+        error line (the results stay)."""
+        assert self.results_dir is not None
+        try:
+            from .report.openmetrics import write_openmetrics
+
+            end.messages.append(f"openmetrics: {write_openmetrics(self.results_dir, out)}")
+        except Exception as e:  # noqa: BLE001 - the results stay; this file is extra
+            end.errors.append(f"{out}: not written: {one_line(e, 300) or type(e).__name__}")
 
     def _stop(self, e: JournalWriteError, what: str) -> None:
         """The one line of a run that cannot record: what is full, how far the

@@ -47,6 +47,7 @@ SAMPLES: dict[str, tuple[list[str], Any]] = {
     "taint_file": (["--taint-file", "off"], "off"),
     "baselines": (["--baselines", "/b1", "--baselines", "/b2"], ["/b1", "/b2"]),
     "baseline": (["--baseline", "/b/one.json"], "/b/one.json"),
+    "openmetrics": (["--openmetrics", "/m/gpuconform.prom"], "/m/gpuconform.prom"),
     "no_baseline": (["--no-baseline"], True),
     "regressions_expected": (["--regressions-expected"], True),
     "report": (["--no-report"], False),
@@ -183,5 +184,6 @@ def test_path_options_are_the_table_s() -> None:
 
     assert path_options() == {
         "--testlist": 1, "--scratch-dir": 1, "--expectations": None, "--dmesg-patterns": 1,
-        "--catalogue": 1, "--kmsg": 1, "--taint-file": 1, "--baselines": 1, "--baseline": 1}
+        "--catalogue": 1, "--kmsg": 1, "--taint-file": 1, "--baselines": 1, "--baseline": 1,
+        "--openmetrics": 1}
     assert _PATH_OPTIONS == {"--build": 1, **path_options()}

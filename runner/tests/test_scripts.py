@@ -206,6 +206,8 @@ def test_two_nights(tmp_path: Path) -> None:
     compare = (night2 / "compare.txt").read_text()
     assert compare.startswith(f"gpuconform compare: A = {night1} ")
     assert f"(against {night1}: {night2}/compare.txt)" in second.stdout
+    assert "history of 2 night(s) written" in second.stdout
+    assert "2 night(s) on 1 machine(s)" in (root / "history.html").read_text()
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="no systemd-analyze here")

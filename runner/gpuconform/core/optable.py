@@ -22,6 +22,7 @@ from .levels import LEVEL_ENV, LEVELS, parse_duration
 from .optvalues import (
     argtype,
     check_kernel_source,
+    check_output_file,
     non_negative_arg,
     parse_devices,
     parse_jobs,
@@ -333,6 +334,13 @@ _RUN = (
     RunOption(
         "report", "--gc-no-report", "do not write report.html",
         cli="--no-report", kind=NOT_FLAG, help="do not write report.html"),
+    RunOption(
+        "openmetrics", "--gc-openmetrics",
+        "also write the run's verdict, counts and gated metrics to FILE (Prometheus text format)",
+        cli="--openmetrics", metavar="FILE", from_cli=_absolute, check=check_output_file,
+        help="also write the run's verdict, counts by state and every gated metric's value and "
+        "verdict to FILE in the Prometheus text format, replaced whole (for node_exporter's "
+        "textfile collector: a FILE named *.prom in its directory)", path=True),
     RunOption(
         "level", "--gc-level", "the qualification level (levels.py): exported as " + LEVEL_ENV,
         cli="--level", choices=tuple(LEVELS),

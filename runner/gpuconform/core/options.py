@@ -99,6 +99,7 @@ class RunOptions:
     no_baseline: bool = False
     regressions_expected: bool = False
     report: bool = True
+    openmetrics: str | None = None  # a Prometheus text file written after results.json
     level: str | None = None  # levels.py; None: not asked for (binaries run their standard counts)
     duration: float | None = None  # seconds: long's --duration (None: the level's default)
 

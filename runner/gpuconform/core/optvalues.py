@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+from pathlib import Path
 import re
 import stat
 import tempfile
@@ -15,7 +16,7 @@ from .shard import ShardError
 from .testlist import check_test_glob
 
 __all__ = [
-    "InputError", "argtype", "check_kernel_source", "check_scratch_dir", "non_negative_arg",
+    "InputError", "argtype", "check_kernel_source", "check_output_file", "check_scratch_dir", "non_negative_arg",
     "parse_devices", "parse_jobs", "parse_retries", "parse_timeout_override", "positive_arg",
     "seconds", "seconds_or_zero",
 ]
@@ -82,6 +83,21 @@ def check_scratch_dir(path: str) -> str:
     os.close(fd)
     os.unlink(probe)
     return p
+
+
+def check_output_file(option: str, path: str | None) -> None:
+    """A file the run will write at its end (--openmetrics): its directory
+    must exist and be writable now, and the path must not be a directory;
+    InputError naming the option and the path otherwise, before anything runs."""
+    if path is None:
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{option} {path}: is a directory, not a file to write")
+    if not p.parent.is_dir():
+        raise InputError(f"{option} {path}: no directory {p.parent}")
+    if not os.access(p.parent, os.W_OK | os.X_OK):
+        raise InputError(f"{option} {path}: {p.parent} is not writable")
 
 
 def check_kernel_source(option: str, path: str) -> None:
