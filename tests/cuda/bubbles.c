@@ -164,7 +164,7 @@ const char *bx_done_str(struct bx *b, unsigned n, char *buf, size_t len)
 
 /*
  * Wait for the stream with a watchdog: a dispatch that never starts fails the
- * subtest with "hang: N of M kernels done" after BX_WATCHDOG_S, instead of
+ * subtest with `hang: N of M kernels done` after BX_WATCHDOG_S, instead of
  * waiting for the runner's timeout.
  */
 void bx_wait(struct bx *b, unsigned n, const char *what)

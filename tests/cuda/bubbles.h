@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cuda_bubbles: shared pieces. A "shape" is a set of gc_stamp dispatches
- * with dependencies (a chain, a wide fan-out joined at the end, a chain with
- * memset / memcpy nodes between its kernels); each dispatch stamps the device
- * clock (%globaltimer, ns) at its start and end into stamps[2 * idx] and
- * counts itself in counts[idx]. The gap of a dependency a -> b is b's start
- * minus a's end: measured on the device, with no profiler involved.
+ * cuda_bubbles: shared pieces. A shape (`struct gc_shape`) is a set of
+ * gc_stamp dispatches with dependencies (a chain, a wide fan-out joined at the
+ * end, a chain with memset / memcpy nodes between its kernels); each dispatch
+ * stamps the device clock (%globaltimer, ns) at its start and end into
+ * stamps[2 * idx] and counts itself in counts[idx]. The gap of a dependency
+ * a -> b is b's start minus a's end: measured on the device, with no
+ * profiler involved.
  */
 #ifndef GPUCONFORM_BUBBLES_H
 #define GPUCONFORM_BUBBLES_H
@@ -73,7 +74,7 @@ void bx_run_stream(struct bx *b, const struct gc_shape *sh);
  */
 #define BX_DONE_UNKNOWN UINT32_MAX
 unsigned bx_done_count(struct bx *b, unsigned n);
-/* "N of M kernels done", or says that the count could not be read. */
+/* `N of M kernels done`, or says that the count could not be read. */
 const char *bx_done_str(struct bx *b, unsigned n, char *buf, size_t len);
 void bx_wait(struct bx *b, unsigned n, const char *what);
 

@@ -174,7 +174,7 @@ static void deep_case(void *ctx, const struct deep_mode *m)
  * before the gate opens (read while it holds, where the profiler lets a copy
  * pass it, and always from the stamps: each starts after the dispatch that
  * follows the gate ended); all run exactly once; a watchdog fails with
- * "hang: N of M kernels done" instead of waiting for the runner.
+ * `hang: N of M kernels done` instead of waiting for the runner.
  */
 void test_deep_inflight(void *data)
 {

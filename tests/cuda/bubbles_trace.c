@@ -2,15 +2,17 @@
 /*
  * cuda_bubbles under a profiler (CUPTI activity tracing) and deep queues.
  *
- * cupti_activity.h: CUPTI_ACTIVITY_KIND_KERNEL "may significantly change the
- * overall performance characteristics of the application because all kernel
- * executions are serialized on the GPU"; CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
- * "doesn't break kernel concurrency". Both must deliver one record per
- * dispatch. cuptiGetTimestamp "Returns a timestamp normalized to correspond
- * with the start and end timestamps reported in the CUPTI activity records":
- * CUPTI's clock need not be %globaltimer, so the bracketing check asks for
- * one clock offset under which every record's [start, end] contains its
- * kernel's own stamps.
+ * cupti_activity.h, of CUPTI_ACTIVITY_KIND_KERNEL: "This activity kind may
+ * significantly change the overall performance characteristics of the
+ * application because all kernel executions are serialized on the GPU. Other
+ * activity kind for kernel CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL doesn't
+ * break kernel concurrency." Both must deliver one record per dispatch.
+ * cuptiGetTimestamp: "Returns a timestamp normalized to correspond with the
+ * start and end timestamps reported in the CUPTI activity records."
+ * [src zspace/system.cuda-12.6 extras/CUPTI/include/cupti_activity.h @
+ * b3d92c837713] (CUDA 12.6.3; the same in CUDA 13.0's). CUPTI's clock need
+ * not be %globaltimer, so the bracketing check asks for one clock offset
+ * under which every record's [start, end] contains its kernel's own stamps.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -1004,8 +1006,8 @@ static void sess_check(const struct gc_cupti_take *t, unsigned m, unsigned c, ui
  * Detach: the session's kinds off (GPUCONFORM_BUBBLES_REMOVE=detach leaves
  * its main kind on, so that the after-measurements are seen to fail), the
  * callback unsubscribed, its records taken and checked: one kernel record of
- * its kind per dispatch made while attached (DESIGN.md: "every dispatch
- * appears in the trace"), API calls recorded, every copy, none dropped.
+ * its kind per dispatch made while attached (DESIGN.md: every dispatch
+ * appears in the trace), API calls recorded, every copy, none dropped.
  */
 static void sess_detach(void *ctx, unsigned m, unsigned c, uint64_t dispatches)
 {
@@ -1026,7 +1028,10 @@ static void sess_detach(void *ctx, unsigned m, unsigned c, uint64_t dispatches)
 	gc_cupti_take_free(&t);
 }
 
-/* Records that arrived after a detach (cuptiActivityDisable: "stop collecting"). */
+/*
+ * Records that arrived after a detach (cuptiActivityDisable: the kind of
+ * activity record to stop collecting).
+ */
 static uint64_t sess_stray(void *ctx)
 {
 	struct sess_ctx *x = ctx;
@@ -1070,14 +1075,16 @@ static void CUPTIAPI fin_at_exit(void *user, CUpti_CallbackDomain dom, CUpti_Cal
 }
 
 /*
- * cupti_activity.h (CUDA 13.0, CUPTI_API_VERSION 130001), cuptiFinalize:
- * "This API detaches the CUPTI from the running process. It destroys and
- * cleans up all the resources associated with CUPTI in the current process.
- * After CUPTI detaches from the process, the process will keep on running
- * with no CUPTI attached to it. For safe operation of the API, it is
- * recommended this API is invoked from the exit callsite of any of the CUDA
- * Driver or Runtime API." So it is: after a synchronize and a flush, from the
- * driver-API callback at the exit of a cuCtxSynchronize.
+ * cupti_activity.h, cuptiFinalize: "This API detaches the CUPTI from the
+ * running process. It destroys and cleans up all the resources associated with
+ * CUPTI in the current process. After CUPTI detaches from the process, the
+ * process will keep on running with no CUPTI attached to it. For safe
+ * operation of the API, it is recommended this API is invoked from the exit
+ * callsite of any of the CUDA Driver or Runtime API." [src
+ * zspace/system.cuda-12.6 extras/CUPTI/include/cupti_activity.h @
+ * b3d92c837713] (CUDA 12.6.3; the same in CUDA 13.0's, CUPTI_API_VERSION
+ * 130001). So it is: after a synchronize and a flush, from the driver-API
+ * callback at the exit of a cuCtxSynchronize.
  */
 static void sess_finalize(void *ctx)
 {
@@ -1107,11 +1114,13 @@ static void sess_finalize(void *ctx)
 }
 
 /*
- * profiler-sessions. The bubbles contract (DESIGN.md): "the gap between them
- * is measured per kernel, with and without a profiler tracing, and every
- * dispatch appears in the trace"; and cupti_activity.h, cuptiActivityDisable:
- * "Disable collection of a specific kind of activity record. [...] By
- * default all activity kinds are disabled for collection." A kind disabled
+ * profiler-sessions. The bubbles contract (DESIGN.md): the gap between
+ * kernels is measured per kernel, with and without a profiler tracing, and
+ * every dispatch appears in the trace; and cupti_activity.h,
+ * cuptiActivityDisable: "Disable collection of a specific kind of activity
+ * record. [...] By default all activity kinds are disabled for collection."
+ * [src zspace/system.cuda-12.6 extras/CUPTI/include/cupti_activity.h @
+ * b3d92c837713] (CUDA 12.6.3; the same in CUDA 13.0's). A kind disabled
  * is a kind in its default state, so once a session has detached, the
  * process must cost what it cost before the first: the same gaps and graph
  * times, on graphs instantiated before, during and after the sessions.

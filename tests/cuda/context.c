@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
  * cuda_context: the primary context's lifecycle, the session contract of the
- * CUDA driver API. cuda.h: cuDevicePrimaryCtxRetain "retains the primary
- * context ... creating a new primary context if necessary"; of
- * cuDevicePrimaryCtxRelease, "the context is automatically reset once the
- * last reference to it is released" and "releasing a primary context that
- * has not been previously retained will fail with CUDA_ERROR_INVALID_CONTEXT".
- * Of CU_POINTER_ATTRIBUTE_CONTEXT: "if ptr was not allocated by ... a
- * CUcontext which uses unified virtual addressing then
- * CUDA_ERROR_INVALID_VALUE is returned".
+ * CUDA driver API. cuda.h, of cuDevicePrimaryCtxRetain: "Retains the primary
+ * context on the device. Once the user successfully retains the primary
+ * context, the primary context will be active and available to the user
+ * until the user releases it with ::cuDevicePrimaryCtxRelease() or resets it
+ * with ::cuDevicePrimaryCtxReset()."; of cuDevicePrimaryCtxRelease, "The
+ * context is automatically reset once the last reference to it is
+ * released." and "Releasing a primary context that has not been previously
+ * retained will fail with ::CUDA_ERROR_INVALID_CONTEXT."; of
+ * CU_POINTER_ATTRIBUTE_CONTEXT, "If \p ptr was not allocated by, mapped by,
+ * or registered with a ::CUcontext which uses unified virtual addressing
+ * then ::CUDA_ERROR_INVALID_VALUE is returned."
+ * [src zspace/system.cuda-12.6 include/cuda.h @ b3d92c837713] (CUDA 12.6.3).
  *
  * Device memory is watched from outside the context under test, through an
  * NVML session the fixture holds for the whole binary: cuMemGetInfo would
@@ -244,7 +248,7 @@ static void refcount_case(void *f, const void *dev, const void *k)
 
 static const unsigned refcount_ks[] = { GC_SESSION_REFCOUNT_KS };
 
-/* "k<k>": a case's part of its dynamic subtest name, "gpu<N>-k<k>" */
+/* `k<k>`: a case's part of its dynamic subtest name, `gpu<N>-k<k>` */
 static const char *k_name(const void *k, char *buf, size_t len)
 {
 	snprintf(buf, len, "k%u", *(const unsigned *)k);
@@ -816,18 +820,19 @@ static void *gen_worker(void *p)
 }
 
 /*
- * generations: device 0's primary context created and reset over and over,
- * one generation a cycle (a soak), made in turn by GEN_THREADS threads all
- * alive: retain, the fill kernel run and checked, release with nothing else
- * holding it, so that, by cuda.h's cuDevicePrimaryCtxRelease, "the context
- * is automatically reset once the last reference to it is released". What a
- * reset gives back must be what the creation took: the process's memory
- * (RSS less what malloc keeps free), fds and device memory flat from one
- * generation to the next. concurrent-retain makes generations only when its
- * threads happen to let go of a device all at once, each on whichever thread
- * retains first; here every cycle is one, on a known thread, so what the
- * allocator keeps per thread (an arena a thread: RSS alone grows by a
- * context's worth on each new thread) is seen every time, apart from a leak.
+ * generations: device 0's primary context created and reset over and over, one
+ * generation a cycle (a soak), made in turn by GEN_THREADS threads all alive:
+ * retain, the fill kernel run and checked, release with nothing else holding
+ * it, so that, by cuda.h's cuDevicePrimaryCtxRelease, "The context is
+ * automatically reset once the last reference to it is released." [src
+ * zspace/system.cuda-12.6 include/cuda.h @ b3d92c837713] (CUDA 12.6.3). What a
+ * reset gives back must be what the creation took: the process's memory (RSS
+ * less what malloc keeps free), fds and device memory flat from one generation
+ * to the next. concurrent-retain makes generations only when its threads
+ * happen to let go of a device all at once, each on whichever thread retains
+ * first; here every cycle is one, on a known thread, so what the allocator
+ * keeps per thread (an arena a thread: RSS alone grows by a context's worth on
+ * each new thread) is seen every time, apart from a leak.
  */
 static void test_generations(void *data)
 {
@@ -923,7 +928,7 @@ static const struct gc_subtest subtests[] = {
 static const char *const soaks[] = { "concurrent-retain", "generations", NULL };
 
 /*
- * One GPU at a time, but concurrent-retain's rounds go "over every device" at
+ * One GPU at a time, but concurrent-retain's rounds go over every device at
  * once; and cost alone, GPU after GPU: contexts created on four GPUs at once
  * are not made side by side (on four H200s, driver 580.159.04, a primary
  * context's creation took 105 ms alone and 349-363 ms beside three others,

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * cuda_interrupt: the interrupt contract on the CUDA driver API. The driver
- * API has no EINTR (no CUresult means "interrupted, try again"): a call that a
- * signal lands in must behave as if no signal had come. It returns
- * CUDA_SUCCESS, the data it moved or made is right, it does not hang, and
- * nothing is left behind (the fixture's leak check after every subtest). Any
- * other CUresult from a valid call under a storm is a spurious error.
+ * API has no EINTR (no CUresult says that the call was interrupted and may be
+ * tried again): a call that a signal lands in must behave as if no signal had
+ * come. It returns CUDA_SUCCESS, the data it moved or made is right, it does
+ * not hang, and nothing is left behind (the fixture's leak check after every
+ * subtest). Any other CUresult from a valid call under a storm is a spurious
+ * error.
  *
  * Every call under test is bracketed (lib/interrupt.h) and counted per
  * operation: calls, calls with a signal inside, signals inside, errors. A
@@ -116,7 +117,7 @@ static size_t vmm_size(const struct gc_cuda *cu, int dev, size_t size)
 /* The first data error of a run: what, in which cycle (or sigiter pass), how many words. */
 struct data_err {
 	const char *what;
-	const char *unit; /* NULL: "cycle" */
+	const char *unit; /* NULL: `cycle` */
 	unsigned cycle;
 	uint64_t bad, first;
 };
@@ -657,8 +658,9 @@ static CUresult sync_teardown(struct sync_run *y)
 }
 
 /*
- * Contract (DESIGN interrupt, CUDA column; cuda.h): cuCtxSynchronize "blocks
- * until the current context has completed all preceding requested tasks",
+ * Contract (DESIGN interrupt, CUDA column; cuda.h): cuCtxSynchronize "Blocks
+ * until the current context has completed all preceding requested tasks."
+ * [src zspace/system.cuda-12.6 include/cuda.h @ b3d92c837713] (CUDA 12.6.3),
  * cuStreamSynchronize / cuEventSynchronize wait for the work before them,
  * with a busy-wait or, for CU_EVENT_BLOCKING_SYNC, a blocking wait; under a
  * signal storm each returns CUDA_SUCCESS and only once the work is done (the
@@ -1232,8 +1234,8 @@ static bool lat_blocks(struct lat_run *l, struct gc_storm *s, uint64_t *delivere
 }
 
 /*
- * Contract (DESIGN interrupt, CUDA column: "no spurious errors, no hang,
- * correct data"), measured: a 2 MiB VMM cycle and a 1 MiB HtoD copy succeed
+ * Contract (DESIGN interrupt, CUDA column: no spurious errors, no hang,
+ * correct data), measured: a 2 MiB VMM cycle and a 1 MiB HtoD copy succeed
  * under a 50 us storm as without one; their latency with and without the
  * storm goes to metrics (no threshold).
  */

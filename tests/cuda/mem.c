@@ -7,15 +7,17 @@
  * GPU and the CPU, misuse gives the documented errors and changes nothing,
  * nothing leaks; per-operation latencies are recorded as metrics.
  *
- * Where cuda.h names a rule ("must be a multiple of ...", "cannot unmap a
- * sub-range") but not the code a violation returns, a violated parameter
- * rule is expected to give CUDA_ERROR_INVALID_VALUE: the only argument error
- * each of these functions lists, documented as "one or more of the
- * parameters passed to the API call is not within an acceptable range of
- * values". Where cuda.h is silent (mapping over a mapping, unmapping or
- * freeing in the wrong state) a test asserts only what is promised (the call
- * fails, with one of the codes the function lists, and the state is intact)
- * and prints the code it saw; those places say "undocumented: observed".
+ * Where cuda.h names a rule (a size that must be a multiple of the
+ * granularity, a sub-range that cuMemUnmap cannot unmap) but not the code a
+ * violation returns, a violated parameter rule is expected to give
+ * CUDA_ERROR_INVALID_VALUE: the only argument error each of these functions
+ * lists, documented as "This indicates that one or more of the parameters
+ * passed to the API call is not within an acceptable range of values."
+ * [src zspace/system.cuda-12.6 include/cuda.h @ b3d92c837713] (CUDA 12.6.3).
+ * Where cuda.h is silent (mapping over a mapping, unmapping or freeing in the
+ * wrong state) a test asserts only what is promised (the call fails, with
+ * one of the codes the function lists, and the state is intact) and prints
+ * the code it saw; those places say `undocumented: observed`.
  *
  * Every subtest works on device 0 and records what it holds (handles,
  * reservations, mappings, cuMemAlloc pointers): after_each gives back what a
@@ -612,14 +614,19 @@ GC_MEM_SUBTESTS(struct mem_fx, m);
 
 /*
  * Contract (cuMemGetAllocationGranularity, cuMemCreate, cuMemAddressReserve,
- * cuMemMap): cuMemCreate's size "must be a multiple of" the minimum
- * granularity; cuMemAddressReserve's "size and address parameters must be a
- * multiple of the host page size and the alignment must be a power of two";
- * cuMemMap's "ptr, size, and offset must be a multiple of" the minimum
- * granularity, "offset + size must be less than the size of the memory
- * allocation" and the range "must be an address reservation". A violation
- * fails (INVALID_VALUE, see the top of the file) and maps nothing: the same
- * range then maps correctly.
+ * cuMemMap): cuMemCreate "The \p size of this allocation must be a multiple
+ * of the the value given via ::cuMemGetAllocationGranularity with the
+ * ::CU_MEM_ALLOC_GRANULARITY_MINIMUM flag."; cuMemAddressReserve "The size
+ * and address parameters must be a multiple of the host page size and the
+ * alignment must be a power of two or zero for default alignment.";
+ * cuMemMap "This range must be an address reservation previously reserved
+ * with ::cuMemAddressReserve, and \p offset + \p size must be less than the
+ * size of the memory allocation. Both \p ptr, \p size, and \p offset must
+ * be a multiple of the value given via ::cuMemGetAllocationGranularity with
+ * the ::CU_MEM_ALLOC_GRANULARITY_MINIMUM flag."
+ * [src zspace/system.cuda-12.6 include/cuda.h @ b3d92c837713] (CUDA 12.6.3).
+ * A violation fails (INVALID_VALUE, see the top of the file) and maps
+ * nothing: the same range then maps correctly.
  */
 static void gran_sizes(struct mem_fx *fx)
 {
@@ -673,9 +680,12 @@ static void gran_map(struct mem_fx *fx)
 	OK(fx, try_create(fx, 2 * g, &h), "cuMemCreate(2 * granularity)");
 	OK(fx, try_reserve(fx, 4 * g, 0, 0, &va), "cuMemAddressReserve(4 * granularity)");
 	/*
-	 * cuda.h: "Both ptr, size, and offset must be a multiple of the [minimum]
-	 * granularity", "offset + size must be less than the size of the memory
-	 * allocation", offset "currently must be zero". Which code is not said:
+	 * cuda.h: "Both \p ptr, \p size, and \p offset must be a multiple of the
+	 * value given via ::cuMemGetAllocationGranularity with the
+	 * ::CU_MEM_ALLOC_GRANULARITY_MINIMUM flag.", "[...] \p offset + \p size
+	 * must be less than the size of the memory allocation.", of offset "Note:
+	 * currently must be zero." [src zspace/system.cuda-12.6 include/cuda.h @
+	 * b3d92c837713] (CUDA 12.6.3). Which code is not said:
 	 * the reference driver gives NOT_SUPPORTED for each (where a misaligned
 	 * cuMemCreate size or cuMemAddressReserve gives INVALID_VALUE).
 	 */
@@ -702,8 +712,10 @@ static void test_granularity(void *data)
 
 /*
  * Contract (cuMemUnmap): "The range must be the entire contiguous address
- * range that was mapped to ... cuMemUnmap cannot unmap a sub-range": a
- * sub-range fails with INVALID_VALUE and the mapping stays whole and intact.
+ * range that was mapped to. In other words, ::cuMemUnmap cannot unmap a
+ * sub-range of an address range mapped by ::cuMemCreate / ::cuMemMap."
+ * [src zspace/system.cuda-12.6 include/cuda.h @ b3d92c837713] (CUDA 12.6.3):
+ * a sub-range fails with INVALID_VALUE and the mapping stays whole and intact.
  * Unmapping a reservation that was never mapped, or unmapping twice: cuda.h
  * says nothing; the reference driver returns CUDA_SUCCESS for a range that
  * holds no mapping (asserted as observed), and the range is still usable.
@@ -738,11 +750,14 @@ static void test_unmap_unmapped(void *data)
 }
 
 /*
- * Contract (cuMemRelease): "The generic memory handle can be freed when
- * there are still outstanding mappings"; "The memory allocation will be
- * freed when all outstanding mappings to the memory are unmapped". Released
- * while mapped, the memory stays allocated, readable (GPU and CPU) and
- * writable; cuMemUnmap then gives it back.
+ * Contract (cuMemRelease): "The generic memory handle can be freed when there
+ * are still outstanding mappings made with this handle."; "The memory
+ * allocation will be freed when all outstanding mappings to the memory are
+ * unmapped and when all outstanding references to the handle (including it's
+ * shareable counterparts) are also released." [src zspace/system.cuda-12.6
+ * include/cuda.h @ b3d92c837713] (CUDA 12.6.3). Released while mapped, the
+ * memory stays allocated, readable (GPU and CPU) and writable; cuMemUnmap then
+ * gives it back.
  */
 static void test_release_while_mapped(void *data)
 {
@@ -772,11 +787,13 @@ static void test_release_while_mapped(void *data)
 
 /*
  * Contract (cuMemAddressFree): "The size must match what was given to
- * memAddressReserve and the ptr given must match what was returned": a
- * mismatch fails with INVALID_VALUE. Freeing the reservation while it is
- * still mapped is not described: the result is printed (undocumented:
- * observed); it must be a listed code, and whatever it did, everything can
- * still be given back and free memory returns to where it was.
+ * memAddressReserve and the ptr given must match what was returned from
+ * memAddressReserve." [src zspace/system.cuda-12.6 include/cuda.h @
+ * b3d92c837713] (CUDA 12.6.3): a mismatch fails with INVALID_VALUE. Freeing
+ * the reservation while it is still mapped is not described: the result is
+ * printed (`undocumented: observed`); it must be a listed code, and whatever
+ * it did, everything can still be given back and free memory returns to where
+ * it was.
  */
 static void afree_mismatch(struct mem_fx *fx)
 {
@@ -900,14 +917,16 @@ static const char *helper_verdict(const struct gc_child_status *st)
 }
 
 /*
- * Contract (cuMemSetAccess, CU_MEM_ACCESS_FLAGS_PROT_READ "Make the address
- * range read accessible"): through a read-only mapping a kernel reads the
- * data and a write faults. The fault is the helper's (its own process: the
- * context a fault poisons is not ours); the helper exits 0 when the read
- * worked and the write failed with CUDA_ERROR_ILLEGAL_ADDRESS
- * (undocumented: the code of a write fault is not in cuda.h; ILLEGAL_ADDRESS
- * is "a load or store instruction on an invalid memory address"). Our own
- * context stays healthy.
+ * Contract (cuMemSetAccess with CU_MEM_ACCESS_FLAGS_PROT_READ, which cuda.h
+ * documents as making the range read accessible): through a read-only mapping
+ * a kernel reads the data and a write faults. The fault is the helper's (its
+ * own process: the context a fault poisons is not ours); the helper exits 0
+ * when the read worked and the write failed with CUDA_ERROR_ILLEGAL_ADDRESS
+ * (undocumented: the code of a write fault is not in cuda.h; of
+ * ILLEGAL_ADDRESS it says "While executing a kernel, the device encountered a
+ * load or store instruction on an invalid memory address." [src
+ * zspace/system.cuda-12.6 include/cuda.h @ b3d92c837713] (CUDA 12.6.3)). Our
+ * own context stays healthy.
  */
 static void test_read_only_fault(void *data)
 {
@@ -938,9 +957,12 @@ static void test_read_only_fault(void *data)
 /* ------------------------------------------------------------ capacity */
 
 /*
- * Contract (cuMemCreate, cuMemGetInfo "the free ... amount of memory
- * available for allocation"): one allocation of 90% of the free memory is
- * created, mapped, written and read back in full, and given back.
+ * Contract (cuMemCreate; cuMemGetInfo "Returns in \p *free the amount of
+ * memory on the device that is free according to the OS. CUDA is not
+ * guaranteed to be able to allocate all of the memory that the OS reports as
+ * free." [src zspace/system.cuda-12.6 include/cuda.h @ b3d92c837713] (CUDA
+ * 12.6.3), hence 90%): one allocation of 90% of the free memory is created,
+ * mapped, written and read back in full, and given back.
  */
 static void test_alloc_90pct(void *data)
 {
@@ -964,10 +986,12 @@ static void test_alloc_90pct(void *data)
 }
 
 /*
- * Contract (cuMemCreate, cuMemAlloc list CUDA_ERROR_OUT_OF_MEMORY, "unable
- * to allocate enough memory"): more than the device's total memory fails
- * with it; the suite's contract adds that free memory is unchanged, and the
- * device still allocates normally afterwards.
+ * Contract (cuMemCreate, cuMemAlloc list CUDA_ERROR_OUT_OF_MEMORY, "The API
+ * call failed because it was unable to allocate enough memory or other
+ * resources to perform the requested operation." [src zspace/system.cuda-12.6
+ * include/cuda.h @ b3d92c837713] (CUDA 12.6.3)): more than the device's total
+ * memory fails with it; the suite's contract adds that free memory is
+ * unchanged, and the device still allocates normally afterwards.
  */
 static void test_oom(void *data)
 {
@@ -990,7 +1014,9 @@ static void test_oom(void *data)
 
 /*
  * Contract (cuMemMap): "This range must be an address reservation previously
- * reserved with cuMemAddressReserve". A mapping that starts inside a
+ * reserved with ::cuMemAddressReserve, and \p offset + \p size must be less
+ * than the size of the memory allocation." [src zspace/system.cuda-12.6
+ * include/cuda.h @ b3d92c837713] (CUDA 12.6.3). A mapping that starts inside a
  * reservation and runs past its end must be refused, whether the VA after it
  * is free or belongs to another reservation (two reservations are not one).
  * Whatever the driver answers, everything it mapped is found and given back.
@@ -1042,9 +1068,10 @@ static void test_map_past_reservation(void *data)
 }
 
 /*
- * Contract (cuCtxEnablePeerAccess): "Returns CUDA_ERROR_INVALID_CONTEXT if
- * there is no current context, peerContext is not a valid context, or if the
- * current context is peerContext." Needs one GPU only.
+ * Contract (cuCtxEnablePeerAccess): "Returns ::CUDA_ERROR_INVALID_CONTEXT if
+ * there is no current context, \p peerContext is not a valid context, or if
+ * the current context is \p peerContext." [src zspace/system.cuda-12.6
+ * include/cuda.h @ b3d92c837713] (CUDA 12.6.3). Needs one GPU only.
  */
 static void test_peer_access_self(void *data)
 {

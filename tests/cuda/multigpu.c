@@ -8,11 +8,12 @@
  * (gpu0-gpu1, ...) so that a 4- or 8-GPU machine checks every pair.
  *
  * cuda.h does not say that cuMemSetAccess is all-or-nothing (it has no
- * n_success to report a partial result either): that is the suite's
- * contract (DESIGN, multigpu: "is all-or-nothing; never leaves silent partial
- * state"), and these tests hold the driver to it. Where cuda.h lists several
- * codes without saying which a given failure gives, a test accepts the
- * listed ones and prints the one it saw ("undocumented: observed").
+ * n_success to report a partial result either): that is the suite's contract
+ * (DESIGN, multigpu: an operation across devices is all-or-nothing and never
+ * leaves silent partial state), and these tests hold the driver to it. Where
+ * cuda.h lists several codes without saying which a given failure gives, a
+ * test accepts the listed ones and prints the one it saw (`undocumented:
+ * observed`).
  *
  * Every experiment asserts at the point where a result is known, and
  * defers (gc_defer) the giving back of what it takes, switching peer access
@@ -185,7 +186,7 @@ static const char *flags_str(unsigned long long fl)
 	}
 }
 
-/* A dynamic subtest per pair of the paired devices, "gpu<a>-gpu<b>". */
+/* A dynamic subtest per pair of the paired devices, `gpu<a>-gpu<b>`. */
 static void each_pair(struct mfx *f, enum gc_pairs which,
 		      void (*body)(void *f, const void *a, const void *b))
 {
@@ -271,10 +272,10 @@ static void shared_pair(void *ctx, const void *va, const void *vb)
 }
 
 /*
- * Contract (cuda.h, cuMemSetAccess / cuMemMap; DESIGN svm "same VA valid on
- * several devices"): one allocation, mapped once and made read-write for both
- * devices, is the same memory for both: what one writes, the other reads, in
- * each direction, with the allocation on either device.
+ * Contract (cuda.h, cuMemSetAccess / cuMemMap; DESIGN svm: the same VA is
+ * valid on several devices): one allocation, mapped once and made read-write
+ * for both devices, is the same memory for both: what one writes, the other
+ * reads, in each direction, with the allocation on either device.
  */
 static void test_shared_mapping(void *data)
 {
@@ -633,13 +634,14 @@ static void span_pair(void *ctx, const void *va, const void *vb)
 }
 
 /*
- * Contract (DESIGN multigpu: "OOM on one device"): with device b driven out of
- * memory by cuMemCreate (documented: CUDA_ERROR_OUT_OF_MEMORY) while device a
- * has room, a new allocation on b fails with OUT_OF_MEMORY, an allocation on
- * a made accessible to a and b at once either succeeds completely (both have
- * access, the data written on a reads right on b) or fails leaving no access
- * anywhere; device a's free memory is unchanged by all of it, and both
- * devices get everything back. Pair gpuA-gpuB: B is the one filled.
+ * Contract (DESIGN multigpu, out of memory on one device): with device b
+ * driven out of memory by cuMemCreate (documented: CUDA_ERROR_OUT_OF_MEMORY)
+ * while device a has room, a new allocation on b fails with OUT_OF_MEMORY, an
+ * allocation on a made accessible to a and b at once either succeeds
+ * completely (both have access, the data written on a reads right on b) or
+ * fails leaving no access anywhere; device a's free memory is unchanged by all
+ * of it, and both devices get everything back. Pair gpuA-gpuB: B is the one
+ * filled.
  */
 static void test_oom_spanning(void *data)
 {
@@ -783,7 +785,15 @@ static bool peer_direction(const struct mfx *f, int x, int y)
 		peer_refused(cu, x, y);
 		return false;
 	}
-	/* Allocated and filled before access is enabled: "all allocations" covers it. */
+	/*
+	 * Allocated and filled before access is enabled: cuCtxEnablePeerAccess
+	 * "If both the current context and \p peerContext are on devices which
+	 * support unified addressing (as may be queried using
+	 * ::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING) and same major compute
+	 * capability, then on success all allocations from \p peerContext will
+	 * immediately be accessible by the current context."
+	 * [src zspace/system.cuda-12.6 include/cuda.h @ b3d92c837713] (CUDA 12.6.3)
+	 */
 	pb = gc_defer_calloc(sizeof(*pb), peer_buf_drop);
 	*pb = (struct peer_buf){ .cu = cu, .y = y };
 	step(cu, "cuCtxSetCurrent(y)", gc_cuda_use(cu, y));
@@ -863,7 +873,7 @@ static void kernels_ready(struct gc_cuda *cu, int dev, struct gc_cu_kernels *k)
 		    " words wrong for another seed", dev, bad, n);
 }
 
-/* gc_cuda_require(), except that no device at all is "found 0" like one is "found 1". */
+/* gc_cuda_require(), except that no device at all is `found 0` like one is `found 1`. */
 static struct gc_cuda *open_two(void)
 {
 	struct gc_cuda *cu;

@@ -5,7 +5,7 @@
  *
  * Device buffer layout of every data check: total bytes, the target range
  * [boff, boff + size) in the middle. Before the call the whole buffer holds
- * the inverse pattern keyed so that byte j sits at "file offset" key + j with
+ * the inverse pattern keyed so that byte j sits at file offset key + j with
  * key = foff - boff (mod 2^64); after a correct read, the target bytes hold
  * the pattern at the same keys and everything else is untouched. One key
  * thus checks the data and both guards.
@@ -99,7 +99,7 @@ ssize_t cf_read(const struct cf_env *e, void *fh, CUdeviceptr d, uint64_t size, 
 ssize_t cf_write(const struct cf_env *e, void *fh, CUdeviceptr d, uint64_t size, int64_t foff,
 		 int64_t boff, int *err_no, char *path, size_t path_len);
 
-/* "4096 bytes" / "-1 (errno ...)" / "-5022 (CU_FILE_INVALID_VALUE)". */
+/* `4096 bytes` / `-1 (errno ...)` / `-5022 (CU_FILE_INVALID_VALUE)`. */
 const char *cf_ret(ssize_t r, int err_no, char *buf, size_t len);
 
 #endif

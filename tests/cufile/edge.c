@@ -361,7 +361,7 @@ void test_unlinked_file(void *data)
 /* ------------------------------------------------------ error convention */
 
 enum conv_kind { CONV_NEG_OFFSET, CONV_CLOSED_FD, CONV_WRITE_RDONLY };
-/* One mistake, and the errno read(2)/write(2) give for it: what "-1 + errno" must carry. */
+/* One mistake, and the errno read(2)/write(2) give for it: what `-1 + errno` must carry. */
 struct conv_case {
 	const char *name;
 	enum conv_kind kind;

@@ -9,9 +9,9 @@
  * library survives concurrent first use, concurrency and signal storms; a
  * batch with one bad entry fails that entry alone or is rejected whole.
  *
- * Documentation cited as "cufile.h:" is the comment block of that function
- * in <cufile.h> (libcufile 1.15, CUDA 13.0). Where it is silent the subtest
- * says what it observed (gc_info) and asserts only that nothing was corrupted.
+ * Documentation cited as cufile.h is the comment block of that function in
+ * <cufile.h> (libcufile 1.15, CUDA 13.0). Where it is silent the subtest says
+ * what it observed (gc_info) and asserts only that nothing was corrupted.
  *
  * The file side is checked through a second, buffered descriptor; the device
  * side by copying the whole buffer back: the target range and the guard

@@ -158,18 +158,21 @@ static void test_pipe_read_eintr(void *fx)
 #define RESTART_SIGNALS 10 /* signals to land inside the read before its bytes come */
 
 /*
- * Contract (signal(7), "Interruption of system calls and library functions by
- * signal handlers"): "If a blocked call to one of the following interfaces is
- * interrupted by a signal handler, then the call is automatically restarted
- * after the signal handler returns if the SA_RESTART flag was used; otherwise
- * the call fails with the error EINTR: read(2), readv(2), write(2), writev(2),
- * and ioctl(2) calls on "slow" devices. A "slow" device is one where the I/O
- * call may block for an indefinite time, for example, a terminal, pipe, or
- * socket." pipe-read-eintr is the half without SA_RESTART. Here, with it, one
- * blocking read of an empty pipe sits through RESTART_SIGNALS signals landing
- * inside it, never returns EINTR, and returns the bytes a helper thread writes
- * after them, whole, leaving nothing queued (lib/interrupt's restart probe).
- * A storm that ignored SA_RESTART fails here with -1/EINTR.
+ * Contract (signal(7), its section on the interruption of system calls and
+ * library functions by signal handlers): "If a blocked call to one of the
+ * following interfaces is interrupted by a signal handler, then the call is
+ * automatically restarted after the signal handler returns if the SA_RESTART
+ * flag was used; otherwise the call fails with the error EINTR: read(2),
+ * readv(2), write(2), writev(2), and ioctl(2) calls on 'slow' devices. A
+ * 'slow' device is one where the I/O call may block for an indefinite time,
+ * for example, a terminal, pipe, or socket." [src mkerrisk/man-pages
+ * man7/signal.7 @ 091fbf1fef48] (man-pages 5.13; its own double quotes around
+ * slow made single here). pipe-read-eintr is the half without SA_RESTART.
+ * Here, with it, one blocking read of an empty pipe sits through
+ * RESTART_SIGNALS signals landing inside it, never returns EINTR, and returns
+ * the bytes a helper thread writes after them, whole, leaving nothing queued
+ * (lib/interrupt's restart probe). A storm that ignored SA_RESTART fails here
+ * with -1/EINTR.
  */
 static void test_pipe_read_sa_restart(void *fx)
 {
@@ -402,8 +405,9 @@ static void test_nanosleep_remaining(void *fx)
  * Contract: the same, with the storm's handler installed with SA_RESTART.
  * signal(7): "The following interfaces are never restarted after being
  * interrupted by a signal handler, regardless of the use of SA_RESTART; they
- * always fail with the error EINTR when interrupted by a signal handler: ...
- * Sleep interfaces: clock_nanosleep(2), nanosleep(2), and usleep(3)." (The same
+ * always fail with the error EINTR when interrupted by a signal handler: [...]
+ * Sleep interfaces: clock_nanosleep(2), nanosleep(2), and usleep(3)." [src
+ * mkerrisk/man-pages man7/signal.7 @ 091fbf1fef48] (man-pages 5.13). (The same
  * list names epoll_wait(2), poll(2), select(2), sigtimedwait(2)...) So
  * nanosleep still returns EINTR with rem, and restarting it with rem is the
  * caller's job in both modes: the host twin of a KFD wait that returns -EINTR
@@ -547,7 +551,7 @@ static void sigiter_pass_result(struct sigiter_read *sr, ssize_t n, int err, boo
 	}
 }
 
-/* One sigiter over "read the message"; a pass that read it under a signal resupplies it. */
+/* One sigiter over reading the message; a pass that read it under a signal resupplies it. */
 static int sigiter_read_loop(struct gc_sigiter *it, struct sigiter_read *sr)
 {
 	static const struct gc_sigiter_cfg cfg = { .max_passes = 40, .max_delay_ns = 100000000 };

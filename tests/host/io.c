@@ -69,7 +69,7 @@ static void io_fx_destroy(struct io_fx *fx)
 	free(fx);
 }
 
-/* "gpuconform-io-<pid>-<instance>-": every file of one fixture instance starts so. */
+/* `gpuconform-io-<pid>-<instance>-`: every file of one fixture instance starts so. */
 static void fx_prefix(unsigned instance, char *out, size_t len)
 {
 	snprintf(out, len, GC_SCRATCH_PREFIX "io-%ld-%u-", (long)getpid(), instance);
@@ -226,7 +226,7 @@ struct io_case {
 
 /*
  * The matrix: every size at every place (file offset, buffer shift), one
- * dynamic subtest "size-<bytes>-<place>" each, read and write alike.
+ * dynamic subtest `size-<bytes>-<place>` each, read and write alike.
  */
 static const size_t sizes[] = { 0, 1, 511, 512, 4095, 4096, 4097, MiB + 1, MAX_SIZE };
 static const struct io_place {
@@ -262,26 +262,35 @@ static struct io_case case_of(const struct io_run *run, size_t size, const struc
 enum outcome { MUST_TRANSFER, MUST_REFUSE, MAY_REFUSE };
 
 /*
- * Size 0: man 2 read / man 2 write say a zero count "may detect the errors
- * described below" and otherwise returns 0 "and has no other effects". On
- * ext4 (Linux 6.18, statx offset/memory alignment 512) a 0-byte O_DIRECT
- * pread and pwrite return 0 at every offset (0, 1, 512, 4096, at and past
- * EOF) and buffer address (aligned or +1): ext4_file_read_iter() returns 0
- * on an empty iov_iter before any check, and ext4_dio_write_iter() returns
- * generic_write_checks()'s 0 for count 0. So: aligned -> must return 0;
- * misaligned -> 0 or EINVAL, and in both cases nothing may change.
- * Reads at or past EOF also return 0 when misaligned: the matrix reads only
- * inside the file.
+ * Size 0: read(2) says "If count is zero, read() may detect the errors
+ * described below. In the absence of any errors, or if read() does not check
+ * for errors, a read() with a count of 0 returns zero and has no other
+ * effects." and write(2) "If count is zero and fd refers to a regular file,
+ * then write() may return a failure status if one of the errors below is
+ * detected. If no errors are detected, or error detection is not performed, 0
+ * is returned without causing any other effect." [src mkerrisk/man-pages
+ * man2/read.2 @ 091fbf1fef48] [src mkerrisk/man-pages man2/write.2 @
+ * 091fbf1fef48] (man-pages 5.13). On ext4 (Linux 6.18, statx offset/memory
+ * alignment 512) a 0-byte O_DIRECT pread and pwrite return 0 at every offset
+ * (0, 1, 512, 4096, at and past EOF) and buffer address (aligned or +1):
+ * ext4_file_read_iter() returns 0 on an empty iov_iter before any check, and
+ * ext4_dio_write_iter() returns generic_write_checks()'s 0 for count 0. So:
+ * aligned -> must return 0; misaligned -> 0 or EINVAL, and in both cases
+ * nothing may change. Reads at or past EOF also return 0 when misaligned: the
+ * matrix reads only inside the file.
  *
- * Memory: stx_dio_mem_align is what is sufficient (statx(2): "the alignment
- * required"), not a promise to refuse the rest. Linux 6.18 on ext4/virtio-blk
- * (mem_align 512) accepts a 512-byte transfer from buffer+1 (one segment
- * within a page) and refuses 4096 bytes from buffer+1 (split at the page
- * boundary into pieces that are not logical-block multiples). A buffer
- * misaligned while offset and length are aligned may thus be refused (EINVAL,
- * nothing changed) or done, and then byte-exact. Offset or length misaligned
- * against stx_dio_offset_align (or the block device's logical block size)
- * must be refused.
+ * Memory: stx_dio_mem_align is what is sufficient (statx(2): "The alignment
+ * (in bytes) required for user memory buffers for direct I/O (O_DIRECT) on
+ * this file, or 0 if direct I/O is not supported on this file." [src
+ * kernelorg-mirror/docs_man-pages_man-pages man/man2/statx.2 @ 2fc4bf025adb],
+ * a man-pages newer than 5.13, which predates the field), not a promise to
+ * refuse the rest. Linux 6.18 on ext4/virtio-blk (mem_align 512) accepts a
+ * 512-byte transfer from buffer+1 (one segment within a page) and refuses 4096
+ * bytes from buffer+1 (split at the page boundary into pieces that are not
+ * logical-block multiples). A buffer misaligned while offset and length are
+ * aligned may thus be refused (EINVAL, nothing changed) or done, and then
+ * byte-exact. Offset or length misaligned against stx_dio_offset_align (or the
+ * block device's logical block size) must be refused.
  */
 static enum outcome expected_outcome(const struct io_case *c, const void *data)
 {

@@ -13,13 +13,14 @@
  *                         so restarting with it wakes early
  *   futex-wait-clobbers   an interrupted FUTEX_WAIT changes the futex word
  *   futex-wake-phantom    the FUTEX_WAKE after an interrupted FUTEX_WAIT on the
- *                         same word wakes "one" waiter: the old one stayed queued
+ *                         same word counts one waiter more woken: the old one
+ *                         stayed queued
  *   sa-restart-ignored    sigaction() drops SA_RESTART from the action it installs,
  *                         so a storm asked to restart calls gives EINTR instead
  *
  * Wrapped: read, __read_chk (_FORTIFY_SOURCE builds), write, nanosleep,
  * clock_nanosleep (relative), syscall (futex), sigaction. The first time a break changes
- * a result the shim writes "break_interrupt: applied NAME" to stderr, so a
+ * a result the shim writes `break_interrupt: applied NAME` to stderr, so a
  * failure can be told from a break that never took effect. An unknown name
  * exits 2 at load. The shim's globals are set once at load, or touched only by
  * the one thread the storm is aimed at.
@@ -76,14 +77,14 @@ static long (*real_syscall)(long, ...);
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 
 /*
- * read-eintr-consumes: the pipe an interrupted read left its "reader" on.
+ * read-eintr-consumes: the pipe an interrupted read left its reader on.
  * Per thread: only a write by the thread that was interrupted pays the byte,
  * so the shim's own read never races (and blocks behind) another reader.
  */
 static _Thread_local int owed_fd = -1;
 static _Thread_local dev_t owed_dev;
 static _Thread_local ino_t owed_ino;
-/* futex-wake-phantom: the word an interrupted waiter "stayed queued" on. */
+/* futex-wake-phantom: the word an interrupted waiter stayed queued on. */
 static uintptr_t phantom_addr;
 
 static void say(const char *a, const char *b)

@@ -2,14 +2,14 @@
 /*
  * break_io.so: an LD_PRELOAD shim that breaks the host_io contract in the way
  * $GPUCONFORM_BREAK names, so tests/mutation/test_io_breaks.py can show that
- * host_io notices. Only files whose name starts with "gpuconform-" (the
+ * host_io notices. Only files whose name starts with `gpuconform-` (the
  * scratch files) are touched; everything else passes straight through.
  *
  *   pread-flip             pread returns the right count, one byte inverted
  *   pread-overrun          pread also changes the byte just past the request
  *   pwrite-drop-last       buffered pwrite writes count - 1 bytes, claims count
  *   dio-accept-misaligned  an O_DIRECT pread/pwrite refused with EINVAL is
- *                          redone without O_DIRECT and "succeeds"
+ *                          redone without O_DIRECT and reports success
  *
  * Which names are called depends on the build: meson's -D_FILE_OFFSET_BITS=64
  * makes host_io import pread64/pwrite64 (nm -D), a plain build pread/pwrite

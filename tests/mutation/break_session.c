@@ -37,14 +37,15 @@
  * node fits in quick's 3 s (counted to 500, name-flips and init-hangs went
  * uncaught on four H200s).
  *
- * "After the first": the fixtures shut down or release once before any
- * subtest runs; a break that started there would fail the fixture instead of
- * the check meant for it. The first time a break changes a result the shim
- * writes "break_session: applied NAME" to stderr. An unknown name exits 2 at
- * load. Library types are declared here as the plain C types of their ABI
- * (nvmlReturn_t and CUresult are ints), so the shim builds without either
- * header. Caveat: code that calls dlsym(RTLD_NEXT, ...) while the shim is
- * loaded resolves relative to the shim; neither library under test does.
+ * Why some breaks start after the first call: the fixtures shut down or
+ * release once before any subtest runs; a break that started there would fail
+ * the fixture instead of the check meant for it. The first time a break
+ * changes a result the shim writes `break_session: applied NAME` to stderr. An
+ * unknown name exits 2 at load. Library types are declared here as the plain C
+ * types of their ABI (nvmlReturn_t and CUresult are ints), so the shim builds
+ * without either header. Caveat: code that calls dlsym(RTLD_NEXT, ...) while
+ * the shim is loaded resolves relative to the shim; neither library under test
+ * does.
  */
 #include <dlfcn.h>
 #include <fcntl.h>

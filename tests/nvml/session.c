@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
- * nvml_session: the session contract on NVML. nvml.h: nvmlInit_v2 keeps "a
- * reference count of the number of initializations ... Shutdown only occurs
- * when the reference count reaches zero"; nvmlShutdown returns
- * NVML_ERROR_UNINITIALIZED "if the library has not been successfully
- * initialized". A daemon that opens a session per request relies on that
- * count, on thread safety, on the device nodes being released at the
- * outermost shutdown, and on devices found again by UUID in every session.
+ * nvml_session: the session contract on NVML. nvml.h, of nvmlInit_v2 and of
+ * nvmlShutdown: "A reference count of the number of initializations is
+ * maintained. Shutdown only occurs when the reference count reaches zero."
+ * nvmlShutdown's return list has NVML_ERROR_UNINITIALIZED for a library that
+ * has not been successfully initialized, but its text also says "For backwards
+ * compatibility, no error is reported if nvmlShutdown() is called more times
+ * than nvmlInit()." [src zspace/system.cuda-12.6 include/nvml.h @
+ * b3d92c837713] (CUDA 12.6.3). So the UNINITIALIZED that refcount and
+ * unpaired-init expect from a shutdown past the count's end is one reading of
+ * the header; that sentence reads the other way. A daemon that opens a session
+ * per request relies on that count, on thread safety, on the device nodes
+ * being released at the outermost shutdown, and on devices found again by UUID
+ * in every session.
  */
 #include <errno.h>
 #include <math.h>
@@ -810,8 +816,10 @@ static void test_handles(void *data)
 
 /*
  * unknown-uuid: a well-formed UUID that names no device gives
- * NVML_ERROR_NOT_FOUND (nvml.h: "if uuid does not match a valid device"),
- * a malformed one NOT_FOUND or INVALID_ARGUMENT ("if uuid is invalid").
+ * NVML_ERROR_NOT_FOUND (nvmlDeviceGetHandleByUUID's return list: for a uuid
+ * that does not match a valid device on the system), a malformed one
+ * NOT_FOUND or INVALID_ARGUMENT (listed for a uuid that is invalid)
+ * [src zspace/system.cuda-12.6 include/nvml.h @ b3d92c837713] (CUDA 12.6.3).
  */
 static void unknown_lookups(void *ctx)
 {

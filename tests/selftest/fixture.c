@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * A fixture with a per-subtest leak check: "leaky" leaves a resource behind
+ * A fixture with a per-subtest leak check: `leaky` leaves a resource behind
  * and the after-each check fails it. With GPUCONFORM_SELFTEST_FIXTURE_SKIP=1
  * the setup skips, and so does every subtest, with the setup's reason.
  */

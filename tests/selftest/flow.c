@@ -5,7 +5,7 @@
  *
  * Nothing here touches the machine unless asked: the kmsg-* subtests write to
  * /dev/kmsg only when GPUCONFORM_SELFTEST_KMSG=1 (otherwise they skip), and
- * "taint" writes only to the file named by GPUCONFORM_SELFTEST_TAINT_FILE,
+ * `taint` writes only to the file named by GPUCONFORM_SELFTEST_TAINT_FILE,
  * never to /proc. So a plain run of the selftest manifest stays harmless.
  */
 #include "core.h"

@@ -154,7 +154,7 @@ static void hide_device(void *fx)
 }
 
 /*
- * On the GPU $GPUCONFORM_SELFTEST_XID names (INDEX:BUS, BUS as "0000:20:00"),
+ * On the GPU $GPUCONFORM_SELFTEST_XID names (INDEX:BUS, BUS as `0000:20:00`),
  * write the NVIDIA driver's line for a GPU fallen off the bus to /dev/kmsg,
  * only with GPUCONFORM_SELFTEST_KMSG=1 (root): the runner must lose that GPU,
  * not stop the run.

@@ -201,7 +201,7 @@ static void test_failure_errno(void *fx)
 	gc_check_cmpint(gc_amdgpu_failure_errno(3, EBADF), ==, 0);
 }
 
-/* The device list: N of "gpu<N>" is the device's index (its place in card order). */
+/* The device list: N of `gpu<N>` is the device's index (its place in card order). */
 static void test_names(void *fx)
 {
 	static struct gc_amdgpu ag = { .n = 2, .devs = { { .index = 0, .card = 1 },

@@ -20,7 +20,7 @@
 
 struct run {
 	int status;     /* as waitpid gives it */
-	char out[8192]; /* stdout, banner removed, "(1.234s)" -> "(T)" */
+	char out[8192]; /* stdout, banner removed, `(1.234s)` -> `(T)` */
 	char err[8192];
 };
 
@@ -33,7 +33,7 @@ static void read_fd(int fd, char *buf, size_t len)
 	close(fd);
 }
 
-/* Replace every "(D.DDDs)" with "(T)" and drop the version banner line. */
+/* Replace every `(D.DDDs)` with `(T)` and drop the version banner line. */
 static void normalise(char *s)
 {
 	regex_t re;
@@ -334,7 +334,7 @@ static void metrics_errors(void *fx)
 	assert_contains(r.err, "sample 1 is not finite");
 }
 
-/* lib/core.h: a failed check "records the failure and lets the body go on". */
+/* lib/core.h: a failed check records the failure and lets the body go on. */
 static void checks(void *fx)
 {
 	struct run r;
@@ -357,7 +357,10 @@ static void checks(void *fx)
 	gc_assert_eq_str(r.err, "");
 }
 
-/* "A later fatal assert, fail or skip still leaves at once; the checks recorded before it are listed". */
+/*
+ * lib/core.h: a later fatal assert, fail or skip still leaves at once; the
+ * checks recorded before it are listed.
+ */
 static void checks_then_leave(void *fx)
 {
 	struct run r;
@@ -379,7 +382,7 @@ static void checks_then_leave(void *fx)
 
 #define DYN(n) "Starting dynamic subtest: " n "\nDynamic subtest " n ": SUCCESS (T)\n"
 
-/* Each case of a matrix "the dynamic subtest named by" its name member or format. */
+/* Each case of a matrix is the dynamic subtest named by its name member or format. */
 static void variants(void *fx)
 {
 	struct run r;
@@ -415,9 +418,9 @@ static void variants(void *fx)
 }
 
 /*
- * lib/core.h's device iterator: "Each device runs as the dynamic subtest
- * "<kind><N>"", each pair "<kind><A>-<kind><B>"; "a failing device ends its
- * own dynamic subtest and the next one runs"; the stack's id is printed first.
+ * lib/core.h's device iterator: each device runs as the dynamic subtest
+ * `<kind><N>`, each pair as `<kind><A>-<kind><B>`; a failing device ends its
+ * own dynamic subtest and the next one runs; the stack's id is printed first.
  */
 static void devices_each(void *fx)
 {
@@ -486,7 +489,7 @@ static void devices_runtime(void *fx)
 				DYN("gpu3") DYN("gpu3-gpu1") "Subtest runtime: SUCCESS (T)\n");
 }
 
-/* lib/core.h: a skip prints "where it was called on stderr". */
+/* lib/core.h: a skip prints where it was called on stderr. */
 static void skip_location(void *fx)
 {
 	struct run r;
@@ -501,7 +504,7 @@ static void skip_location(void *fx)
 				"selftest: skipped with its location (7)\n");
 }
 
-/* lib/core.h: a device is "gpu<N>", N its node index from $GPUCONFORM_DEVICES. */
+/* lib/core.h: a device is `gpu<N>`, N its node index from $GPUCONFORM_DEVICES. */
 static void device_names(void *fx)
 {
 	char b[32];

@@ -197,10 +197,10 @@ static void expect_bad(const struct gc_fp_file *f, uint64_t off, size_t len, uin
 /* ------------------------------------------------------ udev record parse */
 
 /*
- * "true when it has both E:ID_FS_USAGE= and E:ID_FS_TYPE= with non-empty
- * values; the type into fs_type[len]": a real-looking record with every
- * other udev line kind, E:ID_FS_TYPE_VERSION= ahead of E:ID_FS_TYPE=, and no
- * final newline.
+ * gc_fp_udev_record_parse() is true when the record has both E:ID_FS_USAGE=
+ * and E:ID_FS_TYPE= with non-empty values, the type into fs_type[len]: a
+ * real-looking record with every other udev line kind, E:ID_FS_TYPE_VERSION=
+ * ahead of E:ID_FS_TYPE=, and no final newline.
  */
 static void test_udev_parse_good(void *data)
 {
@@ -224,7 +224,7 @@ static void test_udev_parse_good(void *data)
 	gc_assert(gc_fp_udev_record_parse(rec, NULL, 0));
 }
 
-/* "true when it has both ... lines; the type ("" when absent)". */
+/* True only with both lines; the type empty when absent. */
 static void test_udev_parse_missing_key(void *data)
 {
 	char t[32];
@@ -243,7 +243,7 @@ static void test_udev_parse_missing_key(void *data)
 	gc_assert_eq_str(t, "");
 }
 
-/* "with non-empty values": an empty value is as good as none. */
+/* With non-empty values: an empty value is as good as none. */
 static void test_udev_parse_empty_value(void *data)
 {
 	char t[32];
@@ -260,7 +260,7 @@ static void test_udev_parse_empty_value(void *data)
 }
 
 /*
- * Only "E:" lines carry properties (udev database format): the same keys
+ * Only `E:` lines carry properties (udev database format): the same keys
  * behind S:, L:, another prefix, inside a longer key or mid-line count not.
  */
 static void test_udev_parse_other_prefix(void *data)
@@ -288,10 +288,11 @@ static void test_udev_parse_other_prefix(void *data)
 /* ---------------------------------------------------------------- probe */
 
 /*
- * The probe records dir, "gc_io_fs_name()", "st_dev of dir", "block_dev:
- * /sys/dev/block/MAJ:MIN exists", O_DIRECT with its alignment ("valid when
- * odirect"), "udev_path: <udev data dir>/bMAJ:MIN", "free_bytes: statvfs";
- * its test file is gone afterwards.
+ * The probe records (struct gc_fp_scratch) dir, fs from gc_io_fs_name(), the
+ * st_dev of dir, block_dev when /sys/dev/block/MAJ:MIN exists, O_DIRECT with
+ * its alignment (valid when odirect), udev_path as
+ * `<udev data dir>/bMAJ:MIN`, free_bytes from statvfs; its test file is gone
+ * afterwards.
  */
 static void test_probe_dir(void *data)
 {
@@ -327,7 +328,7 @@ static void test_probe_dir(void *data)
 		s.dio.mem_align, s.dio.offset_align);
 }
 
-/* "dir NULL: gc_io_scratch_dir()", and the udev data dir defaults to /run/udev/data. */
+/* dir NULL means gc_io_scratch_dir(), and the udev data dir defaults to /run/udev/data. */
 static void test_probe_defaults(void *data)
 {
 	struct fx *fx = data;
@@ -343,7 +344,7 @@ static void test_probe_defaults(void *data)
 }
 
 /*
- * udev_record: "udev_path has E:ID_FS_USAGE= and E:ID_FS_TYPE= lines";
+ * udev_record: udev_path has E:ID_FS_USAGE= and E:ID_FS_TYPE= lines;
  * require(UDEV) is then met.
  */
 static void test_probe_udev_present(void *data)
@@ -362,8 +363,8 @@ static void test_probe_udev_present(void *data)
 }
 
 /*
- * "-ENOENT (no udev record) with why[] saying what is missing and how to fix
- * it": the record path, the dir, the fs and maj:min, `gpuconform doctor --fix`.
+ * -ENOENT (no udev record) with why[] saying what is missing and how to fix
+ * it: the record path, the dir, the fs and maj:min, `gpuconform doctor --fix`.
  */
 static void test_probe_udev_absent(void *data)
 {
@@ -416,8 +417,9 @@ static void test_probe_udev_incomplete(void *data)
 }
 
 /*
- * "Fails only when dir itself is unusable: -ENOENT / -EACCES / -ENOTDIR...
- * from stat or a test file's creation, why[] naming dir and strerror."
+ * gc_fp_scratch_probe() fails only when dir itself is unusable: -ENOENT /
+ * -EACCES / -ENOTDIR... from stat or a test file's creation, why[] naming dir
+ * and strerror.
  */
 static void test_probe_bad_dir(void *data)
 {
@@ -443,7 +445,7 @@ static void test_probe_bad_dir(void *data)
 	assert_has(why, p);
 }
 
-/* "tmpfs ... gives a skip whose reason says how to fix it": require(BLOCKDEV) on /dev/shm. */
+/* tmpfs gives a skip whose reason says how to fix it: require(BLOCKDEV) on /dev/shm. */
 static void test_probe_tmpfs(void *data)
 {
 	struct gc_fp_scratch s;
@@ -485,9 +487,10 @@ static struct gc_fp_scratch fake_scratch(void)
 }
 
 /*
- * "0 when s meets every need in the mask; else -EOPNOTSUPP (O_DIRECT refused,
- * no block device) or -ENOENT (no udev record) with why[] saying what is
- * missing and how to fix it", on hand-made probe results.
+ * gc_fp_scratch_require(): 0 when s meets every need in the mask; else
+ * -EOPNOTSUPP (O_DIRECT refused, no block device) or -ENOENT (no udev record)
+ * with why[] saying what is missing and how to fix it, on hand-made probe
+ * results.
  */
 static void test_require(void *data)
 {
@@ -533,9 +536,9 @@ static void test_require(void *data)
 /* ---------------------------------------------------------- test files */
 
 /*
- * "size bytes of lib/io's offset-keyed pattern for seed ..., reopened with
- * open_flags | O_DIRECT ... unlinked at once unless keep": sizes 0, 1,
- * 4097, 1 MiB + 1 check clean end to end.
+ * gc_fp_file_create() writes size bytes of lib/io's offset-keyed pattern for
+ * seed, reopens the file with open_flags | O_DIRECT and unlinks it at once
+ * unless keep: sizes 0, 1, 4097, 1 MiB + 1 check clean end to end.
  */
 static void test_file_sizes(void *data)
 {
@@ -574,7 +577,7 @@ static void test_file_sizes(void *data)
 	}
 }
 
-/* "-1 when they match, else the first mismatching offset relative to off, *mm filled". */
+/* -1 when they match, else the first mismatching offset relative to off, *mm filled. */
 static void test_file_corrupt(void *data)
 {
 	const uint64_t size = MiB + 1;
@@ -624,9 +627,9 @@ static void test_file_short(void *data)
 }
 
 /*
- * "The file is unlinked at once unless keep_path ... (then its path is there,
- * the caller unlinks)"; destroy: "Close and (if still linked) unlink. Safe on
- * a zeroed or failed file."
+ * The file is unlinked at once unless kept (then its path is there, the
+ * caller unlinks); gc_fp_file_destroy() closes and (if still linked) unlinks,
+ * and is safe on a zeroed or failed file.
  */
 static void test_file_keep(void *data)
 {
@@ -660,7 +663,7 @@ static void test_file_keep(void *data)
 	gc_assert_eq_int(fcntl(0, F_GETFD), fd0);
 }
 
-/* "reopened with open_flags | O_DIRECT (O_RDONLY, O_RDWR, O_WRONLY)"; check reads any of them. */
+/* Reopened with open_flags | O_DIRECT (O_RDONLY, O_RDWR, O_WRONLY); check reads any of them. */
 static void test_file_flags(void *data)
 {
 	static const int modes[] = { O_RDONLY, O_WRONLY, O_RDWR };
@@ -681,7 +684,7 @@ static void test_file_flags(void *data)
 	}
 }
 
-/* Bad input: "a skip or failure that names the path and errno; never a corrupt result". */
+/* Bad input: a skip or failure that names the path and errno; never a corrupt result. */
 static void test_file_errors(void *data)
 {
 	struct fx *fx = data;
@@ -736,7 +739,7 @@ static void test_file_errors(void *data)
 	signal(SIGXFSZ, old_xfsz);
 }
 
-/* "0, or -EACCES / -EROFS when not permitted" (-EPERM too: a container's read-only /proc/sys). */
+/* 0, or -EACCES / -EROFS when not permitted (-EPERM too: a container's read-only /proc/sys). */
 static void test_drop_caches(void *data)
 {
 	int r = gc_fp_drop_caches();
@@ -841,7 +844,7 @@ static size_t expected_metrics(char names[][96], size_t cap)
 	return n;
 }
 
-/* The "name" values of the JSON lines in path, in order. */
+/* The `name` values of the JSON lines in path, in order. */
 static size_t read_metric_names(const char *path, char names[][96], size_t cap)
 {
 	char line[4096];

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Unit tests of lib/gaps: the shapes table, gap statistics and the bubble
- * rule (percentiles as NumPy's default "linear" method), the metric
+ * rule (percentiles as NumPy's default `linear` method), the metric
  * subsample, the walk over one run's stamps, the gaps matrix, the bracketing
  * of profiler records against stamps.
  */

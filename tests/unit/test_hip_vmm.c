@@ -72,7 +72,12 @@ static void test_chunk_seeds(void *fx)
 	for (size_t i = 1; i < N; i++)
 		gc_assert_f(s[i] != s[i - 1], "two chunks share the seed %#x", s[i]);
 	free(s);
-	/* "gridDim x blockDim >= 2^32" is refused: a chunk's work-items stay below it. */
+	/*
+	 * hipModuleLaunchKernel: "Please note, HIP does not support kernel launch
+	 * with total work items defined in dimension with size gridDim x blockDim
+	 * >= 2^32." [src ROCm/HIP include/hip/hip_runtime_api.h @ rocm-5.2.3]: a
+	 * chunk's work-items stay below it.
+	 */
 	gc_assert_cmpuint(GC_HIP_CHUNK_WORDS, <, (uint64_t)1 << 32);
 }
 
@@ -82,7 +87,7 @@ static void test_name_seeds(void *fx)
 
 	(void)fx;
 	gc_assert_eq_uint(gc_hip_name_seed("lifecycle", NULL, 0), lc); /* deterministic */
-	gc_assert_eq_uint(gc_hip_name_seed("lifecycle", "", 0), lc);   /* NULL is "" */
+	gc_assert_eq_uint(gc_hip_name_seed("lifecycle", "", 0), lc);   /* NULL: empty */
 	gc_assert_eq_uint(gc_hip_name_seed("lifecycle", NULL, 1), lc + 1);
 	gc_assert_cmpuint(gc_hip_name_seed("granularity", NULL, 0), !=, lc);
 	gc_assert_cmpuint(gc_hip_name_seed("map-past-reservation", "into-free-va", 0), !=,
@@ -201,7 +206,7 @@ static void mp_skip(struct mp *m)
 		mp_skip(m);
 }
 
-/* The key of a map entry, or "" when the key is not a string. */
+/* The key of a map entry, or the empty string when the key is not a string. */
 static const char *mp_key(struct mp *m, char *buf, size_t size)
 {
 	uint64_t v;

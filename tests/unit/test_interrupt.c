@@ -254,9 +254,9 @@ static bool count_cycle(void *ctx, struct gc_storm *s, unsigned i)
 #define SWEEP_PER_PERIOD 4u
 
 /*
- * interrupt.h: "per_period cycles under a storm of each period of
+ * interrupt.h: per_period cycles under a storm of each period of
  * gc_storm_sweep_ns, each storm started on s before its cycles and stopped
- * after them", and gc_storm_sweep_assert() passes on such a sweep.
+ * after them; and gc_storm_sweep_assert() passes on such a sweep.
  */
 static void test_storm_sweep(void *fx)
 {
@@ -284,8 +284,8 @@ static void sweep_assert_child(void *arg)
 }
 
 /*
- * interrupt.h: "Stops early, with no storm running, after a cycle that
- * returned false"; gc_storm_sweep_assert() then fails (cycles short).
+ * interrupt.h: the sweep stops early, with no storm running, after a cycle
+ * that returned false; gc_storm_sweep_assert() then fails (cycles short).
  */
 static void test_storm_sweep_stop(void *fx)
 {
@@ -317,7 +317,7 @@ static struct gc_soak *sweep_soak(void)
 }
 
 /*
- * interrupt.h: a soaked sweep "runs exactly one sweep at level standard";
+ * interrupt.h: a soaked sweep runs exactly one sweep at level standard;
  * it stops at the level's cycles (quick: 3, inside the first period) and at
  * a cycle that returned false, counting the cycles that ran.
  */
@@ -352,8 +352,9 @@ static void test_storm_sweep_soak(void *fx)
 }
 
 /*
- * interrupt.h: "With cfg.sa_restart (storms, sweeps and sigiter alike) it is
- * installed with SA_RESTART"; without it, not; stop restores the old action.
+ * interrupt.h: with cfg.sa_restart (storms, sweeps and sigiter alike) the
+ * handler is installed with SA_RESTART; without it, not; stop restores the
+ * old action.
  */
 static void test_storm_sa_restart_flag(void *fx)
 {
@@ -446,9 +447,11 @@ static enum gc_restart_verdict probe_once(bool sa_restart, char *why, size_t len
 }
 
 /*
- * The flag, for real: signal(7) says a read(2) of a pipe is "automatically
- * restarted after the signal handler returns if the SA_RESTART flag was used;
- * otherwise the call fails with the error EINTR". Under a storm without the
+ * The flag, for real: of a blocked read(2) of a pipe (a slow device), signal(7)
+ * says "[...] then the call is automatically restarted after the signal
+ * handler returns if the SA_RESTART flag was used; otherwise the call fails
+ * with the error EINTR:" [src mkerrisk/man-pages man7/signal.7 @
+ * 091fbf1fef48] (man-pages 5.13). Under a storm without the
  * flag the probe's read must give EINTR; with it, the read must sit through
  * 5 signals and return the bytes. A storm that ignored cfg.sa_restart fails
  * the second check (EINTR), one that always set it the first.

@@ -11,7 +11,7 @@
  *    n_success = its position;
  *  - a signal inside device k's step: -EINTR with n_success = k; a signal in
  *    the wait after the loop: -EINTR with n_success = n_devices;
- *  - n_success > n_devices: -EINVAL ("n_success exceeds n_devices").
+ *  - n_success > n_devices: -EINVAL (with a pr_debug that says so).
  * The simulation counts how often each device was mapped, so a restart that
  * redid a device (or skipped one) is seen.
  */

@@ -2,7 +2,7 @@
 /*
  * Unit tests of lib/kfd/topology.c on fixture trees under
  * tests/unit/data/kfd-topology/, written in the format kfd_topology.c
- * prints (read, not run): "name value" lines, nodes/N/gpu_id, a CPU node
+ * prints (read, not run): `name value` lines, nodes/N/gpu_id, a CPU node
  * with gpu_id 0, mem_banks/M/properties with heap_type and size_in_bytes.
  */
 #include <errno.h>
@@ -36,7 +36,7 @@ static void test_prop_get(void *fx)
 
 	(void)fx;
 	gc_assert_ok(gc_kfd_prop_get(text, "simd_count", &v));
-	gc_assert_eq_uint(v, 304);                  /* not the "simd_count_x" line */
+	gc_assert_eq_uint(v, 304);                  /* not the `simd_count_x` line */
 	gc_assert_ok(gc_kfd_prop_get(text, "size_in_bytes", &v));
 	gc_assert_eq_uint(v, 68702699520ull);       /* 64-bit values */
 	gc_assert_ok(gc_kfd_prop_get(text, "max", &v));

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Unit tests of lib/measure: statistics on known vectors (expected values
- * are NumPy's: np.percentile(v, p) with the default "linear" method), sample
+ * are NumPy's: np.percentile(v, p) with the default `linear` method), sample
  * sets and clocks.
  */
 #include <math.h>

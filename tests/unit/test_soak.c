@@ -174,7 +174,7 @@ static char *soak_line(const char *path)
 	return line;
 }
 
-/* The number after "key": in line (NaN for null or none). */
+/* The number after the JSON member key in line (NaN for null or none). */
 static double json_num(const char *line, const char *key)
 {
 	char pat[64];
@@ -185,7 +185,7 @@ static double json_num(const char *line, const char *key)
 	return p && strncmp(p + strlen(pat), "null", 4) ? strtod(p + strlen(pat), NULL) : NAN;
 }
 
-/* The string after "key": in line, into buf ("" for none). */
+/* The string value of the JSON member key in line, into buf (empty for none). */
 static const char *json_str(const char *line, const char *key, char *buf, size_t len)
 {
 	char pat[64];
@@ -210,7 +210,7 @@ struct budget_case {
 
 /*
  * The loops leave on their own after 10 s: a budget that does not end a
- * soak then fails its check ("caller", not "budget") instead of hanging.
+ * soak then fails its check (`caller`, not `budget`) instead of hanging.
  */
 static bool too_long(uint64_t t0)
 {
@@ -222,7 +222,7 @@ static bool too_long(uint64_t t0)
  * standard, not before the budget has passed, and the line says so with
  * the count asked; at long the level's seconds rule and the budget is
  * unused; budget 0, or one never reached, runs the count; a loop left by
- * its caller says "caller".
+ * its caller says `caller`.
  */
 GC_VARIANTS(struct budget_case, budget_cases, budget_one) = {
 	{ "standard-budget-ends-it", "standard", HUGE_COUNT, 0.2, 0, "budget" },
@@ -314,7 +314,7 @@ static void *budget_worker(void *arg)
 /*
  * Workers sharing a soak all stop when the budget ends it (the test would
  * hang otherwise), and the leak verdict is still given on the cycles that
- * ran: enough samples for a fit, not "few-samples".
+ * ran: enough samples for a fit, not `few-samples`.
  */
 static void test_budget_threads(void *fx)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * lib/core.h: "a body written for another case type is a compile error".
+ * lib/core.h: a body written for another case type is a compile error.
  * Built twice at configure time (tests/unit/meson.build): with -DGOOD it must
  * compile, without it must not.
  */
