@@ -15,7 +15,9 @@
 # Slurm cluster of one host, runner/tests/slurm_cluster.py), nfs-kernel-server (the journal's
 # lock on a real NFS mount of this host, runner/tests/test_journal_nfs.py, where the kernel
 # serves NFS) and piglit (`piglit summary` reads `gpuconform export --format piglit`'s file,
-# runner/tests/test_piglit.py). The tests that use them skip without them.
+# runner/tests/test_piglit.py), python3-prometheus-client (the --openmetrics file read back by
+# the Prometheus project's own parser, runner/tests/test_openmetrics.py). The tests that use
+# them skip without them.
 #
 # apt-get is tried only for what is missing. Its output goes to a log file; what this prints is
 # what was installed and, where apt-get could not help (no package registry, not Debian, neither
@@ -41,7 +43,8 @@ essentials=(
 	"jinja2|python3-jinja2|python3 -m pip install jinja2 (the HTML report's templates)"
 )
 wanted=(pkg-config libdrm-dev linux-libc-dev libhsa-runtime-dev libamdhip64-dev librocm-smi-dev)
-[ "$role" = test ] && wanted+=(chromium clang-14 lld-14 slurm-wlm munge nfs-kernel-server piglit)
+[ "$role" = test ] && wanted+=(chromium clang-14 lld-14 slurm-wlm munge nfs-kernel-server piglit
+	python3-prometheus-client)
 
 has_meson() { command -v meson >/dev/null; }
 has_ninja() { command -v ninja >/dev/null; }
