@@ -53,17 +53,22 @@ def test_a_slowdown_is_dated_with_what_changed(tmp_path: Path) -> None:
     machines = re.findall(r'<h2 id="machine-\d+">([^<]*)</h2>', page)
     assert len(machines) == 2 and machines[0].startswith("nvidia-h100")
     h100 = page[:page.index('<h2 id="machine-2">')]
-    rows = re.findall(r"<tr><td>(\d+)</td><td>([^<]*)</td><td>([^<]*)</td><td>(.*?)</td></tr>",
-                      h100, re.S)
-    by = {what: (int(n), detail, since) for n, what, detail, since in rows}
-    n, detail, since = by["cuda_bubbles@gaps:graph-time.graph.chain256"]
-    assert n == 9 and re.match(r"from night 9: 450\.0\d* -&gt; 458\.5 us \(\+1\.89%", detail)
-    assert "environment: none set -&gt; GPUCONFORM_BUBBLES_WORK_NS=1050" in since
-    n, detail, _ = by["cuda_mem@oom"]
-    assert n == 11 and detail == "pass -&gt; fail"
+    groups = re.findall(r'<tr class="night"><th colspan="2">night (\d+) \(.*?\): (\d+) change\(s\); '
+                        r"since the night before: (.*?)</th></tr>(.*?)(?=<tr class=\"night\"|</table>)",
+                        h100, re.S)
+    by = {int(n): (int(k), since, dict(re.findall(r"<tr><td>([^<]*)</td><td>([^<]*)</td></tr>",
+                                                  rows)))
+          for n, k, since, rows in groups}
+    assert sorted(by) == [9, 11]
+    k, since, rows = by[9]
+    assert k == 1 and "environment: none set -&gt; GPUCONFORM_BUBBLES_WORK_NS=1050" in since
+    assert re.match(r"from night 9: 450\.0\d* -&gt; 458\.5 us \(\+1\.89%",
+                    rows["cuda_bubbles@gaps:graph-time.graph.chain256"])
+    k, since, rows = by[11]
+    assert rows == {"cuda_mem@oom": "pass -&gt; fail"} and "nothing recorded changed" in since
     # the other machine's flat series: no change, and its own chart
     other = page[page.index('<h2 id="machine-2">'):]
-    assert "<h3>Changes: 0</h3>" in other and other.count('<svg class="plot"') == 1
+    assert "<h3>Changes: 0, first seen on 0 night(s)</h3>" in other and other.count('<svg class="plot"') == 1
 
 
 def test_an_unreadable_night_is_one_line_and_the_rest_is_shown(tmp_path: Path) -> None:

@@ -50,6 +50,16 @@ class _Change:
 
 
 @dataclass(frozen=True)
+class _NightChanges:
+    """The changes first seen on one night, and what changed since the night before."""
+    night: int
+    when: str
+    path: str
+    since: list[str]
+    changes: list[_Change]
+
+
+@dataclass(frozen=True)
 class _Strip:
     test: str
     cells: list[tuple[float, float, str, str]]  # x, width, colour, title (runs of one state)
@@ -74,7 +84,8 @@ class _Machine:
     key: str
     describe: str
     nights: list[tuple[str, str]]  # when, results directory
-    changes: list[_Change]
+    changes: list[_NightChanges]  # by night
+    n_changes: int
     strips: list[_Strip]
     charts: list[_Chart]
     x_labels: list[tuple[float, str]]
@@ -161,8 +172,11 @@ def _machine(key: str, nights: list[Night]) -> _Machine:
     # charts with a change first, then by key
     charts.sort(key=lambda c: (not c.change_x, c.key))
     n = len(nights)
+    by_night = [_NightChanges(i, _day(nights[i].start), str(nights[i].path), _since(nights, i),
+                              [c for c in changes if c.night == i])
+                for i in sorted({c.night for c in changes})]
     return _Machine(key, nights[-1].describe, [(_day(x.start), str(x.path)) for x in nights],
-                    changes, [_strip(t, nights) for t in tests], charts,
+                    by_night, len(changes), [_strip(t, nights) for t in tests], charts,
                     [(_x(i, n), str(i + 1)) for i in range(n)])
 
 
