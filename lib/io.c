@@ -169,6 +169,17 @@ const char *gc_mismatch_str(const struct gc_mismatch *mm, char *out, size_t out_
 	return out;
 }
 
+int64_t gc_pattern_diff(const void *buf, size_t len, uint64_t file_offset, uint64_t seed,
+			bool inv, char *out, size_t out_len)
+{
+	struct gc_mismatch mm;
+	int64_t bad = check_xor(buf, len, file_offset, seed, inv ? 0xff : 0, &mm);
+
+	if (bad >= 0)
+		gc_mismatch_str(&mm, out, out_len);
+	return bad;
+}
+
 /* ------------------------------------------------------------- O_DIRECT */
 
 int gc_io_open_direct(const char *path, int flags, mode_t mode, int *fd)

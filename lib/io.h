@@ -65,6 +65,14 @@ int64_t gc_pattern_check_inv(const void *buf, size_t len, uint64_t file_offset, 
  */
 const char *gc_mismatch_str(const struct gc_mismatch *mm, char *out, size_t out_len);
 
+/*
+ * gc_pattern_check (inv: gc_pattern_check_inv) of buf[0..len), its result
+ * returned; a mismatch is described in out as gc_mismatch_str() writes it
+ * (out is left alone when there is none).
+ */
+int64_t gc_pattern_diff(const void *buf, size_t len, uint64_t file_offset, uint64_t seed,
+			bool inv, char *out, size_t out_len);
+
 /* ------------------------------------------------------------- O_DIRECT */
 
 /*

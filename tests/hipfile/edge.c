@@ -527,12 +527,10 @@ void test_deregistered_handle(void *data)
 static void host_expect(const char *what, const char *p, uint64_t len, uint64_t key,
 			uint64_t seed, bool inv)
 {
-	struct gc_mismatch mm;
 	char msg[192];
-	int64_t bad = inv ? gc_pattern_check_inv(p, len, key, seed, &mm)
-			  : gc_pattern_check(p, len, key, seed, &mm);
+	int64_t bad = gc_pattern_diff(p, len, key, seed, inv, msg, sizeof(msg));
 
-	gc_assert_f(bad < 0, "%s: host %s", what, gc_mismatch_str(&mm, msg, sizeof(msg)));
+	gc_assert_f(bad < 0, "%s: host %s", what, msg);
 }
 
 /*

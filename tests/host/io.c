@@ -330,12 +330,10 @@ static bool check_result(const struct io_case *c, const char *op, ssize_t r, enu
 static void expect_pattern(const char *what, const void *p, size_t len, uint64_t off,
 			   uint64_t seed, bool inv)
 {
-	struct gc_mismatch mm;
 	char msg[192];
-	int64_t bad = inv ? gc_pattern_check_inv(p, len, off, seed, &mm)
-			  : gc_pattern_check(p, len, off, seed, &mm);
+	int64_t bad = gc_pattern_diff(p, len, off, seed, inv, msg, sizeof(msg));
 
-	gc_check_f(bad < 0, "%s: %s", what, gc_mismatch_str(&mm, msg, sizeof(msg)));
+	gc_check_f(bad < 0, "%s: %s", what, msg);
 }
 
 /* Where the case's data goes in the fixture buffer (a guard precedes it). */

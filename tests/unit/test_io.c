@@ -153,6 +153,27 @@ static void test_mismatch_str(void *fx)
 	gc_assert_eq_str(gc_mismatch_str(&mm, tiny, sizeof(tiny)), "byte 40");
 }
 
+/* gc_pattern_diff: gc_pattern_check's (inv: _inv's) result, a mismatch in gc_mismatch_str's words. */
+static void test_pattern_diff(void *fx)
+{
+	struct gc_mismatch mm;
+	char s[160] = "untouched", want[160];
+
+	(void)fx;
+	gc_pattern_fill(whole, BUF_LEN, FILE_OFF, SEED);
+	gc_pattern_fill_inv(part, BUF_LEN, FILE_OFF, SEED);
+	gc_assert_cmpint(gc_pattern_diff(whole, BUF_LEN, FILE_OFF, SEED, false, s, sizeof(s)), ==, -1);
+	gc_assert_cmpint(gc_pattern_diff(part, BUF_LEN, FILE_OFF, SEED, true, s, sizeof(s)), ==, -1);
+	gc_assert_eq_str(s, "untouched");
+	whole[77] ^= 0x10;
+	gc_assert_cmpint(gc_pattern_diff(whole, BUF_LEN, FILE_OFF, SEED, false, s, sizeof(s)), ==, 77);
+	gc_assert_cmpint(gc_pattern_check(whole, BUF_LEN, FILE_OFF, SEED, &mm), ==, 77);
+	gc_assert_eq_str(s, gc_mismatch_str(&mm, want, sizeof(want)));
+	gc_assert_cmpint(gc_pattern_diff(whole, BUF_LEN, FILE_OFF, SEED, true, s, sizeof(s)), ==, 0);
+	gc_assert_cmpint(gc_pattern_check_inv(whole, BUF_LEN, FILE_OFF, SEED, &mm), ==, 0);
+	gc_assert_eq_str(s, gc_mismatch_str(&mm, want, sizeof(want)));
+}
+
 static void check_alloc(size_t size, size_t align)
 {
 	struct gc_io_buf b;
@@ -296,6 +317,7 @@ static const struct gc_subtest subtests[] = {
 	{ "pattern-first-of-many", test_pattern_first_of_many, "first mismatch and count" },
 	{ "pattern-inverse", test_pattern_inverse, "the inverse differs at every byte" },
 	{ "mismatch-str", test_mismatch_str, "mismatch formatting" },
+	{ "pattern-diff", test_pattern_diff, "check and mismatch words in one call" },
 	{ "buf-alloc", test_buf_alloc, "aligned buffers, size 0, bad alignment" },
 	{ "dio-aligned", test_dio_aligned, "alignment predicate" },
 	{ "scratch-dir", test_scratch_dir, "$GPUCONFORM_SCRATCH_DIR or /var/tmp" },
