@@ -223,6 +223,15 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the page to write (default PATH/history.html for one PATH, else "
                       "./history.html)")
 
+    fnd = sub.add_parser("findings", help="a bundle per failure for the vendor: reproducer, "
+                         "output, environment, commands",
+                         description="For each failure of RESULTS (expected or not), write "
+                         "RESULTS/findings/<binary>.<subtest>/: the finding's standalone "
+                         "reproducer and README (data/findings) where one exists, the "
+                         "subtest's output, the run's environment and the commands to build "
+                         "and run the reproducer and to rerun the subtest alone.")
+    fnd.add_argument("results", metavar="RESULTS", type=Path)
+
     exp = sub.add_parser("export", help="write a run's results in another tool's format",
                          description="Write RESULTS/results.json (a run, resumed, merged or "
                          "old) in another tool's format; results.json stays the record. "
@@ -758,6 +767,20 @@ def cmd_history(args: argparse.Namespace) -> int:
     return EXIT_FAILED if errors else EXIT_OK
 
 
+def cmd_findings(args: argparse.Namespace) -> int:
+    inputs = [_results_input(args.results, file_ok=False)]
+    from .report.findings import write_findings
+
+    bundles = _call(write_findings, args.results, inputs=inputs)
+    for b in bundles:
+        how = "reproducer" if b.reproducer else "no reproducer: rerun it alone, commands.txt"
+        print(f"gpuconform: findings: {b.test} ({'expected' if b.expected else 'unexpected'}, "
+              f"{how}): {b.path}")
+    print(f"gpuconform: {len(bundles)} finding bundle(s)"
+          + (f" in {args.results / 'findings'}" if bundles else ": no failure in this run"))
+    return EXIT_OK
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     inputs = [_results_input(args.results)]
     with _needs("piglit.export_piglit"):
@@ -885,6 +908,7 @@ COMMANDS = {
     "baseline": cmd_baseline,
     "report": cmd_report,
     "history": cmd_history,
+    "findings": cmd_findings,
     "export": cmd_export,
     "merge": cmd_merge,
     "doctor": cmd_doctor,
