@@ -36,11 +36,17 @@ static void read_ok(struct cf_env *e, void *fh, CUdeviceptr d, const char *what)
 }
 
 /*
- * driver-lifecycle: cufile.h: cuFileDriverOpen "Initialize[s] the cuFile
- * library", cuFileDriverClose "reset[s] the cuFile library"; cuFileUseCount
- * "returns use count of cufile drivers". Checked: a second open and a close
- * leave the library usable or report it; a close too many returns (no crash)
- * and is recorded; open after the last close gives a working library again.
+ * driver-lifecycle: cufile.h: cuFileDriverOpen "@brief Initialize the cuFile
+ * library and open the nvidia-fs driver [...]", cuFileDriverClose "@brief
+ * reset the cuFile library and release the nvidia-fs driver [...]" [src
+ * denglin-github/cuda11_cudnn8 include/cufile.h @ 20c191daf9a2] (a CUDA
+ * 11-era copy of NVIDIA's header); cuFileUseCount "@brief returns use count
+ * of cufile drivers at that moment by the process." [src hfingler/mangle-mwe
+ * include/cufile.h @ 3b61cdb3f287] (a later CUDA 11-era copy of NVIDIA's
+ * header, with cuFileUseCount and the cuFileDriverClose_v2 rename). Checked:
+ * a second open and a close leave the library usable or report it; a close
+ * too many returns (no crash) and is recorded; open after the last close
+ * gives a working library again.
  */
 void test_driver_lifecycle(void *data)
 {

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
  * cufile_io: errors and edges. cufile.h (cuFileRead / cuFileWrite) documents
- * the return value: "size of bytes successfully read" (written), "-1 on
- * error, in which case errno is set to indicate filesystem errors", and "all
- * other errors will return a negative integer value of CUfileOpError". Every
- * subtest here also checks that an error changed nothing: the device buffer
- * (guards included) and the file.
+ * the return value: "@return size of bytes successfully read [...]"
+ * (cuFileWrite: "@return size of bytes successfully written [...]"), "@return
+ * -1 on error, in which case errno is set to indicate filesystem errors." and
+ * "@return all other errors will return a negative integer value of @ref
+ * CUfileOpError enum value." [src denglin-github/cuda11_cudnn8
+ * include/cufile.h @ 20c191daf9a2] (a CUDA 11-era copy of NVIDIA's header;
+ * its @return lines carry no full stop, and [...] marks where one ends).
+ * Every subtest here also checks that an error changed nothing: the device
+ * buffer (guards included) and the file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,10 +72,12 @@ static ssize_t edge_read(struct edge *x, uint64_t size, int64_t foff, int64_t bo
 }
 
 /*
- * read-across-eof: POSIX read semantics, which cufile.h's "size of bytes
- * successfully read" follows: the count stops at EOF. Bytes of the request
- * past EOF may be zero-filled, as the reference path (O_DIRECT pread(2))
- * does on Linux; bytes outside the request are untouched.
+ * read-across-eof: cufile.h (cuFileRead): "@return size of bytes successfully
+ * read [...]" [src denglin-github/cuda11_cudnn8 include/cufile.h @
+ * 20c191daf9a2] (a CUDA 11-era copy of NVIDIA's header), which we read as
+ * POSIX read semantics: the count stops at EOF. Bytes of the request past EOF
+ * may be zero-filled, as the reference path (O_DIRECT pread(2)) does on
+ * Linux; bytes outside the request are untouched.
  */
 void test_read_across_eof(void *data)
 {
@@ -280,10 +286,12 @@ void test_host_pointer(void *data)
 }
 
 /*
- * non-odirect: cufile.h (cuFileHandleRegister) returns
- * CU_FILE_INVALID_FILE_OPEN_FLAG "if file is opened with unsupported modes
- * like no O_DIRECT". Compat mode may accept the descriptor instead: then the
- * fallback must serve the request with the same bytes.
+ * non-odirect: cufile.h (cuFileHandleRegister): "@return
+ * CU_FILE_INVALID_FILE_OPEN_FLAG if file is opened with unsupported modes
+ * like no O_DIRECT [...]" [src denglin-github/cuda11_cudnn8 include/cufile.h
+ * @ 20c191daf9a2] (a CUDA 11-era copy of NVIDIA's header). Compat mode may
+ * accept the descriptor instead: then the fallback must serve the request
+ * with the same bytes.
  */
 void test_non_odirect(void *data)
 {
@@ -410,9 +418,11 @@ static void conv_one(void *ctx, const struct conv_case *c)
 }
 
 /*
- * error-convention: cufile.h (cuFileRead/Write): "-1 on error, in which case
- * errno is set to indicate filesystem errors" and "all other errors will
- * return a negative integer value of CUfileOpError". Per mistake: the
+ * error-convention: cufile.h (cuFileRead/Write): "@return -1 on error, in
+ * which case errno is set to indicate filesystem errors." and "@return all
+ * other errors will return a negative integer value of @ref CUfileOpError
+ * enum value." [src denglin-github/cuda11_cudnn8 include/cufile.h @
+ * 20c191daf9a2] (a CUDA 11-era copy of NVIDIA's header). Per mistake: the
  * result is one of the two forms, and a filesystem errno is the one
  * read(2)/write(2) give for it (the fastpath's errors map to errno).
  */

@@ -166,11 +166,14 @@ static void case_one(void *ctx, bool write, uint64_t size, const struct gc_fp_pl
 }
 
 /*
- * read-matrix: cufile.h (cuFileRead): "size of bytes successfully read", and
- * an unregistered buffer "will be buffered through preallocated pinned
- * buffers if needed ... useful for applications that need to perform IO to
- * unaligned file offsets and/or size": every case must move exactly size
- * bytes to exactly [boff, boff + size) and touch nothing else.
+ * read-matrix: cufile.h (cuFileRead): "@return size of bytes successfully
+ * read [...]", and "If the devPtr is not registered with @ref
+ * cuFileBufRegister, the data will be buffered through preallocated pinned
+ * buffers." and "This is useful for applications that need to perform IO to
+ * unaligned file offsets and/or size." [src denglin-github/cuda11_cudnn8
+ * include/cufile.h @ 20c191daf9a2] (a CUDA 11-era copy of NVIDIA's header):
+ * every case must move exactly size bytes to exactly [boff, boff + size) and
+ * touch nothing else.
  */
 void test_read_matrix(void *data)
 {
@@ -215,10 +218,13 @@ void test_registered_matrix(void *data)
 }
 
 /*
- * read-registered-subrange: cufile.h (cuFileRead): bufPtr_base is the "base
- * address of buffer" and bufPtr_offset an "offset relative to the
- * bufPtr_base pointer": a read into the middle of a registered allocation,
- * by a pointer inside it or by the base plus an offset, lands exactly there.
+ * read-registered-subrange: cufile.h (cuFileRead): "@param devPtr_base base
+ * address of buffer in device memory [...]" and "@param devPtr_offset offset
+ * relative to the devPtr_base pointer to read into." [src
+ * denglin-github/cuda11_cudnn8 include/cufile.h @ 20c191daf9a2] (a CUDA
+ * 11-era copy of NVIDIA's header; later headers name the two bufPtr_base and
+ * bufPtr_offset): a read into the middle of a registered allocation, by a
+ * pointer inside it or by the base plus an offset, lands exactly there.
  */
 void test_read_registered_subrange(void *data)
 {

@@ -2,8 +2,10 @@
 /*
  * cufile_io: sustained transfers, a soak: the body is lib/fastpath_io.c's
  * gc_fp_sustained_run() (shared with hipfile_io), this file its cuFile
- * operations. cufile.h (cuFileRead): it returns the "size of bytes
- * successfully read", so every cycle must move all 16 MiB both ways.
+ * operations. cufile.h (cuFileRead): "@return size of bytes successfully read
+ * [...]" [src denglin-github/cuda11_cudnn8 include/cufile.h @ 20c191daf9a2]
+ * (a CUDA 11-era copy of NVIDIA's header), so every cycle must move all
+ * 16 MiB both ways.
  *
  * Each cycle: gc_fill_u32 writes a pattern (its seed new each cycle, so
  * that a transfer that silently did nothing leaves the last cycle's bytes
