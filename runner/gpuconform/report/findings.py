@@ -29,7 +29,7 @@ __all__ = ["FINDINGS_DIR", "Bundle", "build_line", "finding_dir", "write_finding
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 FINDINGS_DIR = REPO_ROOT / "data" / "findings"
-_BUILD = re.compile(r"^[ \t/*]*(cc [^\n]*?)\s*$", re.M)
+_BUILD = re.compile(r"^[ \t/*]*(?:Build:\s*)?(cc [^\n]*?)\s*$", re.M)
 
 
 @dataclass(frozen=True)
