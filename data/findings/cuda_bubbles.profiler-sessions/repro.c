@@ -2,7 +2,7 @@
  * cuda_bubbles@profiler-sessions: a CUPTI activity session, enabled then disabled,
  * leaves graph launches slower for the rest of the process.
  *
- * cc -std=c11 -O2 -Wall -Wextra -o repro repro.c -I/usr/local/cuda/include -I/usr/local/cuda/extras/CUPTI/include -L/usr/local/cuda/lib64 -lcuda -ldl
+ * cc -std=c11 -O2 -Wall -Wextra -o repro repro.c -I/usr/local/cuda/include -I/usr/local/cuda/extras/CUPTI/include -ldl
  *
  * cupti_activity.h, cuptiActivityDisable: "Disable collection of a specific kind of
  * activity record. [...] By default all activity kinds are disabled for collection."
@@ -15,6 +15,7 @@
  * and end) timed on the device: one launch's last end - first start, the median of 300
  * launches after 100 unmeasured, before libcupti is loaded (dlopen'd at the session, as
  * the suite does) and after one session: CUPTI_ACTIVITY_KIND_KERNEL around one launch.
+ * libcuda is loaded at run time too, so that a machine without the driver says so.
  * Exit 1: after / before > 1.05; 0: within; 2: cannot check (no device, a call failed).
  */
 #define _POSIX_C_SOURCE 200809L
@@ -43,34 +44,38 @@ static const char ptx[] = ".version 6.0\n.target sm_70\n.address_size 64\n.visib
 	"%rd16, %r1, 4; add.s64 %rd12, %rd4, %rd16; atom.global.add.u32 %r4, [%rd12], 1;\n"
 	"DONE: ret;\n}\n";
 
+#define STR2(x) #x
+#define STR(x) STR2(x)
+#define CUF(X) X(cuInit) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent)      \
+	X(cuModuleLoadData) X(cuModuleGetFunction) X(cuStreamCreate) X(cuMemAlloc)          \
+	X(cuMemsetD32Async) X(cuGraphCreate) X(cuGraphAddKernelNode) X(cuGraphInstantiate)  \
+	X(cuGraphLaunch) X(cuStreamQuery) X(cuMemcpyDtoH) X(cuCtxSynchronize)
+#define CUPTIF(X) X(cuptiActivityRegisterCallbacks) X(cuptiActivityEnable)                 \
+	X(cuptiActivityDisable) X(cuptiActivityFlushAll)
+#define MEMBER(f) __typeof__(f) *f;
+static struct { CUF(MEMBER) CUPTIF(MEMBER) } p;
+
 static CUstream s;
-static CUgraphExec x;
+static CUgraphExec x; /* the wide256 graph, instantiated once, before the session */
 static CUdeviceptr stamps, counts; /* stamps[2 i], [2 i + 1]: dispatch i's start, end (ns) */
 static unsigned long long host[2 * K];
-static void *lib; /* libcupti, once the session begins */
 
-#define CU(call) do { CUresult r_ = (call); const char *e_ = "?"; if (r_) { \
-	cuGetErrorName(r_, &e_); printf("cannot check: %s: %s (%d)\n", #call, e_, (int)r_); \
-	exit(2); } } while (0)
-#define CP(call) do { CUptiResult r_ = (call); if (r_) { \
-	printf("cannot check: %s: CUptiResult %d\n", #call, (int)r_); exit(2); } } while (0)
-
-static void *sym(const char *name)
-{
-	void *p = lib ? dlsym(lib, name) : NULL;
-
-	return p ? p : (printf("cannot check: libcupti: %s\n", dlerror()), exit(2), NULL);
-}
+#define CHECK(call) do { int r_ = (int)(call); if (r_) { \
+	printf("cannot check: %s: error %d\n", #call, r_); exit(2); } } while (0)
+#define LOAD(lib, f) if (!(p.f = (__typeof__(f) *)dlsym(lib, STR(f)))) \
+	return printf("cannot check: no %s\n", STR(f)), 2;
+#define LOAD_CU(f) LOAD(lcu, f)
+#define LOAD_CUPTI(f) LOAD(lcupti, f)
 
 static void CUPTIAPI requested(uint8_t **buf, size_t *size, size_t *max)
 {
-	*buf = malloc(4u << 20), *size = *buf ? 4u << 20 : 0, *max = 0;
+	*buf = aligned_alloc(8, *size = 4u << 20), *max = 0;
 }
 
 static void CUPTIAPI completed(CUcontext c, uint32_t id, uint8_t *buf, size_t size, size_t valid)
 {
 	(void)c, (void)id, (void)size, (void)valid;
-	free(buf); /* the records are not this check's business */
+	free(buf); /* the records are not this check's business: the cost after the session is */
 }
 
 /* One launch as the suite runs it: counts zeroed, launch, poll, stamps back; its time, ns. */
@@ -80,12 +85,12 @@ static double launch(void)
 	unsigned long long first = ~0ull, last = 0;
 	CUresult r;
 
-	CU(cuMemsetD32Async(counts, 0, K, s));
-	CU(cuGraphLaunch(x, s));
-	while ((r = cuStreamQuery(s)) == CUDA_ERROR_NOT_READY)
+	CHECK(p.cuMemsetD32Async(counts, 0, K, s));
+	CHECK(p.cuGraphLaunch(x, s));
+	while ((r = p.cuStreamQuery(s)) == CUDA_ERROR_NOT_READY)
 		nanosleep(&t, NULL);
-	CU(r);
-	CU(cuMemcpyDtoH(host, stamps, sizeof(host)));
+	CHECK(r);
+	CHECK(p.cuMemcpyDtoH(host, stamps, sizeof(host)));
 	for (int i = 0; i < K; i++) {
 		first = host[2 * i] < first ? host[2 * i] : first;
 		last = host[2 * i + 1] > last ? host[2 * i + 1] : last;
@@ -95,11 +100,12 @@ static double launch(void)
 
 static int cmp(const void *a, const void *b)
 {
-	double p = *(const double *)a, q = *(const double *)b;
+	double u = *(const double *)a, v = *(const double *)b;
 
-	return (p > q) - (p < q);
+	return (u > v) - (u < v);
 }
 
+/* The median of N launches' times, after 100 unmeasured. */
 static double median_time(void)
 {
 	static double v[N];
@@ -112,49 +118,50 @@ static double median_time(void)
 
 int main(void)
 {
-	static const char *const libs[] = { "libcupti.so.13", "libcupti.so.12", "libcupti.so",
+	static const char *const cupti[] = { "libcupti.so.13", "libcupti.so.12", "libcupti.so",
 		"/usr/local/cuda/lib64/libcupti.so", "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so" };
-	CUptiResult (*reg)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
-	CUptiResult (*on)(CUpti_ActivityKind), (*off)(CUpti_ActivityKind), (*flush)(uint32_t);
+	void *lcu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL), *lcupti = NULL;
 	unsigned long long work = 1000;
 	CUcontext ctx; CUmodule mod; CUfunction f; CUdevice dev; CUgraph g; CUgraphNode n[K];
+	double before, after;
 
-	CU(cuInit(0));
-	CU(cuDeviceGet(&dev, 0));
-	CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-	CU(cuCtxSetCurrent(ctx));
-	CU(cuModuleLoadData(&mod, ptx));
-	CU(cuModuleGetFunction(&f, mod, "gc_stamp"));
-	CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CU(cuMemAlloc(&stamps, sizeof(host)));
-	CU(cuMemAlloc(&counts, K * 4));
-	CU(cuGraphCreate(&g, 0));
+	if (!lcu)
+		return printf("cannot check: no CUDA driver: %s\n", dlerror()), 2;
+	CUF(LOAD_CU)
+	CHECK(p.cuInit(0));
+	CHECK(p.cuDeviceGet(&dev, 0));
+	CHECK(p.cuDevicePrimaryCtxRetain(&ctx, dev));
+	CHECK(p.cuCtxSetCurrent(ctx));
+	CHECK(p.cuModuleLoadData(&mod, ptx));
+	CHECK(p.cuModuleGetFunction(&f, mod, "gc_stamp"));
+	CHECK(p.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CHECK(p.cuMemAlloc(&stamps, sizeof(host)));
+	CHECK(p.cuMemAlloc(&counts, K * 4));
+	CHECK(p.cuGraphCreate(&g, 0));
 	for (unsigned i = 0; i < K; i++) { /* i: 0 the root, 1..W the branches, K - 1 the join */
 		void *args[] = { &stamps, &counts, &i, &work };
-		CUDA_KERNEL_NODE_PARAMS p = { .func = f, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+		CUDA_KERNEL_NODE_PARAMS kp = { .func = f, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
 			.blockDimX = 256, .blockDimY = 1, .blockDimZ = 1, .kernelParams = args };
 
-		CU(cuGraphAddKernelNode(&n[i], g, i ? &n[i <= W ? 0 : 1] : NULL, !i ? 0 : i <= W ? 1 : W,
-					&p));
+		CHECK(p.cuGraphAddKernelNode(&n[i], g, i ? &n[i <= W ? 0 : 1] : NULL,
+					     !i ? 0 : i <= W ? 1 : W, &kp));
 	}
-	CU(cuGraphInstantiate(&x, g, 0));
+	CHECK(p.cuGraphInstantiate(&x, g, 0));
 	launch(); /* the first launch uploads the graph */
-	double before = median_time();
-
-	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]) && !lib; i++)
-		lib = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
-	*(void **)&reg = sym("cuptiActivityRegisterCallbacks");
-	*(void **)&flush = sym("cuptiActivityFlushAll");
-	*(void **)&on = sym("cuptiActivityEnable"), *(void **)&off = sym("cuptiActivityDisable");
-	CP(reg(requested, completed));
-	CP(flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
-	CP(on(CUPTI_ACTIVITY_KIND_KERNEL));
+	before = median_time();
+	for (size_t i = 0; i < sizeof(cupti) / sizeof(cupti[0]) && !lcupti; i++)
+		lcupti = dlopen(cupti[i], RTLD_NOW | RTLD_LOCAL);
+	if (!lcupti)
+		return printf("cannot check: no CUPTI: %s\n", dlerror()), 2;
+	CUPTIF(LOAD_CUPTI)
+	CHECK(p.cuptiActivityRegisterCallbacks(requested, completed));
+	CHECK(p.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+	CHECK(p.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_KERNEL));
 	launch();
-	CU(cuCtxSynchronize());
-	CP(off(CUPTI_ACTIVITY_KIND_KERNEL));
-	CP(flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
-	double after = median_time();
-
+	CHECK(p.cuCtxSynchronize());
+	CHECK(p.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_KERNEL));
+	CHECK(p.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+	after = median_time();
 	printf("expected: wide256 graph time after the session (KIND_KERNEL enabled, one launch, "
 	       "disabled) / before libcupti was loaded <= %.2f\n", BOUND);
 	printf("actual: before %.0f ns, after %.0f ns: %.3f\n", before, after, after / before);
