@@ -1,33 +1,17 @@
 /*
- * amdsmi_session@concurrent-sessions, predicted from the source (not yet seen
- * on hardware): sessions opened and closed by many threads at once race on
- * amdsmi's session count.
- *
+ * amdsmi_session@concurrent-sessions, predicted from the source (not yet seen on hardware).
  * cc -std=c11 -O2 -Wall -Wextra -pthread -o repro repro.c -I/opt/rocm/include -L/opt/rocm/lib -lamd_smi
  *
- * amdsmi_init: "Singleton Design, requires the same number of inits as
- * shutdowns. Threads may call amdsmi_init and amdsmi_shut_down concurrently;
- * the calls are serialized." (rocm.docs.amd.com/projects/amdsmi/en/docs-10.2.0,
- * reference/amdsmi-cpp-api/functions.html; amdsmi.h 26.2.1 has the first
- * sentence [src ROCm/rocm-systems projects/amdsmi/include/amd_smi/amdsmi.h @
- * a881068735de]). So every call of every session works, and after the last
- * shutdown the device nodes are closed and a new session works.
- *
- * The prediction: amdsmi_init tests `if (init_ref_count > 0 )` then counts,
- * amdsmi_shut_down counts down and runs `cleanup()` at 0, with no lock around
- * test, init and change [src paklui/rocm-systems
- * projects/amdsmi/src/amd_smi/amd_smi.cc @ 855bb2203905] (26.2.1); 27.1.0
- * makes the count atomic, init / cleanup still unlocked [src
- * amd-vkale/rocm-systems projects/amdsmi/src/amd_smi/amd_smi_common.cc @
- * 5d4ce3a988c2]. A race: a pass proves little.
- *
- * As the suite (quick level): 256 threads, each 20 times (argv[1]: more) init,
- * a request (a GPU found by its UUID; its PCI id against the reference
- * session's), shutdown, while a watcher holds its own session and polls; no
- * round for 30 s is a deadlock; then the nodes closed, a new session sees
- * every GPU. In a child process, so that a crash shows.
- * Exit 1: a call failed or answered wrong, deadlock, crash, nodes left open,
- * a new session broken (the prediction); 0: none; 2: cannot check.
+ * amdsmi_init: "Singleton Design, requires the same number of inits as shutdowns. Threads
+ * may call amdsmi_init and amdsmi_shut_down concurrently; the calls are serialized."
+ * (rocm.docs.amd.com/projects/amdsmi/en/docs-10.2.0, reference/amdsmi-cpp-api/functions.html;
+ * the first sentence also [src ROCm/rocm-systems projects/amdsmi/include/amd_smi/amdsmi.h @
+ * a881068735de]) The prediction: `if (init_ref_count > 0 )` and `cleanup()` at 0, unlocked
+ * [src paklui/rocm-systems projects/amdsmi/src/amd_smi/amd_smi.cc @ 855bb2203905] (26.2.1).
+ * The suite's quick level: 256 threads x 20 (argv[1]: more) sessions of one request (the GPUs
+ * listed as in a reference session) while a watcher's session polls; then a new session works
+ * and closes every device node. A race: a pass proves little. Exit 1: a call failed or answered
+ * wrong, no round for 30 s, a crash, nodes left open (the prediction); 0: none; 2: can't check.
  */
 #define _GNU_SOURCE
 #include <amd_smi/amdsmi.h>
@@ -37,20 +21,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
 #define THREADS 256
-#define STALL_S 30
+#define STALL_S 30 /* no round ended for so long: a deadlock */
 #define MAXDEV 64
 
 static struct gpu { char uuid[AMDSMI_GPU_UUID_SIZE + 2]; uint64_t bdf; } dev[MAXDEV];
 static unsigned ndev, rounds = 20;
-static int fds0;
+static int fds0; /* device node descriptors before the first session */
 static atomic_ulong progress;
 static atomic_int stop, problems;
-static char first[256];
+static char first[256]; /* the first problem's words */
 
 static const char *sname(amdsmi_status_t r)
 {
@@ -61,169 +45,126 @@ static const char *sname(amdsmi_status_t r)
 
 static void problem(const char *what, const char *detail)
 {
-	if (atomic_fetch_add(&problems, 1) == 0) /* the first one's words: written once */
+	if (atomic_fetch_add(&problems, 1) == 0)
 		snprintf(first, sizeof(first), "%s: %s", what, detail);
 }
 
-/* Descriptors open on /dev/kfd, /dev/dri/... and /dev/gim-smi... */
-static int devfds(void)
+static int devfds(void) /* descriptors open on /dev/kfd, /dev/dri/..., /dev/gim-smi... */
 {
 	DIR *d = opendir("/proc/self/fd");
 	char p[300], l[256];
 	struct dirent *e;
+	ssize_t k;
 	int n = 0;
 
 	while (d && (e = readdir(d))) {
-		ssize_t k;
-
 		snprintf(p, sizeof(p), "/proc/self/fd/%s", e->d_name);
-		if ((k = readlink(p, l, sizeof(l) - 1)) <= 0)
-			continue;
-		l[k] = '\0';
-		n += !strcmp(l, "/dev/kfd") || !strncmp(l, "/dev/dri/", 9) ||
-		     !strncmp(l, "/dev/gim-smi", 12);
+		l[(k = readlink(p, l, sizeof(l) - 1)) > 0 ? k : 0] = '\0';
+		n += !strcmp(l, "/dev/kfd") || !strncmp(l, "/dev/dri/", 9) || !strncmp(l, "/dev/gim-smi", 12);
 	}
-	if (d)
-		closedir(d);
-	return n;
+	return d && closedir(d) == 0 ? n : -1;
 }
 
-/* The AMD GPUs socket by socket: into dev[] (want NULL), or the one whose UUID is want. */
-static amdsmi_status_t walk(const char *want, uint64_t *bdf)
+/* The session's AMD GPUs, socket by socket, into g[] (UUID, PCI id); how many into *n. */
+static amdsmi_status_t gpus(struct gpu *g, unsigned *n)
 {
 	amdsmi_socket_handle s[64];
 	amdsmi_processor_handle p[256];
 	uint32_t ns = 64, np;
 	amdsmi_status_t r = amdsmi_get_socket_handles(&ns, s);
 
-	for (uint32_t i = 0; !r && i < ns && i < 64; i++) {
+	for (uint32_t i = *n = 0; !r && i < ns && i < 64; i++) {
 		np = 256;
 		r = amdsmi_get_processor_handles(s[i], &np, p);
-		for (uint32_t j = 0; !r && j < np && j < 256; j++) {
-			char id[AMDSMI_GPU_UUID_SIZE + 2] = "";
-			unsigned len = AMDSMI_GPU_UUID_SIZE + 1;
+		for (uint32_t j = 0; !r && j < np && j < 256 && *n < MAXDEV; j++) {
+			unsigned len = AMDSMI_GPU_UUID_SIZE + 1; /* the UUID's room, as amdsmi.h asks */
 			processor_type_t t;
 
-			if ((r = amdsmi_get_processor_type(p[j], &t)) ||
-			    t != AMDSMI_PROCESSOR_TYPE_AMD_GPU ||
-			    (r = amdsmi_get_gpu_device_uuid(p[j], &len, id)))
-				continue;
-			if (want && !strcmp(id, want))
-				return amdsmi_get_gpu_bdf_id(p[j], bdf);
-			if (!want && ndev < MAXDEV) {
-				memcpy(dev[ndev].uuid, id, sizeof(id));
-				r = amdsmi_get_gpu_bdf_id(p[j], &dev[ndev++].bdf);
-			}
+			if (!(r = amdsmi_get_processor_type(p[j], &t)) && t == AMDSMI_PROCESSOR_TYPE_AMD_GPU &&
+			    !(r = amdsmi_get_gpu_device_uuid(p[j], &len, g[*n].uuid)))
+				r = amdsmi_get_gpu_bdf_id(p[j], &g[(*n)++].bdf);
 		}
 	}
-	return r || !want ? r : AMDSMI_STATUS_NOT_FOUND;
+	return r;
 }
 
-/* A request: the GPU found by its UUID answers its reference PCI id. */
-static void request(const struct gpu *d)
+/* A request: the session lists the reference session's GPUs, their UUIDs and PCI ids. */
+static void request(const char *who)
 {
-	uint64_t bdf = 0;
-	amdsmi_status_t r = walk(d->uuid, &bdf);
+	struct gpu g[MAXDEV] = { 0 };
+	unsigned n = 0;
+	amdsmi_status_t r = gpus(g, &n);
 
-	if (r || bdf != d->bdf)
-		problem(d->uuid, r ? sname(r) : "another PCI id than in the reference session");
+	if (r || n != ndev || memcmp(g, dev, n * sizeof(g[0])))
+		problem(who, r ? sname(r) : "its GPUs differ from the reference session's");
 }
 
-static void *worker(void *arg)
+/* Threads < THREADS: rounds of a one-request session; THREADS: the watcher's long session. */
+static void *thread(void *arg)
 {
-	for (unsigned i = 0; i < rounds && !atomic_load(&stop); i++, atomic_fetch_add(&progress, 1)) {
+	uintptr_t id = (uintptr_t)arg;
+
+	for (unsigned i = 0; i < (id < THREADS ? rounds : 1); i++) {
 		amdsmi_status_t r = amdsmi_init(AMDSMI_INIT_AMD_GPUS);
 
-		if (r) {
+		if (r)
 			problem("amdsmi_init", sname(r));
-			continue;
-		}
-		request(&dev[((uintptr_t)arg + i) % ndev]);
-		if ((r = amdsmi_shut_down()))
+		else do /* the watcher: a request every ms (at least one) until told to stop */
+			request(id < THREADS ? "a request" : "the watcher's request");
+		while (id == THREADS && !atomic_load(&stop) && !usleep(1000));
+		if (!r && (r = amdsmi_shut_down()))
 			problem("amdsmi_shut_down", sname(r));
+		atomic_fetch_add(&progress, id < THREADS);
 	}
 	return NULL;
 }
 
-static void *watcher(void *arg)
+static void died(int sig) /* a crash during the sessions is the finding too */
 {
-	amdsmi_status_t r = amdsmi_init(AMDSMI_INIT_AMD_GPUS);
-
-	if (r)
-		return problem("the watcher's amdsmi_init", sname(r)), NULL;
-	(void)arg;
-	for (unsigned polls = 0; !polls || (!atomic_load(&stop) && !usleep(1000)); polls++)
-		request(&dev[polls % ndev]); /* at least one poll, however fast the workers are */
-	if ((r = amdsmi_shut_down()))
-		problem("the watcher's amdsmi_shut_down", sname(r));
-	return NULL;
-}
-
-/* In the child: the threads under the watchdog, then the nodes and a new session. */
-static int storm(void)
-{
-	pthread_t t[THREADS + 1];
-	unsigned long last = 0;
-	time_t since = time(NULL);
-	uint64_t bdf = 0;
-
-	for (uintptr_t i = 0; i <= THREADS; i++)
-		if (pthread_create(&t[i], NULL, i < THREADS ? worker : watcher, (void *)i))
-			return printf("cannot check: pthread_create %u\n", (unsigned)i), 2;
-	while (atomic_load(&progress) < (unsigned long)THREADS * rounds && !usleep(10000))
-		if (atomic_load(&progress) != last)
-			last = atomic_load(&progress), since = time(NULL);
-		else if (time(NULL) - since > STALL_S)
-			return printf("actual: deadlock: no round completed for %d s, %lu before\n",
-				      STALL_S, last), 1;
-	atomic_store(&stop, 1);
-	for (unsigned i = 0; i <= THREADS; i++)
-		pthread_join(t[i], NULL);
-	if (devfds() != fds0)
-		problem("after the threads", "device nodes left open");
-	if (amdsmi_init(AMDSMI_INIT_AMD_GPUS))
-		problem("a new session", "amdsmi_init failed");
-	for (unsigned i = 0; i < ndev; i++)
-		if (walk(dev[i].uuid, &bdf) || bdf != dev[i].bdf)
-			problem("a new session", "a GPU not found as before");
-	if (amdsmi_shut_down() || devfds() != fds0)
-		problem("a new session", "its shutdown failed or left nodes open");
-	printf("actual: %d problems%s%s\n", atomic_load(&problems),
-	       atomic_load(&problems) ? "; the first: " : "", first);
-	return atomic_load(&problems) ? 1 : 0;
+	(void)sig, (void)!write(STDOUT_FILENO, "actual: a crash during the sessions\n", 36);
+	_exit(1);
 }
 
 int main(int argc, char **argv)
 {
 	amdsmi_version_t v = { 0 };
+	pthread_t t[THREADS + 1];
+	unsigned long last = 0;
+	time_t since = time(NULL);
 	amdsmi_status_t r;
-	int status;
-	pid_t pid;
 
-	rounds = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : rounds;
+	rounds = argc > 1 && atoi(argv[1]) > 0 ? (unsigned)atoi(argv[1]) : rounds; /* a count only */
 	fds0 = devfds();
 	if ((r = amdsmi_init(AMDSMI_INIT_AMD_GPUS)))
 		return printf("cannot check: amdsmi_init: %s (no AMD GPU?)\n", sname(r)), 2;
-	if ((r = amdsmi_get_lib_version(&v)) ||
-	    v.major * 1000000ul + v.minor * 1000ul + v.release < 26002001ul)
+	if ((r = amdsmi_get_lib_version(&v)) || v.major * 1000000ul + v.minor * 1000ul + v.release <
+						    26002001ul)
 		return printf("cannot check: amdsmi %u.%u.%u (amdsmi_get_lib_version: %s): no "
 			      "count before 26.2.1\n", v.major, v.minor, v.release, sname(r)), 2;
-	if ((r = walk(NULL, NULL)) || !ndev || amdsmi_shut_down() || devfds() != fds0)
-		return printf("cannot check: the reference session: %s, %u GPUs\n", sname(r),
-			      ndev), 2;
-	printf("expected: amdsmi %u.%u.%u, %u threads x %u sessions and a watcher's: every call "
-	       "succeeds as in the reference session; then no device node open, a new session "
-	       "sees the %u GPUs\n", v.major, v.minor, v.release, THREADS, rounds, ndev);
+	if ((r = gpus(dev, &ndev)) || !ndev || amdsmi_shut_down() || devfds() != fds0)
+		return printf("cannot check: the reference session: %s, %u GPUs\n", sname(r), ndev), 2;
+	printf("expected: amdsmi %u.%u.%u, %u x %u sessions and a watcher's: every call works, as in "
+	       "a reference session of %u GPUs\n", v.major, v.minor, v.release, THREADS, rounds, ndev);
 	fflush(stdout);
-	if ((pid = fork()) == 0) {
-		status = storm();
-		fflush(stdout);
-		_exit(status);
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid)
-		return printf("cannot check: fork\n"), 2;
-	if (WIFSIGNALED(status))
-		return printf("actual: the process died of signal %d (%s) during the sessions\n",
-			      WTERMSIG(status), strsignal(WTERMSIG(status))), 1;
-	return WEXITSTATUS(status);
+	signal(SIGSEGV, died), signal(SIGBUS, died), signal(SIGABRT, died), signal(SIGFPE, died);
+	for (uintptr_t i = 0; i <= THREADS; i++)
+		if (pthread_create(&t[i], NULL, thread, (void *)i))
+			return printf("cannot check: pthread_create %u\n", (unsigned)i), 2;
+	while (atomic_load(&progress) < (unsigned long)THREADS * rounds && !usleep(10000))
+		if (atomic_load(&progress) != last)
+			last = atomic_load(&progress), since = time(NULL);
+		else if (time(NULL) - since > STALL_S) /* _exit: threads are stuck in the library */
+			printf("actual: deadlock: no round ended for %d s, %lu before\n", STALL_S, last),
+				fflush(stdout), _exit(1);
+	atomic_store(&stop, 1);
+	for (unsigned i = 0; i <= THREADS; i++)
+		pthread_join(t[i], NULL);
+	if (amdsmi_init(AMDSMI_INIT_AMD_GPUS))
+		problem("a new session", "amdsmi_init failed");
+	request("a new session");
+	if (amdsmi_shut_down() || devfds() != fds0)
+		problem("a new session", "its shutdown failed, or device nodes left open");
+	printf("actual: %d problems%s%s\n", atomic_load(&problems),
+	       atomic_load(&problems) ? "; the first: " : "", first);
+	return atomic_load(&problems) ? 1 : 0;
 }
