@@ -547,6 +547,9 @@ GC_KFD_GPU_SUBTEST(test_invalid_attrs, struct svm_fx, fx, gpu)
 
 		at = (attr_t){ c->type, c->from == UNKNOWN_GPU ? bad :
 					c->from == THIS_GPU ? id : c->value };
+		/* one line a row: a failed assertion below names the loop's line only */
+		gc_info("attribute %#x, value %#x: refused by%s%s", at.type, at.value,
+			c->by & REFUSED_BY_SET ? " SET" : "", c->by & REFUSED_BY_GET ? " GET" : "");
 		if (c->by & REFUSED_BY_SET)
 			gc_assert_errno(gc_kfd_svm_set(fx->dev.kfd, va, RANGE_SIZE, &at, 1), EINVAL);
 		if (c->by & REFUSED_BY_GET)
