@@ -131,3 +131,13 @@ def test_results_json_keeps_a_series_on_one_line() -> None:
     # a line a field, not a line a sample
     assert text.count("\n") < samples / 10
     assert len(re.findall(r'"samples": \[[0-9]', text)) == 454
+
+
+def test_regressions_a_run_was_told_to_expect_are_not_listed_as_unexpected() -> None:
+    data = night({"status": 0, "unexpected": [], "regressions": 0,
+                  "line": "ok: 4 subtests, nothing unexpected"})
+    data["run"] = {"options": {"regressions_expected": True}}
+    data["comparisons"] = [{"key": "cuda_mem@latency:map", "verdict": "regression",
+                            "explain": "regression: +7.1% beyond the limit 2.5%"}]
+    page = render_html(data)
+    assert "unexpected" not in headings(page) and "beyond the limit 2.5%" in page

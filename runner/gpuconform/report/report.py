@@ -966,6 +966,10 @@ def _unexpected(data: Mapping[str, Any]) -> list[_Flagged]:
             badge = (Badge(f"{rec.get('result')}, {final}", _STATE_COLOURS["fail"])
                      if final == "flake" else _state_badge(str(rec.get("result", "?"))))
             out.append(_Flagged(name, badge, why))
+    run = data.get("run") if isinstance(data.get("run"), Mapping) else {}
+    options = run.get("options") if isinstance(run.get("options"), Mapping) else {}
+    if options.get("regressions_expected"):  # --regressions-expected: they do not count
+        return out
     for c in _comparisons(data):
         if c.get("verdict") == "regression":
             out.append(_Flagged(str(c["key"]), _verdict_badge("regression"),
