@@ -52,32 +52,20 @@ def test_a_reproducer_is_short_and_gives_its_build_line(repro: Path) -> None:
     assert (repro.parent / "README.md").is_file()
 
 
-def _missing_header(repro: Path, flags: list[str]) -> str | None:
-    """The first <header> of repro that neither the system nor its -I dirs have."""
-    dirs = [Path(f[2:]) for f in flags if f.startswith("-I")] + [Path("/usr/include")]
-    for h in re.findall(r"#include\s*<([^>]+)>", repro.read_text(encoding="utf-8")):
-        if h.startswith(("std", "sys/", "time.h", "string.h", "errno.h", "fcntl.h",
-                         "unistd.h", "inttypes.h", "math.h", "signal.h", "pthread.h")):
-            continue
-        if not any((d / h).is_file() for d in dirs) and \
-                not any(Path(p, h).is_file() for p in ("/usr/include/x86_64-linux-gnu",)):
-            return h
-    return None
-
-
 @pytest.mark.parametrize("repro", REPROS, ids=[p.parent.name for p in REPROS])
 def test_a_reproducer_compiles_where_its_headers_are(repro: Path, tmp_path: Path) -> None:
     line = build_line(repro)
     assert line
-    argv = shlex.split(line)
-    flags = [a for a in argv[1:] if a.startswith(("-I", "-D", "-std"))]
-    missing = _missing_header(repro, flags)
-    if missing:
-        pytest.skip(f"{missing} is not installed here")
+    flags = [a for a in shlex.split(line)[1:] if a.startswith(("-I", "-D", "-std"))]
     if shutil.which("cc") is None:
         pytest.skip("no C compiler")
     p = subprocess.run(["cc", *flags, "-Wall", "-Wextra", "-Werror", "-c", str(repro), "-o",
                         str(tmp_path / "repro.o")], capture_output=True, text=True, timeout=120)
+    # the vendor's headers (cufile.h, amdsmi.h, ...) are not on every machine: the compiler
+    # says which one it did not find
+    missing = re.search(r"fatal error: ([^:]+): No such file or directory", p.stderr)
+    if p.returncode != 0 and missing:
+        pytest.skip(f"{missing.group(1)} is not installed here")
     assert p.returncode == 0, p.stderr
 
 

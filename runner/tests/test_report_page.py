@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from gpuconform.core.jsondoc import dumps
+from gpuconform.core.page import EXPECTED_COLOUR
 from gpuconform.report import report
 from gpuconform.report.report import render_html
 
@@ -49,7 +50,7 @@ def test_nothing_unexpected_is_the_first_line_and_the_expected_failure_is_not_re
     assert first and first.group(1) == f"gpuconform: {line}"
     # no plain red "fail" badge anywhere: the expected failure reads so, in brown
     assert 'background:#c62828">fail<' not in page
-    assert f'background:{report.EXPECTED_COLOUR}">fail, expected<' in page
+    assert f'background:{EXPECTED_COLOUR}">fail, expected<' in page
     assert "unexpected" not in headings(page)
     exp = page[page.index('<h2 id="expected">'):page.index('<h2 id="tests">')]
     assert "cuda_mem@map-past-reservation" in exp and RULE in exp

@@ -13,7 +13,9 @@ import html
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
+
+from .results import expected_failure
 
 try:
     import jinja2
@@ -21,7 +23,8 @@ try:
 except ModuleNotFoundError as e:  # the runner's results do not need it, the page does
     raise ModuleNotFoundError(f"{e} (install python3-jinja2)", name=e.name) from None
 
-__all__ = ["Badge", "TEMPLATES", "environment"]
+__all__ = ["Badge", "EXPECTED_COLOUR", "STATE_COLOURS", "TEMPLATES", "environment",
+           "record_badge", "state_badge"]
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -32,6 +35,27 @@ _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 class Badge:
     text: str
     colour: str
+
+
+STATE_COLOURS = {
+    "pass": "#2e7d32", "skip": "#757575", "notrun": "#9e9e9e", "fail": "#c62828",
+    "crash": "#8e0000", "timeout": "#ef6c00", "abort": "#6a1b9a", "incomplete": "#f9a825",
+    "error": "#ad1457", "dmesg-warn": "#f9a825", "dmesg-fail": "#c62828",
+}
+EXPECTED_COLOUR = "#8d6e63"  # an expected failure: neither red (unexpected) nor green
+
+
+def state_badge(state: str) -> Badge:
+    return Badge(state, STATE_COLOURS.get(state, "#000"))
+
+
+def record_badge(rec: Mapping[str, Any]) -> Badge:
+    """A results.json record's state; an expected failure reads "fail,
+    expected" in brown, never a plain red "fail"."""
+    state = str(rec.get("result", "?"))
+    if expected_failure(rec):
+        return Badge(f"{state}, expected", EXPECTED_COLOUR)
+    return state_badge(state)
 
 
 def _clean(text: Any) -> str:

@@ -16,7 +16,7 @@ from .execute import SubtestRun
 from .jsondoc import dumps
 from .expectations import FLAKE, Judgement, Rule, judge
 from .protocol import skip_location
-from .states import State, Verdict, classify
+from .states import State, Verdict, classify, failed
 
 __all__ = [
     "DynamicRecord",
@@ -358,6 +358,12 @@ def run_outcome(
         status = 0
         line = f"ok: {ran} subtests, nothing unexpected"
     return RunOutcome(status, unexpected, regressions, line)
+
+
+def expected_failure(rec: Mapping[str, Any]) -> bool:
+    """A results.json record whose failure an expectation rule foresaw
+    ("expected": true and a failure state)."""
+    return rec.get("expected") is True and failed(str(rec.get("result", "?")))
 
 
 def outcome_of(data: Mapping[str, Any]) -> RunOutcome:

@@ -23,6 +23,7 @@ __all__ = [
     "signal_name",
     "worst",
     "FAILURE_STATES",
+    "failed",
 ]
 
 
@@ -63,6 +64,15 @@ FAILURE_STATES: frozenset[State] = frozenset(
         State.ABORT,
     }
 )
+
+
+def failed(state: str) -> bool:
+    """A record's state text is a failure; a text that is no State counts as
+    one (something to look at, never a pass)."""
+    try:
+        return State(state).is_failure
+    except ValueError:
+        return True
 
 
 def worst(states: "list[State] | tuple[State, ...]") -> State:

@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping
 
 from ..core.fingerprint import Fingerprint
 from ..core.jsondoc import DocError
+from ..core.results import expected_failure
 from ..core.runmetrics import load_results
 
 __all__ = ["Night", "Point", "find_results", "load_night", "load_nights"]
@@ -65,9 +66,7 @@ def _float(v: Any) -> float | None:
 
 def _state(rec: Mapping[str, Any]) -> str:
     state = str(rec.get("result", "?"))
-    if rec.get("expected") is True and state not in ("pass", "skip", "notrun"):
-        return state + ", expected"
-    return state
+    return state + ", expected" if expected_failure(rec) else state
 
 
 def _facts(data: Mapping[str, Any], fp: Fingerprint) -> dict[str, str]:

@@ -17,7 +17,7 @@ from typing import Sequence
 
 from ..core.atomic import atomic_write
 from ..core.fmt import nice_ticks
-from ..core.page import Badge, environment
+from ..core.page import EXPECTED_COLOUR, STATE_COLOURS, Badge, environment
 from .changes import Shift, shifts_of, state_changes
 from .nights import Night
 
@@ -26,10 +26,6 @@ __all__ = ["render", "write"]
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 W, H, LEFT, RIGHT, TOP, BOTTOM = 900, 130, 250, 10, 8, 22  # a chart's box, pixels
 BASE_W = 40  # the baseline runs' column, left of the nights
-STATE_COLOURS = {"pass": "#2e7d32", "skip": "#9e9e9e", "notrun": "#e0e0e0", "fail": "#c62828",
-                 "crash": "#8e0000", "timeout": "#ef6c00", "abort": "#6a1b9a",
-                 "incomplete": "#f9a825"}
-EXPECTED_COLOUR = "#8d6e63"
 VERDICT_COLOURS = {"regression": "#c62828", "improvement": "#2e7d32"}
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..core.runmetrics import load_results
-from ..core.states import State
+from ..core.states import failed
 
 __all__ = ["FINDINGS_DIR", "Bundle", "build_line", "finding_dir", "write_findings"]
 
@@ -52,13 +52,6 @@ def build_line(repro: Path) -> str | None:
     first = re.match(r"\s*/\*.*?\*/", text, re.S)
     m = _BUILD.search(first.group(0)) if first else None
     return m.group(1) if m else None
-
-
-def _failed(rec: Mapping[str, Any]) -> bool:
-    try:
-        return State(str(rec.get("result"))).is_failure
-    except ValueError:
-        return True
 
 
 def _output(test: str, rec: Mapping[str, Any]) -> str:
@@ -124,7 +117,7 @@ def write_findings(results: Path, findings: Path = FINDINGS_DIR) -> list[Bundle]
     data = load_results(results / "results.json")
     out = results / "findings"
     bundles = [_bundle(out, t, rec, data, findings)
-               for t, rec in sorted(data["tests"].items()) if _failed(rec)]
+               for t, rec in sorted(data["tests"].items()) if failed(str(rec.get("result")))]
     if bundles:
         rows = [f"| {b.test} | {'expected' if b.expected else 'unexpected'} | "
                 f"{'yes' if b.reproducer else 'no: rerun it alone (commands.txt)'} | "

@@ -27,7 +27,7 @@ from typing import Any, Iterator, Mapping
 
 from ..core.atomic import atomic_write
 from ..core.fingerprint import Fingerprint
-from ..core.results import outcome_of
+from ..core.results import expected_failure, outcome_of
 from ..core.runmetrics import load_results
 
 __all__ = ["render", "write_openmetrics"]
@@ -75,9 +75,7 @@ def _samples(data: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any], flo
         yield "gpuconform_run_end_seconds", machine, float(run["end"])
     counts: dict[tuple[str, str], int] = {}
     for rec in data["tests"].values():
-        state = str(rec.get("result", "?"))
-        expected = rec.get("expected") is True and state not in ("pass", "skip", "notrun")
-        key = (state, "true" if expected else "false")
+        key = (str(rec.get("result", "?")), "true" if expected_failure(rec) else "false")
         counts[key] = counts.get(key, 0) + 1
     for (state, expected), n in sorted(counts.items()):
         yield "gpuconform_tests", {**machine, "state": state, "expected": expected}, float(n)

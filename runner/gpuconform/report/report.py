@@ -75,12 +75,12 @@ from ..core.fmt import nice_ticks
 from ..core.jsondoc import DocError
 from ..core.metrickey import MetricKey
 from ..core.metrics import Metric
-from ..core.page import Badge, environment
-from ..core.results import outcome_of
+from ..core.page import STATE_COLOURS, Badge, environment, record_badge, state_badge
+from ..core.results import expected_failure, outcome_of
 from ..core.runmetrics import load_results
 from ..core.soakplot import SoakView, soak_views
 from ..core.stats import median, quantile
-from ..core.states import State
+from ..core.states import State, failed
 
 __all__ = ["write_html", "render_html", "REPORT_NAME"]
 
@@ -92,11 +92,6 @@ HEAD_DOTS = 4  # and the smallest
 MAX_BARS = 400
 MAX_OUTPUT_CHARS = 64 * 1024  # per stream in the table; the rest is in results.json
 
-_STATE_COLOURS = {
-    "pass": "#2e7d32", "skip": "#757575", "notrun": "#9e9e9e", "fail": "#c62828",
-    "crash": "#8e0000", "timeout": "#ef6c00", "abort": "#6a1b9a", "incomplete": "#f9a825",
-    "error": "#ad1457", "dmesg-warn": "#f9a825", "dmesg-fail": "#c62828",
-}
 _VERDICT_COLOURS = {
     "regression": "#c62828", "improvement": "#2e7d32", "unchanged": "#1565c0",
     "trend": "#546e7a", "new": "#6a1b9a", "missing": "#ef6c00", "insufficient": "#757575",
@@ -609,33 +604,6 @@ class _Count:
     n: int
 
 
-def _state_badge(state: str) -> Badge:
-    return Badge(state, _STATE_COLOURS.get(state, "#000"))
-
-
-EXPECTED_COLOUR = "#8d6e63"  # an expected failure: neither red (unexpected) nor green
-
-
-def _is_failure(state: str) -> bool:
-    try:
-        return State(state).is_failure
-    except ValueError:
-        return True
-
-
-def _expected_failure(rec: Mapping[str, Any]) -> bool:
-    """A failure state the expectations said would come (results.json "expected")."""
-    return rec.get("expected") is True and _is_failure(str(rec.get("result", "?")))
-
-
-def _record_badge(rec: Mapping[str, Any]) -> Badge:
-    """A test's state; an expected failure reads "fail, expected" in brown."""
-    state = str(rec.get("result", "?"))
-    if _expected_failure(rec):
-        return Badge(f"{state}, expected", EXPECTED_COLOUR)
-    return _state_badge(state)
-
-
 def _verdict_badge(verdict: str) -> Badge:
     return Badge(verdict, _VERDICT_COLOURS.get(verdict, "#424242"))
 
@@ -812,17 +780,17 @@ def _gpu_cells(rec: Mapping[str, Any]) -> list[tuple[str, str, Badge]]:
         g = c.get("gpu")
         if isinstance(g, Mapping) and "index" in g:
             out.append((f"gpu{g['index']}", f"{g.get('uuid', '')} {g.get('bus', '')}".strip(),
-                        _state_badge(str(c.get("result", "?")))))
+                        state_badge(str(c.get("result", "?")))))
     return out
 
 
 def _test_row(name: str, rec: Mapping[str, Any]) -> _TestRow:
     dur = rec.get("duration")
     dyn = rec.get("dynamic") or {}
-    dynamic = [(str(k), _state_badge(str(v.get("result", "?")) if isinstance(v, dict) else "?"))
+    dynamic = [(str(k), state_badge(str(v.get("result", "?")) if isinstance(v, dict) else "?"))
                for k, v in dyn.items()] if isinstance(dyn, dict) else []
     return _TestRow(
-        name, _record_badge(rec),
+        name, record_badge(rec),
         f"{dur:.3f} s" if _is_seconds(dur) else "",
         str(rec["reason"]) if rec.get("reason") else "",
         str(rec["skip_at"]) if rec.get("skip_at") else "",
@@ -857,7 +825,7 @@ def _machines(data: Mapping[str, Any]) -> list[_MachineView]:
             Fingerprint.from_json(fp).describe() if isinstance(fp, Mapping) and fp
             else "no fingerprint recorded",
             [str(i) for i in g.get("inputs") or []],
-            [_Count(_state_badge(st), n) for st, n in sorted(states.items(),
+            [_Count(state_badge(st), n) for st, n in sorted(states.items(),
                                                              key=lambda kv: -_severity(kv[0]))],
             len(names), ", ".join(str(b) for b in g.get("baselines") or []) or "none"))
     return out
@@ -914,7 +882,7 @@ def _contracts(tests: Mapping[str, Any], table_path: Path) -> _ContractsView | N
     return _ContractsView(display_path(table_path), vendors, [
         _ContractRow(r.name, [_ContractSide(
             [_ContractCell(c.test, None if c.state == "-" or c.state is None
-                           else _record_badge(tests[c.test]), c.expect, c.why)
+                           else record_badge(tests[c.test]), c.expect, c.why)
              for c in side.cells],
             side.reason or "", side.missing) for side in r.sides])
         for r in rows], "", ", ".join(f"{n} {s}" for s, n in expectation_counts(table).items()))
@@ -960,11 +928,11 @@ def _unexpected(data: Mapping[str, Any]) -> list[_Flagged]:
     for name in sorted(tests, key=lambda n: (-_severity(str(tests[n].get("result"))), n)):
         rec = tests[name]
         judged = rec.get("expected")
-        if judged is False or (judged is None and _is_failure(str(rec.get("result", "?")))):
+        if judged is False or (judged is None and failed(str(rec.get("result", "?")))):
             why = str(rec.get("judgement") or rec.get("reason") or "")
             final = rec.get("final")
-            badge = (Badge(f"{rec.get('result')}, {final}", _STATE_COLOURS["fail"])
-                     if final == "flake" else _state_badge(str(rec.get("result", "?"))))
+            badge = (Badge(f"{rec.get('result')}, {final}", STATE_COLOURS["fail"])
+                     if final == "flake" else state_badge(str(rec.get("result", "?"))))
             out.append(_Flagged(name, badge, why))
     run = data.get("run") if isinstance(data.get("run"), Mapping) else {}
     options = run.get("options") if isinstance(run.get("options"), Mapping) else {}
@@ -978,17 +946,17 @@ def _unexpected(data: Mapping[str, Any]) -> list[_Flagged]:
 
 
 def _expected_failures(tests: Mapping[str, Any]) -> list[_Flagged]:
-    return [_Flagged(name, _record_badge(rec), str(rec.get("reason") or ""),
+    return [_Flagged(name, record_badge(rec), str(rec.get("reason") or ""),
                      str(rec.get("rule") or ""))
-            for name, rec in sorted(tests.items()) if _expected_failure(rec)]
+            for name, rec in sorted(tests.items()) if expected_failure(rec)]
 
 
 def _state_counts(tests: Mapping[str, Any]) -> list[_Count]:
     """Per state its count, most severe first; expected failures counted apart."""
     counts: dict[str, tuple[Badge, int, int]] = {}
     for rec in tests.values():
-        b = _record_badge(rec)
-        sev = _severity(str(rec.get("result", "?"))) - (100 if _expected_failure(rec) else 0)
+        b = record_badge(rec)
+        sev = _severity(str(rec.get("result", "?"))) - (100 if expected_failure(rec) else 0)
         _, n, _ = counts.get(b.text, (b, 0, sev))
         counts[b.text] = (b, n + 1, sev)
     return [_Count(b, n) for b, n, _ in sorted(counts.values(), key=lambda t: -t[2])]
@@ -1000,7 +968,7 @@ def _page(data: Mapping[str, Any], title: str, contracts_table: Path) -> _Page:
     metrics = _metric_views(data)
     gap_shapes = _gap_shapes(tests)
     soaks = soak_views(tests)
-    durations = [(name, float(rec["duration"]), _STATE_COLOURS.get(str(rec.get("result")), "#000"))
+    durations = [(name, float(rec["duration"]), STATE_COLOURS.get(str(rec.get("result")), "#000"))
                  for name, rec in tests.items()
                  if _is_seconds(rec.get("duration")) and math.isfinite(rec["duration"])
                  and rec.get("result") != "notrun"]
