@@ -1,9 +1,16 @@
 """test_quotes.py: quoted sources in C comments name the file and the version
 read (CONTRIBUTING.md, "Quoting a source").
 
-The form: a citation `[src REPO PATH @ VERSION]` (REPO owner/name, PATH the
-file in it, VERSION a tag such as rocm-6.2.2 or v6.7, or a commit of 12 or
-more hex digits) in the comment block of the quote; a documentation quote is
+The form: a citation in the comment block of the quote, one of
+  `[src REPO PATH @ VERSION]`  a file of a repository (REPO owner/name, PATH
+      the file in it, VERSION a tag such as rocm-6.2.2 or v6.7, or a commit
+      of 12 or more hex digits);
+  `[pkg PACKAGE VERSION PATH]`  a file as a vendor's package installs it
+      (libcufile-dev-13-0 1.15.1.6-1 /usr/local/cuda-13.0/.../cufile.h);
+  `[doc URL]`  a page of versioned documentation: a segment of the URL's
+      path names the version (docs-10.2.0, v6.7, rocm-6.2.2);
+  `[mail <MESSAGE-ID>]`  a mailing-list message, which its id fixes;
+and a documentation quote is
 in double quotes and is whole sentences: it begins with a capital letter, a
 digit, '@' or '::', or with the elision mark "[...]", and ends with '.', '!',
 '?' or ':' or with "[...]". Code is in backticks, never in double quotes.
@@ -24,7 +31,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CITE = re.compile(r"\[src ([^\s\]]+) ([^\s\]]+) @ ([^\s\]]+)\]")
-CITE_START = re.compile(r"\[src\b")
+PKG = re.compile(r"\[pkg ([a-z0-9][a-z0-9.+-]+) ([^\s\]]+) (/[^\s\]]+)\]")
+DOC = re.compile(r"\[doc (https://[^\s\]]+)\]")
+MAIL = re.compile(r"\[mail <[^\s<>@\]]+@[^\s<>@\]]+>\]")
+CITE_START = re.compile(r"\[(src|pkg|doc|mail)\b")
+DOC_VERSION = re.compile(r"/(docs-|v|rocm-)?\d+(\.\d+)+/")
 VERSION = re.compile(r"(v?\d+(\.\d+)+(-[A-Za-z0-9.]+)?|rocm-\d+(\.\d+)+|[0-9a-f]{12,40})\Z")
 QUOTE = re.compile(r'"([^"]*)"')
 START = re.compile(r"(\[\.\.\.\]|[A-Z0-9@]|::)")
@@ -50,11 +61,32 @@ def blocks(path: Path) -> list[tuple[int, str]]:
     return out
 
 
+def other_citation(where: str, block: str, at: int, kind: str) -> list[str]:
+    """What breaks the form of the pkg, doc or mail citation at block[at:]."""
+    m = {"pkg": PKG, "doc": DOC, "mail": MAIL}[kind].match(block, at)
+    if m is None:
+        want = {"pkg": "[pkg PACKAGE VERSION /PATH]", "doc": "[doc https://URL]",
+                "mail": "[mail <MESSAGE-ID>]"}[kind]
+        return [f"{where}: citation {block[at:at + 60]!r} is not {want}"]
+    if kind == "pkg":
+        if not VERSION.match(m.group(2)):
+            return [f"{where}: package version {m.group(2)!r} is no version (1.15.1.6-1)"]
+        if "." not in m.group(3).rsplit("/", 1)[-1]:
+            return [f"{where}: {m.group(3)!r} is not a file"]
+    if kind == "doc" and not DOC_VERSION.search(m.group(1)):
+        return [f"{where}: {m.group(1)!r} names no version in its path (docs-10.2.0, v6.7): "
+                "an unversioned page changes under the quote"]
+    return []
+
+
 def problems_of(where: str, block: str) -> list[str]:
     """What breaks the form in a cited block (its quotes unchecked when the
     block is in UNFINISHED)."""
     out = []
     for start in CITE_START.finditer(block):
+        if start.group(1) != "src":
+            out += other_citation(where, block, start.start(), start.group(1))
+            continue
         m = CITE.match(block, start.start())
         if m is None:
             out.append(f"{where}: citation {block[start.start():start.start() + 60]!r} is not "
@@ -68,7 +100,8 @@ def problems_of(where: str, block: str) -> list[str]:
         if not VERSION.match(version):
             out.append(f"{where}: version {version!r} is no tag (v6.7, rocm-6.2.2, 26.2.1) "
                        "nor a commit of 12+ hex digits")
-    for q in [] if where in UNFINISHED else QUOTE.findall(CITE.sub("", block)):
+    bare = MAIL.sub("", DOC.sub("", PKG.sub("", CITE.sub("", block))))
+    for q in [] if where in UNFINISHED else QUOTE.findall(bare):
         q = q.strip()
         if not START.match(q) or not END.search(q):
             out.append(f"{where}: quote \"{q[:70]}\" is not whole sentences (capital or "
@@ -100,6 +133,17 @@ def test_cited_blocks_keep_the_form() -> None:
     ('"Returns 0." [src ROCm/x a.h]', "is not [src OWNER/REPO PATH @ VERSION]"),
     ('"Returns 0." [src x a.h @ v6.7]', "'x' is not OWNER/REPO"),
     ('"amdgpu_bo_reserve(mem->bo, true)" [src torvalds/linux a.c @ v6.7]', "code goes in"),
+    ('"Returns 0." [pkg libcufile-dev-13-0 1.15.1.6-1 /usr/include/cufile.h]', None),
+    ('"Returns 0." [pkg libcufile-dev-13-0 latest /usr/include/cufile.h]', "is no version"),
+    ('"Returns 0." [pkg libcufile-dev-13-0 1.15.1.6-1 /usr/include]', "is not a file"),
+    ('"Returns 0." [pkg libcufile-dev-13-0 /usr/include/cufile.h]', "is not [pkg"),
+    ('"Returns 0." [doc https://rocm.docs.amd.com/projects/amdsmi/en/docs-10.2.0/f.html]', None),
+    ('"Returns 0." [doc https://rocm.docs.amd.com/projects/amdsmi/en/latest/f.html]',
+     "names no version"),
+    ('"Returns 0." [doc rocm.docs.amd.com/en/docs-10.2.0/f.html]', "is not [doc"),
+    ('`remove dead code` [mail <20260611200746.320513-1-a@amd.com>]', None),
+    ('"remove dead code" [mail <20260611200746.320513-1-a@amd.com>]', "not whole sentences"),
+    ('`remove dead code` [mail 20260611200746.320513-1-a@amd.com]', "is not [mail"),
 ])
 def test_the_form_can_fail(block: str, want: str | None) -> None:
     got = problems_of("f.c:1", " ".join(block.split()))
@@ -109,12 +153,7 @@ def test_the_form_can_fail(block: str, want: str | None) -> None:
 # Quotes in comment blocks without a citation, per C source of tests/ and lib/
 # (every vendor's): the work left. test_quote_debt_only_goes_down holds each
 # file to its count, and every other file to none.
-QUOTE_DEBT = {
-    "tests/cufile/conc.c": 2,
-    "tests/cufile/edge.c": 1,
-    "tests/kfd/events.c": 1,
-    "tests/smi/amdsmi_session.c": 1,
-}
+QUOTE_DEBT: dict[str, int] = {}
 
 
 def quote_debt() -> dict[str, int]:

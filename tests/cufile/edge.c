@@ -247,10 +247,11 @@ void test_deregistered_handle(void *data)
 }
 
 /*
- * host-pointer: cufile.h (cuFileRead): bufPtr_base is the "base address of
- * buffer in device or host memory", so a host buffer is legal: the bytes
- * must be exact; a library configured to refuse system memory may return
- * CU_FILE_CUDA_MEMORY_TYPE_INVALID, with the buffer unchanged.
+ * host-pointer: cufile.h documents cuFileRead's bufPtr_base as the `base
+ * address of buffer in device or host memory`, so a host buffer is legal:
+ * the bytes must be exact; a library configured to refuse system memory may
+ * return CU_FILE_CUDA_MEMORY_TYPE_INVALID, with the buffer unchanged.
+ * [pkg libcufile-dev-13-0 1.15.1.6-1 /usr/local/cuda-13.0/targets/x86_64-linux/include/cufile.h]
  */
 void test_host_pointer(void *data)
 {

@@ -57,10 +57,10 @@
  */
 /*
  * Two kinds of kernel, both written here, the one found printed by every
- * subtest that creates an event. The amd-gfx series of June 2026 "remove
- * dead kernel-allocated signal page code" (patch 2/2's subject, Message-ID
- * <20260611200746.320513-1-Yongqiang.Sun@amd.com>; in the amdgpu pull for
- * drm-next 7.3, tag amd-drm-next-7.3-2026-07-02; in no release read)
+ * subtest that creates an event. The amd-gfx series of June 2026
+ * [mail <20260611200746.320513-1-Yongqiang.Sun@amd.com>], whose patch 2/2 is
+ * titled `remove dead kernel-allocated signal page code` (in the amdgpu pull
+ * for drm-next 7.3, tag amd-drm-next-7.3-2026-07-02; in no release read),
  * drops the kernel's own page: without a user-mapped page the first
  * CREATE_EVENT then fails with ENOMEM. So the first CREATE_EVENT of each
  * child, made without a page, decides the side:

@@ -34,10 +34,10 @@
  * written; here every subtest skips with the loader's words.
  */
 /*
- * Later documentation of amdsmi_init (rocm.docs.amd.com/projects/amdsmi/en/docs-10.2.0,
- * reference/amdsmi-cpp-api/functions.html, not the 26.2.1 header) adds
- * "Threads may call amdsmi_init and amdsmi_shut_down concurrently; the
- * calls are serialized".
+ * Later documentation of amdsmi_init (not the 26.2.1 header) adds "Threads
+ * may call amdsmi_init and amdsmi_shut_down concurrently; the calls are
+ * serialized."
+ * [doc https://rocm.docs.amd.com/projects/amdsmi/en/docs-10.2.0/reference/amdsmi-cpp-api/functions.html]
  */
 #include <errno.h>
 #include <inttypes.h>
