@@ -1,40 +1,49 @@
 // SPDX-License-Identifier: MIT
 /*
  * kfd_interrupt: the interrupt contract on raw KFD ioctls (DESIGN, interrupt,
- * AMD column): "a call interrupted by a signal either completes or fails with
- * EINTR/ERESTARTSYS and no visible effect; restarting it is idempotent and
- * converges", and "n_success lets a restarted multi-GPU map resume".
+ * AMD column), in our words: a call that a signal interrupts either completes
+ * or fails with EINTR (ERESTARTSYS) having had no visible effect, and
+ * reissuing it is idempotent and converges; for a multi-GPU map, n_success is
+ * what lets the reissued call resume where the interrupted one stopped.
  *
  * lib/interrupt's storms aim a real-time signal at this thread with a handler
  * installed without SA_RESTART. Where a KFD ioctl returns -ERESTARTSYS, the
- * x86 handle_signal() (arch/x86/kernel/signal.c, read) then gives user space
- * -EINTR instead of restarting the call ("case -ERESTARTSYS: if (!(... &
- * SA_RESTART)) regs->ax = -EINTR"); a wait that returns -EINTR itself gives
- * -EINTR either way. So user space sees EINTR, never 512 (ERESTARTSYS is
- * kernel-internal, include/linux/errno.h): a 512 is reported as a kernel bug.
+ * x86 handle_signal() then gives user space -EINTR instead of restarting the
+ * call (`case -ERESTARTSYS: if (!(ksig->ka.sa.sa_flags & SA_RESTART)) {
+ * regs->ax = -EINTR; break; }` [src torvalds/linux arch/x86/kernel/signal.c @
+ * c9f289701540]); a wait that returns -EINTR itself gives -EINTR either way.
+ * So user space sees EINTR, never 512 (ERESTARTSYS is kernel-internal,
+ * include/linux/errno.h): a 512 is reported as a kernel bug.
  *
  * Which waits can be interrupted, per the kernel source (read, not run; the
  * mainline kfd_chardev.c / amdgpu_amdkfd_gpuvm.c of the kfd_node and drm_exec
  * era; Debian 12's 6.1 has the same n_success handling in kfd_chardev.c but
- * reserved buffers through ttm_eu_reserve_buffers, not checked here):
+ * reserved buffers through ttm_eu_reserve_buffers, not checked here). The
+ * kfd_chardev.c lines quoted below stand word for word in the older stored
+ * version [src torvalds/linux drivers/gpu/drm/amd/amdkfd/kfd_chardev.c @
+ * 29633d0e204d], of the kfd_dev era:
  *  - ALLOC_MEMORY_OF_GPU: the process, SVM and mmap locks are plain
  *    (uninterruptible) locks; the buffer is created by amdgpu_bo_create(),
- *    whose TTM context is interruptible for user buffers (".interruptible =
- *    (bp->type != ttm_bo_type_kernel)"), so an allocation that must evict can
- *    be interrupted. Every failure after the memory-limit reservation goes
- *    through the error path that gives it back (err_bo_create ->
- *    amdgpu_amdkfd_unreserve_mem_limit), and args->handle is written only on
- *    the success path. Expected: no handle, available memory unchanged.
+ *    whose TTM context is interruptible for user buffers (`.interruptible =
+ *    (bp->type != ttm_bo_type_kernel),` [src gregkh/linux
+ *    drivers/gpu/drm/amd/amdgpu/amdgpu_object.c @ 11747c52c04a]), so an
+ *    allocation that must evict can be interrupted. Every failure after the
+ *    memory-limit reservation goes through the error path that gives it back
+ *    (err_bo_create -> amdgpu_amdkfd_unreserve_mem_limit [src torvalds/linux
+ *    drivers/gpu/drm/amd/amdgpu/amdgpu_amdkfd_gpuvm.c @ 64f9d8ac2cd4]), and
+ *    args->handle is written only on the success path. Expected: no handle,
+ *    available memory unchanged.
  *  - MAP_MEMORY_TO_GPU: per device, in list order from the n_success passed
  *    in, kfd_chardev.c looks the gpu_id up, binds the device, maps, and sets
  *    n_success to i + 1; the per-device map reserves the buffer and page
  *    directory with DRM_EXEC_INTERRUPTIBLE_WAIT, and DMA-buf / userptr
  *    attachments on peers validate with an interruptible TTM context. After
  *    the loop, amdgpu_amdkfd_gpuvm_sync_memory(..., true) waits
- *    interruptibly for the page-table updates ("wait interrupted by user
- *    signal"; dma_fence_default_wait gives -ERESTARTSYS), then the TLBs are
- *    flushed. kfd_ioctl() copies the argument struct back to user space after
- *    the handler whatever it returned (IOWR), so n_success comes back with
+ *    interruptibly for the page-table updates (its debug message on failure:
+ *    `Sync memory failed, wait interrupted by user signal`;
+ *    dma_fence_default_wait() gives -ERESTARTSYS), then the TLBs are flushed.
+ *    kfd_ioctl() copies the argument struct back to user space after the
+ *    handler whatever it returned (IOWR), so n_success comes back with
  *    EINTR too. Expected: EINTR with n_success k in [n_success sent, n]; a
  *    reissue from k converges; each GPU ends mapped once.
  *  - UNMAP_MEMORY_FROM_GPU: the same loop (reservation interruptible), then
@@ -42,51 +51,67 @@
  *    TLB flush and DMA unmap per device.
  *  - FREE_MEMORY_OF_GPU (freed in every cycle, under the same storm): the
  *    reservation of the buffer and its VMs is interruptible; kfd_chardev.c:
- *    "If freeing the buffer failed, leave the handle in place", so the free
- *    is reissued until it succeeds.
+ *    "If freeing the buffer failed, leave the handle in place for clean-up
+ *    during process tear-down.", so the free is reissued until it succeeds.
  *
- * With SA_RESTART (the "-sa-restart" twin of each subtest: same experiment,
+ * With SA_RESTART (the `-sa-restart` twin of each subtest: same experiment,
  * the storm's handler installed with SA_RESTART, as most programs run; the
  * subtests above keep their names and results). x86 handle_signal() restarts
- * a call that returned -ERESTARTSYS when the handler has SA_RESTART ("case
- * -ERESTARTSYS: if (!(ksig->ka.sa.sa_flags & SA_RESTART)) { regs->ax = -EINTR;
- * break; } fallthrough; case -ERESTARTNOINTR: regs->ax = regs->orig_ax;
- * regs->ip -= 2;"): the same ioctl runs again on the same argument pointer,
- * and kfd_ioctl() has copied the argument struct back before returning,
- * whatever the handler returned ("if (cmd & IOC_OUT) if (copy_to_user((void
- * __user *)arg, kdata, usize) != 0) retcode = -EFAULT;", no test of retcode
- * first), so the restarted map reads the n_success it reached and resumes
- * there: "for (i = args->n_success; i < args->n_devices; i++)". Any other
+ * a call that returned -ERESTARTSYS when the handler has SA_RESTART: the
+ * -ERESTARTSYS case above falls through (a fallthrough comment in the version
+ * cited) into `case -ERESTARTNOINTR: regs->ax = regs->orig_ax; regs->ip -= 2;`
+ * [src torvalds/linux arch/x86/kernel/signal.c @ c9f289701540]. The same ioctl
+ * runs again on the same argument pointer, and kfd_ioctl() has copied the
+ * argument struct back before returning, whatever the handler returned (`if
+ * (cmd & IOC_OUT) if (copy_to_user((void __user *)arg, kdata, usize) != 0)
+ * retcode = -EFAULT;`, no test of retcode first), so the restarted map reads
+ * the n_success it reached and resumes there: `for (i = args->n_success; i <
+ * args->n_devices; i++)` (both in the kfd_chardev.c cited above). Any other
  * return, -EINTR included, handle_signal() leaves as it is: it reaches user
  * space. Per the source (read, not run), KFD returns -EINTR itself from:
  *  - the drm_exec reservations of the per-device map / unmap and of the free,
- *    since "drm/amdkfd: switch over to using drm_exec v2" (merged for 6.6):
- *    amdgpu_amdkfd_gpuvm.c reserve_bo_and_vm() / reserve_bo_and_cond_vms()
- *    "drm_exec_init(&ctx->exec, DRM_EXEC_INTERRUPTIBLE_WAIT, 0)", and
- *    drm_exec.c drm_exec_lock_obj() "if (exec->flags &
- *    DRM_EXEC_INTERRUPTIBLE_WAIT) ret = dma_resv_lock_interruptible(...)" ...
- *    "if (unlikely(ret)) return ret;", unconverted (ww_mutex: "-EINTR if a
- *    signal arrived"). Before 6.6 these reserved through
- *    ttm_eu_reserve_buffers(..., false, ...), uninterruptibly;
+ *    since `drm/amdkfd: switch over to using drm_exec v2` (merged for 6.6):
+ *    amdgpu_amdkfd_gpuvm.c's reserve_bo_and_vm() and reserve_bo_and_cond_vms()
+ *    set up their drm_exec context with the DRM_EXEC_INTERRUPTIBLE_WAIT flag
+ *    (read in the drm_exec-era mainline source; the stored
+ *    amdgpu_amdkfd_gpuvm.c versions predate drm_exec, so this is not cited),
+ *    and drm_exec.c drm_exec_lock_obj() `if (exec->flags &
+ *    DRM_EXEC_INTERRUPTIBLE_WAIT) ret = dma_resv_lock_interruptible(obj->resv,
+ *    &exec->ticket);` ... `if (unlikely(ret)) return ret;` [src torvalds/linux
+ *    drivers/gpu/drm/drm_exec.c @ 9356b50af547], unconverted.
+ *    dma_resv_lock_interruptible() is `return
+ *    ww_mutex_lock_interruptible(&obj->lock, ctx);` [src torvalds/linux
+ *    include/linux/dma-resv.h @ c787c2901e2c], and of that: "If a signal
+ *    arrives while waiting for the lock then this function returns -EINTR."
+ *    [src torvalds/linux include/linux/ww_mutex.h @ b7f8f259896f]. Before 6.6
+ *    these reserved through `ttm_eu_reserve_buffers(&ctx->ticket, &ctx->list,
+ *    false, &ctx->duplicates);`, its third argument intr, uninterruptibly
+ *    [src torvalds/linux drivers/gpu/drm/amd/amdgpu/amdgpu_amdkfd_gpuvm.c @
+ *    64f9d8ac2cd4];
  *  - TTM eviction waiting for a busy buffer while validating a buffer that
  *    was reserved under a ticket, with an interruptible context (the
- *    per-device map's validations): ttm_bo.c ttm_mem_evict_wait_busy() "r =
- *    dma_resv_lock_interruptible(busy_bo->base.resv, ticket);" ... "return r
- *    == -EDEADLK ? -EBUSY : r;" (TTM before its LRU-walk rework, not read).
+ *    per-device map's validations): in TTM before its LRU-walk rework,
+ *    ttm_bo.c's ttm_mem_evict_wait_busy() takes the busy buffer's reservation
+ *    under the ticket with dma_resv_lock_interruptible() and hands any error
+ *    but -EDEADLK (which it turns into -EBUSY) back up, -EINTR included (read
+ *    in that source, not cited: of the stored ttm_bo.c versions one predates
+ *    the function and one postdates the rework; the reworked TTM was not read).
  * Both are inside the map / unmap device loop (n_success < n), the first also
  * in the free. For ALLOC no -EINTR origin was found: amdgpu_bo_create()'s TTM
- * waits give -ERESTARTSYS, and a new buffer has no ticket ("if (!busy_bo ||
- * !ticket) return -EBUSY;"), but its whole path was not read for every
- * version. After the loop, the map waits only in
- * amdgpu_amdkfd_gpuvm_sync_memory(..., true) -> dma_fence_wait ("Returns
- * -ERESTARTSYS if interrupted, 0 if the wait timed out, or the remaining
- * timeout in jiffies on success"), and the unmap in the same wait. The
- * unmap's amdgpu_amdkfd_gpuvm_dmaunmap_mem() also reserves the buffer, with
- * `amdgpu_bo_reserve(mem->bo, true)`, but that second argument is no_intr:
- * "@no_intr: don't return -ERESTARTSYS on pending signal" [src torvalds/linux
- * drivers/gpu/drm/amd/amdgpu/amdgpu_object.h @ 42ac0be18bfa], and the helper
- * passes `!no_intr` as ttm_bo_reserve()'s interruptible, so that wait is not
- * interruptible and gives no signal return at all; only the sync wait does.
+ * waits give -ERESTARTSYS, and ttm_mem_evict_wait_busy() gives -EBUSY at once
+ * without a ticket, which a new buffer does not have, but its whole path was
+ * not read for every version. After the loop, the map waits only in
+ * amdgpu_amdkfd_gpuvm_sync_memory(..., true) -> dma_fence_wait, and of
+ * dma_fence_wait_timeout(): "Returns -ERESTARTSYS if interrupted, 0 if the
+ * wait timed out, or the remaining timeout in jiffies on success." [src
+ * torvalds/linux drivers/dma-buf/dma-fence.c @ 96583ddbec29]; the unmap waits
+ * in the same wait. The unmap's amdgpu_amdkfd_gpuvm_dmaunmap_mem() also
+ * reserves the buffer, with `amdgpu_bo_reserve(mem->bo, true)`, but that
+ * second argument is no_intr: `@no_intr: don't return -ERESTARTSYS on pending
+ * signal` [src torvalds/linux drivers/gpu/drm/amd/amdgpu/amdgpu_object.h @
+ * 42ac0be18bfa], and the helper passes `!no_intr` as ttm_bo_reserve()'s
+ * interruptible, so that wait is not interruptible and gives no signal return
+ * at all; only the sync wait does.
  * So, with SA_RESTART:
  *  - expected: the map (unmap) of every GPU converges, each GPU mapped once
  *    (none), allocations take their memory once; most calls complete in one
