@@ -343,10 +343,12 @@ void gc_each_device_case(const struct gc_devices *devs, const struct gc_cases *c
 
 /*
  * One copy's share of a count the node needs once, not once per GPU: the
- * runner runs a one-GPU subtest once per GPU, all at once, and says how many
- * copies there are in $GPUCONFORM_COPIES (unset: 1). A race of fresh
- * processes on a library's first use, say, needs its hundred processes a
- * night, not a hundred a GPU: each copy makes ceil(total / copies).
+ * runner runs a one-GPU subtest once per GPU (all at once, or one GPU at a
+ * time for a gpu-alone one) and says how many copies there are in
+ * $GPUCONFORM_COPIES (unset: 1). A race of fresh processes on a library's
+ * first use, say, needs its hundred processes a night, not a hundred a GPU;
+ * a timing whose copies' samples the runner joins under one metric needs its
+ * repetitions once a node. Each copy makes ceil(total / copies).
  */
 #define GC_COPIES_ENV "GPUCONFORM_COPIES"
 unsigned long gc_node_share(unsigned long total);

@@ -87,26 +87,26 @@ static double timed(struct gc_fp_perf *p, int path, uint64_t size, int nt)
 }
 
 /* Per repetition: how many times faster path a was than path b. */
-static void ratio(const struct gc_fp_perf *p, const double s[][GC_FP_PERF_REPS], int a, int b,
-		  uint64_t size, int nt)
+static void ratio(const struct gc_fp_perf *p, const double s[][GC_FP_PERF_REPS], int reps,
+		  int a, int b, uint64_t size, int nt)
 {
 	double r[GC_FP_PERF_REPS];
 	char name[128];
 
-	for (int i = 0; i < GC_FP_PERF_REPS; i++)
+	for (int i = 0; i < reps; i++)
 		r[i] = s[a][i] / s[b][i];
 	snprintf(name, sizeof(name), "%s.ratio.%s-over-%s.%lluMiB.t%d", dir_name(p), p->names[a],
 		 p->names[b], (unsigned long long)(size / MiB), nt);
-	gc_metric(name, "x", GC_HIGHER_IS_BETTER, r, GC_FP_PERF_REPS);
+	gc_metric(name, "x", GC_HIGHER_IS_BETTER, r, (size_t)reps);
 }
 
-static void point(struct gc_fp_perf *p, uint64_t size, int nt)
+static void point(struct gc_fp_perf *p, int reps, uint64_t size, int nt)
 {
 	const int ref = p->n_paths - 2, host = p->n_paths - 1;
 	double s[GC_FP_PERF_MAX_PATHS][GC_FP_PERF_REPS];
 	char name[128];
 
-	for (int r = 0; r < GC_FP_PERF_REPS; r++)
+	for (int r = 0; r < reps; r++)
 		for (int k = 0; k < p->n_paths; k++) /* interleaved: drift hits every path alike */
 			if (have(p, k))
 				s[k][r] = timed(p, k, size, nt);
@@ -115,13 +115,13 @@ static void point(struct gc_fp_perf *p, uint64_t size, int nt)
 			continue;
 		snprintf(name, sizeof(name), "%s.%s.%lluMiB.t%d", dir_name(p), p->names[k],
 			 (unsigned long long)(size / MiB), nt);
-		gc_metric(name, "GiB/s", GC_HIGHER_IS_BETTER, s[k], GC_FP_PERF_REPS);
+		gc_metric(name, "GiB/s", GC_HIGHER_IS_BETTER, s[k], (size_t)reps);
 	}
 	for (int k = 0; k < ref; k++) {
 		if (!have(p, k))
 			continue;
-		ratio(p, s, k, ref, size, nt);
-		ratio(p, s, k, host, size, nt);
+		ratio(p, s, reps, k, ref, size, nt);
+		ratio(p, s, reps, k, host, size, nt);
 	}
 }
 
@@ -149,14 +149,16 @@ static void warm_up(struct gc_fp_perf *p)
 void gc_fp_perf_run(struct gc_fp_perf *p)
 {
 	static const uint64_t sizes[] = { 1 * MiB, 16 * MiB, 256 * MiB };
+	const int reps = (int)gc_node_share(GC_FP_PERF_REPS);
 
 	gc_assert_f(p->n_paths >= 3 && p->n_paths <= GC_FP_PERF_MAX_PATHS,
 		    "%d paths: want the fastpaths, the reference and the host", p->n_paths);
 	p->dropped = true;
+	gc_info("%d of the node's %d repetitions a point on this GPU", reps, GC_FP_PERF_REPS);
 	warm_up(p);
 	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++)
 		for (int nt = 1; nt <= GC_FP_PERF_MAX_THREADS; nt *= GC_FP_PERF_MAX_THREADS)
-			point(p, sizes[i], nt);
+			point(p, reps, sizes[i], nt);
 }
 
 int64_t gc_fp_perf_host_io(int fd, bool write, void *host, uint64_t off, uint64_t len)

@@ -14,8 +14,11 @@
  *    DIR.first-call.PATH.1MiB (ms, one sample), then the path warmed with
  *    GC_FP_PERF_MAX_THREADS threads;
  *  - at 1, 16 and 256 MiB, with one thread and with GC_FP_PERF_MAX_THREADS
- *    (each a contiguous share of the range), GC_FP_PERF_REPS repetitions,
- *    the paths interleaved so drift hits every path alike:
+ *    (each a contiguous share of the range), this copy's share of
+ *    GC_FP_PERF_REPS repetitions (gc_node_share: all of them on one GPU, 2
+ *    each on four; the copies run one GPU at a time, and the runner joins
+ *    their samples under one metric), the paths interleaved so drift hits
+ *    every path alike:
  *    DIR.PATH.<N>MiB.t<T> (GiB/s) per path, then per fastpath
  *    DIR.ratio.PATH-over-reference.<N>MiB.t<T> and ...-over-host... (x,
  *    one ratio per repetition, from the same repetition).

@@ -881,40 +881,57 @@ static void run_fake_perf(struct gc_fp_perf *run, const char *metrics)
 }
 
 /*
- * fastpath_perf.h: per path its first call, then 1, 16 and 256 MiB with one
- * thread and four, five repetitions each; the metric names and their order;
- * missing paths never called; the first call bracketed by first_before and
- * first_after around exactly one transfer.
+ * One run of the loop as copy of `copies` ($GPUCONFORM_COPIES, NULL: unset),
+ * which must make `reps` repetitions a point: per path its first call, then
+ * 1, 16 and 256 MiB with one thread and four; the metric names and their
+ * order; missing paths never called; the first call bracketed by
+ * first_before and first_after around exactly one transfer.
  */
-static void test_perf_loop(void *data)
+static void perf_loop_as_copy(struct fx *fx, const char *copies, unsigned reps)
 {
-	/* per path: 1 MiB + 1 MiB (warm-up), then 5 x (1 + 16 + 256) MiB x 2 thread counts */
-	const uint64_t per_path = 2 * MiB + 5 * 273 * MiB * 2;
+	/* per path: 1 MiB + 1 MiB (warm-up), then reps x (1 + 16 + 256) MiB x 2 thread counts */
+	const uint64_t per_path = 2 * MiB + reps * 273 * MiB * 2;
 	static char want[128][96], got[128][96];
-	struct fx *fx = data;
 	struct fake f = { .fail_path = -1 };
 	struct gc_fp_perf run = { .write = true, .n_paths = FAKE_PATHS, .names = fake_names,
 				  .have = fake_have, .sync_fd = -1, .ops = &fake_ops, .ctx = &f };
 	char metrics[PATH_MAX];
 	size_t nw, ng;
 
-	snprintf(metrics, sizeof(metrics), "%s/metrics.jsonl", fx->dir);
+	snprintf(metrics, sizeof(metrics), "%s/metrics-%s.jsonl", fx->dir, copies ? copies : "1");
+	if (copies)
+		gc_assert_syscall(setenv(GC_COPIES_ENV, copies, 1));
 	run_fake_perf(&run, metrics);
+	gc_assert_syscall(unsetenv(GC_COPIES_ENV));
 	gc_assert(run.dropped); /* writes never drop the cache */
 	gc_assert(!f.misplaced);
 	for (int k = 0; k < FAKE_PATHS; k++) {
 		gc_assert_eq_uint(f.bytes[k], fake_have[k] ? per_path : 0);
-		gc_assert_eq_uint(f.calls[k], fake_have[k] ? 1 + 4 + 5 * 3 * (1 + 4) : 0);
+		gc_assert_eq_uint(f.calls[k], fake_have[k] ? 1 + 4 + reps * 3 * (1 + 4) : 0);
 		gc_assert_eq_int(f.firsts[k], fake_have[k] ? 2 : 0);
 		gc_assert_eq_uint(f.calls_at_first[k], fake_have[k] ? 1 : 0);
 	}
-	gc_assert_eq_uint(f.inits, 3 * (1 + 4 + 5 * 3 * (1 + 4)));
+	gc_assert_eq_uint(f.inits, 3 * (1 + 4 + reps * 3 * (1 + 4)));
 	nw = expected_metrics(want, ARRAY_SIZE(want));
 	ng = read_metric_names(metrics, got, ARRAY_SIZE(got));
 	gc_assert_eq_uint(ng, nw);
 	for (size_t i = 0; i < nw; i++)
 		gc_assert_eq_str(got[i], want[i]);
-	gc_info("%zu metrics, as fastpath_perf.h names them", ng);
+	gc_info("copies %s: %u repetitions, %zu metrics, as fastpath_perf.h names them",
+		copies ? copies : "unset", reps, ng);
+}
+
+/*
+ * Alone, all GC_FP_PERF_REPS repetitions; as one of four copies (the runner
+ * runs perf-read once per GPU), ceil(5 / 4) = 2, under the same names; as one
+ * of eight, still one.
+ */
+static void test_perf_loop(void *data)
+{
+	gc_assert_f(getenv(GC_COPIES_ENV) == NULL, "run with %s unset", GC_COPIES_ENV);
+	perf_loop_as_copy(data, NULL, GC_FP_PERF_REPS);
+	perf_loop_as_copy(data, "4", 2);
+	perf_loop_as_copy(data, "8", 1);
 }
 
 static void perf_failing_child(void *data)

@@ -6,7 +6,9 @@ gc_placement), what it uses:
   gpu        one GPU: run once per GPU of the run, each copy pinned to its GPU
              (devices.pin_env), up to --jobs copies at the same time;
   gpu-alone  one GPU, but its figures are disturbed by a neighbour: once per
-             GPU, one copy at a time;
+             GPU, one copy at a time; where its repetitions are the node's
+             (the copies' samples are joined under one metric, runmetrics),
+             each copy makes its share (lib/core.h gc_node_share);
   node       the node's GPUs together, or a library that ignores the pinning
              variables (NVML, raw /dev/kfd): once, every GPU of the run in view;
   host       no GPU: once.
