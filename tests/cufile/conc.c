@@ -554,12 +554,12 @@ static void async_subtest(struct cf_env *e, bool write)
 
 /*
  * read-async / write-async: cufile.h documents cuFileReadAsync's return as
- * `size of bytes successfully read in *bytes_read_p`, there once the stream
- * has run the operation, and notes "If the bufPtr_base is not registered
- * with @ref cuFileBufRegister, the data will be buffered through
- * preallocated pinned buffers." So unaligned sizes and offsets are served
- * too, and the bytes must be exact. (cuFileWriteAsync: the same for
- * *bytes_written_p.)
+ * `size of bytes successfully read in *bytes_read_p`, which *bytes_read_p
+ * holds once the stream has run the operation, and notes "If the
+ * bufPtr_base is not registered with @ref cuFileBufRegister, the data will
+ * be buffered through preallocated pinned buffers." So unaligned sizes and
+ * offsets are served too, and the bytes must be exact. (cuFileWriteAsync:
+ * the same for *bytes_written_p.)
  * [pkg libcufile-dev-13-0 1.15.1.6-1 /usr/local/cuda-13.0/targets/x86_64-linux/include/cufile.h]
  */
 void test_read_async(void *data) { async_subtest(data, false); }
