@@ -88,3 +88,18 @@ def test_an_unreadable_night_is_one_line_and_the_rest_is_shown(tmp_path: Path) -
 def test_no_results_at_all_is_an_error(tmp_path: Path) -> None:
     p = history(str(tmp_path))
     assert p.returncode != 0 and f"no results.json under {tmp_path}" in p.stderr
+
+
+def test_an_expected_failure_is_drawn_and_named_as_the_report_does() -> None:
+    from gpuconform.core.page import EXPECTED_COLOUR, STATE_COLOURS, record_badge
+    from gpuconform.history.nights import Night
+    from gpuconform.history.page import _machine
+
+    recs = [{"result": "pass"}, {"result": "fail", "expected": True}, {"result": "fail"}]
+    nights = [Night(Path(f"n{i}"), float(i), "m", "machine", {}, {"t@s": record_badge(r)})
+              for i, r in enumerate(recs)]
+    m = _machine("m", nights)
+    assert [c[2] for c in m.strips[0].cells] == [STATE_COLOURS["pass"], EXPECTED_COLOUR,
+                                                 STATE_COLOURS["fail"]]
+    assert [(c.night, c.changes[0].detail) for c in m.changes] == [
+        (1, "pass -> fail, expected"), (2, "fail, expected -> fail")]

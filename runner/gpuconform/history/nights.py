@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping
 
 from ..core.fingerprint import Fingerprint
 from ..core.jsondoc import DocError
-from ..core.results import expected_failure
+from ..core.page import Badge, record_badge
 from ..core.runmetrics import load_results
 
 __all__ = ["Night", "Point", "find_results", "load_night", "load_nights"]
@@ -42,7 +42,7 @@ class Night:
     machine: str  # Fingerprint.key()
     describe: str
     facts: dict[str, str]  # what can explain a change: driver, kernel, ..., in this order
-    states: dict[str, str]  # test -> its state ("fail, expected" for an expected failure)
+    states: dict[str, Badge]  # test -> its state, as the report badges it ("fail, expected")
     metrics: dict[str, Point] = field(default_factory=dict)  # gated metrics only
 
 
@@ -62,11 +62,6 @@ def find_results(roots: Iterable[Path]) -> list[Path]:
 
 def _float(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def _state(rec: Mapping[str, Any]) -> str:
-    state = str(rec.get("result", "?"))
-    return state + ", expected" if expected_failure(rec) else state
 
 
 def _facts(data: Mapping[str, Any], fp: Fingerprint) -> dict[str, str]:
@@ -106,7 +101,7 @@ def load_night(path: Path) -> Night:
     start = _float(run.get("start"))
     if start is None:
         start = (path / "results.json").stat().st_mtime
-    states = {name: _state(rec) for name, rec in data["tests"].items()}
+    states = {name: record_badge(rec) for name, rec in data["tests"].items()}
     return Night(path, start, fp.key(), fp.describe(), _facts(data, fp), states, _points(data))
 
 

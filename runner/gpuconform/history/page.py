@@ -33,8 +33,7 @@ def _day(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.gmtime(t))
 
 
-def _colour(state: str) -> str:
-    return EXPECTED_COLOUR if state.endswith(", expected") else STATE_COLOURS.get(state, "#000")
+NOT_RUN = Badge("not run", "#ffffff")
 
 
 @dataclass(frozen=True)
@@ -101,14 +100,14 @@ def _since(nights: Sequence[Night], i: int) -> list[str]:
 
 def _strip(test: str, nights: Sequence[Night]) -> _Strip:
     n, cells, i = len(nights), [], 0
-    states = [night.states.get(test, "not run") for night in nights]
+    states = [night.states.get(test, NOT_RUN) for night in nights]
     while i < n:
         j = i
         while j + 1 < n and states[j + 1] == states[i]:
             j += 1
         x0, x1 = _x(i, n) - (_x(1, n) - _x(0, n)) / 2, _x(j, n) + (_x(1, n) - _x(0, n)) / 2
-        cells.append((x0, x1 - x0, _colour(states[i]) if states[i] != "not run" else "#ffffff",
-                      f"{test}: {states[i]} (nights {i + 1}-{j + 1})"))
+        cells.append((x0, x1 - x0, states[i].colour,
+                      f"{test}: {states[i].text} (nights {i + 1}-{j + 1})"))
         i = j + 1
     return _Strip(test, cells)
 
@@ -153,7 +152,7 @@ def _machine(key: str, nights: list[Night]) -> _Machine:
     changes: list[_Change] = []
     tests = sorted({t for n in nights for t in n.states})
     for t in tests:
-        states = [n.states.get(t) for n in nights]
+        states = [b.text if (b := n.states.get(t)) else None for n in nights]
         for i in state_changes(states):
             before = next(s for s in reversed(states[:i]) if s is not None)
             changes.append(_Change(i, t, f"{before} -> {states[i]}", _since(nights, i)))

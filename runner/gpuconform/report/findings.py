@@ -72,7 +72,9 @@ def _environment(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _regex(test: str) -> str:
-    """test as a regular expression that matches it alone (--include RE)."""
+    """test as a regular expression that matches it alone (--include RE).
+    Not re.escape: it also escapes '-', which every subtest name has, and
+    the line is one a vendor reads and copies."""
     return re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", test)
 
 
