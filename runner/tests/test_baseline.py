@@ -4,7 +4,9 @@ it; and the real selftest_metrics@spin through the runner."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import os
 import subprocess
 import time
@@ -93,10 +95,10 @@ def test_round_trip_and_what_a_reviewer_sees(tmp_path: Path) -> None:
     assert b.durations == {"bin@sub": 1.25, "bin@other": 0.0}
     assert Fingerprint.from_json(b.fingerprint) == FP
     j = json.loads(p.read_text())
-    assert (j["format"], j["version"], j["gate"]["family"]) == ("gpuconform-baseline", 2, 3)
-    assert j["summary"] == ["run", "n", "min", "p25", "p50", "p75", "max", "g"]
+    assert (j["format"], j["version"], j["gate"]["family"]) == ("gpuconform-baseline", 3, 3)
+    assert j["summary"] == ["run", "n", "min", "p25", "p50", "p75", "max", "g", "copies"]
     lat = j["metrics"]["bin@sub:lat"]
-    assert lat["runs"][0] == [0, 3, 100.0, 100.5, 101.0, 103.0, 105.0, 100.5]
+    assert lat["runs"][0] == [0, 3, 100.0, 100.5, 101.0, 103.0, 105.0, 100.5, []]
     assert lat["res"] == 0.1 and "trend" not in lat and lat["limit"] == pytest.approx(0.025)
     assert j["metrics"]["bin@sub:noisy"]["trend"].startswith("MDE ")
     assert "3 run(s)" not in p.read_text()
@@ -106,6 +108,34 @@ def test_round_trip_and_what_a_reviewer_sees(tmp_path: Path) -> None:
     assert sum(1 for x in lines if x.startswith('  {"source"')) == 5
 
 
+def test_a_version_2_file_reads_each_run_as_one_gpu(tmp_path: Path) -> None:
+    text = good_text().replace('"version": 3', '"version": 2').replace(', "copies"]', ']')
+    text = text.replace(", []]", "]")
+    p = tmp_path / "v2.json"
+    p.write_text(text)
+    b = load_baseline(p)
+    assert b.metrics["bin@sub:lat"].copies == [()] * 5
+    assert b.assessments() == good().assessments()
+
+
+def test_copies_round_trip_and_widen_a_one_gpu_night(tmp_path: Path) -> None:
+    e = math.exp
+    runs = tuple(gate.RunSummary(i, 3, 90.0, 95.0, 100.0, 105.0, 110.0, g,
+                                 (round(g * e(0.02), 4), round(g * e(-0.02), 4)))
+                 for i, g in enumerate([100.0, 100.3, 99.8, 100.1, 100.2]))
+    runs = tuple(dataclasses.replace(r, g=sum(r.copies) / 2) for r in runs)
+    b = good()
+    b.metrics["bin@sub:two"] = bl.BaselineMetric("ns", "lower", runs, 0.1)
+    b = load_baseline(write_baseline(b, tmp_path / "b.json"))
+    assert b.metrics["bin@sub:two"].runs == runs
+    one, two = b.assessments(1)["bin@sub:two"], b.assessments(2)["bin@sub:two"]
+    assert one.within == pytest.approx(0.02 * math.sqrt(2), rel=1e-3) and two.within is None
+    assert one.limit > two.limit  # type: ignore[operator]
+    # the file states the one-GPU night's
+    j = json.loads((tmp_path / "b.json").read_text())["metrics"]["bin@sub:two"]
+    assert j["limit"] == pytest.approx(one.limit, rel=1e-3)
+
+
 def _mutate(old: str, new: str) -> Callable[[str], str]:
     def f(text: str) -> str:
         assert old in text, old
@@ -113,7 +143,7 @@ def _mutate(old: str, new: str) -> Callable[[str], str]:
     return f
 
 
-LAT_RUN0 = "[0, 3, 100.0, 100.5, 101.0, 103.0, 105.0, 100.5]"
+LAT_RUN0 = "[0, 3, 100.0, 100.5, 101.0, 103.0, 105.0, 100.5, []]"
 
 
 def _line_of(text: str, needle: str) -> int:
@@ -125,36 +155,46 @@ BAD_FILES: list[tuple[Callable[[str], str], str | None, str]] = [
     (lambda t: t[: len(t) // 2], None, "malformed baseline JSON"),
     (_mutate('"gpuconform-baseline"', '"gpuconform-results"'), '"format"',
      "format: unknown format"),
-    (_mutate('"version": 2', '"version": 1'), '"version"',
-     "version: a version 1 baseline (every sample of every run); this runner reads version 2"),
-    (_mutate('"version": 2', '"version": 3'), '"version"', "unknown version 3"),
-    (_mutate('"version": 2', '"version": true'), '"version"', "unknown version true"),
+    (_mutate('"version": 3', '"version": 1'), '"version"',
+     "version: a version 1 baseline (every sample of every run); this runner reads versions 2 "
+     "and 3"),
+    (_mutate('"version": 3', '"version": 4'), '"version"', "unknown version 4"),
+    (_mutate('"version": 3', '"version": true'), '"version"', "unknown version true"),
+    (_mutate('"version": 3', '"version": 2'), '"summary"', "is not version 2's summary"),
     (_mutate('"created": "2026-01-01T00:00:00Z"', '"created": 5'), '"created"',
      "created: is number, not string"),
     (_mutate('"alpha": 0.05', '"alpha": 0.7'), '"gate"', "gate.alpha: 0.7 is outside (0.0, 0.5)"),
     (_mutate('"power": 0.95, ', ''), '"gate"', "gate: missing field 'power'"),
     (_mutate('"family": 3', '"family": 4'), '"gate"',
      "gate.family: 4 does not follow from the metrics (3 of them can gate)"),
-    (_mutate('"p25", "p50"', '"p50", "p25"'), '"summary"', "is not this runner's summary"),
+    (_mutate('"p25", "p50"', '"p50", "p25"'), '"summary"', "is not version 3's summary"),
     (_mutate('"host": "host1"', '"host": 1'), '"host": 1', "runs[1].host: is number"),
     (_mutate('"durations": {', '"durations_": {'), None, "missing field 'durations'"),
-    (_mutate(LAT_RUN0, "[0, 3, 100.0, 100.5, NaN, 103.0, 105.0, 100.5]"), '"bin@sub:lat"',
+    (_mutate(LAT_RUN0, "[0, 3, 100.0, 100.5, NaN, 103.0, 105.0, 100.5, []]"), '"bin@sub:lat"',
      'metrics["bin@sub:lat"].runs[0][4]: p50 is not finite'),
-    (_mutate(LAT_RUN0, "[0, 3, 100.0, 100.5, 101.0, 103.0, 105.0]"), '"bin@sub:lat"',
-     'runs[0]: is array, not an array of the 8 summary fields'),
-    (_mutate(LAT_RUN0, "[0, 3, 100.0, 102.5, 101.0, 103.0, 105.0, 100.5]"), '"bin@sub:lat"',
+    (_mutate(LAT_RUN0, "[0, 3, 100.0, 100.5, 101.0, 103.0, 105.0, 100.5]"), '"bin@sub:lat"',
+     'runs[0]: is array, not an array of the 9 summary fields'),
+    (_mutate(LAT_RUN0, "[0, 3, 100.0, 100.5, 101.0, 103.0, 105.0, 100.5, [100.5]]"),
+     '"bin@sub:lat"', 'runs[0][8]: copies is array [100.5], not an array of each GPU'),
+    (_mutate(LAT_RUN0, "[0, 3, 100.0, 100.5, 101.0, 103.0, 105.0, 100.5, {}]"),
+     '"bin@sub:lat"', 'runs[0][8]: copies is object {}, not an array'),
+    (_mutate(LAT_RUN0, "[0, 3, 100.0, 100.5, 101.0, 103.0, 105.0, 100.5, [100.0, 102.0]]"),
+     '"bin@sub:lat"', "runs[0][8]: the copies' mean 101 is not the run's g 100.5"),
+    (_mutate(LAT_RUN0, '[0, 3, 100.0, 100.5, 101.0, 103.0, 105.0, 100.5, [100.0, "x"]]'),
+     '"bin@sub:lat"', "runs[0][8][1]: copy is string"),
+    (_mutate(LAT_RUN0, "[0, 3, 100.0, 102.5, 101.0, 103.0, 105.0, 100.5, []]"), '"bin@sub:lat"',
      "runs[0]: min <= p25 <= p50 <= p75 <= max does not hold"),
-    (_mutate(LAT_RUN0, "[0, 3, 100.0, 100.5, 101.0, 103.0, 105.0, 99.0]"), '"bin@sub:lat"',
+    (_mutate(LAT_RUN0, "[0, 3, 100.0, 100.5, 101.0, 103.0, 105.0, 99.0, []]"), '"bin@sub:lat"',
      "runs[0][7]: g 99.0 is outside [min, max]"),
-    (_mutate(LAT_RUN0, "[9, 3, 100.0, 100.5, 101.0, 103.0, 105.0, 100.5]"), '"bin@sub:lat"',
+    (_mutate(LAT_RUN0, "[9, 3, 100.0, 100.5, 101.0, 103.0, 105.0, 100.5, []]"), '"bin@sub:lat"',
      "runs[0][0]: run 9 is not one of the 5 runs"),
-    (_mutate(LAT_RUN0, "[1, 3, 100.0, 100.5, 101.0, 103.0, 105.0, 100.5]"), '"bin@sub:lat"',
+    (_mutate(LAT_RUN0, "[1, 3, 100.0, 100.5, 101.0, 103.0, 105.0, 100.5, []]"), '"bin@sub:lat"',
      "runs: a run appears twice: [1, 1, 2, 3, 4]"),
-    (_mutate(LAT_RUN0, "[0, 0, 100.0, 100.5, 101.0, 103.0, 105.0, 100.5]"), '"bin@sub:lat"',
+    (_mutate(LAT_RUN0, "[0, 0, 100.0, 100.5, 101.0, 103.0, 105.0, 100.5, []]"), '"bin@sub:lat"',
      "runs[0][1]: n is number 0, not an integer >= 1"),
     (_mutate('"bin@sub:lat"', '"binsub:lat"'), "binsub:lat", "metric key is not"),
     (_mutate('"better": "higher"', '"better": "up"'), '"up"', 'better: is "up", not'),
-    (_mutate(LAT_RUN0, "[0, 3, 100.0, 100.5, 101.0, 103.0, 105.0, 101.5]"), '"bin@sub:lat"',
+    (_mutate(LAT_RUN0, "[0, 3, 100.0, 100.5, 101.0, 103.0, 105.0, 101.5, []]"), '"bin@sub:lat"',
      'metrics["bin@sub:lat"].mde: 0.02966 does not follow from its runs (they give 0.0336)'),
 ]
 
@@ -396,6 +436,26 @@ def test_a_night_against_the_baseline() -> None:
                            "run-to-run spread 0.252%)")
     j = c.to_json()
     assert (j["verdict"], j["gated"], j["trend"]) == ("regression", True, None)
+
+
+def test_a_one_gpu_night_is_judged_with_the_gpus_spread() -> None:
+    """Runs on two GPUs 6% apart, whose means agree within 0.3%: one GPU's
+    night 3% slower is what one GPU of the model does, not a regression; the
+    same runs without their copies (a version 2 file) would flag it."""
+    e = math.exp
+    parts = [[[100 * f * e(d)] * 3 for d in (0.03, -0.03)]
+             for f in (1.0, 1.003, 0.998, 1.001, 1.002)]
+    runs = tuple(gate.summarize(i, p[0] + p[1], "lower", p) for i, p in enumerate(parts))
+    b = gate_baseline({"bin@sub:lat": ("ns", "lower", RUNS)})
+    b.metrics["bin@sub:two"] = bl.BaselineMetric("ns", "lower", runs, 0.1)
+    (c,) = [c for c in compare_run(night({"two": [103.0] * 3}), b) if c.key == "bin@sub:two"]
+    assert c.verdict == "unchanged" and c.gpus == 1
+    assert c.within == pytest.approx(0.03 * math.sqrt(2), rel=1e-3)
+    assert "GPU-to-GPU spread 4.24% for this run's 1 GPU)" in c.explain()
+    v2 = tuple(dataclasses.replace(r, copies=()) for r in runs)
+    b = gate_baseline({"bin@sub:lat": ("ns", "lower", RUNS)})
+    b.metrics["bin@sub:two"] = bl.BaselineMetric("ns", "lower", v2, 0.1)
+    assert verdicts(b, {"two": [103.0] * 3})["bin@sub:two"] == "regression"
 
 
 def test_trend_metrics_never_regress() -> None:

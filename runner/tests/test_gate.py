@@ -31,10 +31,85 @@ def test_good_half_mean_takes_the_better_half() -> None:
 
 def test_summary_of_a_run() -> None:
     s = summarize(3, [4.0, 1.0, 3.0, 2.0, 5.0], "lower")
-    assert s.to_json() == [3, 5, 1.0, 2.0, 3.0, 4.0, 5.0, 2.0]
+    assert s.to_json() == [3, 5, 1.0, 2.0, 3.0, 4.0, 5.0, 2.0, []]
     # 6 significant digits, and the statistic is of the unrounded samples
     s = summarize(0, [1.23456789, 2.0], "higher")
     assert (s.min, s.g) == (1.23457, 2.0)
+
+
+def test_a_summary_keeps_each_gpus_statistic() -> None:
+    parts = [[1.0, 2.0, 9.0], [3.0, 4.0, 5.0, 6.0]]  # good halves 1, 2 and 3, 4
+    s = summarize(0, [x for p in parts for x in p], "lower", parts)
+    assert s.copies == (1.5, 3.5) and s.g == 2.5 and s.n == 3
+    assert s.to_json()[-1] == [1.5, 3.5]
+    assert summarize(0, [1.0, 2.0], "lower", [[1.0, 2.0]]).copies == ()
+
+
+def test_the_gpus_spread_is_pooled_within_runs() -> None:
+    e = math.exp
+    w = gate.within_spread([(e(0.01), e(-0.01)), (), (5.0,), (e(0.03), e(0.0), e(-0.03))])
+    # sums of squares 2e-4 and 18e-4 over 1 + 2 degrees of freedom
+    assert w is not None and w[1] == 3 and w[0] == pytest.approx(math.sqrt(20e-4 / 3))
+    assert gate.within_spread([(), (5.0,)]) is None
+    assert gate.within_spread([(0.0, 1.0)]) is None
+
+
+def test_a_night_on_fewer_gpus_than_the_runs_is_judged_with_their_spread() -> None:
+    e = math.exp
+    gs = [100.0, 100.3, 99.8, 100.1, 100.2]
+    copies = [(g * e(0.012), g * e(-0.012)) for g in gs]  # two GPUs 2.4% apart
+    plain = assess(gs, None, 100, G)
+    two = assess(gs, None, 100, G, copies=copies, night=2)
+    one = assess(gs, None, 100, G, copies=copies, night=1)
+    # a night of as many GPUs as the runs: the runs' spread says it all
+    assert (two.limit, two.mde, two.within) == (plain.limit, plain.mde, None)
+    # one GPU: s'^2 = s^2 (1 + 1/K) + w^2 (1 - 1/2), t with Satterthwaite's df
+    logs = [math.log(g) for g in gs]
+    m = sum(logs) / 5
+    base = sum((y - m) ** 2 for y in logs) / 4 * 1.2
+    w2 = 2 * 0.012 ** 2 / 1  # each run: SS 2 (0.012)^2, 1 df; pooled over 5
+    extra = w2 * 0.5
+    df = (base + extra) ** 2 / (base ** 2 / 4 + extra ** 2 / 5)
+    bound = student_t.ppf(1 - 0.05 / 100, df) * math.sqrt(base + extra)
+    assert one.within == pytest.approx(math.sqrt(w2)) and one.night == 1
+    assert one.limit == pytest.approx(math.exp(max(math.log(1.025), bound)) - 1)
+    assert one.limit > plain.limit  # type: ignore[operator]
+    # never narrower than the runs' own spread: a night on more GPUs than them
+    assert assess(gs, None, 100, G, copies=copies, night=4).limit == plain.limit
+    # nor when the GPUs' many degrees of freedom would shrink t below the runs'
+    # (3 runs: t(2 df) at 1 - 0.05/400 is 63)
+    few = [100.0, 100.5, 99.7]
+    eight = [tuple(g * e(0.002 * (i - 3.5)) for i in range(8)) for g in few]
+    wide = assess(few, None, 400, G, copies=eight, night=1)
+    assert wide.within is not None and wide.limit == assess(few, None, 400, G).limit
+
+
+def _copies_nights(night_gpus: int, with_copies: bool, trials: int, seed: int) -> float:
+    """Clean nights flagged: runs on 4 GPUs whose own offsets (w 4%) dwarf
+    the runs' (b 0.2%), judged on night_gpus GPUs drawn from the same model."""
+    rng = random.Random(seed)
+
+    def run(gpus: int) -> tuple[float, ...]:
+        b = rng.gauss(0, 0.002)
+        return tuple(100 * math.exp(b + rng.gauss(0, 0.04)) for _ in range(gpus))
+
+    flagged = 0
+    for _ in range(trials):
+        runs = [run(4) for _ in range(5)]
+        gs = [sum(r) / 4 for r in runs]
+        a = assess(gs, None, 1, G, copies=runs if with_copies else (), night=night_gpus)
+        night = run(night_gpus)
+        flagged += judge(a, sum(night) / night_gpus, "lower") == "regression"
+    return flagged / trials
+
+
+def test_fewer_gpus_than_the_runs_keep_the_stated_level() -> None:
+    """The runs' spread alone, of means over 4 GPUs, flags clean one-GPU
+    nights far above alpha; with the GPUs' spread the level holds."""
+    noise = 3 * math.sqrt(0.05 * 0.95 / 4000)
+    assert _copies_nights(1, False, 4000, 5) > 0.05 + noise
+    for gpus in (1, 2, 4):
+        assert _copies_nights(gpus, True, 4000, 5 + gpus) <= 0.05 + noise
 
 
 def test_resolution_is_the_smallest_step() -> None:
@@ -170,4 +245,4 @@ def test_bonferroni_keeps_a_family_of_clean_nights_quiet() -> None:
 
 
 def test_summary_fields() -> None:
-    assert gate.SUMMARY_FIELDS == ("run", "n", "min", "p25", "p50", "p75", "max", "g")
+    assert gate.SUMMARY_FIELDS == ("run", "n", "min", "p25", "p50", "p75", "max", "g", "copies")

@@ -4,22 +4,23 @@ metrics runmetrics.py reads back; a run is judged against one in judge.py.)
 
 A baseline is what K clean runs of one fingerprint (fingerprint.py) measured:
 per metric, a summary of each run (gate.SUMMARY_FIELDS: its sample count,
-quartiles, extremes and the good-half mean the gate compares), the metric's
+quartiles, extremes, the good-half mean the gate compares and, for a run that
+measured it on several GPUs, each GPU's good-half mean), the metric's
 resolution, and what gate.py derives from them: the limit a night must exceed,
 the minimum detectable effect, or why the metric is kept for trends only. Per
 test, the duration (for the progress line's ETA). data/baselines/<key>.json,
 one metric a line (data/baselines/README.md shows one):
 
-    {"format": "gpuconform-baseline", "version": 2,
+    {"format": "gpuconform-baseline", "version": 3,
      "fingerprint": {...}, "created": "2026-11-25T12:00:00Z",
      "gate": {"min_effect": 0.05, "alpha": 0.05, "power": 0.95, "trend_above": 0.2,
               "family": 150},
-     "summary": ["run", "n", "min", "p25", "p50", "p75", "max", "g"],
+     "summary": ["run", "n", "min", "p25", "p50", "p75", "max", "g", "copies"],
      "runs": [{"source": ".../results/x", "start": "...", "host": "vm",
                "devices": ["GPU-..."]}, ...],
      "metrics": {"BIN@SUB[@DYN]:NAME": {"unit": "us", "better": "lower",
                  "res": 0.032, "limit": 0.025, "mde": 0.0297,
-                 "runs": [[0, 1000, 458.1, ...], ...]}, ...},
+                 "runs": [[0, 1000, 458.1, ..., 460.2, [459.8, 460.6]], ...]}, ...},
      "durations": {"BIN@SUB": 1.25}}
 
 Why summaries and not the samples (version 1 kept every sample): the gate
@@ -28,7 +29,9 @@ has 10,000 samples a run: 430 metrics of 5 runs were 30 MB of samples and are
 200 KB of summaries, a file a person can review.
 
 The derived fields ("limit", "mde", "trend", "family") are written so that a
-reader sees what each metric can catch; loading recomputes them and refuses a
+reader sees what each metric can catch on a night on one GPU (a night on more
+GPUs than one may be judged by a narrower limit: gate.py, "copies"); loading
+recomputes them and refuses a
 file whose stored values do not follow from its runs (edited by hand, or
 written by another rule). Every problem is one line: "FILE:LINE: FIELD: why".
 """
@@ -57,7 +60,9 @@ __all__ = [
 ]
 
 BASELINE_FORMAT = "gpuconform-baseline"
-BASELINE_VERSION = 2
+BASELINE_VERSION = 3
+# Version 2 had no "copies" field: each run reads as one copy, the gate as it was.
+V2_SUMMARY_FIELDS = gate.SUMMARY_FIELDS[:-1]
 DEFAULT_BASELINE_DIR = Path(__file__).resolve().parents[3] / "data" / "baselines"
 
 BaselineError = DocError
@@ -112,6 +117,10 @@ class BaselineMetric:
     def gs(self) -> list[float]:
         return [r.g for r in self.runs]
 
+    @property
+    def copies(self) -> list[tuple[float, ...]]:
+        return [r.copies for r in self.runs]
+
 
 def _name(key: str) -> str:
     """The NAME of a key (gate.is_maximum reads it), without the node that
@@ -129,20 +138,24 @@ class Baseline:
     durations: dict[str, float] = field(default_factory=dict)
     gate: Gate = field(default_factory=Gate)
     path: Path | None = None
-    _assessed: dict[str, Assessment] | None = field(default=None, repr=False, compare=False)
+    _assessed: dict[int, dict[str, Assessment]] = field(default_factory=dict, repr=False,
+                                                        compare=False)
 
     def family(self) -> int:
         """How many metrics could gate: the Bonferroni count of the limit."""
         return sum(1 for m in self.metrics.values()
                    if len(m.runs) >= gate.MIN_RUNS and min(m.gs) > 0)
 
-    def assessments(self) -> dict[str, Assessment]:
-        if self._assessed is None:
+    def assessments(self, night: int = 1) -> dict[str, Assessment]:
+        """Every metric's assessment for a night that measured it on `night`
+        GPUs (gate.assess); the file states the one-GPU night's, the widest."""
+        if night not in self._assessed:
             fam = self.family()
-            self._assessed = {k: gate.assess(m.gs, m.res, fam, self.gate, _name(k),
-                                             all(r.n == 1 for r in m.runs))
-                              for k, m in self.metrics.items()}
-        return self._assessed
+            self._assessed[night] = {
+                k: gate.assess(m.gs, m.res, fam, self.gate, _name(k),
+                               all(r.n == 1 for r in m.runs), m.copies, night)
+                for k, m in self.metrics.items()}
+        return self._assessed[night]
 
     def to_json(self) -> dict[str, Any]:
         a = self.assessments()
@@ -255,25 +268,39 @@ def _parse_runs(doc: Doc, d: Mapping[str, Any]) -> list[RunInfo]:
     return out
 
 
-def _parse_summary(doc: Doc, v: Any, path: list[str | int], n_runs: int) -> RunSummary:
-    width = len(gate.SUMMARY_FIELDS)
+def _parse_copies(doc: Doc, v: Any, path: list[str | int], g: float) -> tuple[float, ...]:
+    """A run's copies: none, or two or more whose mean is its g."""
+    if not isinstance(v, list) or len(v) == 1:
+        raise doc.error(path, f"copies is {type_name(v)} {json.dumps(v)[:40]}, not an array "
+                        "of each GPU's good-half mean (empty for a run on one GPU)")
+    copies = tuple(number(doc, x, path + [i], "copy") for i, x in enumerate(v))
+    if copies and not math.isclose(math.fsum(copies) / len(copies), g, rel_tol=1e-5):
+        raise doc.error(path, f"the copies' mean {math.fsum(copies) / len(copies):.6g} is not "
+                        f"the run's g {g}")
+    return copies
+
+
+def _parse_summary(doc: Doc, v: Any, path: list[str | int], n_runs: int,
+                   fields: Sequence[str]) -> RunSummary:
+    width = len(fields)
     if not isinstance(v, list) or len(v) != width:
         raise doc.error(path, f"is {type_name(v)}, not an array of the {width} summary fields")
     run = _count(doc, v[0], path + [0], "run", 0)
     if run >= n_runs:
         raise doc.error(path + [0], f"run {run} is not one of the {n_runs} runs")
     n = _count(doc, v[1], path + [1], "n", 1)
-    nums = [number(doc, x, path + [i + 2], gate.SUMMARY_FIELDS[i + 2])
-            for i, x in enumerate(v[2:])]
+    nums = [number(doc, x, path + [i + 2], fields[i + 2]) for i, x in enumerate(v[2:8])]
     lo, p25, p50, p75, hi, g = nums
     if not lo <= p25 <= p50 <= p75 <= hi:
         raise doc.error(path, "min <= p25 <= p50 <= p75 <= max does not hold")
     if not lo <= g <= hi:
         raise doc.error(path + [7], f"g {g} is outside [min, max] = [{lo}, {hi}]")
-    return RunSummary(run, n, lo, p25, p50, p75, hi, g)
+    copies = _parse_copies(doc, v[8], path + [8], g) if width > 8 else ()
+    return RunSummary(run, n, lo, p25, p50, p75, hi, g, copies)
 
 
-def _parse_metric(doc: Doc, key: str, entry: Any, n_runs: int) -> BaselineMetric:
+def _parse_metric(doc: Doc, key: str, entry: Any, n_runs: int,
+                  fields: Sequence[str]) -> BaselineMetric:
     path: list[str | int] = ["metrics", key]
     if MetricKey.parse(key) is None:
         raise doc.error(path, "metric key is not BINARY@SUBTEST[@DYNAMIC]:NAME[ [NODE]] "
@@ -288,7 +315,8 @@ def _parse_metric(doc: Doc, key: str, entry: Any, n_runs: int) -> BaselineMetric
     raw = get(doc, entry, path, "runs", list)
     if not raw:
         raise doc.error(path + ["runs"], "no runs")
-    runs = tuple(_parse_summary(doc, r, path + ["runs", i], n_runs) for i, r in enumerate(raw))
+    runs = tuple(_parse_summary(doc, r, path + ["runs", i], n_runs, fields)
+                 for i, r in enumerate(raw))
     seen = [r.run for r in runs]
     if len(set(seen)) != len(seen):
         raise doc.error(path + ["runs"], f"a run appears twice: {seen}")
@@ -326,12 +354,14 @@ def _parse(doc: Doc) -> Baseline:
     ver = d.get("version")
     if ver == 1 and not isinstance(ver, bool):
         raise doc.error(["version"], "a version 1 baseline (every sample of every run); this "
-                        "runner reads version 2 (a summary per run): rebuild it with "
-                        "`gpuconform baseline update` from the clean runs it came from")
-    if isinstance(ver, bool) or ver != BASELINE_VERSION:
+                        f"runner reads versions 2 and {BASELINE_VERSION} (a summary per run): "
+                        "rebuild it with `gpuconform baseline update` from the clean runs it "
+                        "came from")
+    if isinstance(ver, bool) or ver not in (2, BASELINE_VERSION):
         raise doc.error(["version"] if "version" in d else [],
-                        f"unknown version {json.dumps(ver)[:40]} (this runner reads "
+                        f"unknown version {json.dumps(ver)[:40]} (this runner reads 2 and "
                         f"{BASELINE_VERSION})")
+    fields = list(gate.SUMMARY_FIELDS if ver == BASELINE_VERSION else V2_SUMMARY_FIELDS)
     fp = get(doc, d, [], "fingerprint", dict)
     for k, v in fp.items():
         if not isinstance(v, str):
@@ -339,11 +369,11 @@ def _parse(doc: Doc) -> Baseline:
     created = get(doc, d, [], "created", str)
     g = _parse_gate(doc, d)
     summary = get(doc, d, [], "summary", list)
-    if summary != list(gate.SUMMARY_FIELDS):
-        raise doc.error(["summary"], f"{json.dumps(summary)[:80]} is not this runner's "
-                        f"summary {json.dumps(list(gate.SUMMARY_FIELDS))}")
+    if summary != fields:
+        raise doc.error(["summary"], f"{json.dumps(summary)[:80]} is not version {ver}'s "
+                        f"summary {json.dumps(fields)}")
     runs = _parse_runs(doc, d)
-    metrics = {k: _parse_metric(doc, k, e, len(runs))
+    metrics = {k: _parse_metric(doc, k, e, len(runs), fields)
                for k, e in get(doc, d, [], "metrics", dict).items()}
     durations: dict[str, float] = {}
     for name, v in get(doc, d, [], "durations", dict).items():

@@ -41,8 +41,22 @@ judged as one more draw of it:
                                        probability at most alpha (Bonferroni).
   verdict    regression when the night's ln g lies more than L beyond the mean
              of the runs' ln g in the bad direction, improvement in the good.
-  MDE        exp(L + z(power) s sqrt(1 + 1/K)) - 1: the change that lands
-             beyond L in `power` of the nights.
+  copies     a run on a node of several GPUs measures a per-device metric
+             once a GPU and its g is the mean of the copies' (statistic).
+             Such a g varies less than one GPU's: the GPUs' own offsets
+             (w, the pooled standard deviation of ln of a copy's good-half
+             mean about its run's, each run with m_i copies) average out. A
+             night on fewer GPUs than the runs' (1/m > h, the mean of 1/m_i)
+             is judged with s' = sqrt(s^2 (1 + 1/K) + w^2 (1/m - h)) and
+             Welch-Satterthwaite's degrees of freedom for t, its limit never
+             below the runs' own; otherwise, and when no run had two copies,
+             with s' = s sqrt(1 + 1/K) as above.
+             (Var ln g_i = b^2 + w^2/m_i, so s^2 estimates b^2 + w^2 h; a night
+             of m GPUs draws b^2 + w^2/m.) Measured: an H200 baseline of runs
+             on 2 and 4 GPUs had s 0.36% for a traced graph's time while its
+             GPUs differed by w 1.2%; one GPU of a later node read +3.8%.
+  MDE        exp(L + z(power) s') - 1: the change that lands beyond L in
+             `power` of the nights.
   trend      a metric gates only when its MDE is at most trend_above (20%)
              and its spread is known (K >= 3, g > 0, and the runs differ or
              its resolution is known), when it is not a maximum (a name whose
@@ -67,7 +81,7 @@ import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..core.stats import quantile
 
@@ -75,12 +89,12 @@ if TYPE_CHECKING:
     from ..core.runmetrics import RunMetric
 
 __all__ = ["Gate", "RunSummary", "Assessment", "good_half_mean", "statistic", "run_statistic",
-           "summarize", "resolution", "is_maximum", "assess", "shift", "judge", "MIN_RUNS",
-           "SUMMARY_FIELDS"]
+           "summarize", "resolution", "is_maximum", "within_spread", "assess", "shift", "judge",
+           "MIN_RUNS", "SUMMARY_FIELDS"]
 
 MIN_RUNS = 3
 # What a baseline keeps of each run of a metric, in this order.
-SUMMARY_FIELDS = ("run", "n", "min", "p25", "p50", "p75", "max", "g")
+SUMMARY_FIELDS = ("run", "n", "min", "p25", "p50", "p75", "max", "g", "copies")
 
 
 @dataclass(frozen=True)
@@ -116,9 +130,13 @@ class RunSummary:
     p75: float
     max: float
     g: float  # good_half_mean: what the gate compares
+    # Each copy's good-half mean when copies on several GPUs measured it
+    # (g is their mean), else (): what the GPUs' own spread is read from.
+    copies: tuple[float, ...] = ()
 
-    def to_json(self) -> list[float | int]:
-        return [self.run, self.n, self.min, self.p25, self.p50, self.p75, self.max, self.g]
+    def to_json(self) -> list[Any]:
+        return [self.run, self.n, self.min, self.p25, self.p50, self.p75, self.max, self.g,
+                list(self.copies)]
 
 
 def _round(v: float) -> float:
@@ -157,8 +175,9 @@ def summarize(run: int, samples: Sequence[float], better: str,
     several = len(parts) > 1
     g = statistic(parts, better) if several else good_half_mean(xs, better)
     n = min(len(p) for p in parts) if several else len(xs)
+    copies = tuple(_round(good_half_mean(p, better)) for p in parts) if several else ()
     return RunSummary(run, n, *(_round(v) for v in (
-        xs[0], quantile(xs, 0.25), quantile(xs, 0.5), quantile(xs, 0.75), xs[-1], g)))
+        xs[0], quantile(xs, 0.25), quantile(xs, 0.5), quantile(xs, 0.75), xs[-1], g)), copies)
 
 
 def resolution(values: Iterable[float]) -> float | None:
@@ -178,6 +197,10 @@ class Assessment:
     limit: float | None  # exp(L) - 1: the relative change a night must exceed
     mde: float | None  # exp(L + z s') - 1
     trend: str | None  # why it is kept for trends only; None: it gates
+    # w, the GPUs' own spread, when it widened s' for a night on fewer GPUs
+    # than the runs' (else None), and that night's GPU count.
+    within: float | None = None
+    night: int = 1
 
     @property
     def gates(self) -> bool:
@@ -190,11 +213,43 @@ def is_maximum(name: str) -> bool:
     return kind == "max" or kind.endswith("-max")
 
 
+def within_spread(copies: Sequence[Sequence[float]]) -> tuple[float, int] | None:
+    """w and its degrees of freedom: the pooled standard deviation of ln of
+    each copy's good-half mean about the mean of its run's (the runs with two
+    copies or more); None when no run had two positive ones."""
+    ss, df = 0.0, 0
+    for run in copies:
+        if len(run) < 2 or min(run) <= 0:
+            continue
+        logs = [math.log(c) for c in run]
+        mean = math.fsum(logs) / len(logs)
+        ss += math.fsum((y - mean) ** 2 for y in logs)
+        df += len(logs) - 1
+    return (math.sqrt(ss / df), df) if df else None
+
+
+def _widened(sp: float, k: int, copies: Sequence[Sequence[float]],
+             night: int) -> tuple[float, float, float | None]:
+    """s' and t's degrees of freedom for a night on `night` GPUs, and w when
+    it widened them (module doc, "copies")."""
+    w = within_spread(copies) if len(copies) == k else None
+    h = math.fsum(1 / max(1, len(c)) for c in copies) / k if w else 1.0
+    extra = w[0] ** 2 * (1 / night - h) if w else 0.0
+    if w is None or extra <= 0:
+        return sp, k - 1, None
+    base = sp * sp
+    df = (base + extra) ** 2 / (base * base / (k - 1) + extra * extra / w[1])
+    return math.sqrt(base + extra), df, w[0]
+
+
 def assess(gs: Sequence[float], res: float | None, family: int, gate: Gate,
-           name: str = "", single: bool = False) -> Assessment:
+           name: str = "", single: bool = False, copies: Sequence[Sequence[float]] = (),
+           night: int = 1) -> Assessment:
     """gs: each run's g; res: the metric's resolution; family: how many
     metrics of the baseline can gate (the Bonferroni count); name: the
-    metric's NAME; single: every run recorded one sample."""
+    metric's NAME; single: every run recorded one sample; copies: each run's
+    copies' good-half means (() for a run of one copy, or none given); night:
+    how many GPUs the night to judge measured it on."""
     k = len(gs)
     if k < MIN_RUNS:
         return Assessment(k, None, None, None, None,
@@ -211,8 +266,12 @@ def assess(gs: Sequence[float], res: float | None, family: int, gate: Gate,
         return Assessment(k, center, 0.0, None, None,
                           f"all {k} runs gave {center:.6g} and it has no finer step: "
                           "its spread is unknown")
-    sp = s * math.sqrt(1 + 1 / k)
-    bound = _student_t(1 - gate.alpha / max(1, family), k - 1) * sp
+    plain = s * math.sqrt(1 + 1 / k)
+    sp, df, within = _widened(plain, k, copies, night)
+    p = 1 - gate.alpha / max(1, family)
+    # never narrower than for a night like the runs: more degrees of freedom
+    # must not make a noisier night's limit the tighter one
+    bound = max(_student_t(p, k - 1) * plain, _student_t(p, df) * sp)
     floor = math.log(1 + gate.min_effect / 2)
     step = math.log(1 + 2 * res / center) if res is not None else 0.0
     log_limit = max(floor, step, bound)
@@ -229,11 +288,11 @@ def assess(gs: Sequence[float], res: float | None, family: int, gate: Gate,
                else "its resolution" if step > floor else "the gate's floor")
         trend = (f"MDE {mde:.3g} > {gate.trend_above:g}: too noisy to gate "
                  f"(limit {limit:.3g}, set by {why})")
-    return Assessment(k, center, s, limit, mde, trend)
+    return Assessment(k, center, s, limit, mde, trend, within, night)
 
 
 @lru_cache(maxsize=256)
-def _student_t(p: float, df: int) -> float:
+def _student_t(p: float, df: float) -> float:
     """Student's t quantile, from scipy (imported here: only the gate needs it)."""
     try:
         from scipy.stats import t

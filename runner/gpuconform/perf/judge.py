@@ -71,6 +71,8 @@ class GateComparison(MetricComparison):
     limit: float | None = None
     mde: float | None = None
     spread: float | None = None
+    within: float | None = None  # the GPUs' own spread, when it widened the limit
+    gpus: int = 1  # how many GPUs this run measured it on
 
     @property
     def gated(self) -> bool:
@@ -92,10 +94,13 @@ class GateComparison(MetricComparison):
             return f"insufficient: {head}; {self.note}"
         if v == "trend":
             return f"trend: {head}; kept for trends only: {self.trend}"
-        within = "beyond" if v in ("regression", "improvement") else "within"
-        return (f"{v}: {head}; {within} the limit {fmt.pct_abs(self.limit)} "
+        where = "beyond" if v in ("regression", "improvement") else "within"
+        gpus = "" if self.within is None else (
+            f", GPU-to-GPU spread {fmt.pct_abs(self.within)} for this run's "
+            f"{self.gpus} GPU{'s' if self.gpus > 1 else ''}")
+        return (f"{v}: {head}; {where} the limit {fmt.pct_abs(self.limit)} "
                 f"(MDE {fmt.pct_abs(self.mde)}, run-to-run spread "
-                f"{fmt.pct_abs(self.spread)})")
+                f"{fmt.pct_abs(self.spread)}{gpus})")
 
     def to_json(self) -> dict[str, Any]:
         def num(v: float | None) -> float | None:
@@ -107,7 +112,8 @@ class GateComparison(MetricComparison):
                 "n_run": self.n_run, "baseline_runs": self.base_runs,
                 "center": num(self.center), "value": num(self.value),
                 "change": num(self.change), "limit": num(self.limit), "mde": num(self.mde),
-                "spread": num(self.spread), "trend": self.trend, "note": self.note,
+                "spread": num(self.spread), "within": num(self.within), "gpus": self.gpus,
+                "trend": self.trend, "note": self.note,
                 "explain": self.explain(), "samples_base": list(self.samples_base)}
         # The run's samples are not copied here: they are its tests' metrics
         # ("tests" of results.json), stored once.
@@ -118,7 +124,8 @@ def _judge_metric(bm: BaselineMetric, a: Assessment, rm: RunMetric) -> GateCompa
     c = GateComparison(rm.key.test, rm.key.name, rm.unit, rm.better, "unchanged", trend=a.trend,
                        samples_base=tuple(bm.gs), samples_run=rm.samples,
                        n_run=len(rm.samples), base_runs=len(bm.runs), center=a.center, value=g,
-                       limit=a.limit, mde=a.mde, spread=a.spread, node=rm.key.node)
+                       limit=a.limit, mde=a.mde, spread=a.spread, within=a.within,
+                       gpus=a.night, node=rm.key.node)
     if (bm.unit, bm.better) != (rm.unit, rm.better):
         c.verdict = "new"
         c.note = (f"the metric changed from {bm.unit!r}, {bm.better} is better, to "
@@ -159,8 +166,8 @@ def compare_run(records: Mapping[str, Any], baseline: Baseline,
             out.append(GateComparison(rm.key.test, rm.key.name, rm.unit, rm.better, "new",
                                       samples_run=rm.samples, n_run=len(rm.samples),
                                       value=gate.run_statistic(rm), node=rm.key.node))
-        else:
-            out.append(_judge_metric(bm, assessed[key], rm))
+        else:  # judged for a night on as many GPUs as measured it (gate.py, "copies")
+            out.append(_judge_metric(bm, baseline.assessments(max(1, len(rm.parts)))[key], rm))
     for key, bm in baseline.metrics.items():
         if key in run:
             continue
