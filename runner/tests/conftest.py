@@ -21,7 +21,7 @@ if _HERE not in sys.path:
 # ./gpuconform, started by the tests, runs under the interpreter the tests run under.
 os.environ["GPUCONFORM_PYTHON"] = sys.executable
 
-from gc_testutil import MARKER_ENV, Selftests, build_dir, processes_with  # noqa: E402
+from gc_testutil import MARKER_ENV, Selftests, build_dir, kill_marked  # noqa: E402
 from gpuconform.core.manifest import SELFTEST_MANIFEST, read_manifest  # noqa: E402
 from slurm_cluster import SlurmCluster, SlurmClusterError, unavailable_reason  # noqa: E402
 
@@ -46,12 +46,7 @@ def marker_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[bytes]:
     monkeypatch.setenv(MARKER_ENV, value)
     needle = f"{MARKER_ENV}={value}".encode()
     yield needle
-    left = processes_with(needle)
-    for pid, _cmd in left:
-        try:
-            os.kill(pid, 9)
-        except OSError:
-            pass
+    left = kill_marked(needle)
     assert not left, f"processes left behind: {left}"
 
 

@@ -63,6 +63,18 @@ def processes_with(needle: bytes) -> list[tuple[int, str]]:
     return found
 
 
+def kill_marked(needle: bytes) -> list[tuple[int, str]]:
+    """processes_with(needle), each sent SIGKILL (one already gone is passed
+    over); returns them as found."""
+    left = processes_with(needle)
+    for pid, _cmd in left:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+    return left
+
+
 @dataclass
 class CliRun:
     """One finished `gpuconform` command and the results directory it wrote."""
@@ -84,10 +96,17 @@ class CliRun:
         return [json.loads(x) for x in (self.results / "journal.jsonl").read_text().splitlines()]
 
 
+def launcher_process(argv: list[str], env: dict[str, str], *,
+                     text: bool) -> subprocess.CompletedProcess[Any]:
+    """`gpuconform ARGV` from the repository root, under HANG_GUARD_S; its
+    output as text, or (text=False) as the bytes written, carriage returns kept."""
+    return subprocess.run([str(LAUNCHER), *argv], capture_output=True, text=text,
+                          timeout=HANG_GUARD_S, env=env, cwd=REPO_ROOT)
+
+
 def run_launcher(argv: list[str], env: dict[str, str], results: Path | None) -> CliRun:
     """`gpuconform ARGV` from the repository root, under HANG_GUARD_S."""
-    p = subprocess.run([str(LAUNCHER), *argv], capture_output=True, text=True,
-                       timeout=HANG_GUARD_S, env=env, cwd=REPO_ROOT)
+    p = launcher_process(argv, env, text=True)
     return CliRun(p.returncode, p.stdout, p.stderr, results or Path("/nonexistent"))
 
 

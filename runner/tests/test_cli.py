@@ -25,6 +25,7 @@ from gc_testutil import (
     REPO_ROOT,
     CliRun,
     Selftests,
+    kill_marked,
     processes_with,
     run_launcher,
 )
@@ -55,12 +56,7 @@ def full_run(selftests: Selftests, tmp_path_factory: pytest.TempPathFactory) -> 
                      "--kmsg", "off",
                      "--grace", "1", "--", "-q", "--junitxml", str(results / "junit.xml"),
                      results=results, env=env)
-    left = processes_with(f"{MARKER_ENV}={marker}".encode())
-    for pid, _ in left:
-        try:
-            os.kill(pid, 9)
-        except OSError:
-            pass
+    left = kill_marked(f"{MARKER_ENV}={marker}".encode())
     return run, left
 
 
@@ -357,13 +353,13 @@ def test_broken_binaries_become_failing_items(tmp_path: Path) -> None:
     assert "Traceback" not in run.stdout
 
 
-def test_sigterm_to_the_runner_kills_the_running_test(selftests: Selftests, tmp_path: Path) -> None:
+def test_sigterm_to_the_runner_kills_the_running_test(
+        selftests: Selftests, tmp_path: Path, marker_env: bytes) -> None:
     import signal
     import time
 
-    marker = uuid.uuid4().hex
-    needle = f"{MARKER_ENV}={marker}".encode()
-    env = dict(os.environ, **{MARKER_ENV: marker})
+    needle = marker_env
+    env = dict(os.environ)  # marker_env's marker included
     results = tmp_path / "r"
     proc = subprocess.Popen(
         [str(LAUNCHER), "run", "--results", str(results), "--build",

@@ -6,24 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import textwrap
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gc_testutil import (
-    HANG_GUARD_S,
-    LAUNCHER,
-    MARKER_ENV,
-    REPO_ROOT,
-    CliRun,
-    Selftests,
-    processes_with,
-    run_launcher,
-)
+from gc_testutil import CliRun, Selftests, launcher_process, processes_with, run_launcher
 
 
 def base_env(**extra: str) -> dict[str, str]:
@@ -279,8 +268,7 @@ def test_new_taint_aborts_the_run_then_resume_finishes_it(
         selftests: Selftests, tmp_path: Path, marker_env: bytes) -> None:
     taint = tmp_path / "tainted"
     taint.write_text("0\n")
-    env = base_env(GPUCONFORM_SELFTEST_TAINT_FILE=str(taint),
-                   **{MARKER_ENV: os.environ[MARKER_ENV]})
+    env = base_env(GPUCONFORM_SELFTEST_TAINT_FILE=str(taint))  # marker_env's marker included
     r = run(selftests, tmp_path / "r", "--include", r"^selftest_flow@(taint|sleep-[12])$",
             "--taint-file", str(taint), env=env)
     assert r.returncode == 1
@@ -591,23 +579,19 @@ def test_progress_line(selftests: Selftests, tmp_path: Path) -> None:
     r = run(selftests, tmp_path / "r", *sel, "--progress", "plain")
     assert r.returncode == 0
     assert "gpuconform: [2/2] 1 pass, 1 skip | ETA 0s\n" in r.stderr
-    p = subprocess.run([str(LAUNCHER), "run", "--build", str(selftests.build),
-                        "--selftest", "--results", str(tmp_path / "r2"), "--no-baseline",
-                        "--kmsg", "off", *sel,
-                        "--progress", "tty"], capture_output=True, timeout=HANG_GUARD_S,
-                       env=base_env(), cwd=REPO_ROOT)
+    p = launcher_process(["run", "--build", str(selftests.build), "--selftest", "--results",
+                          str(tmp_path / "r2"), "--no-baseline", "--kmsg", "off", *sel,
+                          "--progress", "tty"], base_env(), text=False)
     assert b"\rgpuconform: [1/2] 1 pass | ETA " in p.stderr and p.stderr.endswith(b"\r\x1b[K")
     assert b"\n" not in p.stderr  # redrawn in place, erased at the end
     r = run(selftests, tmp_path / "r3", *sel, "--progress", "off")
     assert "gpuconform: [" not in r.stderr
 
 
-def test_nothing_left_behind(selftests: Selftests, tmp_path: Path) -> None:
-    marker = uuid.uuid4().hex
-    env = base_env(**{MARKER_ENV: marker})
-    r = run(selftests, tmp_path / "r", "--include", r"^selftest_child@", env=env)
+def test_nothing_left_behind(selftests: Selftests, tmp_path: Path, marker_env: bytes) -> None:
+    r = run(selftests, tmp_path / "r", "--include", r"^selftest_child@")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert processes_with(f"{MARKER_ENV}={marker}".encode()) == []
+    assert processes_with(marker_env) == []
 
 
 # ------------------------------------------- the other subcommands' plumbing
