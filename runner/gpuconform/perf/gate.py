@@ -233,9 +233,11 @@ def _widened(sp: float, k: int, copies: Sequence[Sequence[float]],
     """s' and t's degrees of freedom for a night on `night` GPUs, and w when
     it widened them (module doc, "copies")."""
     w = within_spread(copies) if len(copies) == k else None
-    h = math.fsum(1 / max(1, len(c)) for c in copies) / k if w else 1.0
-    extra = w[0] ** 2 * (1 / night - h) if w else 0.0
-    if w is None or extra <= 0:
+    if w is None:
+        return sp, k - 1, None
+    h = math.fsum(1 / max(1, len(c)) for c in copies) / k
+    extra = w[0] ** 2 * (1 / night - h)
+    if extra <= 0:
         return sp, k - 1, None
     base = sp * sp
     df = (base + extra) ** 2 / (base * base / (k - 1) + extra * extra / w[1])
