@@ -172,7 +172,14 @@ def test_maxima_and_tied_single_samples_are_trends() -> None:
     gs = [67936.0, 67712.0, 67680.0, 67690.0, 67700.0]
     assert not assess(gs, 32.0, 1, G, "gap-max.graph.wide256").gates
     assert not assess(gs, 32.0, 1, G, "max").gates
-    assert assess(gs, 32.0, 1, G, "gap-p99.graph.wide256").gates
+    assert assess(gs, 32.0, 1, G, "gap-p50.graph.wide256").gates
+    # a tail: a p99 or a ratio of p99s (one GPU's p99 of the mixed graph read
+    # 8513 ns where the others read 4544-5056)
+    for tail in ("gap-p99.graph.wide256", "overhead.gap-p99-serial-over-graph.mixed"):
+        a = assess(gs, 32.0, 1, G, tail)
+        assert not a.gates and (a.trend or "").startswith("a tail (p99)")
+    assert not gate.is_tail("overhead.gap-p50-trace-over-graph.mixed")
+    assert not gate.is_tail("graph-time.graph.p990")
     tied = [1.17857, 1.17857, 1.17857, 1.17857, 1.17893]
     a = assess(tied, 0.00036, 1, G, "overhead.gap-p99-trace-over-graph.chain256", single=True)
     assert not a.gates and "4 of its 5 runs gave the same value" in (a.trend or "")
