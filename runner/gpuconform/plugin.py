@@ -71,7 +71,8 @@ import pytest
 
 from .core.execute import ExecOptions, ListRun, list_subtests
 from .core.attempts import TestRun, run_attempt, run_test, skip_record
-from .core.gang import combine, run_copies
+from .core.gang import combine, lost_record, one_copy, run_copies
+from .core.gpustate import gpu_state
 from .core.placement import DEFAULT_PLACEMENT, Slot, list_placement
 from .core.expectations import FLAKE, ExpectationError, Rule
 from .core.fmt import one_line
@@ -94,6 +95,7 @@ from .core.optable import add_pytest_options, check_pytest_given
 from .core.options import (FIELD_ORDER, PROGRESS_MODES, SCRATCH_ENV, InputError, RunInputs,
                            RunOptions, load_inputs)
 from .core.progress import Progress, on_stderr
+from .core.queues import GpuQueues
 from .core.resume import ResumeError, take_over
 from .core.results import TestRecord, judged, render_summary
 from .core.runend import RunEnd, ordered_records, run_info
@@ -454,6 +456,10 @@ class GcSession:
         self.stopping = threading.Event()  # an interrupt: no copy of a test starts after it
         self.running: set[int] = set()  # process groups of the running copies
         self._placements: dict[str, dict[str, str]] = {}
+        self.queues: GpuQueues | None = None  # the per-GPU queues of the running gpu tests
+        self._queued_items: dict[str, SubtestItem] = {}
+        self._queue_aborts: dict[str, str] = {}  # test -> why the run must stop
+        self._kernel_lock = threading.Lock()  # the queues read the kernel log after each copy
         if o.scratch_dir is not None:
             self.env_extra[SCRATCH_ENV] = o.scratch_dir
         if o.level is not None:
@@ -557,8 +563,28 @@ class GcSession:
         if dropped:
             self.config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+        self._gather_gpu_tests(items)
         if not self.is_worker and not self.collect_only:
             self._start_run(items, tests)
+
+    def _queues_apply(self) -> bool:
+        """Whether gpu tests run from per-GPU queues (queues.py): several GPUs,
+        one copy a GPU at once, not --lockstep."""
+        n = len(self.node.gpus)
+        return n > 1 and not self.opts.lockstep and self.node.jobs >= n
+
+    def _gather_gpu_tests(self, items: list[pytest.Item]) -> None:
+        """With per-GPU queues, the gpu tests made one block where the first
+        of them stands, so that the queues span them all (at level long the
+        soaks' planned order is kept)."""
+        if not self._queues_apply() or self.soak_plan is not None:
+            return
+        gpu = [it for it in items if isinstance(it, SubtestItem) and it.placement == "gpu"]
+        if not gpu:
+            return
+        first, ids = items.index(gpu[0]), {id(it) for it in gpu}
+        rest = [it for it in items if id(it) not in ids]
+        items[:] = rest[:first] + gpu + rest[first:]
 
     def _plan_soaks(self, tests: list[str], by_name: dict[str, Any]) -> list[str]:
         """At level long: the soaking tests moved last and their plan
@@ -616,6 +642,7 @@ class GcSession:
             "selection": list(self.selection),
             "shard": list(o.shard) if o.shard else None,
             "tests": list(tests),
+            "gpu_state_start": self._gpu_state(),
         }
         try:
             self.journal, self.run_tmp = claim_results_dir(self.results_dir, self.run_id,
@@ -686,6 +713,7 @@ class GcSession:
         try:
             yield
         finally:
+            self._close_queues(kill=True)  # pytest stopped early: their copies go too
             if self.progress is not None:
                 self.progress.close()
 
@@ -769,6 +797,8 @@ class GcSession:
         slots = self.node.slots(item.placement)
         if len(slots) == 1:
             run = self._run_once(item, slots[0])
+        elif isinstance(item, SubtestItem) and self._queued(item):
+            run = self._run_queued(item, slots)
         else:
             run = self._run_copies(item, slots)
         if run.abort is not None and run.journaled and self._gpu_lost(run.record, run.abort):
@@ -866,14 +896,108 @@ class GcSession:
 
         copies = run_copies(name, binary, sub, slots, self.node.at_once(item.placement), one,
                             self._lost, self.stopping, self._kill_running)
+        return self._combined(item, copies, notes)
+
+    def _combined(self, item: _GcItem, copies: list[TestRecord], notes: list[str]) -> TestRun:
+        """The test's record from its copies, the kernel log read after them
+        weighed into it."""
         rec = combine(copies, item.placement)
         rec.notes[:0] = notes
+        abort = None
         if self.kernel is not None:
             before = rec.result
             abort = self.kernel.after(rec)
             if rec.result is not before:
                 self._judge(rec)
+        return TestRun(rec, f"{item.name}: {abort}" if abort is not None else None)
+
+    def _skipped(self, item: _GcItem) -> TestRecord | None:
+        return skip_record(item.name, str(item.entry.path), item.subtest,
+                           self.rules.get(item.name))
+
+    def _queued(self, item: SubtestItem) -> bool:
+        """Whether item's copies come from the per-GPU queues."""
+        return item.placement == "gpu" and self._queues_apply() and self._skipped(item) is None
+
+    def _start_queues(self, item: SubtestItem, slots: list[Slot]) -> None:
+        """The queues of the block of gpu tests that item opens."""
+        self._close_queues()
+        items = item.session.items
+        block: list[SubtestItem] = []
+        for it in items[items.index(item):]:
+            if not isinstance(it, SubtestItem) or it.placement != "gpu":
+                break
+            if self._skipped(it) is None:
+                block.append(it)
+        self._queued_items = {it.name: it for it in block}
+        self.queues = GpuQueues(list(self._queued_items), slots, self._queue_copy, self.stopping)
+
+    def _queue_copy(self, name: str, slot: Slot) -> TestRecord:
+        """One copy of a queued test (a queue's thread), the kernel log read
+        as it ends: a line naming one GPU of several loses that GPU at once
+        (its later copies do not run), any other abort stops the queues."""
+        item = self._queued_items[name]
+        binary, sub, rule = str(item.entry.path), item.subtest, self.rules.get(name)
+        timeout, env = self._timeout_env(name)
+
+        def one(s: Slot) -> TestRecord:
+            attempt = self._attempt_fn(item, s, timeout, env, None)
+            return run_test(name, binary, sub, rule, self.opts.retries, attempt,
+                            lambda: (None, []), aborted=self.abort is not None).record
+
+        rec = one_copy(name, binary, sub, slot, one, self._lost, self.stopping)
+        with self._kernel_lock:
+            if self.kernel is not None and rec.result is not State.NOTRUN:
+                before = rec.result
+                why = self.kernel.after(rec)
+                if rec.result is not before:
+                    self._judge(rec)
+                lost = self.node.lose(why) if why is not None else None
+                if lost is not None:
+                    rec.reason = lost
+                    self.messages.append(lost)
+                elif why is not None:
+                    self._queue_aborts.setdefault(name, why)
+                    if self.queues is not None:
+                        self.queues.close()
+        return rec
+
+    def _run_queued(self, item: SubtestItem, slots: list[Slot]) -> TestRun:
+        """A gpu test's copies as the queues ran them (queues.py). The kernel
+        log is read before the block starts and after each copy (in its
+        queue); lines that came while other tests ran beside a copy are
+        weighed into it too (a GPU's lines name it)."""
+        name, notes = item.name, []
+        if self.queues is None or name not in self.queues:
+            abort, notes = self._kernel_gap(name)
+            if abort is not None:
+                rec = TestRecord(name, str(item.entry.path), item.subtest, State.NOTRUN,
+                                 reason=f"not run: the run aborted: {abort}")
+                rec.notes.extend(notes)
+                return TestRun(self._judge(rec), abort, journaled=False)
+            self._start_queues(item, slots)
+        assert self.queues is not None
+        try:
+            copies = self.queues.wait(name)
+        except BaseException:
+            self.stopping.set()
+            self._close_queues(kill=True)
+            raise
+        stopped = next(iter(self._queue_aborts.values()), "the GPU queues were stopped")
+        rec = combine([c if c is not None else lost_record(name, str(item.entry.path),
+                                                           item.subtest, s,
+                                                           f"the run aborted: {stopped}")
+                       for c, s in zip(copies, slots)], item.placement)
+        rec.notes[:0] = notes
+        abort = self._queue_aborts.pop(name, None)
         return TestRun(rec, f"{name}: {abort}" if abort is not None else None)
+
+    def _close_queues(self, kill: bool = False) -> None:
+        """The queues stopped (no copy starts after this) and their threads
+        waited for; kill: the running copies killed first."""
+        if self.queues is not None:
+            self.queues.stop(self._kill_running if kill else None)
+            self.queues = None
 
     def _lost(self, slot: Slot) -> str | None:
         """Why slot's GPU can no longer be used (gone since the run started)."""
@@ -960,14 +1084,23 @@ class GcSession:
             baseline_error=self.baseline_error,
         )
 
+    def _gpu_state(self) -> dict[str, object]:
+        """The run's NVIDIA GPUs' clocks and limits now (gpustate.py)."""
+        if not any(g.vendor == "nvidia" for g in self.node.gpus):
+            return {"gpus": [], "notes": ["not recorded: no NVIDIA GPU in the run"]}
+        return gpu_state()
+
     def _run_info(self, exitstatus: int) -> dict[str, Any]:
-        return run_info(start=(self.run_json or {}).get("start", self.start),
+        info = run_info(start=(self.run_json or {}).get("start", self.start),
                         args=[str(a) for a in self.config.args], run_id=self.run_id,
                         opts=self.opts, platform=self.inputs.platform, exitstatus=exitstatus,
                         collection_errors=self.collection_errors, aborted=self.abort,
                         resumed=self.resumed,
                         soak_seconds=self.soak_plan.given if self.soak_plan else None,
                         node=self.node.to_json())
+        info["gpu_state"] = {"start": (self.run_json or {}).get("gpu_state_start"),
+                             "end": self._gpu_state()}
+        return info
 
     @pytest.hookimpl(trylast=True)  # type: ignore[misc]
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

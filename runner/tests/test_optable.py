@@ -37,6 +37,7 @@ SAMPLES: dict[str, tuple[list[str], Any]] = {
     "grace": (["--grace", "0"], 0.0),
     "devices": (["--devices", "0,GPU-8f3c"], "0,GPU-8f3c"),
     "jobs": (["--jobs", "3"], 3),
+    "lockstep": (["--lockstep"], True),
     "scratch_dir": (["--scratch-dir", "/scratch"], "/scratch"),
     "expectations": (["--expectations", "/e/a.txt", "/e/b.txt"], ["/e/a.txt", "/e/b.txt"]),
     "platform": (["--platform", "lab"], "lab"),

@@ -383,3 +383,51 @@ def test_a_gpu_fallen_off_the_bus_for_real_leaves_the_others_running(
     assert [c["result"] for c in env_rec["placements"]] == ["pass", "notrun", "pass"]
     assert t["selftest_placement@node"]["result"] == "pass"
     assert not r.json()["run"]["aborted"]
+
+
+# ------------------------------------------------------------ per-GPU queues
+
+
+def _started(r: object, gpu: int) -> list[str]:
+    """The tests GPU gpu started, in the journal's order."""
+    return [x["test"].split("@", 1)[1] for x in r.journal()  # type: ignore[attr-defined]
+            if x["event"] == "start" and x.get("gpu") == gpu]
+
+
+def _span(rec: dict[str, object]) -> tuple[float, float]:
+    copies = rec["placements"] or [rec]
+    return (min(c["time"]["start"] for c in copies),  # type: ignore[index]
+            max(c["time"]["end"] for c in copies))  # type: ignore[index]
+
+
+def test_each_gpu_walks_the_one_gpu_tests_from_its_own_start(selftests: Selftests,
+                                                             tmp_path: Path) -> None:
+    _, env = _node(tmp_path, 3, GPUCONFORM_SELFTEST_FAIL_ON="7")
+    r = run(selftests, tmp_path / "r", "--include", PLACEMENT + "(env|alone|fail-on)$",
+            env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    t = r.tests()
+    # 2 tests over 3 GPUs: GPUs 0 and 1 start at the first, GPU 2 at the second
+    assert [_started(r, g) for g in range(3)] == [["env", "fail-on", "alone"],
+                                                  ["env", "fail-on", "alone"],
+                                                  ["fail-on", "env", "alone"]]
+    for name in ("env", "fail-on"):
+        assert [c["gpu"]["index"] for c in t[f"selftest_placement@{name}"]["placements"]] == \
+            [0, 1, 2]
+    # the one-GPU tests were gathered before the gpu-alone one, which ran with nothing beside it
+    alone = t["selftest_placement@alone"]
+    assert alone["result"] == "pass"
+    gpu_end = max(_span(t[f"selftest_placement@{n}"])[1] for n in ("env", "fail-on"))
+    assert _span(alone)[0] >= gpu_end
+
+
+def test_lockstep_runs_each_tests_copies_together_in_the_lists_order(
+        selftests: Selftests, tmp_path: Path) -> None:
+    _, env = _node(tmp_path, 3, GPUCONFORM_SELFTEST_FAIL_ON="7")
+    r = run(selftests, tmp_path / "r", "--include", PLACEMENT + "(env|alone|fail-on)$",
+            "--lockstep", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert [_started(r, g) for g in range(3)] == [["env", "alone", "fail-on"]] * 3
+    t = r.tests()
+    assert _span(t["selftest_placement@alone"])[1] <= _span(t["selftest_placement@fail-on"])[0]
+    assert r.json()["run"]["options"]["lockstep"] is True

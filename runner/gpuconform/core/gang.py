@@ -24,7 +24,7 @@ from .placement import Slot
 from .results import DynamicRecord, TestRecord
 from .states import State
 
-__all__ = ["run_copies", "combine", "Stopped"]
+__all__ = ["run_copies", "one_copy", "lost_record", "combine", "Stopped"]
 
 # One copy's run: its record (judged).
 Copy = Callable[[Slot], TestRecord]
@@ -36,10 +36,23 @@ class Stopped(Exception):
     """Raised into a copy about to start after the run was interrupted."""
 
 
-def _lost_record(name: str, binary: str, subtest: str | None, slot: Slot, why: str) -> TestRecord:
+def lost_record(name: str, binary: str, subtest: str | None, slot: Slot, why: str) -> TestRecord:
     rec = TestRecord(name, binary, subtest, State.NOTRUN, reason=f"not run: {why}")
     rec.gpu = slot.gpu.to_json() if slot.gpu is not None else None
     rec.final, rec.expected, rec.judgement = State.NOTRUN.value, False, f"not run: {why}"
+    return rec
+
+
+def one_copy(name: str, binary: str, subtest: str | None, slot: Slot, one: Copy, lost: Lost,
+             stopping: threading.Event) -> TestRecord:
+    """The copy on slot, tagged with its GPU; notrun when the GPU went away."""
+    if stopping.is_set():
+        raise Stopped()
+    why = lost(slot)
+    if why is not None:
+        return lost_record(name, binary, subtest, slot, why)
+    rec = one(slot)
+    rec.gpu = slot.gpu.to_json() if slot.gpu is not None else None
     return rec
 
 
@@ -52,14 +65,7 @@ def run_copies(name: str, binary: str, subtest: str | None, slots: Sequence[Slot
     exception propagates once their threads are done."""
 
     def copy(slot: Slot) -> TestRecord:
-        if stopping.is_set():
-            raise Stopped()
-        why = lost(slot)
-        if why is not None:
-            return _lost_record(name, binary, subtest, slot, why)
-        rec = one(slot)
-        rec.gpu = slot.gpu.to_json() if slot.gpu is not None else None
-        return rec
+        return one_copy(name, binary, subtest, slot, one, lost, stopping)
 
     if len(slots) == 1 or at_once <= 1:
         return [copy(s) for s in slots]
@@ -122,6 +128,7 @@ def combine(copies: Sequence[TestRecord], placement: str) -> TestRecord:
         idx = c.gpu["index"] if c.gpu is not None else None
         rec.metrics += _tagged(c.metrics, idx)
         rec.soaks += _tagged(c.soaks, idx)
+        rec.dmesg += c.dmesg  # read after each copy in per-GPU queues (queues.py)
         rec.attempts += [{**a, "gpu": idx} for a in c.attempts]
         rec.notes += [f"{_label(c)}: {n}" for n in c.notes]
         c.metrics, c.soaks = [], []

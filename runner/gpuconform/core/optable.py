@@ -257,6 +257,12 @@ _RUN = (
         help="copies of a one-GPU test that run at once, each on its own GPU "
         "(default: one per GPU; 1: one GPU at a time)"),
     RunOption(
+        "lockstep", "--gc-lockstep",
+        "a one-GPU test's copies start together, the next test when all have ended",
+        cli="--lockstep", kind=FLAG,
+        help="run a one-GPU test's copies together and the next test when all have ended "
+        "(default: each GPU walks the one-GPU tests from its own starting point)"),
+    RunOption(
         "scratch_dir", "--gc-scratch-dir",
         f"directory of the tests' scratch files: exported as {SCRATCH_ENV}",
         cli="--scratch-dir", metavar="DIR", from_cli=_absolute_if_given,

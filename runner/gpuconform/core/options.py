@@ -85,6 +85,7 @@ class RunOptions:
     timeout_overrides: list[tuple[str, float]] = field(default_factory=list)
     devices: str | None = None  # indexes or UUIDs; None: every GPU of the node (devices.py)
     jobs: int | None = None  # copies of a one-GPU test at once; None: one per GPU
+    lockstep: bool = False  # a one-GPU test's copies at once, the next when all end (queues.py)
     scratch_dir: str | None = None  # exported as GPUCONFORM_SCRATCH_DIR
     shard: tuple[int, int] | None = None
     expectations: list[str] | None = None  # None: data/expectations/*.txt for the suite

@@ -4,7 +4,10 @@ A binary says, per subtest (`BINARY --list-placement`, lib/core.h enum
 gc_placement), what it uses:
 
   gpu        one GPU: run once per GPU of the run, each copy pinned to its GPU
-             (devices.pin_env), up to --jobs copies at the same time;
+             (devices.pin_env); on a node of several GPUs each GPU walks
+             these tests from its own starting point (queues.py), or with
+             --lockstep (or --jobs under the GPU count) a test's copies run
+             together, up to --jobs at a time;
   gpu-alone  one GPU, but its figures are disturbed by a neighbour: once per
              GPU, one copy at a time; where its repetitions are the node's
              (the copies' samples are joined under one metric, runmetrics),
@@ -13,10 +16,11 @@ gc_placement), what it uses:
              variables (NVML, raw /dev/kfd): once, every GPU of the run in view;
   host       no GPU: once.
 
-Tests run one after another; only the copies of one gpu test run side by
-side, so each copy's neighbours are copies of itself, the same every night
-(a baseline can be made of that), and a test that spans GPUs or is timed on
-the host (node, host, gpu-alone) has the node to itself.
+Only gpu tests run side by side: their copies in per-GPU queues, gathered
+into one block of the run (a copy's neighbours are other gpu tests), or in
+lockstep (copies of itself). A test that spans GPUs or is timed on the host
+(node, host, gpu-alone) runs before or after the block and has the node to
+itself.
 
 Why the runner places and the binaries do not loop: a binary's own loop over
 devices runs them one after another (a node of 4 GPUs took 4 times as long),
