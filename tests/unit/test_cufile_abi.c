@@ -21,38 +21,26 @@
 #include "abi_check.h"
 
 SAME_LAYOUT(gc_cufile_err, CUfileError_t);
-SAME_OFFSET(gc_cufile_err, cu_err, CUfileError_t, cu_err);
+SAME_FIELDS(gc_cufile_err, CUfileError_t, cu_err);
 SAME_LAYOUT(gc_cufile_descr, CUfileDescr_t);
-SAME_OFFSET(gc_cufile_descr, handle.fd, CUfileDescr_t, handle.fd);
-SAME_OFFSET(gc_cufile_descr, fs_ops, CUfileDescr_t, fs_ops);
+SAME_FIELDS(gc_cufile_descr, CUfileDescr_t, handle.fd, fs_ops);
 SAME_LAYOUT(gc_cufile_props, CUfileDrvProps_t);
-SAME_OFFSET(gc_cufile_props, nvfs.dcontrolflags, CUfileDrvProps_t, nvfs.dcontrolflags);
-SAME_OFFSET(gc_cufile_props, max_batch_io_timeout_msecs, CUfileDrvProps_t,
-	    max_batch_io_timeout_msecs);
+SAME_FIELDS(gc_cufile_props, CUfileDrvProps_t, nvfs.dcontrolflags, max_batch_io_timeout_msecs);
 SAME_LAYOUT(gc_cufile_io_params, CUfileIOParams_t);
 SAME_OFFSET(gc_cufile_io_params, u.batch.dev_ptr_base, CUfileIOParams_t, u.batch.devPtr_base);
-SAME_OFFSET(gc_cufile_io_params, u.batch.file_offset, CUfileIOParams_t, u.batch.file_offset);
+SAME_FIELDS(gc_cufile_io_params, CUfileIOParams_t, u.batch.file_offset);
 SAME_OFFSET(gc_cufile_io_params, u.batch.dev_ptr_offset, CUfileIOParams_t,
 	    u.batch.devPtr_offset);
-SAME_OFFSET(gc_cufile_io_params, u.batch.size, CUfileIOParams_t, u.batch.size);
-SAME_OFFSET(gc_cufile_io_params, fh, CUfileIOParams_t, fh);
-SAME_OFFSET(gc_cufile_io_params, opcode, CUfileIOParams_t, opcode);
-SAME_OFFSET(gc_cufile_io_params, cookie, CUfileIOParams_t, cookie);
+SAME_FIELDS(gc_cufile_io_params, CUfileIOParams_t, u.batch.size, fh, opcode, cookie);
 SAME_LAYOUT(gc_cufile_io_event, CUfileIOEvents_t);
-SAME_OFFSET(gc_cufile_io_event, status, CUfileIOEvents_t, status);
-SAME_OFFSET(gc_cufile_io_event, ret, CUfileIOEvents_t, ret);
+SAME_FIELDS(gc_cufile_io_event, CUfileIOEvents_t, status, ret);
 _Static_assert(sizeof(CUfileStatsLevel1_t) == GC_CUFILE_STATS_L1_BYTES, "level-1 stats size");
 _Static_assert(sizeof(CUfileStatsLevel2_t) == GC_CUFILE_STATS_L2_BYTES, "level-2 stats size");
 SAME_LAYOUT(gc_cufile_gpu_stats, CUfilePerGpuStats_t);
-SAME_OFFSET(gc_cufile_gpu_stats, n_p2p_reads, CUfilePerGpuStats_t, n_p2p_reads);
-SAME_OFFSET(gc_cufile_gpu_stats, n_nvfs_reads, CUfilePerGpuStats_t, n_nvfs_reads);
-SAME_OFFSET(gc_cufile_gpu_stats, n_posix_reads, CUfilePerGpuStats_t, n_posix_reads);
-SAME_OFFSET(gc_cufile_gpu_stats, n_p2p_writes, CUfilePerGpuStats_t, n_p2p_writes);
-SAME_OFFSET(gc_cufile_gpu_stats, n_nvfs_writes, CUfilePerGpuStats_t, n_nvfs_writes);
-SAME_OFFSET(gc_cufile_gpu_stats, n_posix_writes, CUfilePerGpuStats_t, n_posix_writes);
-SAME_OFFSET(gc_cufile_gpu_stats, reg_bytes, CUfilePerGpuStats_t, reg_bytes);
+SAME_FIELDS(gc_cufile_gpu_stats, CUfilePerGpuStats_t, n_p2p_reads, n_nvfs_reads, n_posix_reads,
+	    n_p2p_writes, n_nvfs_writes, n_posix_writes, reg_bytes);
 SAME_LAYOUT(gc_cufile_stats_l3, CUfileStatsLevel3_t);
-SAME_OFFSET(gc_cufile_stats_l3, num_gpus, CUfileStatsLevel3_t, num_gpus);
+SAME_FIELDS(gc_cufile_stats_l3, CUfileStatsLevel3_t, num_gpus);
 SAME_OFFSET(gc_cufile_stats_l3, per_gpu, CUfileStatsLevel3_t, per_gpu_stats);
 _Static_assert(GC_CUFILE_MAX_GPUS == sizeof(((CUfileStatsLevel3_t *)0)->per_gpu_stats) /
 					     sizeof(CUfilePerGpuStats_t), "per-GPU array");
