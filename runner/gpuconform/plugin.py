@@ -88,6 +88,7 @@ from .core.journal import (
     read_run_json,
 )
 from .core.levels import LEVEL_ENV, SOAK_SECONDS_ENV, SoakPlan, plan_soaks
+from .core.kmsg import KmsgCapture, KmsgRecord
 from .core.kwatch import KernelWatch
 from .core.outfiles import Spares
 from .core.manifest import MANIFEST_NAMES, ManifestEntry, ManifestError, read_manifest
@@ -460,6 +461,9 @@ class GcSession:
         self._queued_items: dict[str, SubtestItem] = {}
         self._queue_aborts: dict[str, str] = {}  # test -> why the run must stop
         self._kernel_lock = threading.Lock()  # the queues read the kernel log after each copy
+        self._held: dict[int | None, list[KmsgRecord]] = {}  # lines for a GPU's next copy
+        self._copies_left: dict[int, int] = {}  # queued copies a GPU has still to end
+        self._waits_left = 0  # queued tests whose record is still to be made
         if o.scratch_dir is not None:
             self.env_extra[SCRATCH_ENV] = o.scratch_dir
         if o.level is not None:
@@ -930,7 +934,15 @@ class GcSession:
             if self._skipped(it) is None:
                 block.append(it)
         self._queued_items = {it.name: it for it in block}
+        self._held, self._waits_left = {}, len(block)
+        self._copies_left = {s.gpu.index: len(block) for s in slots if s.gpu is not None}
         self.queues = GpuQueues(list(self._queued_items), slots, self._queue_copy, self.stopping)
+        if self.progress is not None:
+            self.progress.note = self._queue_note
+
+    def _queue_note(self) -> str | None:
+        q = self.queues
+        return q.describe() if q is not None else None
 
     def _queue_copy(self, name: str, slot: Slot) -> TestRecord:
         """One copy of a queued test (a queue's thread), the kernel log read
@@ -947,20 +959,45 @@ class GcSession:
 
         rec = one_copy(name, binary, sub, slot, one, self._lost, self.stopping)
         with self._kernel_lock:
-            if self.kernel is not None and rec.result is not State.NOTRUN:
-                before = rec.result
-                why = self.kernel.after(rec)
-                if rec.result is not before:
-                    self._judge(rec)
-                lost = self.node.lose(why) if why is not None else None
+            why = self._weigh_copy(rec, slot)
+            if why is not None:
+                lost = self.node.lose(why)
                 if lost is not None:
                     rec.reason = lost
                     self.messages.append(lost)
-                elif why is not None:
+                else:
                     self._queue_aborts.setdefault(name, why)
                     if self.queues is not None:
                         self.queues.close()
         return rec
+
+    def _weigh_copy(self, rec: TestRecord, slot: Slot) -> str | None:
+        """(Under the kernel lock, as a queued copy ends.) The kernel lines
+        since the last read, a line that names another GPU of the run held for
+        that GPU's copy to end, the others and those held for this GPU weighed
+        into rec; the abort reason, if any. A copy not run passes its lines on."""
+        if self.kernel is None:
+            return None
+        me = slot.gpu.index if slot.gpu is not None else None
+        window, mine = self.kernel.read(), []
+        for r in window.records:
+            g = self.node.named(r.message)
+            if g is not None and g != me and self._copies_left.get(g, 0) > 0:
+                self._held.setdefault(g, []).append(r)
+            else:
+                mine.append(r)
+        if me is not None:
+            self._copies_left[me] = self._copies_left.get(me, 1) - 1
+        mine = self._held.pop(me, []) + mine
+        if rec.result is State.NOTRUN:
+            self._held.setdefault(None, []).extend(mine)
+            return None
+        window.records = self._held.pop(None, []) + mine
+        before = rec.result
+        why = self.kernel.after(rec, window)
+        if rec.result is not before:
+            self._judge(rec)
+        return why
 
     def _run_queued(self, item: SubtestItem, slots: list[Slot]) -> TestRun:
         """A gpu test's copies as the queues ran them (queues.py). The kernel
@@ -989,7 +1026,14 @@ class GcSession:
                                                            f"the run aborted: {stopped}")
                        for c, s in zip(copies, slots)], item.placement)
         rec.notes[:0] = notes
+        # its own time: the copies ran at the queues' offsets, not together
+        rec.duration = max((c.duration for c in copies if c is not None), default=0.0)
         abort = self._queue_aborts.pop(name, None)
+        self._waits_left -= 1
+        left = [r for rs in self._held.values() for r in rs]
+        if self._waits_left <= 0 and left and self.kernel is not None:  # the block's last lines
+            self._held = {}
+            abort = abort or self.kernel.after(rec, KmsgCapture(records=left, total=len(left)))
         return TestRun(rec, f"{name}: {abort}" if abort is not None else None)
 
     def _close_queues(self, kill: bool = False) -> None:

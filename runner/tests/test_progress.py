@@ -43,6 +43,17 @@ class Clock:
         return self.t
 
 
+def test_what_the_running_test_waits_on_follows_its_name() -> None:
+    clock = Clock()
+    p = Progress(io.StringIO(), ["a@x", "b@y"], {"a@x": 5, "b@y": 5}, tty=False, clock=clock)
+    p.note = lambda: "4 GPU queues: 3 of 8 copies ended"
+    p.start_test("a@x")
+    clock.t += 2
+    assert p.line().endswith("| a@x (4 GPU queues: 3 of 8 copies ended) 2s")
+    p.end_test("a@x", "pass", 2)
+    assert "queues" not in p.line()  # nothing running: no note
+
+
 def test_plain_mode_prints_every_ten_seconds_and_at_the_end() -> None:
     out, clock = io.StringIO(), Clock()
     p = Progress(out, ["a", "b", "c"], {"a": 5, "b": 5, "c": 5}, tty=False, clock=clock)

@@ -102,3 +102,11 @@ def test_after_stop_no_copy_starts_and_a_waiter_gets_none_for_it() -> None:
     q.stop(kill)
     assert started == ["a"] and killed == [True]
     assert q.wait("c") == [None]
+
+
+def test_the_progress_line_says_how_far_the_queues_are() -> None:
+    q = GpuQueues(["a", "b", "c"], _slots(2), _record, threading.Event())
+    for name in "abc":
+        q.wait(name)
+    assert q.describe() == "2 GPU queues: 6 of 6 copies ended"
+    q.stop()

@@ -5,7 +5,8 @@ turned into the reason the run stops."""
 
 from __future__ import annotations
 
-from .kmsg import DmesgPatterns, KmsgReader, TaintWatch, classify_dmesg, describe_taint
+from .kmsg import (DmesgPatterns, KmsgCapture, KmsgReader, TaintWatch, classify_dmesg,
+                   describe_taint)
 from .results import TestRecord
 from .states import State, apply_dmesg
 
@@ -69,12 +70,20 @@ class KernelWatch:
                     notes.append(f"before the test started: {change.describe()}")
         return abort, notes
 
-    def after(self, rec: TestRecord) -> str | None:
-        """The test's own window weighed into rec; the abort reason, if any (rec
-        then ends ABORT, the test's own ending kept in its first note)."""
+    def read(self) -> KmsgCapture:
+        """The kernel log since the last read (nothing when not watched)."""
+        if self.kmsg is not None and self.kmsg.available:
+            return self.kmsg.read()
+        return KmsgCapture()
+
+    def after(self, rec: TestRecord, window: KmsgCapture | None = None) -> str | None:
+        """The test's own window (read now, or given) weighed into rec; the
+        abort reason, if any (rec then ends ABORT, the test's own ending kept
+        in its first note)."""
         abort: str | None = None
         if self.kmsg is not None and self.kmsg.available:
-            v = classify_dmesg(self.kmsg.read(), self.patterns)
+            v = classify_dmesg(window if window is not None else self.kmsg.read(),
+                               self.patterns)
             rec.dmesg = v.lines
             rec.notes.extend(v.notes)
             rec.result, rec.reason = apply_dmesg(rec.result, rec.reason, v.warnings, v.failures)

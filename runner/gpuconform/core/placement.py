@@ -116,13 +116,22 @@ class NodePlan:
                 gone.append(self.lost[g.index])
         return gone
 
+    def named(self, text: str) -> int | None:
+        """The index of the one GPU of the run that text names by its PCI
+        address (a kernel line), else None."""
+        hits = self._named(text)
+        return hits[0].index if len(hits) == 1 else None
+
+    def _named(self, text: str) -> list[Gpu]:
+        named = {m.group(1).lower() for m in _PCI.finditer(text)}
+        return [g for g in self.gpus if g.bus and g.bus[:10].lower() in named]
+
     def lose(self, why: str) -> str | None:
         """A kernel line that would stop the run (why) and names one GPU of
         the run by its PCI address, while other GPUs of the run are still
         there: that GPU is lost instead (its later copies do not run, the
         others go on); the line saying so. None: the run must stop."""
-        named = {m.group(1).lower() for m in _PCI.finditer(why)}
-        hits = [g for g in self.gpus if g.bus and g.bus[:10].lower() in named]
+        hits = self._named(why)
         if len(hits) != 1 or hits[0].index in self.lost:
             return None
         if not [g for g in self.gpus if g is not hits[0] and g.index not in self.lost]:

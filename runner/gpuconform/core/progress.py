@@ -117,6 +117,8 @@ class Progress:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.owns_stream = False  # on_stderr(): release() closes the stream too
+        # What the running test waits on, shown after its name (per-GPU queues)
+        self.note: Callable[[], str | None] = lambda: None
 
     # ------------------------------------------------------------ state
     def start_test(self, name: str) -> None:
@@ -145,8 +147,9 @@ class Progress:
                                      elapsed)
             width = self.width() if (self.width is not None and self.tty) else None
             done = sum(1 for t in self.tests if t in self.finished)
-            return format_line(done, len(self.tests), self.counts, eta, self.running, elapsed,
-                               width)
+            note = self.note() if self.running else None
+            running = f"{self.running} ({note})" if note else self.running
+            return format_line(done, len(self.tests), self.counts, eta, running, elapsed, width)
 
     # ----------------------------------------------------------- output
     def _maybe_print(self, force: bool = False) -> None:

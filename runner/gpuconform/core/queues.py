@@ -56,6 +56,7 @@ class GpuQueues:
         self._stopping = stopping
         self._closed = threading.Event()
         self._done: dict[tuple[str, int], TestRecord | BaseException] = {}
+        self.ended = 0  # copies ended so far, of len(names) * len(slots)
         self._cond = threading.Condition()
         self._threads = [
             threading.Thread(target=self._walk, args=(i, order), daemon=True,
@@ -77,7 +78,13 @@ class GpuQueues:
                 out = e
             with self._cond:
                 self._done[(name, i)] = out
+                self.ended += 1
                 self._cond.notify_all()
+
+    def describe(self) -> str:
+        """How far the queues are, for the progress line."""
+        total = len(self.names) * len(self.slots)
+        return f"{len(self.slots)} GPU queues: {self.ended} of {total} copies ended"
 
     def _ready(self, name: str) -> bool:
         return all((name, i) in self._done for i in range(len(self.slots)))
