@@ -255,7 +255,8 @@ _RUN = (
         "jobs", "--gc-jobs", "copies of a one-GPU test at once (default: one per GPU)",
         cli="--jobs", metavar="N", type=argtype(parse_jobs, "N"),
         help="copies of a one-GPU test that run at once, each on its own GPU "
-        "(default: one per GPU; 1: one GPU at a time)"),
+        "(default: one per GPU, each GPU walking the tests on its own; fewer: in lockstep, "
+        "N at a time; 1: one GPU at a time)"),
     RunOption(
         "lockstep", "--gc-lockstep",
         "a one-GPU test's copies start together, the next test when all have ended",
