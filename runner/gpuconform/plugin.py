@@ -464,6 +464,7 @@ class GcSession:
         self._held: dict[int | None, list[KmsgRecord]] = {}  # lines for a GPU's next copy
         self._copies_left: dict[int, int] = {}  # queued copies a GPU has still to end
         self._waits_left = 0  # queued tests whose record is still to be made
+        self._plan_lock = threading.Lock()  # a soak's seconds, asked by two queues at once
         if o.scratch_dir is not None:
             self.env_extra[SCRATCH_ENV] = o.scratch_dir
         if o.level is not None:
@@ -950,7 +951,8 @@ class GcSession:
         (its later copies do not run), any other abort stops the queues."""
         item = self._queued_items[name]
         binary, sub, rule = str(item.entry.path), item.subtest, self.rules.get(name)
-        timeout, env = self._timeout_env(name)
+        with self._plan_lock:  # SoakPlan.seconds_for gives a soak its share once
+            timeout, env = self._timeout_env(name)
 
         def one(s: Slot) -> TestRecord:
             attempt = self._attempt_fn(item, s, timeout, env, None)
