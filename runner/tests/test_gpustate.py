@@ -41,3 +41,16 @@ def test_a_field_it_refuses_is_left_out_and_named() -> None:
 def test_no_index_no_state() -> None:
     gpus, notes = query(_smi(set()), fields=("index",))
     assert gpus == [] and notes[0].startswith("nvidia-smi --query-gpu: exit 2: ")
+
+
+def test_a_hung_nvidia_smi_is_not_asked_again_field_by_field() -> None:
+    calls: list[Sequence[str]] = []
+
+    def hung(args: Sequence[str]) -> tuple[int, str, str]:
+        calls.append(args)
+        return -1, "", "TimeoutExpired: Command 'nvidia-smi' timed out after 20 seconds"
+
+    gpus, notes = query(hung, fields=("index", "power.limit"))
+    assert gpus == [] and len(calls) == 1
+    assert notes == ["nvidia-smi --query-gpu: TimeoutExpired: Command 'nvidia-smi' timed out "
+                     "after 20 seconds"]

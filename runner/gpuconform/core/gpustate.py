@@ -34,8 +34,8 @@ def _run(args: Sequence[str]) -> tuple[int, str, str]:
     try:
         p = subprocess.run(list(args), capture_output=True, text=True, timeout=TIMEOUT_S,
                            check=False)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return 1, "", f"{type(e).__name__}: {e}"
+    except (OSError, subprocess.TimeoutExpired) as e:  # -1: not asked again field by field
+        return -1, "", f"{type(e).__name__}: {e}"
     return p.returncode, p.stdout, p.stderr
 
 
@@ -62,6 +62,8 @@ def query(run: Runner, smi: str = "nvidia-smi",
     rc, out, err = _ask(run, smi, fields)
     if rc == 0:
         return parse_csv(fields, out), []
+    if rc < 0:  # it hung or could not start: a field at a time would do so again
+        return [], [f"nvidia-smi --query-gpu: {err.strip()[:160]}"]
     kept, notes = [], []
     for f in fields:
         frc, _, ferr = _ask(run, smi, [f])
