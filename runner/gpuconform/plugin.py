@@ -1018,9 +1018,11 @@ class GcSession:
         assert self.queues is not None
         try:
             copies = self.queues.wait(name)
-        except BaseException:
+        except BaseException as e:
             self.stopping.set()
+            queues = self.queues
             self._close_queues(kill=True)
+            self._keep_interrupted(queues, name, e)
             raise
         stopped = next(iter(self._queue_aborts.values()), "the GPU queues were stopped")
         rec = combine([c if c is not None else lost_record(name, str(item.entry.path),
@@ -1037,6 +1039,31 @@ class GcSession:
             self._held = {}
             abort = abort or self.kernel.after(rec, KmsgCapture(records=left, total=len(left)))
         return TestRun(rec, f"{name}: {abort}" if abort is not None else None)
+
+    def _keep_interrupted(self, queues: GpuQueues, waiting: str, e: BaseException) -> None:
+        """An interrupt while waiting for `waiting` (whose own record the item
+        makes): every later queued test that a GPU had begun is recorded
+        incomplete, with its copies: those that ended, those killed."""
+        why = f"interrupted ({e or type(e).__name__})"
+        names = queues.names
+        for name in names[names.index(waiting) + 1:]:
+            item = self._queued_items[name]
+            copies, states = [], []
+            for o, slot in zip(queues.take(name), queues.slots):
+                label = f"gpu{slot.gpu.index}" if slot.gpu is not None else "unpinned"
+                if o is None:
+                    states.append(f"{label} not started")
+                    continue
+                if not isinstance(o, TestRecord):  # killed as it ran
+                    o = self.new_record(item, State.INCOMPLETE, f"{why}: killed")
+                    o.gpu = slot.gpu.to_json() if slot.gpu is not None else None
+                copies.append(o)
+                states.append(f"{label} {o.result.value}")
+            if copies:
+                rec = self.new_record(item, State.INCOMPLETE,
+                                      f"{why} while the GPU queues ran it: {', '.join(states)}")
+                rec.placement, rec.placements = item.placement, copies
+                self.finish_record(rec, interrupted=True)
 
     def _close_queues(self, kill: bool = False) -> None:
         """The queues stopped (no copy starts after this) and their threads

@@ -102,6 +102,12 @@ class GpuQueues:
                 raise o
         return [o if isinstance(o, TestRecord) else None for o in outs]
 
+    def take(self, name: str) -> list[TestRecord | BaseException | None]:
+        """name's copies as they are now, in slot order, without waiting
+        (None: not ended, or never started): what an interrupted run keeps."""
+        with self._cond:
+            return [self._done.pop((name, i), None) for i in range(len(self.slots))]
+
     def close(self) -> None:
         """No copy starts after this (the running ones end as they will)."""
         self._closed.set()
