@@ -624,6 +624,10 @@ class GcSession:
                                     spares=Spares(str(self.run_tmp)))
         self.kernel = KernelWatch(o.kmsg, o.taint_file, self.inputs.dmesg)
         self.messages.extend(self.kernel.messages)
+        if len(self.node.gpus) > 1:
+            how = ("each GPU walking them from its own start (per-GPU queues)"
+                   if self._queues_apply() else f"in lockstep, {self.node.jobs} at a time")
+            self.messages.append(f"{len(self.node.gpus)} GPUs: one-GPU tests on each, {how}")
         self._find_baseline()
         self._start_progress(tests)
 

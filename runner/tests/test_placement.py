@@ -419,6 +419,8 @@ def test_each_gpu_walks_the_one_gpu_tests_from_its_own_start(selftests: Selftest
     assert alone["result"] == "pass"
     gpu_end = max(_span(t[f"selftest_placement@{n}"])[1] for n in ("env", "fail-on"))
     assert _span(alone)[0] >= gpu_end
+    assert ("3 GPUs: one-GPU tests on each, each GPU walking them from its own start "
+            "(per-GPU queues)") in (r.results / "summary.txt").read_text()
 
 
 def test_lockstep_runs_each_tests_copies_together_in_the_lists_order(
@@ -431,6 +433,8 @@ def test_lockstep_runs_each_tests_copies_together_in_the_lists_order(
     t = r.tests()
     assert _span(t["selftest_placement@alone"])[1] <= _span(t["selftest_placement@fail-on"])[0]
     assert r.json()["run"]["options"]["lockstep"] is True
+    assert "3 GPUs: one-GPU tests on each, in lockstep, 3 at a time" in \
+        (r.results / "summary.txt").read_text()
 
 
 def test_sigterm_in_the_queues_kills_every_copy_and_keeps_the_results(
