@@ -15,7 +15,10 @@ when its last copy has ended, in the run's order, so results, journal and
 report read as in lockstep. What changes is a copy's neighbours: other tests,
 not copies of itself. The metrics that such neighbours disturb (host-timed
 figures, the disk) belong to gpu-alone and node placements, which still have
-the node to themselves (the queues are drained before they run).
+the node to themselves (the queues are drained before they run). Measured on
+4 H200s, the gated GPU-timed metrics kept their MDE but one class: CUPTI's
+concurrent-tracing overhead ratios, which one night's neighbours moved 8-14%
+(data/baselines/README.md); --lockstep keeps the old neighbours.
 """
 
 from __future__ import annotations
