@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +40,27 @@ class Selftests:
 
     def binary(self, name: str) -> Path:
         return self.binaries[name]
+
+
+def signal_when_running(args: list[str], env: dict[str, str], needle: bytes, running: str,
+                        copies: int = 1, sig: int = signal.SIGTERM) -> tuple[int, str]:
+    """Start the launcher with args, send it sig once `copies` processes marked
+    by needle have `running` in their command line; (its exit status, its output)."""
+    proc = subprocess.Popen([str(LAUNCHER), *args], env=env, cwd=REPO_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + HANG_GUARD_S  # a guard against hanging, nothing more
+        while sum(running in cmd for _, cmd in processes_with(needle)) < copies:
+            assert proc.poll() is None, proc.communicate()[0]
+            assert time.monotonic() < deadline, f"{running!r} never started"
+            time.sleep(0.02)
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=HANG_GUARD_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, out
 
 
 def processes_with(needle: bytes) -> list[tuple[int, str]]:

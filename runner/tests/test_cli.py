@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import textwrap
 import uuid
 import xml.etree.ElementTree as ET
@@ -19,15 +18,13 @@ from typing import Any
 import pytest
 
 from gc_testutil import (
-    HANG_GUARD_S,
-    LAUNCHER,
     MARKER_ENV,
-    REPO_ROOT,
     CliRun,
     Selftests,
     kill_marked,
     processes_with,
     run_launcher,
+    signal_when_running,
 )
 
 
@@ -355,31 +352,16 @@ def test_broken_binaries_become_failing_items(tmp_path: Path) -> None:
 
 def test_sigterm_to_the_runner_kills_the_running_test(
         selftests: Selftests, tmp_path: Path, marker_env: bytes) -> None:
-    import signal
-    import time
-
     needle = marker_env
     env = dict(os.environ)  # marker_env's marker included
     results = tmp_path / "r"
-    proc = subprocess.Popen(
-        [str(LAUNCHER), "run", "--results", str(results), "--build",
-         str(selftests.build), "--selftest", "--timeout", "600", "-k", "sleep-forever"],
-        env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline = time.monotonic() + HANG_GUARD_S  # a guard against hanging, nothing more
-        while not any("--run-subtest sleep-forever" in cmd for _, cmd in processes_with(needle)):
-            assert proc.poll() is None, proc.communicate()[0]
-            assert time.monotonic() < deadline, "the subtest never started"
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=HANG_GUARD_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    rc, out = signal_when_running(
+        ["run", "--results", str(results), "--build", str(selftests.build), "--selftest",
+         "--timeout", "600", "-k", "sleep-forever"],
+        env, needle, "--run-subtest sleep-forever")
     left = processes_with(needle)
     assert left == [], left
-    assert proc.returncode == 1, out
+    assert rc == 1, out
     rec = json.loads((results / "results.json").read_text())["tests"]["selftest_hang@sleep-forever"]
     assert rec["result"] == "incomplete"
     assert "interrupted" in rec["reason"] and "SIGTERM" in rec["reason"]

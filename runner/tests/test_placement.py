@@ -440,36 +440,19 @@ def test_lockstep_runs_each_tests_copies_together_in_the_lists_order(
 def test_sigterm_in_the_queues_kills_every_copy_and_keeps_the_results(
         selftests: Selftests, tmp_path: Path, marker_env: bytes) -> None:
     import json
-    import signal
-    import subprocess
-    import time
 
-    from gc_testutil import HANG_GUARD_S, LAUNCHER, REPO_ROOT, processes_with
+    from gc_testutil import processes_with, signal_when_running
 
     # 3 GPUs, each copy of rendezvous waiting for 4: they hang until killed
     _, env = _node(tmp_path, 3, GPUCONFORM_SELFTEST_PLACEMENT_WAIT_MS="600000")
     env["GPUCONFORM_SELFTEST_PLACEMENT_N"] = "4"
     results = tmp_path / "r"
-    proc = subprocess.Popen(
-        [str(LAUNCHER), "run", "--results", str(results), "--build", str(selftests.build),
-         "--selftest", "--no-baseline", "--kmsg", "off", "--include",
-         PLACEMENT + "(env|rendezvous)$"],
-        env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline = time.monotonic() + HANG_GUARD_S  # a guard against hanging, nothing more
-        while sum("--run-subtest rendezvous" in cmd
-                  for _, cmd in processes_with(marker_env)) < 3:
-            assert proc.poll() is None, proc.communicate()[0]
-            assert time.monotonic() < deadline, "the copies never started"
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=HANG_GUARD_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    rc, out = signal_when_running(
+        ["run", "--results", str(results), "--build", str(selftests.build), "--selftest",
+         "--no-baseline", "--kmsg", "off", "--include", PLACEMENT + "(env|rendezvous)$"],
+        env, marker_env, "--run-subtest rendezvous", copies=3)
     assert processes_with(marker_env) == []
-    assert proc.returncode == 1, out
+    assert rc == 1, out
     tests = json.loads((results / "results.json").read_text())["tests"]
     # env waited for its copy on gpu2, which stood behind the hung rendezvous
     env_rec = tests["selftest_placement@env"]
