@@ -998,7 +998,9 @@ class GcSession:
         if rec.result is State.NOTRUN:
             self._held.setdefault(None, []).extend(mine)
             return None
-        window.records = self._held.pop(None, []) + mine
+        records = self._held.pop(None, []) + mine
+        window.total += len(records) - len(window.records)  # what moved between copies
+        window.records = records
         before = rec.result
         why = self.kernel.after(rec, window)
         if rec.result is not before:
