@@ -463,7 +463,6 @@ class GcSession:
         self._kernel_lock = threading.Lock()  # the queues read the kernel log after each copy
         self._held: dict[int | None, list[KmsgRecord]] = {}  # lines for a GPU's next copy
         self._copies_left: dict[int, int] = {}  # queued copies a GPU has still to end
-        self._waits_left = 0  # queued tests whose record is still to be made
         self._plan_lock = threading.Lock()  # a soak's seconds, asked by two queues at once
         if o.scratch_dir is not None:
             self.env_extra[SCRATCH_ENV] = o.scratch_dir
@@ -886,16 +885,13 @@ class GcSession:
         what it says is weighed into the test's record, not a copy's."""
         name, binary, sub = item.name, str(item.entry.path), item.subtest
         rule = self.rules.get(name)
-        skipped = skip_record(name, binary, sub, rule)
+        skipped = self._skipped(item)
         if skipped is not None:
             skipped.placement = item.placement
             return TestRun(skipped)
         abort, notes = self._kernel_gap(name)
         if abort is not None:
-            rec = TestRecord(name, binary, sub, State.NOTRUN,
-                             reason=f"not run: the run aborted: {abort}")
-            rec.notes.extend(notes)
-            return TestRun(self._judge(rec), abort, journaled=False)
+            return self._not_started(item, abort, notes)
         timeout, env = self._timeout_env(name)
 
         def one(slot: Slot) -> TestRecord:
@@ -905,20 +901,20 @@ class GcSession:
 
         copies = run_copies(name, binary, sub, slots, self.node.at_once(item.placement), one,
                             self._lost, self.stopping, self._kill_running)
-        return self._combined(item, copies, notes)
-
-    def _combined(self, item: _GcItem, copies: list[TestRecord], notes: list[str]) -> TestRun:
-        """The test's record from its copies, the kernel log read after them
-        weighed into it."""
         rec = combine(copies, item.placement)
         rec.notes[:0] = notes
-        abort = None
         if self.kernel is not None:
             before = rec.result
             abort = self.kernel.after(rec)
             if rec.result is not before:
                 self._judge(rec)
-        return TestRun(rec, f"{item.name}: {abort}" if abort is not None else None)
+        return TestRun(rec, f"{name}: {abort}" if abort is not None else None)
+
+    def _not_started(self, item: _GcItem, abort: str, notes: list[str]) -> TestRun:
+        """The kernel said, before item's copies started, that the run must stop."""
+        rec = self.new_record(item, State.NOTRUN, f"not run: the run aborted: {abort}")
+        rec.notes.extend(notes)
+        return TestRun(self._judge(rec), abort, journaled=False)
 
     def _skipped(self, item: _GcItem) -> TestRecord | None:
         return skip_record(item.name, str(item.entry.path), item.subtest,
@@ -939,7 +935,7 @@ class GcSession:
             if self._skipped(it) is None:
                 block.append(it)
         self._queued_items = {it.name: it for it in block}
-        self._held, self._waits_left = {}, len(block)
+        self._held = {}
         self._copies_left = {s.gpu.index: len(block) for s in slots if s.gpu is not None}
         self.queues = GpuQueues(list(self._queued_items), slots, self._queue_copy, self.stopping)
         if self.progress is not None:
@@ -1016,10 +1012,7 @@ class GcSession:
         if self.queues is None or name not in self.queues:
             abort, notes = self._kernel_gap(name)
             if abort is not None:
-                rec = TestRecord(name, str(item.entry.path), item.subtest, State.NOTRUN,
-                                 reason=f"not run: the run aborted: {abort}")
-                rec.notes.extend(notes)
-                return TestRun(self._judge(rec), abort, journaled=False)
+                return self._not_started(item, abort, notes)
             self._start_queues(item, slots)
         assert self.queues is not None
         try:
@@ -1039,9 +1032,8 @@ class GcSession:
         # its own time: the copies ran at the queues' offsets, not together
         rec.duration = max((c.duration for c in copies if c is not None), default=0.0)
         abort = self._queue_aborts.pop(name, None)
-        self._waits_left -= 1
         left = [r for rs in self._held.values() for r in rs]
-        if self._waits_left <= 0 and left and self.kernel is not None:  # the block's last lines
+        if name == self.queues.names[-1] and left and self.kernel is not None:  # the block's last
             self._held = {}
             abort = abort or self.kernel.after(rec, KmsgCapture(records=left, total=len(left)))
         return TestRun(rec, f"{name}: {abort}" if abort is not None else None)

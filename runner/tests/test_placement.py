@@ -379,6 +379,7 @@ def test_a_gpu_fallen_off_the_bus_for_real_leaves_the_others_running(
     t = r.tests()
     x = t["selftest_placement@xid"]
     assert x["result"] == "abort" and "was lost: " in x["reason"] and "Xid" in x["reason"]
+    assert any("Xid (PCI:0000:20:00): 79" in line for line in x["dmesg"]), x["dmesg"]
     env_rec = t["selftest_placement@env"]
     assert [c["result"] for c in env_rec["placements"]] == ["pass", "notrun", "pass"]
     assert t["selftest_placement@node"]["result"] == "pass"

@@ -84,7 +84,7 @@ class KernelWatch:
         if self.kmsg is not None and self.kmsg.available:
             v = classify_dmesg(window if window is not None else self.kmsg.read(),
                                self.patterns)
-            rec.dmesg = v.lines
+            rec.dmesg += v.lines  # after the copies' own (gang.combine), if any
             rec.notes.extend(v.notes)
             rec.result, rec.reason = apply_dmesg(rec.result, rec.reason, v.warnings, v.failures)
             abort = v.abort_reason
