@@ -219,6 +219,37 @@ def test_every_baseline_metric_is_catalogued_in_its_unit() -> None:
     assert not problems, f"{len(problems)} of {n} baseline metrics: " + "; ".join(problems[:5])
 
 
+def _scope_mismatches(path: Path, c: Catalogue) -> list[str]:
+    """The keys of a baseline file that carry a node where the catalogue says `device`, or
+    none where it says `node` (a file made before its metric's scope changed)."""
+    out = []
+    for key in json.loads(path.read_text())["metrics"]:
+        k = MetricKey.of_baseline(key)
+        entry = c.lookup(str(k.with_node(None)))
+        if entry is not None and (k.node is not None) != (entry.scope == "node"):
+            out.append(f"{path.name}: {key}: the catalogue says {entry.scope}")
+    return out
+
+
+def test_every_baseline_metric_is_keyed_as_its_scope_says() -> None:
+    c = load_catalogue()
+    problems = [p for f in sorted((REPO_ROOT / "data" / "baselines").glob("*.json"))
+                for p in _scope_mismatches(f, c)]
+    assert not problems, f"{len(problems)} keys: " + "; ".join(problems[:3])
+
+
+def test_a_baseline_keyed_before_a_scope_changed_is_found(tmp_path: Path) -> None:
+    f = tmp_path / "b.json"
+    f.write_text(json.dumps({"metrics": {
+        "cuda_bubbles@gaps@graph-mixed:graph-time.graph.mixed": {},
+        "cuda_bubbles@gaps@graph-chain16:graph-time.graph.chain16 [1 of 1 GPUs, 1 at once, X]": {},
+        "cuda_bubbles@gaps@graph-chain16:graph-time.graph.chain16": {}}}))
+    assert _scope_mismatches(f, load_catalogue()) == [
+        "b.json: cuda_bubbles@gaps@graph-mixed:graph-time.graph.mixed: the catalogue says node",
+        "b.json: cuda_bubbles@gaps@graph-chain16:graph-time.graph.chain16 [1 of 1 GPUs, 1 at "
+        "once, X]: the catalogue says device"]
+
+
 def _selftests_recording_metrics() -> list[str]:
     """The selftest binaries whose source calls gc_metric(), by GC_MAIN's name."""
     out = []
