@@ -37,6 +37,23 @@ def test_summary_of_a_run() -> None:
     assert (s.min, s.g) == (1.23457, 2.0)
 
 
+def test_one_sample_a_run_keeps_ten_digits_so_chance_is_no_tie() -> None:
+    # traced-concurrent's chain256 overhead on two nights of one host: equal to 6 digits
+    a, b = 1.0957895285064723, 1.0957929982401202
+    ga, gb = summarize(0, [a], "lower").g, summarize(1, [b], "lower").g
+    assert (ga, gb) == (1.095789529, 1.095792998)
+    assert summarize(0, [a], "lower").to_json()[2:8] == [ga] * 6
+    gs = [ga, gb, 1.0946, 1.0932, 1.0940]
+    assert assess(gs, 3.5e-6, 1, G, "overhead.graph-time-trace-over-graph.chain256",
+                  single=True).gates
+    # rounded to 6 as a many-sample run is, they would tie and stop gating
+    six = [float(f"{g:.6g}") for g in gs]
+    assert not assess(six, 3.5e-6, 1, G, "x", single=True).gates
+    # two GPUs of one sample each: their mean and each GPU's value, 10 digits
+    s = summarize(0, [a, b], "lower", [[a], [b]])
+    assert s.n == 1 and s.copies == (ga, gb)
+
+
 def test_a_summary_keeps_each_gpus_statistic() -> None:
     parts = [[1.0, 2.0, 9.0], [3.0, 4.0, 5.0, 6.0]]  # good halves 1, 2 and 3, 4
     s = summarize(0, [x for p in parts for x in p], "lower", parts)
