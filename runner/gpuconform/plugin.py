@@ -71,7 +71,7 @@ import pytest
 
 from .core.execute import ExecOptions, ListRun, list_subtests
 from .core.attempts import TestRun, run_attempt, run_test, skip_record
-from .core.gang import combine, lost_record, one_copy, run_copies
+from .core.gang import combine, one_copy, run_copies
 from .core.gpustate import gpu_state
 from .core.placement import DEFAULT_PLACEMENT, Slot, list_placement
 from .core.expectations import FLAKE, ExpectationError, Rule
@@ -88,7 +88,6 @@ from .core.journal import (
     read_run_json,
 )
 from .core.levels import LEVEL_ENV, SOAK_SECONDS_ENV, SoakPlan, plan_soaks
-from .core.kmsg import KmsgCapture, KmsgRecord
 from .core.kwatch import KernelWatch
 from .core.outfiles import Spares
 from .core.manifest import MANIFEST_NAMES, ManifestEntry, ManifestError, read_manifest
@@ -96,7 +95,7 @@ from .core.optable import add_pytest_options, check_pytest_given
 from .core.options import (FIELD_ORDER, PROGRESS_MODES, SCRATCH_ENV, InputError, RunInputs,
                            RunOptions, load_inputs)
 from .core.progress import Progress, on_stderr
-from .core.queues import GpuQueues
+from .core.queueblock import QueueBlock, QueuedItem
 from .core.resume import ResumeError, take_over
 from .core.results import TestRecord, judged, render_summary
 from .core.runend import RunEnd, ordered_records, run_info
@@ -457,12 +456,7 @@ class GcSession:
         self.stopping = threading.Event()  # an interrupt: no copy of a test starts after it
         self.running: set[int] = set()  # process groups of the running copies
         self._placements: dict[str, dict[str, str]] = {}
-        self.queues: GpuQueues | None = None  # the per-GPU queues of the running gpu tests
-        self._queued_items: dict[str, SubtestItem] = {}
-        self._queue_aborts: dict[str, str] = {}  # test -> why the run must stop
-        self._kernel_lock = threading.Lock()  # the queues read the kernel log after each copy
-        self._held: dict[int | None, list[KmsgRecord]] = {}  # lines for a GPU's next copy
-        self._copies_left: dict[int, int] = {}  # queued copies a GPU has still to end
+        self.block: QueueBlock | None = None  # the per-GPU queues of the running gpu tests
         self._plan_lock = threading.Lock()  # a soak's seconds, asked by two queues at once
         if o.scratch_dir is not None:
             self.env_extra[SCRATCH_ENV] = o.scratch_dir
@@ -480,7 +474,7 @@ class GcSession:
         """Resume (resume.py): the dead run's journal, records and messages."""
         assert self.resume_dir is not None and self.run_json is not None
         try:
-            r = take_over(self.resume_dir, self.run_json, self.run_id, self._judge)
+            r = take_over(self.resume_dir, self.run_json, self.run_id, self.judge_record)
         except ResumeError as e:
             self.fatal = str(e)  # nothing runs; collection ends in _fatal
             if self.control is not None:
@@ -554,7 +548,7 @@ class GcSession:
             else:
                 self.selected[name] = _split_name(name)
                 if name not in self.records:
-                    self.records[name] = self._judge(TestRecord(
+                    self.records[name] = self.judge_record(TestRecord(
                         name, *_split_name(name), State.ERROR,
                         reason="no longer listed by its binary (rebuilt since the run started?)"))
         keep = [it for it in items
@@ -721,7 +715,7 @@ class GcSession:
         try:
             yield
         finally:
-            self._close_queues(kill=True)  # pytest stopped early: their copies go too
+            self._close_block(kill=True)  # pytest stopped early: their copies go too
             if self.progress is not None:
                 self.progress.close()
 
@@ -729,7 +723,7 @@ class GcSession:
     def new_record(self, item: _GcItem, state: State, reason: str) -> TestRecord:
         return TestRecord(item.name, str(item.entry.path), item.subtest, state, reason=reason)
 
-    def _judge(self, rec: TestRecord, states: Sequence[str] | None = None) -> TestRecord:
+    def judge_record(self, rec: TestRecord, states: Sequence[str] | None = None) -> TestRecord:
         return judged(rec, self.rules.get(rec.name) or self._lookup(rec.name), states)
 
     def _lookup(self, name: str) -> Rule | None:
@@ -741,7 +735,7 @@ class GcSession:
     def finish_record(self, rec: TestRecord, interrupted: bool = False) -> None:
         """Judge (when not yet), journal, count; an abort stops pytest."""
         if rec.expected is None:
-            self._judge(rec)
+            self.judge_record(rec)
         if interrupted:
             self.records[rec.name] = rec  # no report will carry it
         if self.journal is not None:
@@ -867,8 +861,8 @@ class GcSession:
         name, binary = item.name, str(item.entry.path)
         lost = self._lost(slot)
         if lost is not None:
-            run = TestRun(self._judge(TestRecord(name, binary, item.subtest, State.NOTRUN,
-                                                 reason=f"not run: {lost}")))
+            run = TestRun(self.judge_record(TestRecord(name, binary, item.subtest,
+                                                       State.NOTRUN, reason=f"not run: {lost}")))
         else:
             timeout, env = self._timeout_env(name)
             after = self.kernel.after if self.kernel is not None else None
@@ -900,21 +894,21 @@ class GcSession:
                             lambda: (None, []), aborted=self.abort is not None).record
 
         copies = run_copies(name, binary, sub, slots, self.node.at_once(item.placement), one,
-                            self._lost, self.stopping, self._kill_running)
+                            self._lost, self.stopping, self.kill_running)
         rec = combine(copies, item.placement)
         rec.notes[:0] = notes
         if self.kernel is not None:
             before = rec.result
             abort = self.kernel.after(rec)
             if rec.result is not before:
-                self._judge(rec)
+                self.judge_record(rec)
         return TestRun(rec, f"{name}: {abort}" if abort is not None else None)
 
     def _not_started(self, item: _GcItem, abort: str, notes: list[str]) -> TestRun:
         """The kernel said, before item's copies started, that the run must stop."""
         rec = self.new_record(item, State.NOTRUN, f"not run: the run aborted: {abort}")
         rec.notes.extend(notes)
-        return TestRun(self._judge(rec), abort, journaled=False)
+        return TestRun(self.judge_record(rec), abort, journaled=False)
 
     def _skipped(self, item: _GcItem) -> TestRecord | None:
         return skip_record(item.name, str(item.entry.path), item.subtest,
@@ -924,9 +918,9 @@ class GcSession:
         """Whether item's copies come from the per-GPU queues."""
         return item.placement == "gpu" and self._queues_apply() and self._skipped(item) is None
 
-    def _start_queues(self, item: SubtestItem, slots: list[Slot]) -> None:
+    def _start_block(self, item: SubtestItem, slots: list[Slot]) -> None:
         """The queues of the block of gpu tests that item opens."""
-        self._close_queues()
+        self._close_block()
         items = item.session.items
         block: list[SubtestItem] = []
         for it in items[items.index(item):]:
@@ -934,23 +928,19 @@ class GcSession:
                 break
             if self._skipped(it) is None:
                 block.append(it)
-        self._queued_items = {it.name: it for it in block}
-        self._held = {}
-        self._copies_left = {s.gpu.index: len(block) for s in slots if s.gpu is not None}
-        self.queues = GpuQueues(list(self._queued_items), slots, self._queue_copy, self.stopping)
+        self.block = QueueBlock(self, block, slots)
         if self.progress is not None:
             self.progress.note = self._queue_note
 
     def _queue_note(self) -> str | None:
-        q = self.queues
-        return q.describe() if q is not None else None
+        b = self.block
+        return b.describe() if b is not None else None
 
-    def _queue_copy(self, name: str, slot: Slot) -> TestRecord:
-        """One copy of a queued test (a queue's thread), the kernel log read
-        as it ends: a line naming one GPU of several loses that GPU at once
-        (its later copies do not run), any other abort stops the queues."""
-        item = self._queued_items[name]
-        binary, sub, rule = str(item.entry.path), item.subtest, self.rules.get(name)
+    def copy_record(self, item: QueuedItem, slot: Slot) -> TestRecord:
+        """One copy of a queued test, in slot (a queue's thread; queueblock.py)."""
+        assert isinstance(item, SubtestItem)
+        name, binary, sub = item.name, str(item.entry.path), item.subtest
+        rule = self.rules.get(name)
         with self._plan_lock:  # SoakPlan.seconds_for gives a soak its share once
             timeout, env = self._timeout_env(name)
 
@@ -959,116 +949,32 @@ class GcSession:
             return run_test(name, binary, sub, rule, self.opts.retries, attempt,
                             lambda: (None, []), aborted=self.abort is not None).record
 
-        rec = one_copy(name, binary, sub, slot, one, self._lost, self.stopping)
-        with self._kernel_lock:
-            why = self._weigh_copy(rec, slot)
-            if why is not None:
-                lost = self.node.lose(why)
-                if lost is not None:
-                    rec.reason = lost
-                    self.messages.append(lost)
-                else:
-                    self._queue_aborts.setdefault(name, why)
-                    if self.queues is not None:
-                        self.queues.close()
-        return rec
-
-    def _weigh_copy(self, rec: TestRecord, slot: Slot) -> str | None:
-        """(Under the kernel lock, as a queued copy ends.) The kernel lines
-        since the last read, a line that names another GPU of the run held for
-        that GPU's copy to end, the others and those held for this GPU weighed
-        into rec; the abort reason, if any. A copy not run passes its lines on."""
-        if self.kernel is None:
-            return None
-        me = slot.gpu.index if slot.gpu is not None else None
-        window, mine = self.kernel.read(), []
-        for r in window.records:
-            g = self.node.named(r.message)
-            if g is not None and g != me and self._copies_left.get(g, 0) > 0:
-                self._held.setdefault(g, []).append(r)
-            else:
-                mine.append(r)
-        if me is not None:
-            self._copies_left[me] = self._copies_left.get(me, 1) - 1
-        mine = self._held.pop(me, []) + mine
-        if rec.result is State.NOTRUN:
-            self._held.setdefault(None, []).extend(mine)
-            return None
-        records = self._held.pop(None, []) + mine
-        window.total += len(records) - len(window.records)  # what moved between copies
-        window.records = records
-        before = rec.result
-        why = self.kernel.after(rec, window)
-        if rec.result is not before:
-            self._judge(rec)
-        return why
+        return one_copy(name, binary, sub, slot, one, self._lost, self.stopping)
 
     def _run_queued(self, item: SubtestItem, slots: list[Slot]) -> TestRun:
-        """A gpu test's copies as the queues ran them (queues.py). The kernel
-        log is read before the block starts and after each copy (in its
+        """A gpu test's copies as the queues ran them (queueblock.py). The
+        kernel log is read before the block starts and after each copy (in its
         queue); lines that came while other tests ran beside a copy are
         weighed into it too (a GPU's lines name it)."""
-        name, notes = item.name, []
-        if self.queues is None or name not in self.queues:
-            abort, notes = self._kernel_gap(name)
+        notes: list[str] = []
+        if self.block is None or item.name not in self.block:
+            abort, notes = self._kernel_gap(item.name)
             if abort is not None:
                 return self._not_started(item, abort, notes)
-            self._start_queues(item, slots)
-        assert self.queues is not None
+            self._start_block(item, slots)
+        assert self.block is not None
         try:
-            copies = self.queues.wait(name)
-        except BaseException as e:
-            self.stopping.set()
-            queues = self.queues
-            self._close_queues(kill=True)
-            self._keep_interrupted(queues, name, e)
+            return self.block.result(item, notes)
+        except BaseException:
+            self.block = None  # closed, its begun tests recorded
             raise
-        stopped = next(iter(self._queue_aborts.values()), "the GPU queues were stopped")
-        rec = combine([c if c is not None else lost_record(name, str(item.entry.path),
-                                                           item.subtest, s,
-                                                           f"the run aborted: {stopped}")
-                       for c, s in zip(copies, slots)], item.placement)
-        rec.notes[:0] = notes
-        # its own time: the copies ran at the queues' offsets, not together
-        rec.duration = max((c.duration for c in copies if c is not None), default=0.0)
-        abort = self._queue_aborts.pop(name, None)
-        left = [r for rs in self._held.values() for r in rs]
-        if name == self.queues.names[-1] and left and self.kernel is not None:  # the block's last
-            self._held = {}
-            abort = abort or self.kernel.after(rec, KmsgCapture(records=left, total=len(left)))
-        return TestRun(rec, f"{name}: {abort}" if abort is not None else None)
 
-    def _keep_interrupted(self, queues: GpuQueues, waiting: str, e: BaseException) -> None:
-        """An interrupt while waiting for `waiting` (whose own record the item
-        makes): every later queued test that a GPU had begun is recorded
-        incomplete, with its copies: those that ended, those killed."""
-        why = f"interrupted ({e or type(e).__name__})"
-        names = queues.names
-        for name in names[names.index(waiting) + 1:]:
-            item = self._queued_items[name]
-            copies, states = [], []
-            for o, slot in zip(queues.take(name), queues.slots):
-                label = f"gpu{slot.gpu.index}" if slot.gpu is not None else "unpinned"
-                if o is None:
-                    states.append(f"{label} not started")
-                    continue
-                if not isinstance(o, TestRecord):  # killed as it ran
-                    o = self.new_record(item, State.INCOMPLETE, f"{why}: killed")
-                    o.gpu = slot.gpu.to_json() if slot.gpu is not None else None
-                copies.append(o)
-                states.append(f"{label} {o.result.value}")
-            if copies:
-                rec = self.new_record(item, State.INCOMPLETE,
-                                      f"{why} while the GPU queues ran it: {', '.join(states)}")
-                rec.placement, rec.placements = item.placement, copies
-                self.finish_record(rec, interrupted=True)
-
-    def _close_queues(self, kill: bool = False) -> None:
+    def _close_block(self, kill: bool = False) -> None:
         """The queues stopped (no copy starts after this) and their threads
         waited for; kill: the running copies killed first."""
-        if self.queues is not None:
-            self.queues.stop(self._kill_running if kill else None)
-            self.queues = None
+        if self.block is not None:
+            self.block.close(kill)
+            self.block = None
 
     def _lost(self, slot: Slot) -> str | None:
         """Why slot's GPU can no longer be used (gone since the run started)."""
@@ -1077,7 +983,7 @@ class GcSession:
         self.messages.extend(self.node.check([slot.gpu]))
         return self.node.lost.get(slot.gpu.index)
 
-    def _kill_running(self) -> None:
+    def kill_running(self) -> None:
         """Interrupted: the running copies' process groups, killed."""
         for pgid in list(self.running):
             try:
@@ -1127,14 +1033,14 @@ class GcSession:
             # A setup/teardown error outside our runtest (another plugin, a fixture).
             binary, sub = self.selected[name]
             text = str(report.longrepr).strip().splitlines()
-            self.records.setdefault(name, self._judge(TestRecord(
+            self.records.setdefault(name, self.judge_record(TestRecord(
                 name, binary, sub, State.ERROR,
                 reason=f"pytest {report.when} error: {text[-1] if text else '?'}")))
 
     # --------------------------------------------------------------- end
     def run_end(self) -> RunEnd:
         """The end of the run as plain data (runend.py)."""
-        records = ordered_records(self.selected, self.records, self.abort, self._judge)
+        records = ordered_records(self.selected, self.records, self.abort, self.judge_record)
         o = self.opts
         return RunEnd(
             records=records,

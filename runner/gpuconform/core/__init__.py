@@ -36,6 +36,9 @@ Its modules, one job each, from the bottom up:
   devices      the node's GPUs (--devices)
   placement    where a test runs on a node of several GPUs (--jobs)
   gang         a test's copies side by side, one record
+  queues       per-GPU queues: each GPU walks a block of one-GPU tests from its own start
+  queueblock   one such block for the plugin: its tests, the kernel log weighed into each copy
+  gpustate     each GPU's clocks, power limit and link at a run's start and end (nvidia-smi)
   fingerprint  what a machine is, for choosing its timing baseline
   runmetrics   a run's results.json read back and checked: its metrics, durations, fingerprint
   optvalues    a run option's value parsed (seconds, devices, retries...)
