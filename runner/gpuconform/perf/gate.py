@@ -146,8 +146,8 @@ class RunSummary:
 
 
 def _round(v: float, digits: int = 6) -> float:
-    """6 significant digits: a baseline stays readable; the gate is computed
-    from the rounded numbers, so a file agrees with itself."""
+    """`digits` significant digits (6: a baseline stays readable); the gate is
+    computed from the rounded numbers, so a file agrees with itself."""
     return float(f"{v:.{digits}g}")
 
 
