@@ -65,7 +65,7 @@ import time
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import pytest
 
@@ -878,7 +878,6 @@ class GcSession:
         read once before and once after the copies: their windows overlap, so
         what it says is weighed into the test's record, not a copy's."""
         name, binary, sub = item.name, str(item.entry.path), item.subtest
-        rule = self.rules.get(name)
         skipped = self._skipped(item)
         if skipped is not None:
             skipped.placement = item.placement
@@ -886,23 +885,28 @@ class GcSession:
         abort, notes = self._kernel_gap(name)
         if abort is not None:
             return self._not_started(item, abort, notes)
-        timeout, env = self._timeout_env(name)
+        one = self._copy_fn(item, *self._timeout_env(name))
+        copies = run_copies(name, binary, sub, slots, self.node.at_once(item.placement), one,
+                            self._lost, self.stopping, self.kill_running)
+        rec = combine(copies, item.placement)
+        rec.notes[:0] = notes
+        if self.kernel is not None:
+            abort = self.kernel.weigh(rec, self.judge_record)
+        return TestRun(rec, f"{name}: {abort}" if abort is not None else None)
+
+    def _copy_fn(self, item: _GcItem, timeout: float,
+                 env: dict[str, str]) -> Callable[[Slot], TestRecord]:
+        """One copy of item in a slot, its attempts and retries run to a judged
+        record; the kernel is read around the copies, not in them."""
+        name, binary, sub = item.name, str(item.entry.path), item.subtest
+        rule = self.rules.get(name)
 
         def one(slot: Slot) -> TestRecord:
             attempt = self._attempt_fn(item, slot, timeout, env, None)
             return run_test(name, binary, sub, rule, self.opts.retries, attempt,
                             lambda: (None, []), aborted=self.abort is not None).record
 
-        copies = run_copies(name, binary, sub, slots, self.node.at_once(item.placement), one,
-                            self._lost, self.stopping, self.kill_running)
-        rec = combine(copies, item.placement)
-        rec.notes[:0] = notes
-        if self.kernel is not None:
-            before = rec.result
-            abort = self.kernel.after(rec)
-            if rec.result is not before:
-                self.judge_record(rec)
-        return TestRun(rec, f"{name}: {abort}" if abort is not None else None)
+        return one
 
     def _not_started(self, item: _GcItem, abort: str, notes: list[str]) -> TestRun:
         """The kernel said, before item's copies started, that the run must stop."""
@@ -939,17 +943,10 @@ class GcSession:
     def copy_record(self, item: QueuedItem, slot: Slot) -> TestRecord:
         """One copy of a queued test, in slot (a queue's thread; queueblock.py)."""
         assert isinstance(item, SubtestItem)
-        name, binary, sub = item.name, str(item.entry.path), item.subtest
-        rule = self.rules.get(name)
         with self._plan_lock:  # SoakPlan.seconds_for gives a soak its share once
-            timeout, env = self._timeout_env(name)
-
-        def one(s: Slot) -> TestRecord:
-            attempt = self._attempt_fn(item, s, timeout, env, None)
-            return run_test(name, binary, sub, rule, self.opts.retries, attempt,
-                            lambda: (None, []), aborted=self.abort is not None).record
-
-        return one_copy(name, binary, sub, slot, one, self._lost, self.stopping)
+            one = self._copy_fn(item, *self._timeout_env(item.name))
+        return one_copy(item.name, str(item.entry.path), item.subtest, slot, one, self._lost,
+                        self.stopping)
 
     def _run_queued(self, item: SubtestItem, slots: list[Slot]) -> TestRun:
         """A gpu test's copies as the queues ran them (queueblock.py). The

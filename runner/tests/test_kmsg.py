@@ -275,3 +275,21 @@ def test_kernel_watch_weighs_taint_into_the_record(tmp_path: Path) -> None:
     already = KernelWatch("off", str(f), patterns)
     assert already.messages[0].startswith("kernel already tainted when the run started: 16899")
     w.close()
+
+
+def test_weigh_judges_a_record_again_only_when_the_kernel_changed_it(tmp_path: Path) -> None:
+    """A record judged before the kernel is read (a test's copies combined) keeps
+    a stale verdict unless weigh() judges it again; unchanged, it is left alone."""
+    from gpuconform.core.kwatch import KernelWatch
+    from gpuconform.core.results import TestRecord
+
+    f = tmp_path / "tainted"
+    f.write_text("0\n")
+    w = KernelWatch("off", str(f), load_patterns(REPO_ROOT / "data" / "dmesg" / "patterns.txt"))
+    judged: list[State] = []
+    rec = TestRecord("b@one", "/b", "one", State.PASS)
+    assert w.weigh(rec, lambda r: judged.append(r.result)) is None and judged == []
+    f.write_text("16384\n")  # bit 14 (L: a soft lockup): aborts
+    assert w.weigh(rec, lambda r: judged.append(r.result)) is not None
+    assert judged == [State.ABORT]
+    w.close()

@@ -5,6 +5,8 @@ turned into the reason the run stops."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from .kmsg import (DmesgPatterns, KmsgCapture, KmsgReader, TaintWatch, classify_dmesg,
                    describe_taint)
 from .results import TestRecord
@@ -98,6 +100,17 @@ class KernelWatch:
             rec.notes.insert(0, f"the test itself ended {rec.result.value}"
                              + (f": {rec.reason}" if rec.reason else ""))
             rec.result, rec.reason = State.ABORT, f"run aborted: {abort}"
+        return abort
+
+    def weigh(self, rec: TestRecord, judge: Callable[[TestRecord], object],
+              window: KmsgCapture | None = None) -> str | None:
+        """after(), and rec judged again when the kernel changed its result (a
+        record already judged, as gang.combine makes one, would keep the
+        verdict of its state before)."""
+        before = rec.result
+        abort = self.after(rec, window)
+        if rec.result is not before:
+            judge(rec)
         return abort
 
     def close(self) -> None:

@@ -116,11 +116,7 @@ class QueueBlock:
         records = self._held.pop(None, []) + mine
         window.total += len(records) - len(window.records)  # what moved between copies
         window.records = records
-        before = rec.result
-        why = kernel.after(rec, window)
-        if rec.result is not before:
-            self.host.judge_record(rec)
-        return why
+        return kernel.weigh(rec, self.host.judge_record, window)
 
     def result(self, item: QueuedItem, notes: list[str]) -> TestRun:
         """item's record made of its copies, once every queue has run its
@@ -146,7 +142,8 @@ class QueueBlock:
         kernel = self.host.kernel
         if name == self.queues.names[-1] and left and kernel is not None:  # the block's last
             self._held = {}
-            abort = abort or kernel.after(rec, KmsgCapture(records=left, total=len(left)))
+            window = KmsgCapture(records=left, total=len(left))
+            abort = abort or kernel.weigh(rec, self.host.judge_record, window)
         return TestRun(rec, f"{name}: {abort}" if abort is not None else None)
 
     def interrupted(self, waiting: str, e: BaseException) -> None:
