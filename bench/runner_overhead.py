@@ -3,13 +3,20 @@
 
 Runs selftest_many's N trivial subtests, in rounds: directly, one process per
 subtest (`BIN --run-subtest tNNN`, output to files, as the runner does: the
-spawn floor), then through `gpuconform run` (and through the gpuconform of
-each --also checkout, e.g. another commit's, so that both are timed under
-the same load). Prints, per round and as ranges over the rounds, the median
-per subtest, the runner's wall time per subtest and its ratio to the floor.
---tmpdir puts the results, the output files and the runner's TMPDIR
-elsewhere (a tmpfs: the journal's fsyncs cost nothing there, which leaves the
-runner's own work). Usage:
+spawn floor); then as the least that DESIGN.md's runner must do, in one
+pytest run of N items, each spawning its subtest in its own session with
+output to files and appending two fsync'd lines (start, result) to a journal
+(the engine floor: what is left above it is the runner's own work); then
+through `gpuconform run` (and through the gpuconform of each --also
+checkout, e.g. another commit's, so that all are timed under the same load).
+Prints, per round and as ranges over the rounds, the spawn floor (the
+median spawn-to-exit time, and the direct loop's wall time per subtest), the
+wall time per subtest of the engine floor and of each runner, and their
+ratios to the median floor. A runner's figure is wall time (a mean, with
+pytest's start), the floor's a median of the spawn alone: the ratios to the
+direct loop's wall time and to the engine floor are printed beside it.
+--tmpdir puts the results, the output files, the journals and the runner's
+TMPDIR elsewhere (a tmpfs: the fsyncs cost nothing there). Usage:
     bench/runner_overhead.py [--build DIR] [--n N] [--rounds R] [--kmsg]
                              [--tmpdir DIR] [--also CHECKOUT]...
 """
@@ -29,15 +36,57 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def direct(binary: Path, names: list[str], tmp: Path) -> list[float]:
+def direct(binary: Path, names: list[str], tmp: Path) -> tuple[float, list[float]]:
+    """Wall seconds per subtest of the loop, and each spawn-to-exit time."""
     times: list[float] = []
+    w0 = time.monotonic()
     for name in names:
         with open(tmp / "out", "wb") as out, open(tmp / "err", "wb") as err:
             t0 = time.monotonic()
             subprocess.run([str(binary), "--run-subtest", name], stdout=out, stderr=err,
                            check=True)
             times.append(time.monotonic() - t0)
-    return times
+    return (time.monotonic() - w0) / len(names), times
+
+
+ENGINE_TEST = """\
+import os, subprocess
+import pytest
+
+BINARY = {binary!r}
+NAMES = {names!r}
+
+
+@pytest.fixture(scope="module")
+def journal():
+    fd = os.open("journal.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    yield fd
+    os.close(fd)
+
+
+def line(fd, text):
+    os.write(fd, text.encode() + b"\\n")
+    os.fsync(fd)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_subtest(name, journal):
+    with open("out", "wb") as out, open("err", "wb") as err:
+        proc = subprocess.Popen([BINARY, "--run-subtest", name], stdout=out, stderr=err,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        line(journal, '{{"event": "start", "test": "%s"}}' % name)
+        assert proc.wait() == 0
+    line(journal, '{{"event": "result", "test": "%s"}}' % name)
+"""
+
+
+def engine_floor(binary: Path, names: list[str], tmp: Path) -> float:
+    """Wall seconds per subtest of the engine floor (see the module comment)."""
+    (tmp / "test_floor.py").write_text(ENGINE_TEST.format(binary=str(binary), names=names))
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                    "test_floor.py"], cwd=tmp, check=True, stdout=subprocess.DEVNULL)
+    return (time.monotonic() - t0) / len(names)
 
 
 def through_runner(repo: Path, binary: Path, n: int, tmp: Path,
@@ -80,13 +129,22 @@ def main() -> int:
     names = [f"t{i:03d}" for i in range(a.n)]
     repos = [REPO, *(Path(r).resolve() for r in a.also)]
     floor: list[float] = []
+    engine: list[float] = []
+    walls: list[float] = []  # the direct loop's wall time per subtest
     per: dict[Path, list[float]] = {r: [] for r in repos}
     print(f"load average {os.getloadavg()[0]:.2f} at the start")
     for rnd in range(a.rounds):
         with tempfile.TemporaryDirectory(dir=a.tmpdir) as d:
-            d_med = statistics.median(direct(binary, names, Path(d)))
+            d_wall, d_times = direct(binary, names, Path(d))
+        d_med = statistics.median(d_times)
         floor.append(d_med)
-        print(f"round {rnd + 1}: direct median {d_med * 1e3:.2f} ms per subtest (spawn to exit)")
+        walls.append(d_wall)
+        print(f"round {rnd + 1}: direct median {d_med * 1e3:.2f} ms per subtest (spawn to exit), "
+              f"wall {d_wall * 1e3:.2f} ms per subtest")
+        with tempfile.TemporaryDirectory(dir=a.tmpdir) as d:
+            engine.append(engine_floor(binary, names, Path(d)))
+        print(f"  engine floor: {engine[-1] * 1e3:.2f} ms per subtest of wall time "
+              f"(ratio {engine[-1] / d_med:.2f}; to the direct wall {engine[-1] / d_wall:.2f})")
         for repo in repos:
             with tempfile.TemporaryDirectory(dir=a.tmpdir) as d:
                 wall, r_times = through_runner(repo, binary, a.n, Path(d), a.kmsg)
@@ -95,18 +153,27 @@ def main() -> int:
                 continue
             per[repo].append(wall / len(r_times))
             print(f"  {repo}: {per[repo][-1] * 1e3:.2f} ms per subtest of wall time "
-                  f"(ratio {per[repo][-1] / d_med:.2f}); median "
+                  f"(ratio {per[repo][-1] / d_med:.2f}; to the direct wall "
+                  f"{per[repo][-1] / d_wall:.2f}; to the engine floor "
+                  f"{per[repo][-1] / engine[-1]:.2f}); median "
                   f"{statistics.median(r_times) * 1e3:.2f} ms per item (start to end)")
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
-    print(f"floor: {min(floor) * 1e3:.2f}-{max(floor) * 1e3:.2f} ms per subtest")
+    print(f"floor: {min(floor) * 1e3:.2f}-{max(floor) * 1e3:.2f} ms per subtest (median), "
+          f"{min(walls) * 1e3:.2f}-{max(walls) * 1e3:.2f} ms (wall)")
+    e_ratios = [e / f for e, f in zip(engine, floor)]
+    print(f"engine floor: {min(engine) * 1e3:.2f}-{max(engine) * 1e3:.2f} ms per subtest, "
+          f"ratio {min(e_ratios):.2f}-{max(e_ratios):.2f}")
     for repo in repos:
-        timed = [(p, p / f) for p, f in zip(per[repo], floor) if p == p]  # NaN: left out
+        timed = [(p, p / f, p / w, p / e) for p, f, w, e in zip(per[repo], floor, walls, engine)
+                 if p == p]  # NaN: left out
         if not timed:
             print(f"{repo}: no round timed")
             continue
-        walls, ratios = [t[0] for t in timed], [t[1] for t in timed]
-        print(f"{repo}: {min(walls) * 1e3:.2f}-{max(walls) * 1e3:.2f} ms per subtest, "
-              f"ratio {min(ratios):.2f}-{max(ratios):.2f} ({len(timed)} rounds)")
+        cols = list(zip(*timed))
+        print(f"{repo}: {min(cols[0]) * 1e3:.2f}-{max(cols[0]) * 1e3:.2f} ms per subtest, "
+              f"ratio {min(cols[1]):.2f}-{max(cols[1]):.2f}; to the direct wall "
+              f"{min(cols[2]):.2f}-{max(cols[2]):.2f}; to the engine floor "
+              f"{min(cols[3]):.2f}-{max(cols[3]):.2f} ({len(timed)} rounds)")
     return 0
 
 
