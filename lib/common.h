@@ -7,7 +7,9 @@
 #ifndef GPUCONFORM_COMMON_H
 #define GPUCONFORM_COMMON_H
 
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -21,5 +23,18 @@ static inline size_t gc_align_up(size_t x, size_t a)
 {
 	return a ? (x + a - 1) / a * a : x;
 }
+
+/*
+ * In a function with a printf-style `last, ...`: the variable arguments
+ * printed with the format last into buf, len bytes, always terminated (a
+ * longer text is cut, as vsnprintf cuts it).
+ */
+#define GC_VFORMAT(buf, len, last)                                                         \
+	do {                                                                               \
+		va_list gc_ap_;                                                            \
+		va_start(gc_ap_, last);                                                    \
+		vsnprintf(buf, len, last, gc_ap_);                                         \
+		va_end(gc_ap_);                                                            \
+	} while (0)
 
 #endif

@@ -328,11 +328,8 @@ static void print_location(const char *file, int line, const char *func)
 void gc__skip(const char *file, int line, const char *func, const char *fmt, ...)
 {
 	char reason[512];
-	va_list ap;
 
-	va_start(ap, fmt);
-	vsnprintf(reason, sizeof(reason), fmt, ap);
-	va_end(ap);
+	GC_VFORMAT(reason, sizeof(reason), fmt);
 	print_location(file, line, func);
 	if (gc.in_cleanup) {
 		fprintf(stderr, "FAIL: a deferred cleanup cannot skip (\"%s\")\n", reason);
@@ -445,11 +442,8 @@ struct gc_msg {
 static void __attribute__((format(printf, 2, 3))) msg_add(struct gc_msg *m, const char *fmt, ...)
 {
 	size_t used = strlen(m->detail);
-	va_list ap;
 
-	va_start(ap, fmt);
-	vsnprintf(m->detail + used, sizeof(m->detail) - used, fmt, ap);
-	va_end(ap);
+	GC_VFORMAT(m->detail + used, sizeof(m->detail) - used, fmt);
 }
 
 static void print_msg(const char *what, const char *file, int line, const char *func,
@@ -929,21 +923,14 @@ void gc_dynamic(const char *name, void (*fn)(void *arg), void *arg)
 void gc_dynamic_f(void (*fn)(void *arg), void *arg, const char *fmt, ...)
 {
 	char name[256];
-	va_list ap;
 
-	va_start(ap, fmt);
-	vsnprintf(name, sizeof(name), fmt, ap);
-	va_end(ap);
+	GC_VFORMAT(name, sizeof(name), fmt);
 	gc_dynamic(name, fn, arg);
 }
 
 const char *gc__case_name(char *buf, size_t len, const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
+	GC_VFORMAT(buf, len, fmt);
 	return buf;
 }
 

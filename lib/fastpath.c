@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Fastpath scratch location and pattern-filled test files: see fastpath.h. */
 #include "fastpath.h"
+#include "common.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,13 +20,9 @@
 static void __attribute__((format(printf, 3, 4)))
 say(char *why, size_t why_len, const char *fmt, ...)
 {
-	va_list ap;
-
 	if (!why || !why_len)
 		return;
-	va_start(ap, fmt);
-	vsnprintf(why, why_len, fmt, ap);
-	va_end(ap);
+	GC_VFORMAT(why, why_len, fmt);
 }
 
 /* -------------------------------------------------------- scratch files */

@@ -16,14 +16,11 @@ void gc_leak_add(struct gc_leak_reading *r, const struct gc_leak_probe *p, uint6
 		 const char *fmt, ...)
 {
 	struct gc_leak_probe *to = &r->probe[r->n];
-	va_list ap;
 
 	if (r->n >= GC_LEAK_MAX_PROBES)
 		return;
 	*to = *p;
-	va_start(ap, fmt);
-	vsnprintf(to->name, sizeof(to->name), fmt, ap);
-	va_end(ap);
+	GC_VFORMAT(to->name, sizeof(to->name), fmt);
 	r->value[r->n++] = value;
 }
 

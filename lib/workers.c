@@ -24,13 +24,9 @@ void gc_problems_destroy(struct gc_problems *p)
 
 void gc_problem(struct gc_problems *p, const char *fmt, ...)
 {
-	va_list ap;
-
 	pthread_mutex_lock(&p->lock);
 	if (__atomic_fetch_add(&p->count, 1, __ATOMIC_RELAXED) == 0) {
-		va_start(ap, fmt);
-		vsnprintf(p->first, sizeof(p->first), fmt, ap);
-		va_end(ap);
+		GC_VFORMAT(p->first, sizeof(p->first), fmt);
 	}
 	pthread_mutex_unlock(&p->lock);
 }

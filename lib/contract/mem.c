@@ -27,13 +27,10 @@ static void __attribute__((format(printf, 6, 7)))
 mem_ok(const struct gc_mem *m, SITE_PARAMS, int got, const char *fmt, ...)
 {
 	char what[160];
-	va_list ap;
 
 	if (got == 0)
 		return;
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
+	GC_VFORMAT(what, sizeof(what), fmt);
 	m->vmm->fail(m->ctx, file, line, func, what, 0, got);
 }
 
@@ -41,11 +38,7 @@ mem_ok(const struct gc_mem *m, SITE_PARAMS, int got, const char *fmt, ...)
 static const char *__attribute__((format(printf, 3, 4)))
 say(char *buf, size_t len, const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
+	GC_VFORMAT(buf, len, fmt);
 	return buf;
 }
 

@@ -16,19 +16,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "kfd_topology.h"
 
 #define PROP_FILE_MAX 8192 /* a node's properties are ~1.5 KiB */
 
 void gc_kfd_why(char *why, size_t len, const char *fmt, ...)
 {
-	va_list ap;
-
 	if (!why || !len)
 		return;
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
+	GC_VFORMAT(why, len, fmt);
 }
 
 static int path_fmt(char *buf, size_t len, const char *fmt, ...)

@@ -80,11 +80,7 @@ static void no_device(struct ss_fx *f, int cards, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void no_device(struct ss_fx *f, int cards, const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(f->why, sizeof(f->why), fmt, ap);
-	va_end(ap);
+	GC_VFORMAT(f->why, sizeof(f->why), fmt);
 	if (cards > 0)
 		gc_fail("%s", f->why);
 	if (access(SS_GIM_NODE, F_OK) != 0)

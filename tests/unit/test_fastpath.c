@@ -161,6 +161,20 @@ static void create_ok(const struct gc_fp_scratch *s, const char *tag, uint64_t s
 		    "create %s, %llu bytes: %s", tag, (unsigned long long)size, why);
 }
 
+/* create_ok(), then: its descriptor has O_DIRECT and the whole file reads back
+ * as written. Returns the descriptor's F_GETFL flags. */
+static int create_direct(const struct gc_fp_scratch *s, const char *tag, uint64_t size,
+			 int flags, bool keep, struct gc_fp_file *f)
+{
+	int fl;
+
+	create_ok(s, tag, size, flags, keep, f);
+	fl = fcntl(f->fd, F_GETFL);
+	gc_assert(fl & O_DIRECT);
+	gc_assert_cmpint(gc_fp_file_check(f, 0, size, SEED, NULL), ==, -1);
+	return fl;
+}
+
 /* Flip one byte of f's file at off through a second, buffered descriptor. */
 static uint8_t corrupt(const struct gc_fp_file *f, uint64_t off)
 {
@@ -640,14 +654,12 @@ static void test_file_keep(void *data)
 	int fd, fd0;
 
 	probe_odirect(fx, &s);
-	create_ok(&s, "keep", 4097, O_RDWR, true, &f);
+	create_direct(&s, "keep", 4097, O_RDWR, true, &f);
 	gc_assert(f.linked);
 	gc_assert_syscall(stat(f.path, &pst));
 	gc_assert_syscall(fstat(f.fd, &st));
 	gc_assert_eq_uint(pst.st_ino, st.st_ino);
 	gc_assert_eq_uint(st.st_nlink, 1);
-	gc_assert(fcntl(f.fd, F_GETFL) & O_DIRECT);
-	gc_assert_cmpint(gc_fp_file_check(&f, 0, 4097, SEED, NULL), ==, -1);
 	fd = f.fd;
 	gc_fp_file_destroy(&f);
 	gc_assert(!f.linked);
@@ -673,13 +685,9 @@ static void test_file_flags(void *data)
 	probe_odirect(fx, &s);
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
 		struct gc_fp_file f;
-		int fl;
+		int fl = create_direct(&s, "mode", 8192, modes[i], i == 1, &f);
 
-		create_ok(&s, "mode", 8192, modes[i], i == 1, &f);
-		fl = fcntl(f.fd, F_GETFL);
 		gc_assert_eq_int(fl & O_ACCMODE, modes[i]);
-		gc_assert(fl & O_DIRECT);
-		gc_assert_cmpint(gc_fp_file_check(&f, 0, 8192, SEED, NULL), ==, -1);
 		gc_fp_file_destroy(&f);
 	}
 }
