@@ -81,11 +81,15 @@ def test_subtest(name, journal):
 
 
 def engine_floor(binary: Path, names: list[str], tmp: Path) -> float:
-    """Wall seconds per subtest of the engine floor (see the module comment)."""
+    """Wall seconds per subtest of the engine floor (see the module comment):
+    pytest as the runner starts it (its lean arguments, no plugin autoload
+    unless the environment says)."""
     (tmp / "test_floor.py").write_text(ENGINE_TEST.format(binary=str(binary), names=names))
+    env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **os.environ}
     t0 = time.monotonic()
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                    "test_floor.py"], cwd=tmp, check=True, stdout=subprocess.DEVNULL)
+                    "--capture=no", "-p", "no:logging", "test_floor.py"],
+                   cwd=tmp, check=True, stdout=subprocess.DEVNULL, env=env)
     return (time.monotonic() - t0) / len(names)
 
 

@@ -484,10 +484,34 @@ def _check_before_run(args: argparse.Namespace, results: Path) -> None:
         raise CliError(str(e)) from None
 
 
+# pytest loads every plugin installed in its Python (entry points "pytest11")
+# into every run. The GPU machines' venv holds nine (xdist, hypothesis, cov,
+# jaxtyping, anyio, benchmark, mock, timeout, looponfail), installed for other
+# work; in a conformance run they cost 1.2-1.9 ms a subtest there, a quarter to
+# a third of the runner's cost (bench/runner_overhead.py). They stay out unless the
+# caller's environment sets the variable itself (empty: load them); one plugin
+# is loaded by module with `-p MODULE` after `--`.
+AUTOLOAD_ENV = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
+
+
+@contextmanager
+def _no_plugin_autoload() -> Iterator[None]:
+    """AUTOLOAD_ENV=1 while pytest runs, unless the environment already says."""
+    if AUTOLOAD_ENV in os.environ:
+        yield
+        return
+    os.environ[AUTOLOAD_ENV] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop(AUTOLOAD_ENV, None)
+
+
 def _run_pytest(pytest_args: list[str], control: RunControl, results: Path) -> int:
     import pytest
 
-    status = int(pytest.main(pytest_args, plugins=[control]))
+    with _no_plugin_autoload():
+        status = int(pytest.main(pytest_args, plugins=[control]))
     if control.fatal is not None:
         raise CliError(control.fatal)
     if control.stopped is not None:  # started, then could no longer record: one line, last

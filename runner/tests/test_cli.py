@@ -273,6 +273,32 @@ def test_fixture_skip_from_the_environment(selftests: Selftests, tmp_path: Path)
     assert "fixture: no device (GPUCONFORM_SELFTEST_FIXTURE_SKIP=1) [2]" in run.stdout
 
 
+def test_installed_pytest_plugins_stay_out_unless_the_environment_says(
+        selftests: Selftests, tmp_path: Path) -> None:
+    """A plugin installed in the runner's Python (an entry point "pytest11") is
+    not loaded into a run; PYTEST_DISABLE_PLUGIN_AUTOLOAD set by the caller,
+    even empty, is left to pytest."""
+    site = tmp_path / "site"
+    info = site / "gc_spy-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: gc-spy\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pytest11]\ngc_spy = gc_spy_plugin\n")
+    (site / "gc_spy_plugin.py").write_text(
+        "import os\n\n\ndef pytest_configure(config):\n"
+        "    with open(os.environ['GC_SPY_FILE'], 'a') as f:\n        f.write('loaded\\n')\n")
+    spy = tmp_path / "spy"
+    env = dict(os.environ, GC_SPY_FILE=str(spy),
+               PYTHONPATH=os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+    args = ("run", "--build", str(selftests.build), "--selftest", "-k", "selftest_results and pass")
+    run = gpuconform(*args, results=tmp_path / "off", env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert not spy.exists()
+    run = gpuconform(*args, results=tmp_path / "on", env=dict(env, PYTEST_DISABLE_PLUGIN_AUTOLOAD=""))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert spy.read_text() == "loaded\n"
+
+
 def test_nothing_selected_exits_1(selftests: Selftests, tmp_path: Path) -> None:
     run = gpuconform("run", "--build", str(selftests.build), "--selftest", "-k", "no_such_thing",
                      results=tmp_path / "r")
