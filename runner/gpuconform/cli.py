@@ -487,8 +487,8 @@ def _check_before_run(args: argparse.Namespace, results: Path) -> None:
 # pytest loads every plugin installed in its Python (entry points "pytest11")
 # into every run. The GPU machines' venv holds nine (xdist, hypothesis, cov,
 # jaxtyping, anyio, benchmark, mock, timeout, looponfail), installed for other
-# work; in a conformance run they cost 1.2-1.9 ms a subtest there, a quarter to
-# a third of the runner's cost (bench/runner_overhead.py). They stay out unless the
+# work; in a conformance run they cost about 2 ms a subtest there, 30-40% of
+# the runner's cost (bench/runner_overhead.py, two hosts). They stay out unless the
 # caller's environment sets the variable itself (empty: load them); one plugin
 # is loaded by module with `-p MODULE` after `--`.
 AUTOLOAD_ENV = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
