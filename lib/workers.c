@@ -25,9 +25,8 @@ void gc_problems_destroy(struct gc_problems *p)
 void gc_problem(struct gc_problems *p, const char *fmt, ...)
 {
 	pthread_mutex_lock(&p->lock);
-	if (__atomic_fetch_add(&p->count, 1, __ATOMIC_RELAXED) == 0) {
+	if (__atomic_fetch_add(&p->count, 1, __ATOMIC_RELAXED) == 0)
 		GC_VFORMAT(p->first, sizeof(p->first), fmt);
-	}
 	pthread_mutex_unlock(&p->lock);
 }
 
