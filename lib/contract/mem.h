@@ -49,10 +49,10 @@ enum gc_mem_seed {
  * void * or handle pointer). A status is the stack's own (CUresult,
  * hipError_t), 0 success.
  *
- * The VMM calls, each recording what it made in the stack's ledger (and
- * forgetting what it gave back), so that after_each gives back what a failed
- * subtest left. reserve: no alignment, no address hint; map: offset 0;
- * set_rw: read-write access for the device.
+ * The VMM calls, each recording what it made in the stack's ledger
+ * (lib/ledger.h; and forgetting what it gave back), so that after_each
+ * gives back what a failed subtest left. reserve: no alignment, no address
+ * hint; map: offset 0; set_rw: read-write access for the device.
  */
 struct gc_mem_vmm {
 	const char *api;      /* `cu` or `hip` */

@@ -37,6 +37,7 @@
 #include "vmm_cases.h"
 #include "fault_helper.h"
 #include "gc_cuda.h"
+#include "ledger.h"
 #include "measure.h"
 #include "soak.h"
 
@@ -64,14 +65,8 @@ enum seed {
 
 /* ------------------------------------------------- what a subtest holds */
 
+/* Given back in this order (lib/ledger): mappings, reservations, handles, cuMemAlloc memory. */
 enum held_kind { HELD_MAP, HELD_RANGE, HELD_HANDLE, HELD_DEVPTR, HELD_KINDS };
-
-struct held {
-	enum held_kind kind;
-	CUdeviceptr va;                 /* MAP, RANGE, DEVPTR */
-	size_t size;                    /* MAP, RANGE */
-	CUmemGenericAllocationHandle h; /* HANDLE */
-};
 
 struct mem_fx {
 	struct gc_cuda_fixture dev; /* leak-checked after each subtest */
@@ -80,78 +75,41 @@ struct mem_fx {
 	struct gc_vmm_gran gran;
 	struct gc_mem m;                /* the shared contract's view: mem_* over this */
 	size_t page;                    /* host page size */
-	struct held *held;
-	size_t n_held, cap_held;
+	struct gc_ledger held;       /* what the running subtest made and still holds */
 };
 
 static void hold(struct mem_fx *fx, enum held_kind kind, CUdeviceptr va, size_t size,
 		 CUmemGenericAllocationHandle h)
 {
-	if (fx->n_held == fx->cap_held) {
-		size_t cap = fx->cap_held ? 2 * fx->cap_held : 64;
-		struct held *v = realloc(fx->held, cap * sizeof(*v));
-
-		if (!v)
-			gc_fail("out of host memory recording %zu driver resources", cap);
-		fx->held = v;
-		fx->cap_held = cap;
-	}
-	fx->held[fx->n_held++] = (struct held){ kind, va, size, h };
+	gc_ledger_hold(&fx->held, kind, kind == HELD_HANDLE ? h : va, size);
 }
 
-/* Forget one record (searching from the newest: undoing in reverse is O(1)). */
 static void unhold(struct mem_fx *fx, enum held_kind kind, CUdeviceptr va,
 		   CUmemGenericAllocationHandle h)
 {
-	for (size_t i = fx->n_held; i-- > 0;) {
-		const struct held *e = &fx->held[i];
-
-		if (e->kind != kind || (kind == HELD_HANDLE ? e->h != h : e->va != va))
-			continue;
-		fx->held[i] = fx->held[--fx->n_held];
-		return;
-	}
+	gc_ledger_forget(&fx->held, kind, kind == HELD_HANDLE ? h : va);
 }
 
-static CUresult give_back_one(const struct gc_cuda *cu, const struct held *e)
+static int give_back_one(void *ctx, const struct gc_held *e)
 {
+	const struct gc_cuda *cu = ((struct mem_fx *)ctx)->dev.cu;
+
 	switch (e->kind) {
 	case HELD_MAP:
-		return cu->cuMemUnmap(e->va, e->size);
+		return cu->cuMemUnmap(e->key, e->size);
 	case HELD_RANGE:
-		return cu->cuMemAddressFree(e->va, e->size);
+		return cu->cuMemAddressFree(e->key, e->size);
 	case HELD_HANDLE:
-		return cu->cuMemRelease(e->h);
+		return cu->cuMemRelease(e->key);
 	case HELD_DEVPTR:
-		return cu->cuMemFree(e->va);
-	case HELD_KINDS:
-		break;
+		return cu->cuMemFree(e->key);
 	}
 	return CUDA_ERROR_INVALID_VALUE;
 }
 
-/* What a failed subtest left: unmap, then free reservations, release, cuMemFree. */
-static void give_back_all(struct mem_fx *fx)
+static const char *held_strerror(void *ctx, int status, char *buf, size_t len)
 {
-	char err[160];
-
-	if (!fx->n_held)
-		return;
-	gc_info("giving back %zu driver resources the subtest left", fx->n_held);
-	for (int kind = 0; kind < HELD_KINDS; kind++) {
-		for (size_t i = fx->n_held; i-- > 0;) {
-			CUresult r;
-
-			if (fx->held[i].kind != (enum held_kind)kind)
-				continue;
-			r = give_back_one(fx->dev.cu, &fx->held[i]);
-			if (r)
-				gc_warn("giving back resource kind %d at %#llx: %s", kind,
-					(unsigned long long)fx->held[i].va,
-					gc_cu_strerror(fx->dev.cu, r, err, sizeof(err)));
-		}
-	}
-	fx->n_held = 0;
+	return gc_cu_strerror(((struct mem_fx *)ctx)->dev.cu, (CUresult)status, buf, len);
 }
 
 /* --------------------------------------- driver calls that record what they made */
@@ -569,6 +527,8 @@ static void *mem_setup(void)
 	CUresult r;
 
 	fx->ordinal = 0;
+	fx->held = (struct gc_ledger){ .give = give_back_one, .strerror = held_strerror, .ctx = fx,
+				       .n_kinds = HELD_KINDS, .what = "driver resources" };
 	gc_require_f(cu->devices[0].vmm, "device 0 (%s) has no virtual memory management "
 		     "(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 0)",
 		     cu->devices[0].name);
@@ -593,9 +553,8 @@ static void mem_teardown(void *data)
 {
 	struct mem_fx *fx = data;
 
-	give_back_all(fx);
+	gc_ledger_free(&fx->held);
 	gc_cu_kernels_unload(fx->dev.cu, &fx->k);
-	free(fx->held);
 	gc_cuda_fixture_free(fx);
 }
 
@@ -603,7 +562,7 @@ static void mem_after_each(void *data)
 {
 	struct mem_fx *fx = data;
 
-	give_back_all(fx);
+	gc_ledger_give_back(&fx->held);
 	gc_cuda_fixture_check(fx);
 }
 

@@ -62,6 +62,7 @@
 #include "contract/mem.h"
 #include "vmm_cases.h"
 #include "gc_hip.h"
+#include "ledger.h"
 #include "io.h"
 #include "measure.h"
 #include "soak.h"
@@ -72,17 +73,8 @@
 
 /* ------------------------------------------------- what a subtest holds */
 
-/* Given back in this order: mappings, then reservations, handles, hipMalloc memory. */
+/* Given back in this order (lib/ledger): mappings, reservations, handles, hipMalloc memory. */
 enum held_kind { HELD_MAP, HELD_RANGE, HELD_HANDLE, HELD_DEVPTR, HELD_KINDS };
-
-struct held {
-	enum held_kind kind;
-	union {
-		void *va;                          /* MAP, RANGE, DEVPTR */
-		hipMemGenericAllocationHandle_t h; /* HANDLE */
-	} u;
-	size_t size;                               /* MAP, RANGE */
-};
 
 struct mem_fx {
 	struct gc_hip_fixture dev;  /* leak-checked after each subtest */
@@ -92,8 +84,7 @@ struct mem_fx {
 	struct gc_mem m;            /* the shared contract's view: mem_* over this */
 	size_t page;                /* host page size */
 	unsigned char *out, *back;  /* page-sized host buffers of the host round trip */
-	struct held *held;
-	size_t n_held, cap_held;
+	struct gc_ledger held;      /* what the running subtest made and still holds */
 };
 
 static struct gc_hip *H(const struct mem_fx *fx)
@@ -107,72 +98,40 @@ static uint32_t seed(unsigned n)
 	return gc_hip_name_seed(gc_current_subtest(), gc_current_dynamic(), n);
 }
 
-static void note(struct mem_fx *fx, struct held e)
+/* A pointer or handle as the ledger keys it. */
+static uint64_t key(const void *p)
 {
-	if (fx->n_held == fx->cap_held) {
-		size_t cap = fx->cap_held ? fx->cap_held * 2 : 64;
-		struct held *grown = realloc(fx->held, cap * sizeof(*grown));
-
-		if (!grown)
-			gc_fail("out of host memory recording %zu runtime resources", cap);
-		fx->held = grown;
-		fx->cap_held = cap;
-	}
-	fx->held[fx->n_held++] = e;
+	return (uint64_t)(uintptr_t)p;
 }
 
-static bool same(const struct held *e, enum held_kind kind, const void *key)
+static void forget(struct mem_fx *fx, enum held_kind kind, const void *p)
 {
-	return e->kind == kind && (kind == HELD_HANDLE ? (const void *)e->u.h : e->u.va) == key;
+	gc_ledger_forget(&fx->held, kind, key(p));
 }
 
-/* Forget the newest record of (kind, key): undoing in reverse order is O(1). */
-static void forget(struct mem_fx *fx, enum held_kind kind, const void *key)
+static int give_back_one(void *ctx, const struct gc_held *e)
 {
-	size_t i = fx->n_held;
+	const struct gc_hip *hip = H(ctx);
+	void *va = (void *)(uintptr_t)e->key;
 
-	while (i-- > 0 && !same(&fx->held[i], kind, key))
-		;
-	if (i < fx->n_held)
-		fx->held[i] = fx->held[--fx->n_held];
-}
-
-static hipError_t give_back_one(const struct gc_hip *hip, const struct held *e)
-{
 	if (e->kind == HELD_MAP)
-		return hip->hipMemUnmap(e->u.va, e->size);
+		return hip->hipMemUnmap(va, e->size);
 	if (e->kind == HELD_RANGE)
-		return hip->hipMemAddressFree(e->u.va, e->size);
+		return hip->hipMemAddressFree(va, e->size);
 	if (e->kind == HELD_HANDLE)
-		return hip->hipMemRelease(e->u.h);
-	return hip->hipFree(e->u.va);
+		return hip->hipMemRelease((hipMemGenericAllocationHandle_t)va);
+	return hip->hipFree(va);
 }
 
-/*
- * What a failed subtest left, given back kind by kind; a refusal is only
- * warned about. The fixture's give_back: before each leak check, and at the end.
- */
+static const char *held_strerror(void *ctx, int status, char *buf, size_t len)
+{
+	return gc_hip_errstr(H(ctx), (hipError_t)status, buf, len);
+}
+
+/* The fixture's give_back: what a failed subtest left, before each leak check. */
 static void give_back_all(void *data)
 {
-	struct mem_fx *fx = data;
-	char err[160];
-
-	if (fx->n_held)
-		gc_info("giving back %zu runtime resources the subtest left", fx->n_held);
-	for (enum held_kind kind = HELD_MAP; kind < HELD_KINDS; kind++) {
-		for (size_t i = 0; i < fx->n_held; i++) {
-			hipError_t e;
-
-			if (fx->held[i].kind != kind)
-				continue;
-			e = give_back_one(H(fx), &fx->held[i]);
-			if (e != hipSuccess)
-				gc_warn("giving back resource kind %d at %p: %s", (int)kind,
-					fx->held[i].u.va,
-					gc_hip_errstr(H(fx), e, err, sizeof(err)));
-		}
-	}
-	fx->n_held = 0;
+	gc_ledger_give_back(&((struct mem_fx *)data)->held);
 }
 
 /* ------------------------------- runtime calls that record what they made */
@@ -181,7 +140,7 @@ static hipError_t took_va(struct mem_fx *fx, hipError_t e, enum held_kind kind, 
 			  size_t size)
 {
 	if (e == hipSuccess)
-		note(fx, (struct held){ .kind = kind, .u.va = va, .size = size });
+		gc_ledger_hold(&fx->held, kind, key(va), size);
 	return e;
 }
 
@@ -198,7 +157,7 @@ static hipError_t create(struct mem_fx *fx, size_t size, hipMemGenericAllocation
 	hipError_t e = H(fx)->hipMemCreate(h, size, &p, 0);
 
 	if (e == hipSuccess)
-		note(fx, (struct held){ .kind = HELD_HANDLE, .u.h = *h });
+		gc_ledger_hold(&fx->held, HELD_HANDLE, key(*h), 0);
 	return e;
 }
 
@@ -643,6 +602,8 @@ static void *mem_setup(void)
 	hipError_t e;
 
 	fx->ordinal = 0;
+	fx->held = (struct gc_ledger){ .give = give_back_one, .strerror = held_strerror, .ctx = fx,
+				       .n_kinds = HELD_KINDS, .what = "runtime resources" };
 	fx->dev.give_back = give_back_all;
 	e = gc_hip_vmm_granularity(hip, fx->ordinal, &fx->gran);
 	gc_require_f(e != hipErrorNotSupported, "gpu0 (%s) has no virtual memory management: "
@@ -672,9 +633,7 @@ static void mem_teardown(void *data)
 	gc_hip_kernels_unload(H(fx), &fx->k);
 	free(fx->out);
 	free(fx->back);
-	give_back_all(fx);
-	free(fx->held);
-	fx->held = NULL;
+	gc_ledger_free(&fx->held);
 	fx->dev.give_back = NULL;
 	gc_hip_fixture_free(fx);
 }
@@ -719,7 +678,7 @@ static void gran_flags(struct mem_fx *fx)
 
 	e = H(fx)->hipMemCreate(&h, fx->gran.minimum, &p, 1);
 	if (e == hipSuccess)
-		note(fx, (struct held){ .kind = HELD_HANDLE, .u.h = h });
+		gc_ledger_hold(&fx->held, HELD_HANDLE, key(h), 0);
 	INVALID(fx, e, "hipMemCreate(flags = 1)");
 	e = H(fx)->hipMemAddressReserve(&va, fx->gran.minimum, 0, NULL, 1);
 	INVALID(fx, took_va(fx, e, HELD_RANGE, va, fx->gran.minimum),
