@@ -114,8 +114,6 @@ void gc_hip_fixture_check(void *data)
 {
 	struct gc_hip_fixture *f = data;
 
-	if (f->give_back)
-		f->give_back(data);
 	for (int i = 0; i < f->before.n_devices; i++) {
 		gc_hip_assert(f->hip, gc_hip_use(f->hip, i));
 		gc_hip_assert(f->hip, f->hip->hipDeviceSynchronize());
@@ -128,8 +126,6 @@ void gc_hip_fixture_free(void *data)
 {
 	struct gc_hip_fixture *f = data;
 
-	if (f->give_back)
-		f->give_back(data);
 	gc_hip_close(f->hip);
 	free(f);
 }

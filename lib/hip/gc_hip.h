@@ -312,30 +312,20 @@ void gc_hip_leak_check(const struct gc_hip *hip, const struct gc_hip_snapshot *b
 		       size_t slack);
 
 /*
- * The leak-checked fixture of the HIP twins: the fixture data begins with a
- * struct gc_hip_fixture named dev. Before each subtest device 0 is made
- * current and a snapshot taken; after each, give_back() (when set) returns
- * what a failed subtest left, every device is synchronised (an error a
- * subtest left queued fails here, named) and gc_hip_leak_check() compares
- * with the snapshot.
- *
- *     struct my_fx { struct gc_hip_fixture dev; ... };
- *     setup():     f = gc_hip_fixture_new(gc_hip_require(), sizeof(*f), 0);
- *                  f->dev.give_back = my_give_back;   (optional)
- *     fixture:     .before_each = gc_hip_fixture_snapshot,
- *                  .after_each = gc_hip_fixture_check,
- *                  .teardown = gc_hip_fixture_free    (or one that frees its own first)
+ * The HIP binaries' twin of gc_cuda_fixture (lib/cuda/gc_cuda.h), used the
+ * same way, step for step: the fixture data begins with this struct, named
+ * dev; a binary that holds resources of its own gives them back in its own
+ * after_each() and teardown() before calling these (hip_mem).
  */
 struct gc_hip_fixture {
 	struct gc_hip *hip;
 	struct gc_hip_snapshot before;
 	size_t slack; /* free-memory bytes per device the leak check tolerates */
-	void (*give_back)(void *data); /* the fixture data; before the check and the free */
 };
 void *gc_hip_fixture_new(struct gc_hip *hip, size_t size, size_t slack);
-void gc_hip_fixture_snapshot(void *data); /* before_each() */
-void gc_hip_fixture_check(void *data);    /* after_each(): give back, sync, leak check */
-void gc_hip_fixture_free(void *data);     /* teardown(): give back, gc_hip_close(), free */
+void gc_hip_fixture_snapshot(void *data); /* before_each(): device 0 current, snapshot */
+void gc_hip_fixture_check(void *data);    /* after_each(): sync every device, leak check */
+void gc_hip_fixture_free(void *data);     /* teardown(): gc_hip_close(), data freed */
 
 /* ------------------------------------------------- per device, per pair */
 

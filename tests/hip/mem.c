@@ -128,12 +128,6 @@ static const char *held_strerror(void *ctx, int status, char *buf, size_t len)
 	return gc_hip_errstr(H(ctx), (hipError_t)status, buf, len);
 }
 
-/* The fixture's give_back: what a failed subtest left, before each leak check. */
-static void give_back_all(void *data)
-{
-	gc_ledger_give_back(&((struct mem_fx *)data)->held);
-}
-
 /* ------------------------------- runtime calls that record what they made */
 
 static hipError_t took_va(struct mem_fx *fx, hipError_t e, enum held_kind kind, void *va,
@@ -604,7 +598,6 @@ static void *mem_setup(void)
 	fx->ordinal = 0;
 	fx->held = (struct gc_ledger){ .give = give_back_one, .strerror = held_strerror, .ctx = fx,
 				       .n_kinds = HELD_KINDS, .what = "runtime resources" };
-	fx->dev.give_back = give_back_all;
 	e = gc_hip_vmm_granularity(hip, fx->ordinal, &fx->gran);
 	gc_require_f(e != hipErrorNotSupported, "gpu0 (%s) has no virtual memory management: "
 		     "hipMemGetAllocationGranularity gave hipErrorNotSupported", d->name);
@@ -634,8 +627,16 @@ static void mem_teardown(void *data)
 	free(fx->out);
 	free(fx->back);
 	gc_ledger_free(&fx->held);
-	fx->dev.give_back = NULL;
 	gc_hip_fixture_free(fx);
+}
+
+/* What a failed subtest left is given back before the leak check. */
+static void mem_after_each(void *data)
+{
+	struct mem_fx *fx = data;
+
+	gc_ledger_give_back(&fx->held);
+	gc_hip_fixture_check(fx);
 }
 
 /* ------------------------------------------------------------- subtests */
@@ -1040,7 +1041,7 @@ static const struct gc_fixture fixture = {
 	.setup = mem_setup,
 	.teardown = mem_teardown,
 	.before_each = gc_hip_fixture_snapshot,
-	.after_each = gc_hip_fixture_check,
+	.after_each = mem_after_each,
 };
 
 static const struct gc_subtest subtests[] = {
