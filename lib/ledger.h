@@ -11,7 +11,7 @@
  * travel as uint64_t, as in lib/contract/mem.h.
  *
  *     struct gc_ledger l = { .give = my_give, .strerror = my_strerror, .ctx = my,
- *                            .n_kinds = MY_KINDS, .what = "driver resources" };
+ *                            .n_kinds = MY_KINDS, .what = MY_WORDS };
  *     after a call made va:    gc_ledger_hold(&l, MY_RANGE, va, size);
  *     after it gave va back:   gc_ledger_forget(&l, MY_RANGE, va);
  *     after_each, teardown:    gc_ledger_give_back(&l);
