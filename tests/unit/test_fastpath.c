@@ -31,6 +31,7 @@
 struct fx {
 	char dir[1024];  /* scratch directory of this subtest */
 	char udev[1024]; /* fake udev data directory */
+	struct gc_fp_scratch odirect; /* probe_odirect()'s probe of dir */
 };
 
 /* ------------------------------------------------------------- fixture */
@@ -145,11 +146,14 @@ static void probe_ok(const char *dir, struct gc_fp_scratch *s)
 }
 
 /* A probe of fx->dir that can make test files: O_DIRECT works there. */
-static void probe_odirect(const struct fx *fx, struct gc_fp_scratch *s)
+static const struct gc_fp_scratch *probe_odirect(struct fx *fx)
 {
+	struct gc_fp_scratch *s = &fx->odirect;
+
 	probe_ok(fx->dir, s);
 	gc_require_f(s->odirect, "%s (%s) refuses O_DIRECT: %s", s->dir, s->fs,
 		     strerror(s->odirect_errno));
+	return s;
 }
 
 static void create_ok(const struct gc_fp_scratch *s, const char *tag, uint64_t size, int flags,
@@ -558,17 +562,16 @@ static void test_file_sizes(void *data)
 {
 	static const uint64_t sizes[] = { 0, 1, 4097, MiB + 1 };
 	struct fx *fx = data;
-	struct gc_fp_scratch s;
+	const struct gc_fp_scratch *s = probe_odirect(fx);
 	char prefix[PATH_MAX + 32];
 	struct stat st;
 
-	probe_odirect(fx, &s);
 	snprintf(prefix, sizeof(prefix), "%s/gpuconform-sz-", fx->dir);
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		struct gc_fp_file f;
 		int fl;
 
-		create_ok(&s, "sz", sizes[i], O_RDWR, false, &f);
+		create_ok(s, "sz", sizes[i], O_RDWR, false, &f);
 		gc_assert_cmpint(f.fd, >=, 0);
 		gc_assert_eq_uint(f.size, sizes[i]);
 		gc_assert_eq_uint(f.seed, SEED);
@@ -595,13 +598,11 @@ static void test_file_sizes(void *data)
 static void test_file_corrupt(void *data)
 {
 	const uint64_t size = MiB + 1;
-	struct fx *fx = data;
-	struct gc_fp_scratch s;
+	const struct gc_fp_scratch *s = probe_odirect(data);
 	struct gc_fp_file f;
 	uint8_t a, b;
 
-	probe_odirect(fx, &s);
-	create_ok(&s, "bad", size, O_RDONLY, false, &f);
+	create_ok(s, "bad", size, O_RDONLY, false, &f);
 	gc_assert_cmpint(gc_fp_file_check(&f, 0, size, SEED, NULL), ==, -1);
 	a = corrupt(&f, MiB); /* the second 1 MiB chunk's first (and last) byte */
 	expect_bad(&f, 0, size, MiB, 1, a);
@@ -621,13 +622,11 @@ static void test_file_corrupt(void *data)
  */
 static void test_file_short(void *data)
 {
-	struct fx *fx = data;
-	struct gc_fp_scratch s;
+	const struct gc_fp_scratch *s = probe_odirect(data);
 	struct gc_fp_file f;
 	uint8_t a;
 
-	probe_odirect(fx, &s);
-	create_ok(&s, "short", 4097, O_RDWR, false, &f);
+	create_ok(s, "short", 4097, O_RDWR, false, &f);
 	expect_bad(&f, 4000, 200, 97, 103, 0);
 	expect_bad(&f, 0, 4097 + 5, 4097, 5, 0);
 	expect_bad(&f, 10000, 10, 0, 10, 0);
@@ -635,7 +634,7 @@ static void test_file_short(void *data)
 	expect_bad(&f, 3990, 200, 10, 1 + 93, a);
 	gc_fp_file_destroy(&f);
 
-	create_ok(&s, "short", MiB + 1, O_RDWR, false, &f); /* EOF in the second chunk */
+	create_ok(s, "short", MiB + 1, O_RDWR, false, &f); /* EOF in the second chunk */
 	expect_bad(&f, 0, 2 * MiB, MiB + 1, MiB - 1, 0);
 	gc_fp_file_destroy(&f);
 }
@@ -648,13 +647,12 @@ static void test_file_short(void *data)
 static void test_file_keep(void *data)
 {
 	struct fx *fx = data;
-	struct gc_fp_scratch s;
+	const struct gc_fp_scratch *s = probe_odirect(fx);
 	struct gc_fp_file f;
 	struct stat st, pst;
 	int fd, fd0;
 
-	probe_odirect(fx, &s);
-	create_direct(&s, "keep", 4097, O_RDWR, true, &f);
+	create_direct(s, "keep", 4097, O_RDWR, true, &f);
 	gc_assert(f.linked);
 	gc_assert_syscall(stat(f.path, &pst));
 	gc_assert_syscall(fstat(f.fd, &st));
@@ -679,13 +677,11 @@ static void test_file_keep(void *data)
 static void test_file_flags(void *data)
 {
 	static const int modes[] = { O_RDONLY, O_WRONLY, O_RDWR };
-	struct fx *fx = data;
-	struct gc_fp_scratch s;
+	const struct gc_fp_scratch *s = probe_odirect(data);
 
-	probe_odirect(fx, &s);
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
 		struct gc_fp_file f;
-		int fl = create_direct(&s, "mode", 8192, modes[i], i == 1, &f);
+		int fl = create_direct(s, "mode", 8192, modes[i], i == 1, &f);
 
 		gc_assert_eq_int(fl & O_ACCMODE, modes[i]);
 		gc_fp_file_destroy(&f);
