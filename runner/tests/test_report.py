@@ -20,6 +20,7 @@ from gc_testutil import REPO_ROOT, Selftests, gate_baseline
 from gpuconform.perf.baseline import BaselineError, load_baseline
 from gpuconform.perf.baseline_update import update_baseline
 from gpuconform.perf.judge import compare_run
+from gpuconform.core import stats
 from gpuconform.core.fmt import nice_ticks
 from gpuconform.report import report
 from gpuconform.report.report import render_html, write_html
@@ -334,6 +335,32 @@ def test_gap_plot_keeps_the_largest_gaps() -> None:
     lo, hi = 1000 / 1.25, 123456 * 1.25
     assert max(dots) == pytest.approx(130 + 460 * math.log10(123456 / lo)
                                       / math.log10(hi / lo), abs=0.1)
+
+
+def test_gaps_as_a_histogram_are_summarised_over_every_gap() -> None:
+    # wide16's 101 gaps as a histogram, each twice, and 50 more at 3000 ns: 252 gaps
+    values = sorted(set(WIDE16_GAPS))
+    counts = [2] * (len(values) - 1) + [52]
+    data = gap_results()
+    data["tests"]["cuda_bubbles@wide16"]["metrics"][1] = {
+        **bubbles_metric("wide16", "gap.graph.wide16", values), "counts": counts}
+    wide = gap_section(render_html(data)).split("<h3>wide16 ")[1]
+    expanded = [v for v, c in zip(values, counts) for _ in range(c)]
+    p50, p99 = stats.median(expanded), stats.quantile(expanded, 0.99)
+    assert (p50, p99) == (2625.0, 3000.0)
+    # every gap, so not marked as a subsample's
+    assert gap_cells(wide, "graph")[:4] == ["252", "2.625 us", "3 us", "3 us"]
+    assert gap_cells(wide, "stream")[0] == "101"  # the plain ones as before
+    svg = wide[wide.index("<svg"):wide.index("</svg>")]
+    assert svg.count('class="median"') == 3
+
+
+def test_a_histogram_of_each_gpu_is_joined_in_the_metrics_table() -> None:
+    one = {**bubbles_metric("chain2", "gap.graph.chain2", [704.0, 736.0]), "counts": [3, 1]}
+    two = {**one, "samples": [736.0, 768.0], "counts": [2, 2]}
+    joined = report._run_metrics({"a": {"metrics": [one]}, "b": {"metrics": [two]}})
+    m = joined["cuda_bubbles@chain2:gap.graph.chain2"]
+    assert (m["samples"], m["counts"]) == ([704.0, 736.0, 768.0], [3, 3, 2])
 
 
 @pytest.mark.parametrize("n", [1, 5, 32, 33, 1000])

@@ -8,6 +8,7 @@ Its modules, one job each, from the bottom up:
   fmt          numbers and text as the runner prints them (units, percentages, p-values, one line)
   jsondoc      JSON files read with one-line errors that name the file, line and field
   textfile     text files read as UTF-8, a bad byte named by its line
+  hist         a metric's samples as a histogram (every gap), read as the samples it stands for
   stats        robust statistics of timing samples: median, MAD, Mann-Whitney U, shifts
   protocol     pure parsing of a binary's output (igt_core's line protocol)
   states       result states and the pure classification of one subtest run

@@ -3,6 +3,12 @@
     {"test":"host_io","subtest":"throughput","dynamic":null,"name":"direct-read-16MiB",
      "unit":"MB/s","better":"higher","samples":[812.5, ...]}
 
+or, for a histogram (hist.py: every gap between kernels, say), the distinct
+values strictly ascending and how many times each occurred:
+
+    {..., "name":"gap.graph.chain8192","unit":"ns","better":"lower",
+     "samples":[608, 640, ...],"counts":[12, 4170034, ...]}
+
 parse_metrics() validates every line and never raises on bad input: each
 problem becomes one message naming the line.
 """
@@ -12,8 +18,9 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
+from .hist import counts_problem, samples_json, samples_of
 from .jsondoc import Doc
 from .metrickey import MetricKey, case_name, name_problem
 from .soak import check_soak, is_soak_line
@@ -33,7 +40,7 @@ class Metric:
     name: str
     unit: str
     better: Better
-    samples: tuple[float, ...]
+    samples: Sequence[float]  # a tuple, or a Hist (its counts)
 
     @property
     def key(self) -> MetricKey:
@@ -49,7 +56,7 @@ class Metric:
             "name": self.name,
             "unit": self.unit,
             "better": self.better,
-            "samples": list(self.samples),
+            **samples_json(self.samples),
         }
 
     @classmethod
@@ -61,7 +68,7 @@ class Metric:
             name=obj["name"],
             unit=obj["unit"],
             better=obj["better"],
-            samples=tuple(float(x) for x in obj["samples"]),
+            samples=samples_of(obj),
         )
 
 
@@ -97,6 +104,10 @@ def _check(obj: Any) -> tuple[Metric | None, str]:
             return None, f"sample {i} is not a number: {x!r}"
         if not math.isfinite(x):
             return None, f"sample {i} is not finite: {x!r}"
+    if "counts" in obj:
+        why = counts_problem(samples, obj["counts"])
+        if why is not None:
+            return None, why
     return Metric.from_json(obj), ""
 
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .fingerprint import Fingerprint
 from .results import RESULTS_FORMAT
+from .hist import counts_problem
 from .jsondoc import Doc, get, number, top_object, type_name
 from .metrickey import MetricKey, name_problem
 from .metrics import Metric, parse_better
@@ -27,9 +28,9 @@ class RunMetric:
     key: MetricKey
     unit: str
     better: str
-    samples: tuple[float, ...]  # every copy's, in GPU order
+    samples: Sequence[float]  # every copy's, in GPU order (a Hist: together)
     # Each copy's samples when several copies (one a GPU) measured it, else ().
-    parts: tuple[tuple[float, ...], ...] = ()
+    parts: tuple[Sequence[float], ...] = ()
     gpus: tuple[int, ...] = ()  # the copies' GPU indexes, as parts
 
     @classmethod
@@ -144,6 +145,10 @@ def _check_metric(doc: Doc, m: Any, path: list[str | int]) -> Metric:
         raise doc.error(path + ["samples"], "empty sample set")
     for i, x in enumerate(raw):
         number(doc, x, path + ["samples", i])
+    if "counts" in m:
+        why = counts_problem(raw, m["counts"])
+        if why is not None:
+            raise doc.error(path + ["counts"], why)
     return Metric.from_json(m)
 
 

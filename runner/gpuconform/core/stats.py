@@ -30,6 +30,8 @@ from functools import lru_cache
 from statistics import NormalDist
 from typing import Literal, Sequence
 
+from .hist import Hist, distinct, weighted
+
 __all__ = [
     "median",
     "mad",
@@ -60,11 +62,13 @@ _SORT_MAX_PAIRS = 250_000
 _NORMAL = NormalDist()
 
 
-def _sorted_finite(xs: Sequence[float], what: str = "samples") -> list[float]:
-    v = sorted(float(x) for x in xs)
+def _sorted_finite(xs: Sequence[float], what: str = "samples") -> Sequence[float]:
+    """xs sorted (a Hist already is), every sample checked finite."""
+    v: Sequence[float] = xs if isinstance(xs, Hist) else sorted(float(x) for x in xs)
     if not v:
         raise ValueError(f"{what}: no samples")
-    if not (math.isfinite(v[0]) and math.isfinite(v[-1])) or any(math.isnan(x) for x in v):
+    if not (math.isfinite(v[0]) and math.isfinite(v[-1])) or any(math.isnan(x)
+                                                                 for x in distinct(v)):
         raise ValueError(f"{what}: not every sample is finite")
     return v
 
@@ -195,6 +199,27 @@ class MannWhitney:
     z: float | None = None  # the standardised statistic (normal method)
 
 
+def _u_statistic(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, list[int]]:
+    """U of xs (the pairs x > y, ties counting 1/2: R_x - m(m+1)/2) and the
+    sizes of the groups of tied values, from both samples' histograms, so
+    that a Hist of millions of samples costs its distinct values."""
+    (xv, xc), (yv, yc) = weighted(xs), weighted(ys)
+    twice_u = 0  # 2U, an integer: exact whatever the counts
+    y_below = 0  # samples of y under the value at hand
+    ties: list[int] = []
+    i = j = 0
+    while i < len(xv) or j < len(yv):
+        v = min(xv[i] if i < len(xv) else math.inf, yv[j] if j < len(yv) else math.inf)
+        a = xc[i] if i < len(xv) and xv[i] == v else 0
+        b = yc[j] if j < len(yv) and yv[j] == v else 0
+        twice_u += a * (2 * y_below + b)
+        if a + b > 1:
+            ties.append(a + b)
+        y_below += b
+        i, j = i + (a > 0), j + (b > 0)
+    return twice_u / 2.0, ties
+
+
 def mann_whitney_u(
     x: Sequence[float],
     y: Sequence[float],
@@ -207,10 +232,7 @@ def mann_whitney_u(
     xs = _sorted_finite(x, "x")
     ys = _sorted_finite(y, "y")
     m, n = len(xs), len(ys)
-    allv = xs + ys
-    r = ranks(allv)
-    u = sum(r[:m]) - m * (m + 1) / 2.0
-    ties = tie_sizes(allv)
+    u, ties = _u_statistic(xs, ys)
     if method == "auto":
         method = "exact" if not ties and m * n <= EXACT_MAX_PAIRS else "normal"
     if method == "exact":

@@ -25,8 +25,9 @@ one metric a line (data/baselines/README.md shows one):
 
 Why summaries and not the samples (version 1 kept every sample): the gate
 needs one number per run, the report a box per run, and a dispatch-gap metric
-has 10,000 samples a run: 430 metrics of 5 runs were 30 MB of samples and are
-200 KB of summaries, a file a person can review.
+had 10,000 samples a run (now every gap, millions, as a histogram: hist.py):
+430 metrics of 5 runs were 30 MB of samples and are 200 KB of summaries, a
+file a person can review.
 
 The derived fields ("limit", "mde", "trend", "family") are written so that a
 reader sees what each metric can catch on a night on one GPU (a night on more

@@ -29,6 +29,7 @@ from ..core.fingerprint import Fingerprint, current_fingerprint
 from .gate import Gate, RunSummary
 from ..core.catalogue import Catalogue, CatalogueError, load_catalogue
 from ..core.metrickey import MetricKey
+from ..core.hist import distinct
 from ..core.runmetrics import durations, load_results, results_fingerprint, run_metrics
 from .scope import catalogue_of, labeler
 
@@ -184,7 +185,7 @@ def _merge(old: Baseline | None, fp: Fingerprint,
                                     f"run's ({m.unit}, {m.better} is better)")
             summaries.setdefault(key, []).append(gate.summarize(index, m.samples, m.better,
                                                                 m.parts))
-            raw.setdefault(key, []).extend(m.samples)
+            raw.setdefault(key, []).extend(distinct(m.samples))
         times.update(durations(data["tests"]))
     metrics = dict(old.metrics) if old is not None else {}
     for key, new in summaries.items():

@@ -37,9 +37,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, Sequence
 
 from ..core import fmt, stats
+from ..core.hist import samples_json
 from .baseline import Baseline, find_baseline
 from .scope import catalogue_of, labeler
 from .judge import MetricComparison
@@ -119,8 +120,15 @@ class SampleComparison(MetricComparison):
                 "quartile_base": num(self.quartile_base), "quartile_run": num(self.quartile_run),
                 "quartile_change": num(self.quartile_change), "alpha": self.alpha,
                 "min_effect": self.min_effect, "note": self.note, "trend": self.trend,
-                "explain": self.explain(), "samples_base": list(self.samples_base),
-                "samples_run": list(self.samples_run)}
+                "explain": self.explain(), **_samples_json("base", self.samples_base),
+                **_samples_json("run", self.samples_run)}
+
+
+def _samples_json(side: str, samples: Sequence[float]) -> dict[str, Any]:
+    """samples_SIDE, and counts_SIDE for a histogram (hist.py)."""
+    j = samples_json(samples)
+    return {f"samples_{side}": j["samples"],
+            **({f"counts_{side}": j["counts"]} if "counts" in j else {})}
 
 
 def compare_samples(a: RunMetric | None, b: RunMetric | None,
@@ -131,10 +139,10 @@ def compare_samples(a: RunMetric | None, b: RunMetric | None,
     ref = b if b is not None else a
     assert ref is not None, "compare_samples needs a metric of A or of B"
     test, name = ref.key.test, ref.key.name
-    sa = a.samples if a is not None else ()
-    sb = b.samples if b is not None else ()
+    sa: Sequence[float] = a.samples if a is not None else ()
+    sb: Sequence[float] = b.samples if b is not None else ()
     c = SampleComparison(test, name, ref.unit, ref.better, "unchanged", note=note,
-                         samples_base=tuple(sa), samples_run=tuple(sb), n_base=len(sa),
+                         samples_base=sa, samples_run=sb, n_base=len(sa),
                          n_run=len(sb), median_base=stats.median(sa) if sa else None,
                          median_run=stats.median(sb) if sb else None, alpha=alpha,
                          min_effect=min_effect)

@@ -88,6 +88,7 @@ from functools import lru_cache
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from ..core.hist import Hist, best_mean
 from ..core.stats import quantile
 
 if TYPE_CHECKING:
@@ -120,6 +121,8 @@ def good_half_mean(samples: Sequence[float], better: str) -> float:
     is better, the largest when higher is better."""
     if not samples:
         raise ValueError("no samples")
+    if isinstance(samples, Hist):
+        return best_mean(samples, (len(samples) + 1) // 2, largest=(better == "higher"))
     xs = sorted(samples, reverse=(better == "higher"))
     half = xs[: (len(xs) + 1) // 2]
     return math.fsum(half) / len(half)
@@ -182,7 +185,7 @@ def summarize(run: int, samples: Sequence[float], better: str,
     """One run of one metric: its samples' quartiles and its g (over its
     parts when copies on several GPUs measured it); n is the samples of one
     copy (the fewest), what the noise of g goes with."""
-    xs = sorted(samples)
+    xs = samples if isinstance(samples, Hist) else sorted(samples)
     if not xs:
         raise ValueError("no samples")
     several = len(parts) > 1

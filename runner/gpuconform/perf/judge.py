@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from . import gate
 from ..core import fmt
@@ -43,8 +43,8 @@ class MetricComparison:
     verdict: str
     note: str = ""  # why a verdict that is not a measurement was given
     trend: str | None = None  # why the baseline keeps this metric for trends only
-    samples_base: tuple[float, ...] = field(default=(), repr=False)
-    samples_run: tuple[float, ...] = field(default=(), repr=False)
+    samples_base: Sequence[float] = field(default=(), repr=False)
+    samples_run: Sequence[float] = field(default=(), repr=False)  # a tuple or a Hist
     node: str | None = None  # a metric of the node's scope: the node (scope.py)
 
     @property

@@ -55,6 +55,7 @@ Content-Security-Policy forbids every fetch: the page cannot reach out.
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from dataclasses import dataclass, field
@@ -72,6 +73,7 @@ from ..core.contracts import (
 )
 from ..core.fingerprint import Fingerprint
 from ..core.fmt import nice_ticks
+from ..core.hist import Hist, distinct, samples_json, samples_of
 from ..core.jsondoc import DocError
 from ..core.metrickey import MetricKey
 from ..core.metrics import Metric
@@ -137,12 +139,29 @@ def _summary_points(values: Sequence[float]) -> list[float]:
     over every value; results.json keeps the samples themselves."""
     if len(values) <= MAX_DOTS:
         return list(values)
-    ranked = sorted(values)
-    middle = ranked[HEAD_DOTS:len(ranked) - TAIL_DOTS]
+    ranked = _ranked(values)
+    n = len(ranked)
     k = MAX_DOTS - HEAD_DOTS - TAIL_DOTS
-    step = (len(middle) - 1) / (k - 1)
-    return (ranked[:HEAD_DOTS] + [middle[round(i * step)] for i in range(k)]
-            + ranked[len(ranked) - TAIL_DOTS:])
+    step = (n - HEAD_DOTS - TAIL_DOTS - 1) / (k - 1)
+    picks = [*range(HEAD_DOTS), *(HEAD_DOTS + round(i * step) for i in range(k)),
+             *range(n - TAIL_DOTS, n)]
+    return [ranked[i] for i in picks]
+
+
+def _ranked(values: Sequence[float]) -> Sequence[float]:
+    """values ascending: a Hist (every gap, hist.py) already is."""
+    return values if isinstance(values, Hist) else sorted(values)
+
+
+def _pooled(sets: Sequence[Sequence[float]]) -> Sequence[float]:
+    """Several rows' values as one sequence (a Hist when one of them is)."""
+    if any(isinstance(s, Hist) for s in sets):
+        return sum(sets, Hist((), ()))
+    return [v for s in sets for v in s]
+
+
+def _scaled(values: Sequence[float], factor: float) -> Sequence[float]:
+    return values.scaled(factor) if isinstance(values, Hist) else [v * factor for v in values]
 
 
 # ------------------------------------------------------------------- plots
@@ -252,12 +271,12 @@ def _row_view(label: str, vals: Sequence[float], points: Sequence[float], colour
     dots = [(x(v), cy + ((j * 37) % 23 - 11) * 1.0) for j, v in enumerate(points)]
     return _RowView(label, colour, axis.left - 8, cy + 4, cy,
                     x(q1), cy - ROW_BOX_H / 2, max(x(q3) - x(q1), 1.0), ROW_BOX_H,
-                    x(min(vals)), x(max(vals)), dots,
+                    x(_ranked(vals)[0]), x(_ranked(vals)[-1]), dots,
                     x(q2), cy - ROW_MEDIAN_H / 2, cy + ROW_MEDIAN_H / 2, _num(q2))
 
 
-def _strip_box(rows: list[tuple[str, list[float], str]], axis: _Axis, shown_unit: str,
-               title: str, thin: Callable[[list[float]], list[float]],
+def _strip_box(rows: list[tuple[str, Sequence[float], str]], axis: _Axis, shown_unit: str,
+               title: str, thin: Callable[[Sequence[float]], list[float]],
                note: str = "") -> _StripBoxView:
     """Rows [(label, values in the shown unit, colour)] on one axis; thin
     picks the points drawn of a row's values."""
@@ -274,10 +293,10 @@ def _distribution(rows: list[tuple[str, Sequence[float], str]], unit: str,
                   title: str) -> _StripBoxView:
     """Strip plot with a box (quartiles) and the median per row:
     rows = [(label, samples, colour)]."""
-    factor, shown_unit = _display_unit(unit, [v for _, s, _ in rows for v in s])
-    scaled = [(label, [v * factor for v in s], colour) for label, s, colour in rows]
-    allv = [v for _, s, _ in scaled for v in s]
-    lo, hi = _padded(min(allv), max(allv))
+    factor, shown_unit = _display_unit(unit, _pooled([s for _, s, _ in rows]))
+    scaled = [(label, _scaled(s, factor), colour) for label, s, colour in rows]
+    allv = _ranked(_pooled([s for _, s, _ in scaled]))
+    lo, hi = _padded(allv[0], allv[-1])
     return _strip_box(scaled, _Axis(lo, hi, 130, 610), shown_unit, title, _summary_points)
 
 
@@ -338,6 +357,12 @@ def _severity(state: str) -> int:
         return len(State)  # unknown states are shown first: something to look at
 
 
+def _samples(m: Mapping[str, Any]) -> Sequence[float]:
+    """A metric object's samples, a Hist where it has counts (results.json
+    was checked when read: runmetrics)."""
+    return samples_of(m) if "counts" in m else _floats(m.get("samples"))
+
+
 def _floats(v: Any) -> list[float]:
     if not isinstance(v, list):
         return []
@@ -360,8 +385,9 @@ def _run_metrics(tests: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         for m in rec.get("metrics") or []:
             key = str(Metric.from_json(m).key)
             if key in out:
-                out[key] = {**out[key], "samples": list(out[key].get("samples") or [])
-                            + list(m.get("samples") or [])}
+                joined = _samples(out[key]) + _samples(m)
+                out[key] = {**{k: v for k, v in out[key].items() if k != "counts"},
+                            **samples_json(joined)}
             else:
                 out[key] = m
     return out
@@ -375,7 +401,8 @@ def _unnoded(key: str) -> str:
 # ------------------------------------------------------------ dispatch gaps
 #
 # The bubbles binaries (cuda_bubbles, hip_bubbles) record, per MODE and SHAPE:
-# gap.MODE.SHAPE (a subsample of the gaps between dependent kernels),
+# gap.MODE.SHAPE (every gap between dependent kernels as a histogram; a
+# subsample of them before the binaries wrote histograms),
 # gap-p50 / gap-p99 / gap-max.MODE.SHAPE (over all gaps), bubbles.MODE.SHAPE
 # and overhead.RATIO.SHAPE. The section draws, per shape, every mode's gaps on
 # one shared axis, with the numbers beside the plot and the ratios below it.
@@ -414,7 +441,7 @@ class _GapSet:
     mode: str
     shape: str
     unit: str
-    samples: tuple[float, ...]
+    samples: Sequence[float]  # a Hist: every gap
 
 
 @dataclass(frozen=True)
@@ -439,7 +466,7 @@ def _gap_sets(tests: Mapping[str, Any]) -> list[_GapSet]:
     for rec in tests.values():
         for m in rec.get("metrics") or []:
             parsed = _parse_gap_name(str(m.get("name", "")))
-            samples = tuple(_floats(m.get("samples")))
+            samples = _samples(m)
             if parsed is None or not samples:
                 continue
             out.append(_GapSet(str(m.get("test", "")), str(m.get("dynamic") or ""),
@@ -518,10 +545,11 @@ def _fmt(v: float, unit: str) -> str:
 def _gaps_plot(rows: list[_GapRow], title: str) -> _StripBoxView:
     """Every row's gaps on one axis, in the unit that suits their median."""
     unit = rows[0].gaps.unit
-    factor, shown_unit = _display_unit(unit, [v for r in rows for v in r.gaps.samples])
-    scaled = [(_short(r.label), [v * factor for v in r.gaps.samples], r.colour) for r in rows]
-    axis = _gap_axis([v for _, vals, _ in scaled for v in vals])
-    clamped = sum(1 for _, vals, _ in scaled for v in vals if v < axis.lo) if axis.log else 0
+    factor, shown_unit = _display_unit(unit, _pooled([r.gaps.samples for r in rows]))
+    scaled = [(_short(r.label), _scaled(r.gaps.samples, factor), r.colour) for r in rows]
+    axis = _gap_axis(distinct(_pooled([vals for _, vals, _ in scaled])))
+    clamped = sum(bisect.bisect_left(_ranked(vals), axis.lo)
+                  for _, vals, _ in scaled) if axis.log else 0
     note = f"{clamped} gaps <= 0 drawn at the left end" if clamped else ""
     return _strip_box(scaled, axis, shown_unit + (" (log scale)" if axis.log else ""),
                       title, _summary_points, note)
@@ -530,7 +558,7 @@ def _gaps_plot(rows: list[_GapRow], title: str) -> _StripBoxView:
 @dataclass(frozen=True)
 class _Cell:
     value: str
-    subsample: bool  # computed from the plotted subsample, not recorded over all gaps
+    subsample: bool  # computed from a plotted subsample, not over all gaps
 
 
 @dataclass(frozen=True)
@@ -559,11 +587,13 @@ class _GapShapeView:
 
 
 def _stat_cell(row: _GapRow, kind: str, q: float) -> _Cell:
-    """The recorded KIND (over all gaps) or, without it, the subsample's quantile q."""
+    """The recorded KIND (over all gaps) or, without it, the quantile q of
+    the gaps: of every gap where they are a histogram, else of a subsample."""
     m = row.stats.get(kind)
     if m is not None:
         return _Cell(_fmt(median(m.samples), m.unit), False)
-    return _Cell(_fmt(quantile(row.gaps.samples, q), row.gaps.unit), True)
+    gaps = row.gaps.samples
+    return _Cell(_fmt(quantile(gaps, q), row.gaps.unit), not isinstance(gaps, Hist))
 
 
 def _gap_table_row(row: _GapRow) -> _GapTableRow:
@@ -629,7 +659,8 @@ def _summary(samples: Sequence[float], unit: str) -> list[str]:
     if not samples:
         return ["0", "", "", "", "", unit]
     factor, shown = _display_unit(unit, samples)
-    stats = (median(samples), quantile(samples, 0.99), min(samples), max(samples))
+    ranked = _ranked(samples)
+    stats = (median(ranked), quantile(ranked, 0.99), ranked[0], ranked[-1])
     return [str(len(samples)), *(_num(v * factor) for v in stats), shown]
 
 
@@ -737,7 +768,7 @@ def _metric_view(key: str, c: Mapping[str, Any] | None, m: Mapping[str, Any] | N
     unit = str((c or m or {}).get("unit", ""))
     better = str((c or m or {}).get("better", ""))
     rows: list[tuple[str, Sequence[float], str]] = []
-    mine = _floats(m.get("samples")) if m else []
+    mine = _samples(m) if m else []
     if c is None:
         return _MetricView(key, unit, better, None, False, "", None, _summary(mine, unit))
     verdict = str(c.get("verdict", ""))
