@@ -513,6 +513,16 @@ bool gc_in_child(void);
 enum gc_better { GC_LOWER_IS_BETTER, GC_HIGHER_IS_BETTER };
 void gc_metric(const char *name, const char *unit, enum gc_better better,
 	       const double *samples, size_t n);
+/*
+ * A metric as a histogram, lossless however many samples it stands for: the
+ * n distinct values, strictly ascending, values[i] seen counts[i] >= 1 times
+ * (lib/metrics.c: the counts member of its JSON line). Printed as gc_metric
+ * prints the expanded samples (their n, median, p99, min and max). Values
+ * not finite or not strictly ascending, a count of 0 and whatever gc_metric
+ * refuses fail the subtest.
+ */
+void gc_metric_hist(const char *name, const char *unit, enum gc_better better,
+		    const double *values, const uint64_t *counts, size_t n);
 
 /* Implementation entry points of the macros above. */
 void gc__defer(const char *file, int line, const char *func, void (*fn)(void *arg), void *arg);

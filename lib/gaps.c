@@ -84,12 +84,30 @@ int gc_gap_stats(const struct gc_gaps *g, struct gc_gap_stats *st)
 	return 0;
 }
 
-size_t gc_gap_subsample_step(size_t n, size_t max, size_t *count)
+static int cmp_double(const void *a, const void *b)
 {
-	size_t step = max && n > max ? (n + max - 1) / max : 1;
+	double x = *(const double *)a, y = *(const double *)b;
 
-	*count = n ? (n - 1) / step + 1 : 0;
-	return step;
+	return x < y ? -1 : x > y;
+}
+
+size_t gc_gap_histogram(const double *v, size_t n, double *values, uint64_t *counts)
+{
+	size_t k = 0;
+
+	if (!n)
+		return 0;
+	memcpy(values, v, n * sizeof(*values));
+	qsort(values, n, sizeof(*values), cmp_double);
+	for (size_t i = 0; i < n; i++) {
+		if (k && values[i] == values[k - 1]) {
+			counts[k - 1]++;
+			continue;
+		}
+		values[k] = values[i]; /* k <= i: the sorted values not yet read stay */
+		counts[k++] = 1;
+	}
+	return k;
 }
 
 static void metric1(const char *what, const char *mode, const char *shape, const char *unit,
@@ -126,19 +144,33 @@ void gc_gap_ratios(const char *what, const char *shape, const struct gc_gap_stat
 	gc_gap_ratio(name, shape, ratio_of(x->span_us, base->span_us));
 }
 
+/* gap.MODE.SHAPE: every gap of g (n >= 1), as a histogram. */
+static void gap_hist_metric(const struct gc_gaps *g, const char *mode, const char *shape)
+{
+	double *values = malloc(g->n * sizeof(*values));
+	uint64_t *counts = malloc(g->n * sizeof(*counts));
+	char name[160];
+	size_t k;
+
+	if (!values || !counts) {
+		free(values);
+		free(counts);
+		gc_fail("%s.%s: out of memory for the histogram of %zu gaps", mode, shape, g->n);
+	}
+	k = gc_gap_histogram(g->v, g->n, values, counts);
+	snprintf(name, sizeof(name), "gap.%s.%s", mode, shape);
+	gc_metric_hist(name, "ns", GC_LOWER_IS_BETTER, values, counts, k);
+	free(values);
+	free(counts);
+}
+
 struct gc_gap_stats gc_gaps_report(const struct gc_gaps *g, const char *mode, const char *shape)
 {
 	struct gc_gap_stats st;
-	size_t nsub, step = gc_gap_subsample_step(g->n, GC_GAP_METRIC_SAMPLES, &nsub);
-	double *sub = malloc((nsub ? nsub : 1) * sizeof(*sub));
 	char name[160];
 
 	gc_assert_f(gc_gap_stats(g, &st) == 0, "%s.%s: no gaps recorded", mode, shape);
-	gc_assert_f(sub, "out of memory for %zu gap samples", nsub);
-	for (size_t i = 0, k = 0; k < nsub; i += step)
-		sub[k++] = g->v[i];
-	snprintf(name, sizeof(name), "gap.%s.%s", mode, shape);
-	gc_metric(name, "ns", GC_LOWER_IS_BETTER, sub, nsub);
+	gap_hist_metric(g, mode, shape);
 	metric1("gap-p50", mode, shape, "ns", st.p50);
 	metric1("gap-p99", mode, shape, "ns", st.p99);
 	metric1("gap-max", mode, shape, "ns", st.max);
@@ -149,7 +181,6 @@ struct gc_gap_stats gc_gaps_report(const struct gc_gaps *g, const char *mode, co
 	}
 	gc_info("%-20s %-10s gaps %zu: p50 %.0f ns, p99 %.0f ns, max %.0f ns, bubbles %llu", mode,
 		shape, g->n, st.p50, st.p99, st.max, (unsigned long long)st.bubbles);
-	free(sub);
 	return st;
 }
 
@@ -399,13 +430,6 @@ void gc_each_shape(void (*body)(void *ctx, const struct gc_shape *sh), void *ctx
 				  .size = sizeof(gc_shapes[0]), .name = shape_name, .run = shape_case };
 
 	gc_each_case(&cases, &b);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 double gc_gap_quantum(double *v, size_t n)

@@ -50,8 +50,6 @@ const struct gc_shape *gc_shape_get(const char *name);
  * far below it.
  */
 #define GC_GAP_BUBBLE_FACTOR 4.0
-/* Gaps written as a metric's samples: an even subsample of at most this many. */
-#define GC_GAP_METRIC_SAMPLES 10000u
 
 struct gc_gaps {
 	double *v;        /* gaps, ns */
@@ -78,15 +76,19 @@ struct gc_gap_stats {
 int gc_gap_stats(const struct gc_gaps *g, struct gc_gap_stats *st);
 
 /*
- * Every index of an even subsample of n values, at most max of them: step
- * max(1, n / max); the count into *count. Pure: unit-tested.
+ * The histogram of v[0..n), NaN-free, in any order: its distinct values
+ * ascending into values, the times each occurs into counts; returns how
+ * many distinct values there are (0 when n == 0). values and counts have
+ * room for n each; values, which must not overlap v, is the scratch space
+ * v is copied to and sorted in, so nothing is allocated and v is left as it
+ * was. Pure: unit-tested.
  */
-size_t gc_gap_subsample_step(size_t n, size_t max, size_t *count);
+size_t gc_gap_histogram(const double *v, size_t n, double *values, uint64_t *counts);
 
 /*
- * The statistics, as metrics gap.MODE.SHAPE (the subsample), gap-p50/p99/max,
- * bubbles and graph-time, and one info line. Fails the subtest when g holds
- * no gap or memory runs out.
+ * The statistics, as metrics gap.MODE.SHAPE (every gap, as a histogram:
+ * gc_metric_hist), gap-p50/p99/max, bubbles and graph-time, and one info
+ * line. Fails the subtest when g holds no gap or memory runs out.
  */
 struct gc_gap_stats gc_gaps_report(const struct gc_gaps *g, const char *mode, const char *shape);
 

@@ -91,18 +91,32 @@ static double *sorted_copy(const double *v, size_t n)
 	return s;
 }
 
-/* NumPy `linear`: rank h = (n - 1) * p / 100, interpolate s[floor h] .. s[floor h + 1]. */
-static double sorted_percentile(const double *s, size_t n, double p)
+/* NumPy `linear` over n sorted values: rank h = (n - 1) * p / 100; floor h into *lo. */
+static double rank_of(uint64_t n, double p, uint64_t *lo)
 {
 	double h = (double)(n - 1) * p / 100.0;
-	size_t lo = (size_t)floor(h);
-	double frac = h - (double)lo;
+
+	*lo = (uint64_t)floor(h);
+	return h - (double)*lo;
+}
+
+/* The value frac of the way from a (the one at rank floor h) to b (the next). */
+static double interpolate(double a, double b, double frac)
+{
+	if (frac == 0.0)
+		return a;
+	return a + frac * (b - a);
+}
+
+/* s sorted: interpolate s[floor h] .. s[floor h + 1]. */
+static double sorted_percentile(const double *s, size_t n, double p)
+{
+	uint64_t lo;
+	double frac = rank_of(n, p, &lo);
 
 	if (lo >= n - 1)
 		return s[n - 1];
-	if (frac == 0.0)
-		return s[lo];
-	return s[lo] + frac * (s[lo + 1] - s[lo]);
+	return interpolate(s[lo], s[lo + 1], frac);
 }
 
 /*
@@ -121,6 +135,49 @@ double gc_stat_percentile(const double *v, size_t n, double p)
 	r = sorted_percentile(s, n, p);
 	free(s);
 	return r;
+}
+
+/*
+ * The sum of the counts, or 0 when one is 0, a value is NaN or not above the
+ * one before, or the sum overflows.
+ */
+static uint64_t hist_total(const double *values, const uint64_t *counts, size_t n)
+{
+	uint64_t total = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!counts[i] || counts[i] > UINT64_MAX - total || isnan(values[i]) ||
+		    (i && !(values[i] > values[i - 1])))
+			return 0;
+		total += counts[i];
+	}
+	return total;
+}
+
+/* The value at index k of the histogram's expanded (sorted) array; k < its total. */
+static double hist_at(const double *values, const uint64_t *counts, uint64_t k)
+{
+	size_t i = 0;
+
+	for (; k >= counts[i]; i++)
+		k -= counts[i];
+	return values[i];
+}
+
+double gc_stat_hist_percentile(const double *values, const uint64_t *counts, size_t n, double p)
+{
+	uint64_t total, lo;
+	double frac;
+
+	if (!(p >= 0.0 && p <= 100.0))
+		return NAN;
+	total = hist_total(values, counts, n);
+	if (!total)
+		return NAN;
+	frac = rank_of(total, p, &lo);
+	if (lo >= total - 1)
+		return values[n - 1];
+	return interpolate(hist_at(values, counts, lo), hist_at(values, counts, lo + 1), frac);
 }
 
 double gc_stat_median(const double *v, size_t n)

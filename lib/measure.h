@@ -35,4 +35,13 @@ double gc_stat_mean(const double *v, size_t n);
 double gc_stat_min(const double *v, size_t n);
 double gc_stat_max(const double *v, size_t n);
 
+/*
+ * gc_stat_percentile() over a histogram: values[0..n) strictly ascending,
+ * values[i] seen counts[i] >= 1 times. The very number the expanded array
+ * (each value repeated its count of times) gives, without expanding it. NAN
+ * when n == 0, p is outside [0, 100] or NaN, a value is NaN or not above the
+ * one before, a count is 0, or the counts sum past UINT64_MAX.
+ */
+double gc_stat_hist_percentile(const double *values, const uint64_t *counts, size_t n, double p);
+
 #endif

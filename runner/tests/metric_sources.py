@@ -1,5 +1,6 @@
 """The metric names the C sources can record, read from the sources: every
-gc_metric() call site of tests/ and lib/, with what its name argument can be
+gc_metric() and gc_metric_hist() call site of tests/ and lib/, with what its
+name argument can be
 (test_catalogue.py checks each against data/metrics.txt, where the GPU
 binaries never run).
 
@@ -27,7 +28,7 @@ __all__ = ["CallSite", "call_sites", "strip_comments", "format_glob", "globs_int
 
 # A string literal, a block comment or a line comment: comments blanked, literals kept.
 _LEXEME = re.compile(r'"(?:\\.|[^"\\\n])*"|/\*.*?\*/|//[^\n]*', re.S)
-_CALL = re.compile(r"(?<![\w.>])gc_metric\(")
+_CALL = re.compile(r"(?<![\w.>])gc_metric(?:_hist)?\(")
 _CONVERSION = re.compile(r"%%|%[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|j|z|t|L)?"
                          r"[diouxXeEfgGcsp]")
 _LITERAL = re.compile(r'"((?:\\.|[^"\\])*)"')
@@ -137,7 +138,8 @@ def _binaries(path: Path) -> tuple[str, ...]:
 
 
 def call_sites(roots: list[Path]) -> Iterator[CallSite]:
-    """Every gc_metric() call (not its declaration or definition) in the .c
+    """Every gc_metric() or gc_metric_hist() call (not its declaration or
+    definition) in the .c
     and .h files under roots, in path order."""
     for root in roots:
         for path in sorted(p for ext in ("*.c", "*.h") for p in root.rglob(ext)):

@@ -2,8 +2,8 @@
 /*
  * Unit tests of lib/gaps: the shapes table, gap statistics and the bubble
  * rule (percentiles as NumPy's default `linear` method), the metric
- * subsample, the walk over one run's stamps, the gaps matrix, the bracketing
- * of profiler records against stamps.
+ * histogram of every gap, the walk over one run's stamps, the gaps matrix,
+ * the bracketing of profiler records against stamps.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "core.h"
 #include "gaps.h"
+#include "measure.h"
 #include "prof_sessions.h"
 #include "soak.h"
 
@@ -91,26 +93,264 @@ static void test_empty(void *fx)
 	gc_assert_errno(gc_gap_stats(&g, &st), EINVAL);
 }
 
-/* The subsample never exceeds its maximum and covers the whole range evenly. */
-static void test_subsample(void *fx)
+/* ------------------------------------------------------------ the gap.MODE.SHAPE histogram */
+
+/* Eight gaps in no order: 992, 1024, 1056 twice each, 1088 and 5000.5 once. */
+static const double hist_gaps[] = { 1056, 992, 1024, 992, 1088, 1024, 5000.5, 1056 };
+static const double hist_values[] = { 992, 1024, 1056, 1088, 5000.5 };
+static const uint64_t hist_counts[] = { 2, 2, 2, 1, 1 };
+
+/* The distinct values ascending, their counts summing to n; v left as it was. */
+static void test_histogram(void *fx)
 {
-	size_t count, step;
+	double keep[ARRAY_SIZE(hist_gaps)], values[ARRAY_SIZE(hist_gaps)], one = 7;
+	double same[] = { 32, 32, 32, 32 };
+	uint64_t counts[ARRAY_SIZE(hist_gaps)], sum = 0;
+	size_t k;
 
 	(void)fx;
-	step = gc_gap_subsample_step(0, 10000, &count);
-	gc_assert_cmpuint(count, ==, 0);
-	step = gc_gap_subsample_step(5, 10000, &count);
-	gc_assert_cmpuint(step, ==, 1);
-	gc_assert_cmpuint(count, ==, 5);
-	step = gc_gap_subsample_step(25000, 10000, &count);
-	gc_assert_cmpuint(step, ==, 3);
-	gc_assert_cmpuint(count, ==, 8334);
-	step = gc_gap_subsample_step(8191000, 10000, &count);
-	gc_assert_cmpuint(count, <=, 10000);
-	gc_assert_cmpuint((count - 1) * step, <, 8191000);
-	step = gc_gap_subsample_step(20000, 10000, &count);
-	gc_assert_cmpuint(step, ==, 2);
-	gc_assert_cmpuint(count, ==, 10000);
+	gc_assert_cmpuint(gc_gap_histogram(hist_gaps, 0, values, counts), ==, 0);
+	gc_assert_cmpuint(gc_gap_histogram(&one, 1, values, counts), ==, 1);
+	gc_assert_cmpdouble(values[0], ==, 7);
+	gc_assert_cmpuint(counts[0], ==, 1);
+	gc_assert_cmpuint(gc_gap_histogram(same, ARRAY_SIZE(same), values, counts), ==, 1);
+	gc_assert_cmpdouble(values[0], ==, 32);
+	gc_assert_cmpuint(counts[0], ==, 4);
+	memcpy(keep, hist_gaps, sizeof(keep));
+	k = gc_gap_histogram(hist_gaps, ARRAY_SIZE(hist_gaps), values, counts);
+	gc_assert_cmpuint(k, ==, ARRAY_SIZE(hist_values));
+	for (size_t i = 0; i < k; i++) {
+		gc_assert_cmpdouble(values[i], ==, hist_values[i]);
+		gc_assert_cmpuint(counts[i], ==, hist_counts[i]);
+		sum += counts[i];
+	}
+	gc_assert_cmpuint(sum, ==, ARRAY_SIZE(hist_gaps));
+	gc_assert(memcmp(keep, hist_gaps, sizeof(keep)) == 0);
+}
+
+/* 100000 gaps on a 32 ns clock, in a scrambled order: every one counted once. */
+static void test_histogram_many(void *fx)
+{
+	enum { N = 100000 };
+	double *v = malloc(N * sizeof(*v)), *values = malloc(N * sizeof(*values));
+	uint64_t *counts = malloc(N * sizeof(*counts)), sum = 0, x = 1;
+	size_t k;
+
+	(void)fx;
+	gc_assert(v && values && counts);
+	for (size_t i = 0; i < N; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		v[i] = 768 + 32.0 * (double)((x >> 33) % 300);
+	}
+	k = gc_gap_histogram(v, N, values, counts);
+	gc_assert_cmpuint(k, <=, 300);
+	for (size_t i = 0; i < k; i++) {
+		gc_assert_cmpuint(counts[i], >, 0);
+		gc_assert(i == 0 || values[i] > values[i - 1]);
+		sum += counts[i];
+	}
+	gc_assert_cmpuint(sum, ==, N);
+	gc_assert_cmpdouble(values[0], ==, gc_stat_min(v, N));
+	gc_assert_cmpdouble(values[k - 1], ==, gc_stat_max(v, N));
+	free(v);
+	free(values);
+	free(counts);
+}
+
+/*
+ * A metrics file of the subtest's own, named by GC_METRICS_ENV, and a memfd
+ * that the children's stdout and stderr go to; both given back however the
+ * subtest ends.
+ */
+struct hist_fx {
+	char path[4096];
+	int out;
+	const double *values;
+	const uint64_t *counts;
+	size_t n;
+};
+
+static void hist_fx_drop(void *p)
+{
+	struct hist_fx *h = p;
+
+	unlink(h->path);
+	unsetenv(GC_METRICS_ENV);
+	close(h->out);
+	free(h);
+}
+
+static struct hist_fx *hist_fx_new(void)
+{
+	struct hist_fx *h = gc_defer_calloc(sizeof(*h), hist_fx_drop);
+	const char *tmp = getenv("TMPDIR");
+	int fd;
+
+	h->out = -1;
+	snprintf(h->path, sizeof(h->path), "%s/unit_gaps.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	gc_assert_syscall(fd = mkstemp(h->path));
+	close(fd);
+	gc_assert_syscall(h->out = memfd_create("hist-out", 0));
+	gc_assert_syscall(setenv(GC_METRICS_ENV, h->path, 1));
+	return h;
+}
+
+/* The whole of fd (a file or the memfd) into buf, NUL-terminated. */
+static void read_all(int fd, char *buf, size_t len)
+{
+	ssize_t n = pread(fd, buf, len - 1, 0);
+
+	gc_assert_syscall(n);
+	buf[n] = '\0';
+}
+
+static void read_path(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	gc_assert_syscall(fd);
+	read_all(fd, buf, len);
+	close(fd);
+}
+
+static void hist_child(void *arg)
+{
+	const struct hist_fx *h = arg;
+
+	dup2(h->out, STDOUT_FILENO);
+	dup2(h->out, STDERR_FILENO);
+	gc_metric_hist("gap.unit.hist", "ns", GC_LOWER_IS_BETTER, h->values, h->counts, h->n);
+}
+
+/* gc_metric_hist(values, counts, n) in a child that must exit with code; its output into out. */
+static void run_hist(struct hist_fx *h, const double *values, const uint64_t *counts, size_t n,
+		     int code, char *out, size_t len)
+{
+	struct gc_child_status st;
+
+	h->values = values, h->counts = counts, h->n = n;
+	gc_assert_syscall(ftruncate(h->out, 0));
+	gc_assert_syscall(lseek(h->out, 0, SEEK_SET)); /* the children share its offset */
+	gc_assert_ok(gc_fork_run(hist_child, h, 10000, &st));
+	read_all(h->out, out, len);
+	gc_assert_f(st.fate == GC_CHILD_EXITED && st.code == code,
+		    "gc_metric_hist: fate %d, status %d, want exit %d; its output:\n%s", st.fate,
+		    st.code, code, out);
+}
+
+/* A bad histogram fails the subtest, saying why, and appends nothing. */
+static void hist_refused(struct hist_fx *h)
+{
+	static const double descending[] = { 1024, 992 }, nan_v[] = { 992, NAN };
+	static const double twice[] = { 992, 992 };
+	static const uint64_t ones[] = { 1, 1 }, zero[] = { 3, 0 };
+	char out[4096], json[64];
+
+	run_hist(h, descending, ones, 2, GC_EXIT_FAILURE, out, sizeof(out));
+	gc_assert_f(strstr(out, "must be strictly ascending"), "%s", out);
+	run_hist(h, twice, ones, 2, GC_EXIT_FAILURE, out, sizeof(out));
+	gc_assert_f(strstr(out, "must be strictly ascending"), "%s", out);
+	run_hist(h, hist_values, zero, 2, GC_EXIT_FAILURE, out, sizeof(out));
+	gc_assert_f(strstr(out, "has a count of 0"), "%s", out);
+	run_hist(h, nan_v, ones, 2, GC_EXIT_FAILURE, out, sizeof(out));
+	gc_assert_f(strstr(out, "value 1 is not finite"), "%s", out);
+	run_hist(h, hist_values, hist_counts, 0, GC_EXIT_FAILURE, out, sizeof(out));
+	gc_assert_f(strstr(out, "has no samples"), "%s", out);
+	read_path(h->path, json, sizeof(json));
+	gc_assert_eq_str(json, "");
+}
+
+/*
+ * gc_metric_hist's JSON line: the distinct values ascending, then their
+ * counts; the human line's median and p99 are the expanded gaps' own.
+ */
+static void test_metric_hist(void *fx)
+{
+	struct hist_fx *h = hist_fx_new();
+	char out[4096], json[4096], want[128];
+
+	(void)fx;
+	hist_refused(h);
+	run_hist(h, hist_values, hist_counts, ARRAY_SIZE(hist_values), GC_EXIT_SUCCESS, out,
+		 sizeof(out));
+	read_path(h->path, json, sizeof(json));
+	gc_info("the line: %.*s", (int)strcspn(json, "\n"), json);
+	gc_assert_eq_str(json,
+		"{\"test\":\"unit_gaps\",\"subtest\":\"metric-hist\",\"dynamic\":null,"
+		"\"name\":\"gap.unit.hist\",\"unit\":\"ns\",\"better\":\"lower\","
+		"\"samples\":[992,1024,1056,1088,5000.5],\"counts\":[2,2,2,1,1]}\n");
+	snprintf(want, sizeof(want), "Metric gap.unit.hist: n=%zu median=%.6g p99=%.6g min=992 ",
+		 ARRAY_SIZE(hist_gaps), gc_stat_median(hist_gaps, ARRAY_SIZE(hist_gaps)),
+		 gc_stat_percentile(hist_gaps, ARRAY_SIZE(hist_gaps), 99));
+	gc_assert_f(strstr(out, want), "\"%s\" not in:\n%s", want, out);
+	gc_assert_f(strstr(out, "median=1040 "), "%s", out); /* between 1024 and 1056 */
+}
+
+/* The sum of the counts member of a JSON line; the count of its numbers into *n. */
+static uint64_t counts_sum(const char *line, size_t *n)
+{
+	const char *p = strstr(line, "\"counts\":[");
+	uint64_t sum = 0;
+	char *end;
+
+	gc_assert_f(p, "no counts in %.200s", line);
+	p += strlen("\"counts\":[");
+	for (*n = 0; *p != ']'; p = end + (*end == ',')) {
+		sum += strtoull(p, &end, 10);
+		gc_assert_f(end != p, "not a count at %.40s", p);
+		(*n)++;
+	}
+	return sum;
+}
+
+/* The count of numbers in the samples member of a JSON line. */
+static size_t samples_len(const char *line)
+{
+	const char *p = strstr(line, "\"samples\":[");
+	size_t n = 1;
+
+	gc_assert_f(p, "no samples in %.200s", line);
+	for (p += strlen("\"samples\":["); *p != ']'; p++)
+		n += *p == ',';
+	return n;
+}
+
+/*
+ * gc_gaps_report writes every gap: all 20001 of them in gap.MODE.SHAPE's
+ * histogram, then its other metrics, their names unchanged.
+ */
+static void test_report_every_gap(void *fx)
+{
+	static const char *const names[] = { "gap.graph.unit", "gap-p50.graph.unit",
+		"gap-p99.graph.unit", "gap-max.graph.unit", "bubbles.graph.unit",
+		"graph-time.graph.unit" };
+	struct hist_fx *h = hist_fx_new();
+	struct gc_gaps g = { 0 };
+	static char json[1 << 16];
+	char *line = json, *nl;
+	size_t n;
+
+	(void)fx;
+	for (unsigned i = 0; i < 20001; i++)
+		gc_assert_ok(gc_gaps_add(&g, 768 + 32.0 * ((i * 7919u) % 97)));
+	gc_assert_ok(gc_gaps_add_span(&g, 12.5));
+	gc_gaps_report(&g, "graph", "unit");
+	gc_gaps_free(&g);
+	read_path(h->path, json, sizeof(json));
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++, line = nl + 1) {
+		char want[96];
+
+		nl = strchr(line, '\n');
+		gc_assert_f(nl, "line %zu missing in:\n%s", i, json);
+		*nl = '\0';
+		snprintf(want, sizeof(want), "\"name\":\"%s\",", names[i]);
+		gc_assert_f(strstr(line, want), "line %zu is not %s: %.200s", i, names[i], line);
+		gc_assert_f(i == 0 || !strstr(line, "\"counts\""), "%s has counts", names[i]);
+	}
+	gc_assert_eq_str(line, "");
+	gc_assert_cmpuint(counts_sum(json, &n), ==, 20001);
+	gc_assert_cmpuint(n, ==, 97);
+	gc_assert_cmpuint(samples_len(json), ==, 97);
 }
 
 /* ------------------------------------------------------------ one run's stamps */
@@ -1036,7 +1276,10 @@ static const struct gc_subtest subtests[] = {
 	{ "stats", test_stats, "p50, p99, max, bubbles, mean span" },
 	{ "bubble-edge", test_bubble_edge, "the bubble rule is strictly above 4 x p50" },
 	{ "empty", test_empty, "no gap: -EINVAL" },
-	{ "subsample", test_subsample, "the metric subsample: at most the maximum, even" },
+	{ "histogram", test_histogram, "distinct gaps ascending with their counts; input untouched" },
+	{ "histogram-many", test_histogram_many, "100000 gaps: counts sum to n, values ascending" },
+	{ "metric-hist", test_metric_hist, "the histogram's JSON line and median; bad ones fail" },
+	{ "report-every-gap", test_report_every_gap, "gap.MODE.SHAPE holds every gap; names kept" },
 	{ "gap-ns", test_gap_ns, "device ticks to ns" },
 	{ "run-chain", test_run_chain, "a chain's gaps and span, in ns" },
 	{ "run-wide", test_run_wide, "wide: root to each branch, the latest branch to the join" },

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Unit tests of lib/measure: statistics on known vectors (expected values
- * are NumPy's: np.percentile(v, p) with the default `linear` method), sample
- * sets and clocks.
+ * are NumPy's: np.percentile(v, p) with the default `linear` method), the
+ * same percentiles over a histogram, sample sets and clocks.
  */
 #include <math.h>
 #include <string.h>
@@ -110,6 +110,53 @@ static void test_input_untouched(void *fx)
 	gc_assert_f(memcmp(v, orig, sizeof(v)) == 0, "a statistic reordered its input");
 }
 
+/*
+ * A histogram's percentile is the expanded array's to the bit: every p in
+ * steps of 0.125 over a lopsided histogram (a heavy head, a thin tail of
+ * non-integers), and over a single value.
+ */
+static void test_hist_percentile(void *fx)
+{
+	const double values[] = { 768, 800, 832, 864.25, 1000.125, 5000.5 };
+	const uint64_t counts[] = { 1, 37, 5, 2, 1, 3 };
+	const double one[] = { 42 };
+	const uint64_t seven[] = { 7 };
+	double expanded[49];
+	size_t n = 0;
+
+	(void)fx;
+	for (size_t i = N(values); i-- > 0;) /* descending: the sort matters */
+		for (uint64_t c = 0; c < counts[i]; c++)
+			expanded[n++] = values[i];
+	gc_assert_eq_uint(n, N(expanded));
+	for (double p = 0; p <= 100; p += 0.125)
+		gc_assert_f(gc_stat_hist_percentile(values, counts, N(values), p) ==
+			    gc_stat_percentile(expanded, n, p), "p%g: %.17g, expanded %.17g", p,
+			    gc_stat_hist_percentile(values, counts, N(values), p),
+			    gc_stat_percentile(expanded, n, p));
+	assert_stat(gc_stat_hist_percentile(values, counts, N(values), 50), 800);
+	assert_stat(gc_stat_hist_percentile(one, seven, 1, 99), 42);
+}
+
+/* No value, p outside [0, 100], a count of 0, values not strictly ascending or NaN: NAN. */
+static void test_hist_percentile_invalid(void *fx)
+{
+	const double v[] = { 1, 2, 3 }, down[] = { 1, 3, 2 }, twice[] = { 1, 2, 2 };
+	const double with_nan[] = { 1, NAN, 3 };
+	const uint64_t c[] = { 1, 2, 3 }, zero[] = { 1, 0, 3 };
+	const uint64_t huge[] = { UINT64_MAX, 1, 1 };
+
+	(void)fx;
+	assert_nan(gc_stat_hist_percentile(v, c, 0, 50));
+	assert_nan(gc_stat_hist_percentile(v, c, N(v), -0.5));
+	assert_nan(gc_stat_hist_percentile(v, c, N(v), NAN));
+	assert_nan(gc_stat_hist_percentile(v, zero, N(v), 50));
+	assert_nan(gc_stat_hist_percentile(down, c, N(v), 50));
+	assert_nan(gc_stat_hist_percentile(twice, c, N(v), 50));
+	assert_nan(gc_stat_hist_percentile(with_nan, c, N(v), 50));
+	assert_nan(gc_stat_hist_percentile(v, huge, N(v), 50));
+}
+
 static void test_samples(void *fx)
 {
 	struct gc_samples s;
@@ -150,6 +197,9 @@ static const struct gc_subtest subtests[] = {
 	{ "mad", test_mad, "raw median absolute deviation" },
 	{ "mean-min-max", test_mean_min_max, "mean, min, max; n=0 is NAN" },
 	{ "input-untouched", test_input_untouched, "statistics work on a copy" },
+	{ "hist-percentile", test_hist_percentile, "over a histogram: the expanded array's, exactly" },
+	{ "hist-percentile-invalid", test_hist_percentile_invalid,
+	  "no value, bad p, a zero count, values not ascending, NaN, overflow -> NAN" },
 	{ "samples", test_samples, "sample set growth and free" },
 	{ "clocks", test_clocks, "monotonic clocks do not go back" },
 	{ 0 }
