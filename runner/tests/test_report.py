@@ -331,10 +331,40 @@ def test_gap_plot_keeps_the_largest_gaps() -> None:
     # a summary of 10,000 gaps: MAX_DOTS, the largest among them (an even thinning would
     # drop index 7777), the box over every gap
     assert len(dots) == report.MAX_DOTS
-    # the bubble on the log axis [1000 / 1.25, 123456 x 1.25] of 460 px from x = 130
+    # the bubble on the log axis [1000 / 1.25, 123456 x 1.25] of the plot's width from its left
     lo, hi = 1000 / 1.25, 123456 * 1.25
-    assert max(dots) == pytest.approx(130 + 460 * math.log10(123456 / lo)
-                                      / math.log10(hi / lo), abs=0.1)
+    left, width = report.GAP_PLOT_LEFT, report.GAP_PLOT_W
+    assert max(dots) == pytest.approx(left + width * math.log10(123456 / lo) / math.log10(hi / lo),
+                                      abs=0.1)
+
+
+def test_gaps_of_each_gpu_are_rows_of_their_own_with_their_own_numbers() -> None:
+    # a node of two GPUs: one copy of the test a GPU, each recording every gap metric
+    def copy(gpu: int, tail: float) -> list[dict[str, Any]]:
+        gaps = {"gap": [700.0, 704.0, 736.0, tail], "gap-max": [tail], "bubbles": [gpu + 1.0]}
+        out = [{**bubbles_metric("traced", f"{kind}.{mode}.chain16", v,
+                                 "count" if kind == "bubbles" else "ns"), "gpu": gpu}
+               for kind, v in gaps.items() for mode in ("graph", "graph-trace")]
+        return out + [{**bubbles_metric("traced", "overhead.gap-p50-trace-over-graph.chain16",
+                                        [1.2 + gpu], "x"), "gpu": gpu}]
+    data = {"format": "gpuconform-results", "tests": {"cuda_bubbles@traced": {
+        "result": "pass", "duration": 1.0, "metrics": copy(0, 9000.0) + copy(1, 90000.0)}}}
+    sec = gap_section(render_html(data))
+    assert gap_cells(sec, "graph gpu0")[3:] == ["9 us", "1"]
+    assert gap_cells(sec, "graph gpu1")[3:] == ["90 us", "2"]
+    assert gap_cells(sec, "graph-trace gpu1")[3:] == ["90 us", "2"]
+    svg = sec[sec.index("<svg"):sec.index("</svg>")]
+    assert re.findall(r'font-size="12" text-anchor="end">([^<]+)</text>', svg) == [
+        "graph gpu0", "graph gpu1", "graph-trace gpu0", "graph-trace gpu1"]
+    assert "<li>gap-p50-trace-over-graph gpu0: 1.2x</li>" in sec
+    assert "<li>gap-p50-trace-over-graph gpu1: 2.2x</li>" in sec
+
+
+def test_a_long_label_keeps_its_gpu() -> None:
+    assert report._short("graph-trace-serial @traced-serialized gpu7") == (
+        "graph-trace-serial @tr... gpu7")
+    assert report._short("graph @traced-concurrent gpu7") == "graph @traced-concurrent gpu7"
+    assert report._short("x" * 40) == "x" * 27 + "..."
 
 
 def test_gaps_as_a_histogram_are_summarised_over_every_gap() -> None:

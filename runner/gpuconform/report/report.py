@@ -426,8 +426,8 @@ _MODE_COLOURS = {"stream": "#ef6c00", "graph": "#1565c0", "graph-trace": "#c6282
                  "graph-trace-serial": "#6a1b9a", "graph-detached": "#2e7d32"}
 _OTHER_MODE_COLOUR = "#424242"
 LOG_AXIS_SPAN = 10.0  # max / smallest positive value beyond which the gap axis is log10
-GAP_PLOT_LEFT, GAP_PLOT_W = 130, 460  # label column, plot area (pixels): the table fits beside
-GAP_LABEL_CHARS = 22
+GAP_PLOT_LEFT, GAP_PLOT_W = 180, 410  # label column, plot area (pixels): the table fits beside
+GAP_LABEL_CHARS = 30  # a mode, its subtest and its GPU: graph @traced-concurrent gpu7
 
 
 @dataclass(frozen=True)
@@ -442,6 +442,7 @@ class _GapSet:
     shape: str
     unit: str
     samples: Sequence[float]  # a Hist: every gap
+    gpu: int | None = None  # the GPU of the copy that recorded it (a node of several)
 
 
 @dataclass(frozen=True)
@@ -469,9 +470,10 @@ def _gap_sets(tests: Mapping[str, Any]) -> list[_GapSet]:
             samples = _samples(m)
             if parsed is None or not samples:
                 continue
+            gpu = m.get("gpu")
             out.append(_GapSet(str(m.get("test", "")), str(m.get("dynamic") or ""),
                                str(m.get("subtest", "")), *parsed, str(m.get("unit", "")),
-                               samples))
+                               samples, gpu if isinstance(gpu, int) else None))
     return out
 
 
@@ -491,28 +493,33 @@ def _gap_groups(sets: list[_GapSet]) -> list[list[_GapSet]]:
 
 
 def _row_stat(group: list[_GapSet], gaps: _GapSet, kind: str) -> _GapSet | None:
-    """The KIND metric of gaps' mode: from gaps' own subtest, else the only
-    one where no other subtest recorded gaps of that mode (it could be theirs)."""
-    found = [s for s in group if s.kind == kind and s.mode == gaps.mode]
+    """The KIND metric of gaps' mode and GPU: from gaps' own subtest, else the
+    only one where no other subtest recorded gaps of that mode (it could be
+    theirs)."""
+    found = [s for s in group if s.kind == kind and s.mode == gaps.mode and s.gpu == gaps.gpu]
     same = [s for s in found if s.subtest == gaps.subtest]
     if same:
         return same[0]
     shared = any(s.kind == "gap" and s.mode == gaps.mode and s.subtest != gaps.subtest
-                 for s in group)
+                 and s.gpu == gaps.gpu for s in group)
     return found[0] if len(found) == 1 and not shared else None
 
 
 def _gap_rows(group: list[_GapSet]) -> list[_GapRow]:
     """One row per gap metric, modes in GAP_MODES order; a mode recorded by
-    more than one subtest is labelled with the subtest."""
+    more than one subtest is labelled with the subtest, by more than one GPU
+    (a copy a GPU) with the GPU."""
     gaps = sorted((s for s in group if s.kind == "gap"),
-                  key=lambda s: (_rank(s.mode, GAP_MODES), s.subtest))
-    per_mode: dict[str, int] = {}
+                  key=lambda s: (_rank(s.mode, GAP_MODES), s.subtest, s.gpu or 0))
+    subtests: dict[str, set[str]] = {}
+    gpus: dict[str, set[int | None]] = {}
     for g in gaps:
-        per_mode[g.mode] = per_mode.get(g.mode, 0) + 1
+        subtests.setdefault(g.mode, set()).add(g.subtest)
+        gpus.setdefault(g.mode, set()).add(g.gpu)
     rows = []
     for g in gaps:
-        label = g.mode if per_mode[g.mode] == 1 else f"{g.mode} @{g.subtest}"
+        label = g.mode + (f" @{g.subtest}" if len(subtests[g.mode]) > 1 else "")
+        label += f" gpu{g.gpu}" if len(gpus[g.mode]) > 1 else ""
         stats = {k: s for k in ("gap-p50", "gap-p99", "gap-max", "bubbles")
                  if (s := _row_stat(group, g, k)) is not None}
         rows.append(_GapRow(label, _MODE_COLOURS.get(g.mode, _OTHER_MODE_COLOUR), g, stats))
@@ -531,7 +538,12 @@ def _gap_axis(values: Sequence[float]) -> _Axis:
 
 
 def _short(label: str) -> str:
-    return label if len(label) <= GAP_LABEL_CHARS else label[:GAP_LABEL_CHARS - 3] + "..."
+    """label cut to GAP_LABEL_CHARS, its GPU (a last word gpuN) kept."""
+    if len(label) <= GAP_LABEL_CHARS:
+        return label
+    head, _, last = label.rpartition(" ")
+    tail = f" {last}" if head and last.startswith("gpu") else ""
+    return label[:GAP_LABEL_CHARS - 3 - len(tail)] + "..." + tail
 
 
 
@@ -606,8 +618,11 @@ def _gap_table_row(row: _GapRow) -> _GapTableRow:
 
 
 def _ratios(group: list[_GapSet]) -> list[_Ratio]:
-    ratios = sorted((s for s in group if s.kind == "overhead"), key=lambda s: (s.mode, s.subtest))
-    return [_Ratio(s.mode, _fmt(median(s.samples), s.unit), len(s.samples)) for s in ratios]
+    ratios = sorted((s for s in group if s.kind == "overhead"),
+                    key=lambda s: (s.mode, s.subtest, s.gpu or 0))
+    several = len({s.gpu for s in ratios}) > 1
+    return [_Ratio(s.mode + (f" gpu{s.gpu}" if several else ""), _fmt(median(s.samples), s.unit),
+                   len(s.samples)) for s in ratios]
 
 
 def _gap_shape(group: list[_GapSet]) -> _GapShapeView:
