@@ -68,19 +68,53 @@ void gc_gaps_free(struct gc_gaps *g)
 	memset(g, 0, sizeof(*g));
 }
 
-int gc_gap_stats(const struct gc_gaps *g, struct gc_gap_stats *st)
+/* The statistics of g from h, its histogram (one sort of every gap serves both). */
+static void stats_of(const struct gc_gaps *g, const struct gc_gap_hist *h, struct gc_gap_stats *st)
 {
 	memset(st, 0, sizeof(*st));
-	if (g->n == 0)
-		return -EINVAL;
 	st->n = g->n;
-	st->p50 = gc_stat_median(g->v, g->n);
-	st->p99 = gc_stat_percentile(g->v, g->n, 99);
-	st->max = gc_stat_max(g->v, g->n);
-	for (size_t i = 0; i < g->n; i++)
-		st->bubbles += g->v[i] > GC_GAP_BUBBLE_FACTOR * st->p50;
+	st->p50 = gc_stat_hist_percentile(h->values, h->counts, h->n, 50);
+	st->p99 = gc_stat_hist_percentile(h->values, h->counts, h->n, 99);
+	st->max = h->values[h->n - 1];
+	for (size_t i = 0; i < h->n; i++)
+		if (h->values[i] > GC_GAP_BUBBLE_FACTOR * st->p50)
+			st->bubbles += h->counts[i];
 	st->span_us = g->runs ? gc_stat_mean(g->span_us, g->runs) : 0;
 	st->span_max_us = g->runs ? gc_stat_max(g->span_us, g->runs) : 0;
+}
+
+int gc_gap_hist_of(const struct gc_gaps *g, struct gc_gap_hist *h)
+{
+	memset(h, 0, sizeof(*h));
+	if (g->n == 0)
+		return -EINVAL;
+	h->values = malloc(g->n * sizeof(*h->values));
+	h->counts = malloc(g->n * sizeof(*h->counts));
+	if (!h->values || !h->counts) {
+		gc_gap_hist_free(h);
+		return -ENOMEM;
+	}
+	h->n = gc_gap_histogram(g->v, g->n, h->values, h->counts);
+	return 0;
+}
+
+void gc_gap_hist_free(struct gc_gap_hist *h)
+{
+	free(h->values);
+	free(h->counts);
+	memset(h, 0, sizeof(*h));
+}
+
+int gc_gap_stats(const struct gc_gaps *g, struct gc_gap_stats *st)
+{
+	struct gc_gap_hist h;
+	int r = gc_gap_hist_of(g, &h);
+
+	memset(st, 0, sizeof(*st));
+	if (r)
+		return r;
+	stats_of(g, &h, st);
+	gc_gap_hist_free(&h);
 	return 0;
 }
 
@@ -144,33 +178,19 @@ void gc_gap_ratios(const char *what, const char *shape, const struct gc_gap_stat
 	gc_gap_ratio(name, shape, ratio_of(x->span_us, base->span_us));
 }
 
-/* gap.MODE.SHAPE: every gap of g (n >= 1), as a histogram. */
-static void gap_hist_metric(const struct gc_gaps *g, const char *mode, const char *shape)
-{
-	double *values = malloc(g->n * sizeof(*values));
-	uint64_t *counts = malloc(g->n * sizeof(*counts));
-	char name[160];
-	size_t k;
-
-	if (!values || !counts) {
-		free(values);
-		free(counts);
-		gc_fail("%s.%s: out of memory for the histogram of %zu gaps", mode, shape, g->n);
-	}
-	k = gc_gap_histogram(g->v, g->n, values, counts);
-	snprintf(name, sizeof(name), "gap.%s.%s", mode, shape);
-	gc_metric_hist(name, "ns", GC_LOWER_IS_BETTER, values, counts, k);
-	free(values);
-	free(counts);
-}
-
 struct gc_gap_stats gc_gaps_report(const struct gc_gaps *g, const char *mode, const char *shape)
 {
 	struct gc_gap_stats st;
+	struct gc_gap_hist h;
 	char name[160];
+	int r = gc_gap_hist_of(g, &h);
 
-	gc_assert_f(gc_gap_stats(g, &st) == 0, "%s.%s: no gaps recorded", mode, shape);
-	gap_hist_metric(g, mode, shape);
+	gc_assert_f(r != -EINVAL, "%s.%s: no gaps recorded", mode, shape);
+	gc_assert_f(r == 0, "%s.%s: out of memory for the histogram of %zu gaps", mode, shape, g->n);
+	stats_of(g, &h, &st);
+	snprintf(name, sizeof(name), "gap.%s.%s", mode, shape);
+	gc_metric_hist(name, "ns", GC_LOWER_IS_BETTER, h.values, h.counts, h.n);
+	gc_gap_hist_free(&h);
 	metric1("gap-p50", mode, shape, "ns", st.p50);
 	metric1("gap-p99", mode, shape, "ns", st.p99);
 	metric1("gap-max", mode, shape, "ns", st.max);

@@ -72,8 +72,23 @@ struct gc_gap_stats {
 	double span_max_us;   /* the longest span of a run; 0 without runs */
 };
 
-/* Statistics of g. 0, or -EINVAL when g holds no gap. Pure: unit-tested. */
+/* Statistics of g: 0, -EINVAL when g holds no gap, -ENOMEM. Pure: unit-tested. */
 int gc_gap_stats(const struct gc_gaps *g, struct gc_gap_stats *st);
+
+/*
+ * Every gap of a set once per distinct value: values ascending, counts[i]
+ * the gaps of values[i]. One sort of the gaps gives both the statistics and
+ * the metric (gc_gaps_report).
+ */
+struct gc_gap_hist {
+	double *values;
+	uint64_t *counts;
+	size_t n;
+};
+
+/* h, g's histogram: 0, -EINVAL when g holds no gap, -ENOMEM (h then empty). */
+int gc_gap_hist_of(const struct gc_gaps *g, struct gc_gap_hist *h);
+void gc_gap_hist_free(struct gc_gap_hist *h);
 
 /*
  * The histogram of v[0..n), NaN-free, in any order: its distinct values
