@@ -113,6 +113,17 @@ def test_compare_of_two_runs_reads_histograms() -> None:
     assert "counts_run" in j and "counts_base" not in plain.to_json()
 
 
+def test_compare_of_millions_of_gaps_a_side_reads_their_counts_only() -> None:
+    # a chain8192 graph on two GPUs: 16.4 million gaps a run, three values
+    key = Metric("t", "s", None, "gap.graph.chain8192", "ns", "lower", ()).key
+    a = Hist([608.0, 640.0, 704.0, 2539620.0], [4_000_000, 4_190_000, 8_192_000, 10])
+    b = Hist([640.0, 704.0, 736.0, 2539620.0], [4_000_000, 4_190_000, 8_192_000, 10])
+    assert stats.min_p_value(len(a), len(b)) == 0.0  # C(m + n, m) never built
+    c = compare_samples(RunMetric(key, "ns", "lower", a), RunMetric(key, "ns", "lower", b))
+    assert (c.n_base, c.n_run) == (16_382_010, 16_382_010)
+    assert c.verdict == "regression" and c.quartile_change == pytest.approx(704 / 640 - 1)
+
+
 def hist_line(**over: Any) -> str:
     obj: dict[str, Any] = {"test": "cuda_bubbles", "subtest": "gaps", "dynamic": "graph-chain2",
                            "name": "gap.graph.chain2", "unit": "ns", "better": "lower",

@@ -25,6 +25,7 @@ ranks given by the null distribution of U.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
@@ -60,6 +61,7 @@ EXACT_MAX_PAIRS = 2500
 # bisection over values instead of sorting every difference.
 _SORT_MAX_PAIRS = 250_000
 _NORMAL = NormalDist()
+_LOG_FLOAT_MAX = math.log(sys.float_info.max) + 1.0  # a margin over lgamma's rounding
 
 
 def _sorted_finite(xs: Sequence[float], what: str = "samples") -> Sequence[float]:
@@ -172,8 +174,12 @@ def min_p_value(m: int, n: int) -> float:
     if m <= 0 or n <= 0:
         return 1.0
     # Exact where it can matter (can_reach compares it with alpha); from
-    # m = n = 520 on (a gap metric has 10,000 samples) C(m + n, m) is past a
-    # float's range and the quotient is below any alpha: 0.0
+    # m = n = 520 on C(m + n, m) is past a float's range and the quotient is
+    # below any alpha: 0.0, told by its logarithm, since the integer itself
+    # costs seconds at a million samples a side and a histogram of every
+    # gap holds millions.
+    if math.lgamma(m + n + 1) - math.lgamma(m + 1) - math.lgamma(n + 1) > _LOG_FLOAT_MAX:
+        return 0.0
     try:
         return 1.0 / math.comb(m + n, m)
     except OverflowError:
