@@ -144,6 +144,18 @@ def test_a_binary_s_histogram_line_round_trips() -> None:
     assert samples_of({"samples": [1, 2]}) == (1.0, 2.0)  # no counts: plain samples
 
 
+def test_the_line_lib_metrics_c_writes_is_read_as_its_gaps() -> None:
+    # the very line tests/unit/test_gaps.c (metric-hist) checks gc_metric_hist writes
+    line = ('{"test":"unit_gaps","subtest":"metric-hist","dynamic":null,'
+            '"name":"gap.unit.hist","unit":"ns","better":"lower",'
+            '"samples":[992,1024,1056,1088,5000.5],"counts":[2,2,2,1,1]}\n')
+    assert line.rstrip("\n") in (Path(__file__).parents[2] / "tests/unit/test_gaps.c").read_text(
+        ).replace('\\"', '"').replace('"\n\t\t"', "")
+    (m,), errors = parse_metrics(line, test="unit_gaps", subtest="metric-hist")
+    assert errors == [] and list(m.samples) == [992, 992, 1024, 1024, 1056, 1056, 1088, 5000.5]
+    assert stats.median(m.samples) == 1040.0  # the median the binary prints
+
+
 @pytest.mark.parametrize("over,why", [
     ({"counts": [600, 399]}, "'counts' has 2 entries for 3 samples"),
     ({"counts": [600, -1, 1]}, "count 1 is not a positive integer"),
